@@ -1,0 +1,307 @@
+"""The ``arena`` command line. It parses arguments and prints; each command calls the module
+that owns the work (config, launch, rollout, results, transport)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from arena.errors import ArenaError, ConfigError
+
+app = typer.Typer(
+    name="arena",
+    help="Evaluate robot foundation-model policies in simulation.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+plugins_app = typer.Typer(help="List installed plugins (bare) or work with plugins.", invoke_without_command=True)
+app.add_typer(plugins_app, name="plugins")
+
+out = Console()
+if not out.is_terminal:  # logs and CI: do not squeeze tables into 80 columns
+    out = Console(width=160)
+err = Console(stderr=True)
+
+OverridesArg = Annotated[
+    Optional[list[str]],
+    typer.Argument(help="KEY=VALUE overrides: shared.<path>=V, runs.<name>.<path>=V, launch.<backend>.<path>=V"),
+]
+
+
+def _fail(exc: ArenaError) -> typer.Exit:
+    code = 2 if isinstance(exc, ConfigError) else 3
+    err.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True, soft_wrap=True)
+    return typer.Exit(code)
+
+
+# -- experiments ---------------------------------------------------------------------------
+@app.command()
+def validate(
+    experiment: Annotated[Path, typer.Argument(help="experiment YAML file")],
+    overrides: OverridesArg = None,
+    list_overrides: Annotated[bool, typer.Option("--list-overrides", help="print every overridable key")] = False,
+) -> None:
+    """Check an experiment file without running anything (exit 2 on a configuration error)."""
+    from arena.config import load_experiment
+    from arena.launch.planning import plan_servers
+
+    try:
+        exp = load_experiment(experiment, overrides or [])
+        plan_servers(exp)
+    except ArenaError as exc:
+        raise _fail(exc) from None
+    if list_overrides:
+        _print_overrides(exp)
+        return
+    out.print(f"[green]ok[/]: {experiment} — {len(exp.runs)} run(s): {', '.join(exp.runs)}")
+
+
+def _print_overrides(exp) -> None:
+    from arena.config import list_overrides
+
+    for key, value in list_overrides(exp):
+        out.print(f"{key}={json.dumps(value) if not isinstance(value, str) else value}", highlight=False)
+
+
+@app.command()
+def run(
+    experiment: Annotated[Path, typer.Argument(help="experiment YAML file")],
+    overrides: OverridesArg = None,
+    output_dir: Annotated[Optional[Path], typer.Option("--output-dir", help="exact output directory")] = None,
+    backend: Annotated[Optional[str], typer.Option("--backend", help="shorthand for launch.backend=NAME")] = None,
+    jobs: Annotated[Optional[int], typer.Option("--jobs", help="shorthand for launch.local.jobs=N")] = None,
+    wait: Annotated[bool, typer.Option("--wait", help="wait for a remote backend and collect")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="print the resolved runs and server tasks")] = False,
+    list_overrides: Annotated[bool, typer.Option("--list-overrides", help="print every overridable key")] = False,
+) -> None:
+    """Run an experiment: every run, with its policy servers started and stopped by arena."""
+    from arena.config import load_experiment
+    from arena.launch.submit import run_experiment
+
+    extra = list(overrides or [])
+    if backend:
+        extra.append(f"launch.backend={backend}")
+    if jobs is not None:
+        extra.append(f"launch.local.jobs={jobs}")
+    try:
+        exp = load_experiment(experiment, extra)
+        if list_overrides:
+            _print_overrides(exp)
+            return
+        code = run_experiment(exp, output_dir=output_dir, wait=wait, dry_run=dry_run, console=out)
+    except ArenaError as exc:
+        raise _fail(exc) from None
+    raise typer.Exit(code)
+
+
+@app.command("run-one")
+def run_one(
+    snapshot: Annotated[Path, typer.Argument(help="resolved experiment.yaml of an output directory")],
+    run_name: Annotated[str, typer.Option("--run", help="run to execute")],
+    output_dir: Annotated[Path, typer.Option("--output-dir", help="experiment output directory")],
+    server_host: Annotated[Optional[str], typer.Option("--server-host", envvar="ARENA_SERVER_HOST")] = None,
+    server_port: Annotated[Optional[int], typer.Option("--server-port", envvar="ARENA_SERVER_PORT")] = None,
+    shard: Annotated[Optional[str], typer.Option("--shard", help="K/N: the work items whose index ≡ K mod N")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="skip work items that already have a record")] = False,
+) -> None:
+    """Execute one run (or one shard of it) from a snapshot; every backend runs runs through this."""
+    from arena.rollout.run_one import run_one as _run_one
+
+    shard_t = None
+    if shard is not None:
+        try:
+            k, n = (int(p) for p in shard.split("/"))
+            if not 0 <= k < n:
+                raise ValueError
+            shard_t = (k, n)
+        except ValueError:
+            raise _fail(ConfigError(f"--shard must be K/N with 0 <= K < N, got {shard!r}")) from None
+    code = _run_one(
+        snapshot, run_name, output_dir, server_host=server_host, server_port=server_port, shard=shard_t, resume=resume
+    )
+    raise typer.Exit(code)
+
+
+# -- submissions -----------------------------------------------------------------------------
+@app.command()
+def status(output_dir: Annotated[Path, typer.Argument(help="experiment output directory")]) -> None:
+    """Show the state of every run of a submission."""
+    from arena.launch.submit import submission_status
+
+    try:
+        states = submission_status(output_dir)
+    except ArenaError as exc:
+        raise _fail(exc) from None
+    table = Table("run", "state", "episodes", "successes", "errors")
+    for name, st in states.items():
+        table.add_row(
+            name,
+            str(st.get("state")),
+            f"{st.get('episodes_done', 0)}/{st.get('episodes_total', '?')}",
+            str(st.get("successes", 0)),
+            str(st.get("errors", 0)),
+        )
+    out.print(table)
+
+
+@app.command()
+def cancel(output_dir: Annotated[Path, typer.Argument(help="experiment output directory")]) -> None:
+    """Cancel a running submission; finished episodes are kept."""
+    from arena.launch.submit import cancel_submission
+
+    try:
+        cancel_submission(output_dir)
+    except ArenaError as exc:
+        raise _fail(exc) from None
+    out.print(f"cancel requested for {output_dir}")
+
+
+@app.command()
+def collect(output_dir: Annotated[Path, typer.Argument(help="experiment output directory")]) -> None:
+    """Gather a submission's outputs and build experiment_result.json and index.html."""
+    from arena.launch.submit import collect_submission
+
+    try:
+        report = collect_submission(output_dir)
+    except ArenaError as exc:
+        raise _fail(exc) from None
+    out.print(f"report: {report}")
+
+
+@app.command()
+def report(output_dir: Annotated[Path, typer.Argument(help="experiment output directory")]) -> None:
+    """Rebuild experiment_result.json and index.html from the records."""
+    from arena.results.aggregate import build_experiment_result
+    from arena.results.report import write_report
+
+    try:
+        build_experiment_result(output_dir)
+        path = write_report(output_dir)
+    except ArenaError as exc:
+        raise _fail(exc) from None
+    out.print(f"report: {path}")
+
+
+# -- servers ---------------------------------------------------------------------------------
+@app.command()
+def serve(
+    name: Annotated[str, typer.Argument(help="registered server model, e.g. metaworld-expert")],
+    host: Annotated[str, typer.Option(help="bind address (0.0.0.0 exposes the server)")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port")] = 8000,
+    option: Annotated[Optional[list[str]], typer.Option("--option", "-o", help="model option KEY=VALUE")] = None,
+    api_key_env: Annotated[Optional[str], typer.Option(help="NAME of the variable holding the API key")] = None,
+    max_batch_size: Annotated[int, typer.Option(help="group concurrent requests (models with infer_batch)")] = 1,
+    max_wait_ms: Annotated[float, typer.Option(help="how long a batch waits to fill, ms")] = 2.0,
+) -> None:
+    """Serve a registered model with arena's policy server (openpi websocket protocol)."""
+    import os
+
+    import yaml
+
+    from arena.plugins import get_registry
+    from arena.transport.server import serve_model
+
+    registry = get_registry()
+    if name not in registry.servers:
+        raise _fail(ConfigError(f"unknown server '{name}' (registered: {', '.join(sorted(registry.servers)) or 'none'})"))
+    options = {}
+    for item in option or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise _fail(ConfigError(f"--option must be KEY=VALUE, got {item!r}"))
+        options[key] = yaml.safe_load(value)
+    api_key = None
+    if api_key_env:
+        api_key = os.environ.get(api_key_env)
+        if api_key is None:
+            raise _fail(ConfigError(f"--api-key-env names {api_key_env}, which is not set"))
+    model = registry.servers[name](**options)
+    err.print(f"serving {name} on ws://{host}:{port} (healthz: http://{host}:{port}/healthz)")
+    serve_model(model, host, port, api_key=api_key, max_batch_size=max_batch_size, max_wait_ms=max_wait_ms)
+
+
+@app.command()
+def probe(
+    kind: Annotated[str, typer.Argument(help="websocket | tcp | zmq-ping | http:<path>")],
+    host: Annotated[str, typer.Argument()],
+    port: Annotated[int, typer.Argument()],
+    timeout: Annotated[float, typer.Option("--timeout", help="seconds to wait until ready")] = 60.0,
+    api_key_env: Annotated[Optional[str], typer.Option(help="NAME of the variable holding the API key")] = None,
+) -> None:
+    """Wait until a policy server is ready (exit 0) or the timeout passes (exit 1)."""
+    import os
+
+    from arena.transport.probe import wait_until_ready
+
+    api_key = os.environ.get(api_key_env) if api_key_env else None
+    try:
+        wait_until_ready(kind, host, port, timeout, api_key=api_key)
+    except ArenaError as exc:
+        err.print(f"not ready: {exc}", highlight=False)
+        raise typer.Exit(1) from None
+    out.print(f"ready: {kind} {host}:{port}")
+
+
+# -- plugins ---------------------------------------------------------------------------------
+@plugins_app.callback()
+def plugins(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+) -> None:
+    """List plugins: name, distribution, version, hooks, what each registered, broken plugins."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from arena.plugins import get_plugin_manager
+
+    manager = get_plugin_manager()
+    try:
+        manager.registry
+    except ArenaError as exc:
+        raise _fail(exc) from None
+    data = {
+        "plugins": [
+            {
+                "name": i.name,
+                "distribution": i.distribution,
+                "version": i.version,
+                "builtin": i.builtin,
+                "hooks": sorted(set(i.hooks)),
+                "registered": i.registered,
+            }
+            for i in manager.infos.values()
+        ],
+        "broken": [{"name": b.name, "distribution": b.distribution, "error": b.error} for b in manager.broken],
+    }
+    if as_json:
+        out.print_json(json.dumps(data))
+        return
+    table = Table("plugin", "distribution", "version", "registered")
+    for p in data["plugins"]:
+        reg = "; ".join(f"{k}: {', '.join(v)}" for k, v in p["registered"].items())
+        table.add_row(p["name"], p["distribution"] or "-", p["version"] or "-", reg or "-")
+    out.print(table)
+    for b in data["broken"]:
+        err.print(f"[red]broken plugin[/] {b['name']} ({b['distribution']}): {b['error']}", highlight=False)
+
+
+def main() -> None:
+    """Entry point of the ``arena`` script: loads plugin commands, then runs the CLI."""
+    from arena.plugins import get_plugin_manager
+
+    try:
+        get_plugin_manager().register_commands(app)
+    except ArenaError as exc:
+        err.print(f"[bold red]error:[/] {exc}")
+        sys.exit(2)
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,365 @@
+"""Load an experiment file: overrides, ``requires``, merging, validation, resolved runs.
+
+Top-level keys are ``requires``, ``launch``, ``shared`` and ``runs`` (required, a non-empty
+mapping; run names match ``[A-Za-z_][A-Za-z0-9_-]*``). Run keys are ``environment``,
+``policy``, ``environment_builder``, ``rollout_limit``, ``server`` and ``recording``.
+
+Precedence, lowest first: field defaults < ``shared`` < ``shared.<path>=<value>`` overrides <
+the run's own values < ``runs.<name>.<path>=<value>`` overrides. Mappings merge key by key;
+any other value (a list included) replaces. ``launch.<path>=<value>`` overrides the file's
+``launch`` section.
+
+**A different type drops the shared section.** When a run's ``environment.type`` (or
+``policy.type``) differs from the one in ``shared`` (after overrides), none of ``shared``'s
+fields of that section apply to that run: the run's own section is used alone, since the
+other type's fields would not fit. A run without a ``type`` inherits ``shared``'s type and
+fields.
+
+Order of checks: the file's shape and the override tokens, then ``requires`` (so a missing
+plugin is named, not reported as an unknown type), then ``launch``, then each run. Every
+problem raises :class:`arena.errors.ConfigError` with the file, the run and the key path.
+After a run validates, its environment and policy configs' optional ``validate_run(run)``
+hooks run (cross-section constraints; a ``ValueError`` becomes a ConfigError naming the run).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from arena.config.merge import deep_merge, has_path, leaves
+from arena.config.models import (
+    EnvironmentBuilderConfig,
+    LaunchConfig,
+    RecordingConfig,
+    RolloutLimitConfig,
+)
+from arena.config.overrides import Override, apply_overrides, parse_override
+from arena.config.requires import check_requires as _check_requires
+from arena.config.requires import normalize_requires
+from arena.config.resolved import ResolvedExperiment, ResolvedRun
+from arena.config.validation import validate_section
+from arena.config.yaml_io import dump_yaml, read_yaml
+from arena.envs.base import Environment
+from arena.errors import ConfigError, PluginError
+from arena.policies.base import PolicyBase
+from arena.servertask import ServerOverrides
+
+if TYPE_CHECKING:
+    from arena.plugins import PluginManager
+
+TOP_LEVEL_KEYS = ("requires", "launch", "shared", "runs")
+RUN_KEYS = ("environment", "policy", "environment_builder", "rollout_limit", "server", "recording")
+RUN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+
+_COMPONENTS: dict[str, tuple[str, str, type]] = {
+    # section: (registry kind, what it is called, required base class)
+    "environment": ("environments", "environment", Environment),
+    "policy": ("policies", "policy", PolicyBase),
+}
+_SECTIONS: dict[str, type[BaseModel]] = {
+    "environment_builder": EnvironmentBuilderConfig,
+    "rollout_limit": RolloutLimitConfig,
+    "server": ServerOverrides,
+    "recording": RecordingConfig,
+}
+
+
+def load_experiment(
+    path: str | os.PathLike[str],
+    overrides: Sequence[str] = (),
+    *,
+    manager: PluginManager | None = None,
+    check_requires: bool = True,
+) -> ResolvedExperiment:
+    """Read, override, check and resolve the experiment file at ``path``.
+
+    ``overrides`` are ``KEY=VALUE`` tokens (see :mod:`arena.config.overrides`); ``manager``
+    defaults to the process-wide plugin manager; ``check_requires=False`` skips the
+    ``requires`` check (the configs are validated all the same).
+
+    Raises:
+        ConfigError: anything wrong with the file, an override or a component config.
+    """
+    data = read_yaml(path)
+    return load_experiment_dict(data, overrides, source=str(path), manager=manager, check_requires=check_requires)
+
+
+def load_experiment_dict(
+    data: Any,
+    overrides: Sequence[str] = (),
+    *,
+    source: str | None = None,
+    manager: PluginManager | None = None,
+    check_requires: bool = True,
+) -> ResolvedExperiment:
+    """Resolve already parsed experiment data; ``source`` names its file in errors.
+
+    The experiment's name is the stem of ``source`` (``"experiment"`` without one).
+
+    Raises:
+        ConfigError: as :func:`load_experiment`.
+    """
+    if manager is None:
+        from arena.plugins import get_plugin_manager
+
+        manager = get_plugin_manager()
+    if isinstance(overrides, str):
+        overrides = [overrides]
+    raw = _top_level(data, source)
+    runs_raw = _runs(raw.get("runs"), source)
+    parsed = [parse_override(token, file=source) for token in overrides]
+    for override in parsed:
+        if override.scope == "runs" and override.run not in runs_raw:
+            raise ConfigError(
+                f"override '{override.token}' names run '{override.run}', which is not in the experiment "
+                f"(runs: {', '.join(runs_raw)}); overrides cannot add runs",
+                file=source,
+            )
+
+    requires = normalize_requires(raw.get("requires"), source=source)
+    if check_requires:
+        _check_requires(requires, source=source, manager=manager)
+
+    launch_raw = apply_overrides(_mapping(raw.get("launch"), source, "launch"), _scope(parsed, "launch"), file=source)
+    launch = validate_section(
+        LaunchConfig, launch_raw, file=source, run=None, key="launch", context={"manager": manager}
+    )
+
+    shared = apply_overrides(_mapping(raw.get("shared"), source, "shared"), _scope(parsed, "shared"), file=source)
+    _check_run_keys(shared, source=source, run=None, prefix="shared")
+
+    runs: dict[str, ResolvedRun] = {}
+    for name, run_raw in runs_raw.items():
+        own = _mapping(run_raw, source, None, run=name)
+        run_overrides = [o for o in parsed if o.scope == "runs" and o.run == name]
+        own = apply_overrides(own, run_overrides, file=source)
+        runs[name] = _resolve_run(
+            name, shared, own, source=source, manager=manager, overrides=run_overrides + _scope(parsed, "shared")
+        )
+
+    stem = Path(source).stem if source else "experiment"
+    return ResolvedExperiment(
+        name=stem, source=source, requires=requires, launch=launch, runs=runs, shared=shared  # type: ignore[arg-type]
+    )
+
+
+def write_snapshot(experiment: ResolvedExperiment, path: str | os.PathLike[str]) -> None:
+    """Write ``experiment.snapshot()`` as YAML to ``path`` (atomically; parents created)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    text = (
+        f"# Resolved experiment '{experiment.name}' (from {experiment.source or 'data'}): every run fully\n"
+        "# merged, defaults included. `arena run-one` executes runs of this file.\n"
+        + dump_yaml(experiment.snapshot())
+    )
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def list_overrides(
+    experiment: ResolvedExperiment | Mapping[str, Any], *, manager: PluginManager | None = None
+) -> list[tuple[str, Any]]:
+    """Every overridable key with its current value, for ``--list-overrides``.
+
+    ``shared.<path>`` for each leaf of ``shared`` as written; ``runs.<name>.<path>`` for each
+    leaf of each resolved run (defaults included); ``launch.<path>`` for ``backend``,
+    ``watchdog`` and the options of the selected backend (and any other given). Raw data is
+    resolved first (``requires`` is not checked).
+
+    Raises:
+        ConfigError: raw data that does not resolve.
+    """
+    if not isinstance(experiment, ResolvedExperiment):
+        experiment = load_experiment_dict(dict(experiment), manager=manager, check_requires=False)
+    out: list[tuple[str, Any]] = []
+    out += [(".".join(("shared", *path)), value) for path, value in leaves(experiment.shared)]
+    for name, run in experiment.runs.items():
+        out += [(".".join(("runs", name, *path)), value) for path, value in leaves(run.to_dict())]
+    launch = experiment.launch.model_dump(mode="json", by_alias=True)
+    out += [(".".join(("launch", *path)), value) for path, value in leaves(launch)]
+    return out
+
+
+# -- the file's shape ---------------------------------------------------------------------------
+
+
+def _top_level(data: Any, source: str | None) -> dict[str, Any]:
+    expected = ", ".join(TOP_LEVEL_KEYS)
+    if data is None:
+        raise ConfigError(f"the experiment is empty; expected a mapping with keys {expected} (runs required)", file=source)
+    if not isinstance(data, Mapping):
+        raise ConfigError(
+            f"expected a mapping with keys {expected}; got {type(data).__name__}", file=source
+        )
+    for key in data:
+        if key not in TOP_LEVEL_KEYS:
+            raise ConfigError(f"unknown top-level key '{key}'; expected one of: {expected}", file=source, key=str(key))
+    return dict(data)
+
+
+def _runs(runs: Any, source: str | None) -> dict[str, Any]:
+    if runs is None:
+        raise ConfigError(
+            "missing or empty 'runs': expected a mapping of run name to run (environment, policy, ...)",
+            file=source,
+            key="runs",
+        )
+    if not isinstance(runs, Mapping):
+        raise ConfigError(
+            f"expected a mapping of run name to run; got {type(runs).__name__}", file=source, key="runs"
+        )
+    if not runs:
+        raise ConfigError("'runs' is empty: an experiment needs at least one run", file=source, key="runs")
+    for name in runs:
+        if not isinstance(name, str) or not RUN_NAME.fullmatch(name):
+            raise ConfigError(
+                f"invalid run name {name!r}: expected letters, digits, '_' or '-', not starting with a digit "
+                f"or '-' ([A-Za-z_][A-Za-z0-9_-]*)",
+                file=source,
+                key=f"runs.{name}",
+            )
+    return dict(runs)
+
+
+def _mapping(value: Any, source: str | None, key: str | None, *, run: str | None = None) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        what = f"'{key}'" if key else "a run"
+        raise ConfigError(f"{what} must be a mapping; got {type(value).__name__} {value!r}", file=source, run=run, key=key)
+    return dict(value)
+
+
+def _check_run_keys(data: Mapping[str, Any], *, source: str | None, run: str | None, prefix: str | None) -> None:
+    for key, value in data.items():
+        path = f"{prefix}.{key}" if prefix else str(key)
+        if key not in RUN_KEYS:
+            raise ConfigError(
+                f"unknown key '{key}'; expected one of the run keys: {', '.join(RUN_KEYS)}",
+                file=source,
+                run=run,
+                key=path,
+            )
+        if value is not None and not isinstance(value, Mapping):
+            raise ConfigError(
+                f"expected a mapping of {key} fields; got {type(value).__name__} {value!r}",
+                file=source,
+                run=run,
+                key=path,
+            )
+
+
+def _scope(parsed: list[Override], scope: str) -> list[Override]:
+    return [o for o in parsed if o.scope == scope]
+
+
+# -- one run ------------------------------------------------------------------------------------
+
+
+def _resolve_run(
+    name: str,
+    shared: Mapping[str, Any],
+    own: Mapping[str, Any],
+    *,
+    source: str | None,
+    manager: PluginManager,
+    overrides: Sequence[Override] = (),
+) -> ResolvedRun:
+    _check_run_keys(own, source=source, run=name, prefix=None)
+    merged: dict[str, dict[str, Any]] = {}
+    for section in RUN_KEYS:
+        base = dict(shared.get(section) or {})
+        top = dict(own.get(section) or {})
+        if section in _COMPONENTS and "type" in base and "type" in top and base["type"] != top["type"]:
+            base = {}  # another type: shared's fields of this section do not apply
+        merged[section] = deep_merge(base, top)
+
+    def origin(path: tuple[str, ...]) -> str:
+        """Where the value at ``path`` came from, when not from the run's own section."""
+        def overridden(scope: str) -> Override | None:
+            hits = [o for o in overrides if o.scope == scope and path[: len(o.path)] == o.path]
+            return hits[-1] if hits else None
+
+        if (hit := overridden("runs")) is not None:
+            return f" (from override '{hit.token}')"
+        if has_path(own, path):
+            return ""
+        if (hit := overridden("shared")) is not None:
+            return f" (from override '{hit.token}')"
+        if has_path(shared, path):
+            return " (value from shared)"
+        return ""
+
+    components: dict[str, tuple[str, type, BaseModel]] = {}
+    for section, (kind, label, base_cls) in _COMPONENTS.items():
+        fields = dict(merged[section])
+        type_name = fields.pop("type", None)
+        if type_name is None:
+            known = ", ".join(sorted(getattr(manager.registry, kind))) or "none"
+            raise ConfigError(
+                f"missing '{section}.type': a registered {label} name (registered: {known}) or package.module:Class",
+                file=source,
+                run=name,
+                key=f"{section}.type",
+            )
+        if not isinstance(type_name, str):
+            raise ConfigError(
+                f"expected a {label} name or package.module:Class; got {type(type_name).__name__} {type_name!r}",
+                file=source,
+                run=name,
+                key=f"{section}.type",
+            )
+        try:
+            cls = manager.resolve_class(kind, type_name)
+        except PluginError as exc:
+            raise ConfigError(f"{exc}{origin((section, 'type'))}", file=source, run=name, key=f"{section}.type") from None
+        config_cls = getattr(cls, "Config", None)
+        if not (isinstance(cls, type) and issubclass(cls, base_cls)) or not (
+            isinstance(config_cls, type) and issubclass(config_cls, BaseModel)
+        ):
+            raise ConfigError(
+                f"'{type_name}' is not a {base_cls.__name__} subclass with a pydantic Config",
+                file=source,
+                run=name,
+                key=f"{section}.type",
+            )
+        config = validate_section(config_cls, fields, file=source, run=name, key=section, origin=origin)
+        components[section] = (type_name, cls, config)
+
+    sections = {
+        section: validate_section(model, merged[section], file=source, run=name, key=section, origin=origin)
+        for section, model in _SECTIONS.items()
+    }
+    env_type, env_cls, env_config = components["environment"]
+    policy_type, policy_cls, policy_config = components["policy"]
+    run = ResolvedRun(
+        name=name,
+        environment_type=env_type,
+        environment_cls=env_cls,
+        environment=env_config,  # type: ignore[arg-type]
+        policy_type=policy_type,
+        policy_cls=policy_cls,
+        policy=policy_config,  # type: ignore[arg-type]
+        **sections,  # type: ignore[arg-type]
+    )
+    for section in ("environment", "policy"):
+        hook = getattr(getattr(run, section), "validate_run", None)
+        if callable(hook):
+            try:
+                hook(run)
+            except ValueError as exc:
+                raise ConfigError(str(exc), file=source, run=name, key=section) from None
+    return run

@@ -1,0 +1,112 @@
+"""The resolved experiment: every run with its classes and validated configs, nothing left to merge.
+
+Built by :func:`arena.config.loader.load_experiment`; the plan, the launch backends and
+``arena run-one`` read only these objects. :meth:`ResolvedExperiment.snapshot` is the
+output directory's ``experiment.yaml``: loading it again gives an equal experiment.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from arena.config.validation import validate_section
+from arena.config.models import EnvironmentBuilderConfig, LaunchConfig, RecordingConfig, RolloutLimitConfig
+from arena.envs.base import EnvironmentConfig
+from arena.errors import ConfigError
+from arena.policies.base import PolicyConfig
+from arena.servertask import ServerOverrides
+
+
+def _dump(model: BaseModel) -> dict[str, Any]:
+    return model.model_dump(mode="json", by_alias=True)
+
+
+@dataclass
+class ResolvedRun:
+    """One run: environment × policy × rollout limit, fully merged and validated.
+
+    ``environment_type`` / ``policy_type`` are the ``type`` as written (a registered name or
+    ``package.module:Class``); ``environment`` / ``policy`` are instances of the class's
+    ``Config``.
+    """
+
+    name: str
+    environment_type: str
+    environment_cls: type
+    environment: EnvironmentConfig
+    policy_type: str
+    policy_cls: type
+    policy: PolicyConfig
+    environment_builder: EnvironmentBuilderConfig
+    rollout_limit: RolloutLimitConfig
+    server: ServerOverrides
+    recording: RecordingConfig
+
+    def to_dict(self) -> dict[str, Any]:
+        """The run as plain YAML-able data, every field included (defaults too)."""
+        return {
+            "environment": {"type": self.environment_type, **_dump(self.environment)},
+            "policy": {"type": self.policy_type, **_dump(self.policy)},
+            "environment_builder": _dump(self.environment_builder),
+            "rollout_limit": _dump(self.rollout_limit),
+            "server": _dump(self.server),
+            "recording": _dump(self.recording),
+        }
+
+
+@dataclass
+class ResolvedExperiment:
+    """An experiment file after overrides, merging and validation.
+
+    ``name`` is the file's stem (``"experiment"`` for data without a file); ``runs`` keep the
+    file's order. ``shared`` is the file's ``shared`` section after command-line overrides,
+    kept for ``--list-overrides`` only (it is already merged into every run, is not part of
+    the snapshot and does not take part in equality).
+    """
+
+    name: str
+    source: str | None
+    requires: dict[str, str]
+    launch: LaunchConfig
+    runs: dict[str, ResolvedRun]
+    shared: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def snapshot(self) -> dict[str, Any]:
+        """The fully resolved experiment as plain data: ``requires``, ``launch``, ``runs``."""
+        return {
+            "requires": dict(self.requires),
+            "launch": self.launch.model_dump(mode="json", by_alias=True),
+            "runs": {name: run.to_dict() for name, run in self.runs.items()},
+        }
+
+    def with_policy_endpoint(self, run: str, host: str, port: int) -> ResolvedExperiment:
+        """A copy whose run ``run`` has its policy's ``remote_host`` / ``remote_port`` set.
+
+        A policy config without those fields (a local policy) is left as it is.
+
+        Raises:
+            ConfigError: no run ``run``, or the endpoint does not validate (e.g. port 0).
+        """
+        if run not in self.runs:
+            raise ConfigError(f"no run '{run}' (runs: {', '.join(self.runs)})", file=self.source, run=run)
+        resolved = self.runs[run]
+        fields = type(resolved.policy).model_fields
+        if "remote_host" not in fields and "remote_port" not in fields:
+            return dataclasses.replace(self, runs=dict(self.runs))
+        data = resolved.policy.model_dump(by_alias=True)
+        if "remote_host" in fields:
+            data[_alias(fields, "remote_host")] = host
+        if "remote_port" in fields:
+            data[_alias(fields, "remote_port")] = port
+        policy = validate_section(type(resolved.policy), data, file=self.source, run=run, key="policy")
+        runs = dict(self.runs)
+        runs[run] = dataclasses.replace(resolved, policy=policy)
+        return dataclasses.replace(self, runs=runs)
+
+
+def _alias(fields: dict[str, Any], name: str) -> str:
+    return fields[name].alias or name

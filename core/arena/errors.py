@@ -1,0 +1,82 @@
+"""One exception hierarchy for arena; plugins subclass it.
+
+Every error says what was wrong, where (file, run, key, endpoint) and, where it can, what to
+do. The CLI maps :class:`ConfigError` to exit code 2 and everything else to exit code 3.
+"""
+
+from __future__ import annotations
+
+
+class ArenaError(Exception):
+    """Base class of every error arena raises on purpose."""
+
+
+class ConfigError(ArenaError):
+    """A configuration is wrong: an experiment file, an override or a component config.
+
+    ``file``, ``run`` and ``key`` locate the problem; ``str(err)`` reads
+    ``FILE: run 'NAME': key a.b.c: MESSAGE`` with the parts that are known.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        run: str | None = None,
+        key: str | None = None,
+    ) -> None:
+        self.message = message
+        self.file = str(file) if file is not None else None
+        self.run = run
+        self.key = key
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        parts = []
+        if self.file:
+            parts.append(self.file)
+        if self.run:
+            parts.append(f"run '{self.run}'")
+        if self.key:
+            parts.append(f"key {self.key}")
+        prefix = ": ".join(parts)
+        return f"{prefix}: {self.message}" if prefix else self.message
+
+    def located(
+        self, *, file: str | None = None, run: str | None = None, key_prefix: str | None = None
+    ) -> ConfigError:
+        """Return a copy with the missing location parts filled in."""
+        key = self.key
+        if key_prefix:
+            key = f"{key_prefix}.{key}" if key else key_prefix
+        return ConfigError(
+            self.message,
+            file=self.file or file,
+            run=self.run or run,
+            key=key,
+        )
+
+
+class PluginError(ArenaError):
+    """A plugin could not be loaded, registered a duplicate name, or is missing."""
+
+
+class TransportError(ArenaError):
+    """Base of the wire errors raised by :mod:`arena.transport` (see there)."""
+
+
+class PolicyError(ArenaError):
+    """A policy could not produce actions for some envs because of infrastructure.
+
+    ``env_ids`` lists the envs whose current episode must end with outcome ``error``;
+    ``None`` means every env. The rollout never counts these as policy failures.
+    """
+
+    def __init__(self, message: str, env_ids: list[int] | None = None) -> None:
+        super().__init__(message)
+        self.env_ids = env_ids
+
+
+class LaunchError(ArenaError):
+    """A launch backend could not start, wait for or stop something it manages."""

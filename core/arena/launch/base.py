@@ -1,0 +1,108 @@
+"""``LaunchBackend`` and ``Submission``: where runs execute, and the record of having sent them.
+
+A backend turns a resolved experiment into something that runs (``plan`` renders it, ``submit``
+starts it) and later answers ``status``, ``cancel`` and ``collect`` for the output directory,
+whose ``submission.json`` names the backend. Every backend executes a run through
+``arena run-one``, so a run behaves the same on a laptop, in a Slurm step and in an OSMO task.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from arena.errors import LaunchError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from arena.config import ResolvedExperiment
+    from arena.launch.planning import ServerPlan
+
+SUBMISSION_FILE = "submission.json"
+
+
+class Submission(BaseModel):
+    """What ``submit`` did, persisted as ``<output_dir>/submission.json``.
+
+    ``ids`` maps run name -> shard key ("0" for an unsharded run) -> the backend's id of it
+    (a pid, a Slurm job id, an OSMO workflow id).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    backend: str
+    experiment: str
+    output_dir: str
+    created_at: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat())
+    ids: dict[str, dict[str, str]] = Field(default_factory=dict)
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    def save(self) -> None:
+        path = Path(self.output_dir) / SUBMISSION_FILE
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(self.model_dump_json(indent=2))
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, output_dir: str | Path) -> Submission:
+        """Read ``submission.json`` of ``output_dir``.
+
+        Raises:
+            LaunchError: the directory has no readable submission.json.
+        """
+        path = Path(output_dir) / SUBMISSION_FILE
+        try:
+            return cls.model_validate(json.loads(path.read_text()))
+        except FileNotFoundError:
+            raise LaunchError(f"{output_dir} has no {SUBMISSION_FILE}: is it an arena output directory?") from None
+        except ValueError as exc:
+            raise LaunchError(f"{path} is not a valid submission: {exc}") from None
+
+
+class BackendOptions(BaseModel):
+    """Base of every backend's options (``launch.<backend>``). Unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class LaunchBackend:
+    """Where runs execute. Subclasses set ``name`` and ``Config`` and implement the methods."""
+
+    name: ClassVar[str] = ""
+    Config: ClassVar[type[BackendOptions]] = BackendOptions
+
+    def __init__(self, options: BackendOptions) -> None:
+        self.options = options
+
+    def plan(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan], output_dir: Path) -> str:
+        """Return the rendered spec (what ``--dry-run`` prints)."""
+        raise NotImplementedError
+
+    def submit(
+        self,
+        experiment: ResolvedExperiment,
+        servers: dict[str, ServerPlan],
+        output_dir: Path,
+        *,
+        wait: bool,
+        console: Console | None = None,
+    ) -> Submission:
+        """Start the runs. ``output_dir`` already holds experiment.yaml and manifest.json."""
+        raise NotImplementedError
+
+    def status(self, submission: Submission) -> dict[str, dict[str, Any]]:
+        """Per run: the fields of its status.json, with ``state`` mapped onto arena's states."""
+        raise NotImplementedError
+
+    def cancel(self, submission: Submission) -> None:
+        raise NotImplementedError
+
+    def collect(self, submission: Submission) -> Path:
+        """Bring every run's records into ``output_dir``; returns the output directory."""
+        return Path(submission.output_dir)

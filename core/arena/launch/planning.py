@@ -1,0 +1,74 @@
+"""Plan the policy servers of an experiment: which ServerTask each remote run needs.
+
+For every run whose policy is remote, the factory a plugin registered for that policy
+(``arena_register_server_tasks``) derives the ServerTask from the policy config, then the run's
+``server:`` overrides apply. ``server: {external: true}`` means the user runs the server.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from arena.errors import ConfigError
+from arena.servertask import ServerTask
+
+if TYPE_CHECKING:
+    from arena.config import ResolvedExperiment, ResolvedRun
+    from arena.plugins import PluginManager
+
+
+@dataclass(frozen=True)
+class ServerPlan:
+    """The server of one run: a task to start, or an external one at ``host:port``."""
+
+    run: str
+    task: ServerTask | None
+    external: bool
+    host: str
+    port: int
+
+
+def is_remote(run: ResolvedRun) -> bool:
+    """Whether the run's policy talks to a policy server (its config has remote_host/port)."""
+    from arena.policies.remote import RemotePolicyConfig
+
+    return isinstance(run.policy, RemotePolicyConfig) or (
+        hasattr(run.policy, "remote_host") and hasattr(run.policy, "remote_port")
+    )
+
+
+def plan_servers(experiment: ResolvedExperiment, manager: PluginManager | None = None) -> dict[str, ServerPlan]:
+    """Return a :class:`ServerPlan` per remote run (local-policy runs are absent).
+
+    Raises:
+        ConfigError: a remote policy has no registered server task and is not external, or
+            the run's ``server:`` overrides make an invalid ServerTask.
+    """
+    from arena.plugins import get_plugin_manager
+
+    registry = (manager or get_plugin_manager()).registry
+    plans: dict[str, ServerPlan] = {}
+    for name, run in experiment.runs.items():
+        if not is_remote(run):
+            continue
+        host, port = run.policy.remote_host, run.policy.remote_port
+        if run.server.external:
+            plans[name] = ServerPlan(run=name, task=None, external=True, host=host, port=port)
+            continue
+        policy_name = run.policy_type if run.policy_type in registry.server_tasks else getattr(run.policy_cls, "name", "")
+        factory = registry.server_tasks.get(policy_name)
+        if factory is None:
+            raise ConfigError(
+                f"policy '{run.policy_type}' is remote but no plugin registers a server task for it; "
+                "set `server: {external: true}` and remote_host/remote_port to use a server you run",
+                file=experiment.source,
+                run=name,
+                key="server",
+            )
+        try:
+            task = run.server.apply(factory(run.policy))
+        except ValueError as exc:
+            raise ConfigError(f"invalid server override: {exc}", file=experiment.source, run=name, key="server") from None
+        plans[name] = ServerPlan(run=name, task=task, external=False, host=host, port=task.port)
+    return plans

@@ -1,0 +1,300 @@
+"""The plugin manager: built-ins and entry points, loaded one at a time, into one registry.
+
+Loading rules:
+
+- built-ins (``arena.default_plugins``) are registered as plugins, exactly like third-party ones;
+- entry points of group ``arena`` are loaded one at a time; a failing one is recorded in
+  :attr:`PluginManager.broken` and skipped, unless ``ARENA_STRICT_PLUGINS=1`` (re-raise);
+- ``ARENA_LOAD_PLUGINS=a,b`` loads only the named entry points (an empty value loads none);
+- ``check_pending()`` runs after loading, so a misspelled ``arena_*`` hook fails loudly;
+- a name registered twice is an error naming both plugins.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import traceback
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any
+
+import pluggy
+
+from arena import hookspecs
+from arena.errors import PluginError
+
+ENTRY_POINT_GROUP = "arena"
+
+BUILTIN_MODULES = (
+    "arena.default_plugins.policies",
+    "arena.default_plugins.environments",
+    "arena.default_plugins.servers",
+    "arena.default_plugins.launch",
+)
+
+KINDS = ("policies", "embodiment_adapters", "environments", "server_tasks", "servers", "launch_backends")
+
+
+@dataclass
+class BrokenPlugin:
+    """An entry point that failed to load or register."""
+
+    name: str
+    distribution: str | None
+    error: str
+    traceback: str
+
+
+@dataclass
+class PluginInfo:
+    """What ``arena plugins`` shows for one plugin."""
+
+    name: str
+    distribution: str | None = None
+    version: str | None = None
+    builtin: bool = False
+    hooks: list[str] = field(default_factory=list)
+    registered: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass
+class Registry:
+    """Everything plugins registered, by kind. Values are classes or factories.
+
+    ``embodiment_adapters`` is keyed by ``"family/name"``. ``owners[kind][name]`` is the
+    plugin that registered it.
+    """
+
+    policies: dict[str, Any] = field(default_factory=dict)
+    embodiment_adapters: dict[str, Any] = field(default_factory=dict)
+    environments: dict[str, Any] = field(default_factory=dict)
+    server_tasks: dict[str, Callable] = field(default_factory=dict)
+    servers: dict[str, Callable] = field(default_factory=dict)
+    launch_backends: dict[str, Any] = field(default_factory=dict)
+    owners: dict[str, dict[str, str]] = field(default_factory=lambda: {k: {} for k in KINDS})
+
+    def adapter(self, family: str, name: str) -> Any:
+        """The adapter class registered as ``(family, name)``.
+
+        Raises:
+            PluginError: none is registered; the message lists the family's adapters.
+        """
+        key = f"{family}/{name}"
+        if key not in self.embodiment_adapters:
+            known = sorted(k.split("/", 1)[1] for k in self.embodiment_adapters if k.startswith(family + "/"))
+            raise PluginError(
+                f"no embodiment adapter '{name}' for the {family} protocol (registered: {', '.join(known) or 'none'})"
+            )
+        return self.embodiment_adapters[key]
+
+
+class PluginManager:
+    """Loads plugins and builds the :class:`Registry`. Use :func:`get_plugin_manager`."""
+
+    def __init__(self) -> None:
+        self.pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
+        self.pm.add_hookspecs(hookspecs)
+        self.broken: list[BrokenPlugin] = []
+        self.infos: dict[str, PluginInfo] = {}
+        self._registry: Registry | None = None
+
+    # -- loading ---------------------------------------------------------------------------
+    def load_builtins(self) -> None:
+        for module_name in BUILTIN_MODULES:
+            module = importlib.import_module(module_name)
+            name = "arena." + module_name.rsplit(".", 1)[1]
+            self.pm.register(module, name=name)
+            self.infos[name] = PluginInfo(name=name, distribution="arena-core", version=_version("arena-core"), builtin=True)
+
+    def load_entry_points(self) -> None:
+        strict = os.environ.get("ARENA_STRICT_PLUGINS", "") not in ("", "0", "false")
+        allowed = os.environ.get("ARENA_LOAD_PLUGINS")
+        allow = None if allowed is None else {n.strip() for n in allowed.split(",") if n.strip()}
+        for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+            if allow is not None and ep.name not in allow:
+                continue
+            if self.pm.get_plugin(ep.name) is not None:
+                continue
+            dist = ep.dist.name if ep.dist else None
+            try:
+                module = ep.load()
+                self.pm.register(module, name=ep.name)
+            except Exception as exc:  # one broken plugin never takes the CLI down
+                if strict:
+                    raise
+                self.broken.append(_broken(ep, dist, exc))
+                continue
+            self.infos[ep.name] = PluginInfo(name=ep.name, distribution=dist, version=ep.dist.version if ep.dist else None)
+
+    def register(self, plugin: object, name: str) -> None:
+        """Register a plugin object (a module or any object with ``@hookimpl`` methods)."""
+        self.pm.register(plugin, name=name)
+        self.infos[name] = PluginInfo(name=name)
+        self._registry = None
+
+    def unregister(self, name: str) -> None:
+        self.pm.unregister(name=name)
+        self.infos.pop(name, None)
+        self._registry = None
+
+    def check_pending(self) -> None:
+        try:
+            self.pm.check_pending()
+        except pluggy.PluginValidationError as exc:
+            raise PluginError(f"plugin {exc.plugin!r} implements an unknown hook: {exc}") from exc
+
+    # -- the registry ----------------------------------------------------------------------
+    @property
+    def registry(self) -> Registry:
+        if self._registry is None:
+            self._registry = self._build_registry()
+        return self._registry
+
+    def _build_registry(self) -> Registry:
+        registry = Registry()
+        for info in self.infos.values():
+            info.hooks = []
+            info.registered = {}
+        for kind in KINDS:
+            hook = getattr(self.pm.hook, f"arena_register_{kind}")
+            for impl in reversed(hook.get_hookimpls()):
+                owner = impl.plugin_name
+                register = _make_register(registry, kind, owner)
+                info = self.infos.setdefault(owner, PluginInfo(name=owner))
+                info.hooks.append(f"arena_register_{kind}")
+                before = set(getattr(registry, kind))
+                try:
+                    impl.function(register)
+                except PluginError:
+                    raise
+                except Exception as exc:
+                    raise PluginError(f"plugin '{owner}' failed in arena_register_{kind}: {exc}") from exc
+                added = sorted(set(getattr(registry, kind)) - before)
+                if added:
+                    info.registered[kind] = added
+        for impl in self.pm.hook.arena_register_commands.get_hookimpls():
+            self.infos.setdefault(impl.plugin_name, PluginInfo(name=impl.plugin_name)).hooks.append(
+                "arena_register_commands"
+            )
+        return registry
+
+    def resolve_class(self, kind: str, type_name: str) -> Any:
+        """Return the class registered under ``type_name``, or import ``package.module:Class``.
+
+        Raises:
+            PluginError: not registered and not importable; the message lists registered names.
+        """
+        table = getattr(self.registry, kind)
+        if type_name in table:
+            return table[type_name]
+        if ":" in type_name:
+            module_name, _, attr = type_name.partition(":")
+            try:
+                obj: Any = importlib.import_module(module_name)
+                for part in attr.split("."):
+                    obj = getattr(obj, part)
+            except (ImportError, AttributeError) as exc:
+                raise PluginError(f"cannot import '{type_name}': {exc}") from exc
+            return obj
+        singular = kind.rstrip("s") if kind != "policies" else "policy"
+        known = ", ".join(sorted(table)) or "none"
+        raise PluginError(f"unknown {singular} type '{type_name}' (registered: {known}; or use package.module:Class)")
+
+    def register_commands(self, app: Any) -> None:
+        """Let plugins add typer sub-commands; a command name registered twice is an error.
+
+        Raises:
+            PluginError: a plugin added a command (or group) whose name already exists.
+        """
+        owners = {name: "arena" for name in _command_names(app)}
+        for impl in reversed(self.pm.hook.arena_register_commands.get_hookimpls()):
+            before = Counter(_command_names(app))
+            impl.function(app)
+            for name in (Counter(_command_names(app)) - before).elements():
+                if name in owners:
+                    raise PluginError(
+                        f"command '{name}' is registered twice: by '{owners[name]}' and by '{impl.plugin_name}'"
+                    )
+                owners[name] = impl.plugin_name
+
+
+def _command_names(app: Any) -> list[str]:
+    return [_command_name(c) for c in app.registered_commands] + [g.name for g in app.registered_groups]
+
+
+def _command_name(command: Any) -> str:
+    if command.name:
+        return command.name
+    return command.callback.__name__.replace("_", "-")
+
+
+def _make_register(registry: Registry, kind: str, owner: str) -> Callable:
+    table = getattr(registry, kind)
+    owners = registry.owners[kind]
+
+    def register(*args: Any) -> None:
+        if kind == "embodiment_adapters":
+            if len(args) != 3:
+                raise PluginError(f"plugin '{owner}': register(family, name, adapter_cls) takes 3 arguments")
+            family, name, value = args
+            key = f"{family}/{name}"
+        else:
+            if len(args) != 2:
+                raise PluginError(f"plugin '{owner}': register(name, value) takes 2 arguments")
+            key, value = args
+        if key in table:
+            raise PluginError(
+                f"{kind.replace('_', ' ')} name '{key}' is registered by two plugins: "
+                f"'{owners[key]}' and '{owner}'"
+            )
+        table[key] = value
+        owners[key] = owner
+
+    return register
+
+
+def _broken(ep: EntryPoint, dist: str | None, exc: BaseException) -> BrokenPlugin:
+    return BrokenPlugin(
+        name=ep.name,
+        distribution=dist,
+        error=f"{type(exc).__name__}: {exc}",
+        traceback="".join(traceback.format_exception(exc)),
+    )
+
+
+def _version(dist: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return None
+
+
+_MANAGER: PluginManager | None = None
+
+
+def get_plugin_manager() -> PluginManager:
+    """The process-wide plugin manager, loaded on first use."""
+    global _MANAGER
+    if _MANAGER is None:
+        manager = PluginManager()
+        manager.load_builtins()
+        manager.load_entry_points()
+        manager.check_pending()
+        _MANAGER = manager
+    return _MANAGER
+
+
+def get_registry() -> Registry:
+    """The registry of the process-wide plugin manager."""
+    return get_plugin_manager().registry
+
+
+def reset_plugin_manager() -> None:
+    """Forget the process-wide manager (tests; after installing a plugin in-process)."""
+    global _MANAGER
+    _MANAGER = None

@@ -1,0 +1,86 @@
+"""``PolicyBase``: what every policy, local or remote, implements.
+
+Value types: observations arrive in the Arena layout (see :mod:`arena.envs.base`); a policy
+returns ``float32`` numpy actions of shape ``(num_envs, action_dim)``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from arena.envs.base import Environment
+
+
+class PolicyConfig(BaseModel):
+    """Base of every policy config. Unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    def variant(self) -> str | None:
+        """The policy's variant for records and reports (e.g. ``pi05``); ``None`` if it has none."""
+        return getattr(self, "policy_variant", None)
+
+
+ConfigT = TypeVar("ConfigT", bound=PolicyConfig)
+
+
+class PolicyBase(Generic[ConfigT]):
+    """A policy built from its typed config.
+
+    Life cycle, driven by the rollout: ``start(env)`` once, ``set_task_description(text)``,
+    then ``reset(env_ids, seeds)`` whenever envs start episodes and ``get_action`` every step,
+    and finally ``close()``.
+
+    Subclasses set ``name`` (the registered name) and ``Config``.
+    """
+
+    name: ClassVar[str] = ""
+    Config: ClassVar[type[PolicyConfig]] = PolicyConfig
+
+    def __init__(self, config: ConfigT) -> None:
+        self.config = config
+        self.task_description: str | None = None
+
+    @property
+    def is_remote(self) -> bool:
+        """Whether actions come from a policy server (and so need a ServerTask)."""
+        return False
+
+    def start(self, env: Environment) -> None:
+        """Called once before the first reset. Remote policies open their connections here."""
+
+    def set_task_description(self, text: str | None) -> str | None:
+        """Store the language instruction sent with every request; returns it."""
+        self.task_description = text
+        return text
+
+    def reset(self, env_ids: list[int] | None = None, seeds: list[int] | None = None) -> None:
+        """Forget per-env state of ``env_ids`` (all envs when ``None``).
+
+        ``seeds[i]`` is the episode seed of ``env_ids[i]``; a stochastic policy reseeds from it
+        so outcomes never depend on which env ran which episode.
+        """
+
+    def get_action(self, env: Environment, observation: dict[str, Any]) -> np.ndarray:
+        """Return ``float32 (num_envs, action_dim)`` actions for the batched ``observation``.
+
+        Raises:
+            arena.errors.PolicyError: infrastructure failed for some envs (their episodes end
+                as ``error``, never ``failure``).
+        """
+        raise NotImplementedError
+
+    def episode_info(self, env_id: int) -> dict[str, Any]:
+        """Per-episode extras for the record of ``env_id``'s episode that just ended.
+
+        Remote policies return request latency stats and the server's timing; the default has
+        nothing. Called once per episode end, before ``reset``.
+        """
+        return {}
+
+    def close(self) -> None:
+        """Release resources. Idempotent; a remote client disconnects but never stops a server."""

@@ -1,0 +1,296 @@
+"""Remote policies: ``RemotePolicyConfig`` and ``RemoteChunkReplayPolicy``.
+
+A remote policy is a thin client of a policy server speaking the openpi websocket protocol
+(ARCHITECTURE.md section 7). Per env it requests an action chunk ``(H, action_dim)``, replays
+its first ``open_loop_horizon`` rows one per step, then requests again.
+
+Connections: one per env, all opened in :meth:`RemoteChunkReplayPolicy.start` (not lazily: an
+openpi server runs inference on its event loop, so a handshake made while another env's first
+inference blocks it would time out; openpi issue 717). Requests of envs due on the same step
+go out concurrently, each connection strictly one request, one reply.
+
+Reconnects: a dropped connection is re-opened with backoff, at most ``max_reconnect_attempts``
+times per request; every cached chunk of every env is discarded on a reconnect, so a stale
+chunk is never replayed against a server that may have lost its state.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+from pydantic import AliasChoices, Field
+
+from arena.errors import ArenaError, PolicyError, TransportError
+from arena.policies.adapters import EmbodimentAdapter, ProtocolViolation
+from arena.policies.base import PolicyBase, PolicyConfig
+from arena.transport.client import PolicyClient
+
+if TYPE_CHECKING:
+    from arena.envs.base import Environment
+
+
+class RemotePolicyConfig(PolicyConfig):
+    """Connection settings shared by every remote client (openpi, Cosmos, GR00T, DreamZero)."""
+
+    remote_host: str = Field("127.0.0.1", description="policy server host (or a ws:// / wss:// URI)")
+    remote_port: int = Field(8000, ge=1, le=65535, description="policy server port")
+    api_key_env: str | None = Field(
+        None, description="NAME of the environment variable holding the API key or token (never the value)"
+    )
+    connect_timeout_s: float = Field(
+        120.0, gt=0, description="seconds to wait for a server that is still starting"
+    )
+    first_request_timeout_s: float = Field(
+        600.0, gt=0, description="seconds for the first inference on a connection (it may compile)"
+    )
+    request_timeout_s: float = Field(60.0, gt=0, description="seconds for every later inference")
+    ping_interval_s: float | None = Field(30.0, gt=0, description="seconds between keepalive pings; null = off")
+    ping_timeout_s: float | None = Field(300.0, gt=0, description="seconds to wait for a pong; null = forever")
+    max_reconnect_attempts: int = Field(3, ge=0, description="reconnects per request before the episode is an error")
+    policy_device: str = Field("cpu", description="where actions are handed to the simulator")
+    embodiment: str = Field(
+        description="embodiment adapter name, e.g. droid",
+        validation_alias=AliasChoices(
+            "embodiment",
+            "openpi_embodiment_adapter",
+            "cosmos_embodiment_adapter",
+            "dreamzero_embodiment_adapter",
+        ),
+    )
+    open_loop_horizon: int = Field(1, ge=1, description="chunk rows replayed before the next request")
+
+    def api_key(self) -> str | None:
+        """The key read from the variable named by ``api_key_env``.
+
+        Raises:
+            ArenaError: ``api_key_env`` names a variable that is not set.
+        """
+        if not self.api_key_env:
+            return None
+        value = os.environ.get(self.api_key_env)
+        if value is None:
+            raise ArenaError(
+                f"api_key_env names {self.api_key_env}, which is not set in this environment"
+            )
+        return value
+
+
+class _LatencyLog:
+    """Request latencies (ms) and server-reported inference times of one env's episode."""
+
+    __slots__ = ("latency_ms", "server_infer_ms")
+
+    def __init__(self) -> None:
+        self.latency_ms: list[float] = []
+        self.server_infer_ms: list[float] = []
+
+    def summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.latency_ms:
+            arr = np.asarray(self.latency_ms)
+            out["latency"] = {
+                "requests": int(arr.size),
+                "mean_ms": float(arr.mean()),
+                "p50_ms": float(np.percentile(arr, 50)),
+                "p95_ms": float(np.percentile(arr, 95)),
+                "max_ms": float(arr.max()),
+            }
+        if self.server_infer_ms:
+            arr = np.asarray(self.server_infer_ms)
+            out["server_timing"] = {"infer_ms_mean": float(arr.mean()), "infer_ms_max": float(arr.max())}
+        return out
+
+
+class RemoteChunkReplayPolicy(PolicyBase):
+    """Chunk-replaying client of an openpi-protocol policy server.
+
+    Subclasses set ``name``, ``Config`` (a :class:`RemotePolicyConfig`), ``adapter_family``
+    (the registry family of their embodiment adapters, e.g. ``"openpi"``) and
+    ``server_response_actions_key`` (``"actions"`` for openpi, ``"action"`` for Cosmos).
+    """
+
+    Config: ClassVar[type[PolicyConfig]] = RemotePolicyConfig
+    adapter_family: ClassVar[str] = ""
+    server_response_actions_key: ClassVar[str] = "actions"
+    client_cls: ClassVar[type[PolicyClient]] = PolicyClient
+
+    def __init__(self, config: RemotePolicyConfig, adapter: EmbodimentAdapter | None = None) -> None:
+        super().__init__(config)
+        self.config: RemotePolicyConfig = config
+        self.adapter = adapter if adapter is not None else self.make_adapter(config)
+        self.open_loop_horizon = config.open_loop_horizon
+        self._clients: list[PolicyClient] = []
+        self._chunks: list[np.ndarray | None] = []
+        self._steps: list[int] = []
+        self._logs: list[_LatencyLog] = []
+        self._pool: ThreadPoolExecutor | None = None
+        self.reconnects = 0
+
+    @classmethod
+    def make_adapter(cls, config: RemotePolicyConfig) -> EmbodimentAdapter:
+        """Instantiate the adapter registered as ``(adapter_family, config.embodiment)``."""
+        from arena.plugins import get_registry
+
+        return get_registry().adapter(cls.adapter_family, config.embodiment)()
+
+    @property
+    def is_remote(self) -> bool:
+        return True
+
+    # -- connections -------------------------------------------------------------------------
+    def _new_client(self) -> PolicyClient:
+        c = self.config
+        return self.client_cls(
+            c.remote_host,
+            c.remote_port,
+            api_key=c.api_key(),
+            connect_timeout_s=c.connect_timeout_s,
+            request_timeout_s=c.request_timeout_s,
+            first_request_timeout_s=c.first_request_timeout_s,
+            ping_interval_s=c.ping_interval_s,
+            ping_timeout_s=c.ping_timeout_s,
+        )
+
+    def start(self, env: Environment) -> None:
+        """Open one connection per env, concurrently, and read each server's metadata.
+
+        Raises:
+            PolicyError: a connection could not be opened (every env's episode is an error).
+        """
+        n = env.num_envs
+        self._chunks = [None] * n
+        self._steps = [0] * n
+        self._logs = [_LatencyLog() for _ in range(n)]
+        self._clients = [self._new_client() for _ in range(n)]
+        self._pool = ThreadPoolExecutor(max_workers=max(1, n), thread_name_prefix="arena-request")
+        errors = [f for f in self._pool.map(self._connect_quietly, self._clients) if f]
+        if errors:
+            raise PolicyError(f"cannot connect to the policy server: {errors[0]}")
+
+    @staticmethod
+    def _connect_quietly(client: PolicyClient) -> str | None:
+        try:
+            client.connect()
+        except TransportError as exc:
+            return str(exc)
+        return None
+
+    def _reconnect(self, env_id: int) -> None:
+        """Re-open env ``env_id``'s connection and drop every env's cached chunk."""
+        self._clients[env_id].close()
+        self._clients[env_id] = self._new_client()
+        self._clients[env_id].connect()
+        self.reconnects += 1
+        for i in range(len(self._chunks)):
+            self._chunks[i] = None
+            self._steps[i] = 0
+
+    # -- the step loop -----------------------------------------------------------------------
+    def reset(self, env_ids: list[int] | None = None, seeds: list[int] | None = None) -> None:
+        ids = range(len(self._chunks)) if env_ids is None else env_ids
+        for i in ids:
+            self._chunks[i] = None
+            self._steps[i] = 0
+            self._logs[i] = _LatencyLog()
+
+    def get_action(self, env: Environment, observation: dict[str, Any]) -> np.ndarray:
+        """Return ``float32 (num_envs, action_dim)``, fetching chunks for envs that are due.
+
+        Raises:
+            PolicyError: some envs got no chunk (server gone after the reconnect attempts, or
+                a protocol violation); their ``env_ids`` are listed, other envs keep theirs.
+        """
+        if not self._clients:
+            raise PolicyError("get_action called before start()")
+        # A reconnect in one env's request discards every env's chunk, so fetch until none
+        # is due (bounded: each round either fills chunks or raises).
+        for _ in range(1 + self.config.max_reconnect_attempts + 1):
+            due = [
+                i
+                for i in range(len(self._chunks))
+                if self._chunks[i] is None or self._steps[i] >= len(self._chunks[i])
+            ]
+            if not due:
+                break
+            self._fetch_due(due, observation)
+        else:
+            raise PolicyError("action chunks kept being discarded by reconnects")
+        actions = np.empty((len(self._chunks), self.adapter.action_dim), dtype=np.float32)
+        for i, chunk in enumerate(self._chunks):
+            assert chunk is not None
+            actions[i] = chunk[self._steps[i]]
+            self._steps[i] += 1
+        return actions
+
+    def _fetch_due(self, due: list[int], observation: dict[str, Any]) -> None:
+        requests = [
+            (i, self.adapter.pack_request(self.adapter.extract(observation, i), self.task_description))
+            for i in due
+        ]
+        if len(requests) == 1:
+            results = [self._fetch(*requests[0])]
+        else:
+            assert self._pool is not None
+            results = list(self._pool.map(lambda r: self._fetch(*r), requests))
+        failed = [(i, err) for i, err in results if err is not None]
+        if failed:
+            ids = [i for i, _ in failed]
+            raise PolicyError(f"env {ids[0]}: {failed[0][1]}", env_ids=ids)
+
+    def _fetch(self, env_id: int, request: dict[str, Any]) -> tuple[int, str | None]:
+        """Request a chunk for ``env_id`` and cache it; returns ``(env_id, error or None)``."""
+        attempt = 0
+        while True:
+            client = self._clients[env_id]
+            started = time.perf_counter()
+            try:
+                if not client.connected:
+                    raise _NotConnected()
+                response = client.infer(request)
+                chunk = self.adapter.unpack_actions(response, self.server_response_actions_key)
+            except _NotConnected:
+                pass
+            except TransportError as exc:
+                if isinstance(exc, ProtocolViolation):
+                    return env_id, f"protocol violation from {client.endpoint}: {exc}"
+                if attempt >= self.config.max_reconnect_attempts:
+                    return env_id, f"{type(exc).__name__}: {exc}"
+            else:
+                self._logs[env_id].latency_ms.append((time.perf_counter() - started) * 1e3)
+                timing = response.get("server_timing") if isinstance(response, dict) else None
+                if isinstance(timing, dict) and isinstance(timing.get("infer_ms"), (int, float)):
+                    self._logs[env_id].server_infer_ms.append(float(timing["infer_ms"]))
+                self._chunks[env_id] = chunk[: self.open_loop_horizon]
+                self._steps[env_id] = 0
+                return env_id, None
+            attempt += 1
+            time.sleep(min(2.0, 0.2 * 2 ** (attempt - 1)))
+            try:
+                self._reconnect(env_id)
+            except TransportError as exc:
+                if attempt >= self.config.max_reconnect_attempts:
+                    return env_id, f"reconnect failed: {exc}"
+
+    def episode_info(self, env_id: int) -> dict[str, Any]:
+        if env_id >= len(self._logs):
+            return {}
+        return self._logs[env_id].summary()
+
+    def close(self) -> None:
+        for client in self._clients:
+            try:
+                client.close()
+            except Exception:  # closing is best effort and must stay idempotent
+                pass
+        self._clients = []
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+            self._pool = None
+
+
+class _NotConnected(Exception):
+    pass

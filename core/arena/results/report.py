@@ -1,0 +1,57 @@
+"""The static HTML report: ``<output_dir>/index.html`` (no network, inline CSS and SVG).
+
+Shows one row per run (task, policy, k/n, success rate with its 95 % Wilson interval,
+failures, timeouts, errors, state), a bar chart of success rates with interval whiskers, and
+each run's episodes (errors and failures first) with seed, env, steps, outcome, error and
+links to the run's ``server.log`` and videos where they exist. Everything is escaped.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from arena.results.aggregate import build_experiment_result, collect_run_records
+
+REPORT_NAME = "index.html"
+_OUTCOME_ORDER = {"error": 0, "failure": 1, "timeout": 2, "success": 3}
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(Path(__file__).resolve().parent.parent / "templates")),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["pct"] = lambda v: "–" if v is None else f"{100 * v:.1f}%"
+    return env
+
+
+def render_report(output_dir: str | os.PathLike[str], result: dict[str, Any] | None = None) -> str:
+    """The report's HTML for ``output_dir`` (``result``: an experiment result; rebuilt if None)."""
+    output_dir = Path(output_dir)
+    if result is None:
+        result = build_experiment_result(output_dir)
+    episodes: dict[str, list[dict[str, Any]]] = {}
+    for name in result["runs"]:
+        records = collect_run_records(output_dir / name)
+        records.sort(key=lambda r: (_OUTCOME_ORDER.get(r.outcome, 9), r.episode_index))
+        episodes[name] = [r.model_dump(by_alias=True, mode="json") for r in records]
+    template = _environment().get_template("report.html.j2")
+    return template.render(result=result, episodes=episodes)
+
+
+def write_report(output_dir: str | os.PathLike[str]) -> Path:
+    """Write ``<output_dir>/index.html`` (and refresh ``experiment_result.json``); return its path."""
+    output_dir = Path(output_dir)
+    result = build_experiment_result(output_dir)
+    path = output_dir / REPORT_NAME
+    tmp = path.with_name(f".{REPORT_NAME}.tmp")
+    tmp.write_text(render_report(output_dir, result), encoding="utf-8")
+    os.replace(tmp, path)
+    return path

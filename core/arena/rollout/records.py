@@ -1,0 +1,334 @@
+"""Episode records (``episodes.jsonl``) and run status (``status.json``).
+
+Files of a run directory (or of a shard, ``<run>/shards/<K>/``):
+
+- ``episodes.jsonl``: one JSON object per finished episode (:class:`EpisodeRecord`), appended
+  and ``fsync``-ed one line at a time, so a crash loses at most the episode in progress. A torn
+  last line (a crash mid-write) is reported by :func:`read_records`, never fatal.
+- ``status.json``: the run's live state (:class:`StatusWriter`), rewritten atomically.
+
+Run states (:data:`RUN_STATES`): ``pending``, ``starting_server``, ``running``, ``completed``,
+``failed`` (aborted by an infrastructure problem) and ``cancelled``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+FORMAT_VERSION = 1
+
+RunState = Literal["pending", "starting_server", "running", "completed", "failed", "cancelled"]
+RUN_STATES: tuple[str, ...] = ("pending", "starting_server", "running", "completed", "failed", "cancelled")
+#: States after which a run changes no more.
+FINAL_STATES: tuple[str, ...] = ("completed", "failed", "cancelled")
+
+Outcome = Literal["success", "failure", "timeout", "error"]
+OUTCOMES: tuple[str, ...] = ("success", "failure", "timeout", "error")
+
+
+def utc_now() -> str:
+    """The current time as an ISO 8601 string in UTC (``2026-01-02T03:04:05.678901+00:00``)."""
+    return datetime.now(timezone.utc).isoformat()
+
+
+class EpisodeRecord(BaseModel):
+    """One finished episode: one line of ``episodes.jsonl``.
+
+    ``outcome`` is the policy's (``success``, ``failure``, ``timeout``) or the
+    infrastructure's (``error``, with ``error`` giving the reason). ``return`` (the sum of the
+    episode's rewards) is spelled ``return_`` in Python. Unknown keys (a newer writer) are kept.
+    """
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    format_version: int = FORMAT_VERSION
+    run: str
+    episode_index: int = Field(ge=0)
+    seed: int
+    env_id: int | None = Field(None, description="which env of the vectorized batch ran it")
+    task: str | None = None
+    policy: dict[str, Any] = Field(default_factory=dict, description='{"type": str, "variant": str | None}')
+    outcome: Outcome
+    error: str | None = None
+    steps: int = Field(0, ge=0, description="env steps of the episode")
+    duration_s: float = Field(0.0, ge=0, description="wall-clock seconds from reset to end")
+    return_: float = Field(0.0, alias="return", description="sum of the episode's rewards")
+    latency: dict[str, Any] | None = Field(
+        None, description="request latency stats: requests, mean_ms, p50_ms, p95_ms, max_ms"
+    )
+    server_timing: dict[str, Any] | None = Field(None, description="timing the server sent, if any")
+    video: str | None = Field(None, description="video path relative to the run directory")
+    finished_at: str = Field(default_factory=utc_now, description="ISO 8601, UTC")
+
+    def to_json(self) -> str:
+        """One line of ``episodes.jsonl`` (no newline)."""
+        data = self.model_dump(by_alias=True, mode="json")
+        return json.dumps(_finite(data), separators=(",", ":"), allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    """Replace NaN/inf floats (not valid JSON) with ``None``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def latency_stats(samples_ms: Sequence[float]) -> dict[str, Any] | None:
+    """Summarize request latencies (milliseconds) for :attr:`EpisodeRecord.latency`.
+
+    Returns ``{"requests", "mean_ms", "p50_ms", "p95_ms", "max_ms"}`` (nearest-rank
+    percentiles), or ``None`` for no samples.
+    """
+    if not samples_ms:
+        return None
+    ordered = sorted(float(s) for s in samples_ms)
+    n = len(ordered)
+
+    def rank(q: float) -> float:
+        return ordered[min(n - 1, max(0, math.ceil(q * n) - 1))]
+
+    return {
+        "requests": n,
+        "mean_ms": round(sum(ordered) / n, 3),
+        "p50_ms": round(rank(0.50), 3),
+        "p95_ms": round(rank(0.95), 3),
+        "max_ms": round(ordered[-1], 3),
+    }
+
+
+class RecordWriter:
+    """Appends :class:`EpisodeRecord` lines to ``path``; each line is flushed and fsync-ed.
+
+    Opening a file whose last line is torn (a crash mid-write) first ends that line, so the
+    next record starts on a line of its own. Use as a context manager or call :meth:`close`.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = open(self.path, "a+b")  # noqa: SIM115 - closed in close()
+        if self._file.tell() > 0:
+            self._file.seek(-1, os.SEEK_END)
+            if self._file.read(1) != b"\n":
+                self._file.write(b"\n")
+                self._sync()
+
+    def write(self, record: EpisodeRecord) -> None:
+        """Append one record durably (``flush`` + ``os.fsync``)."""
+        self._file.write(record.to_json().encode("utf-8") + b"\n")
+        self._sync()
+
+    def _sync(self) -> None:
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.close()
+
+    def __enter__(self) -> RecordWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_records(path: str | os.PathLike[str]) -> tuple[list[EpisodeRecord], list[str]]:
+    """Read ``episodes.jsonl``; returns ``(records, issues)``.
+
+    Never raises on content: a line that is not valid JSON or not a valid record (e.g. the
+    torn last line of a crashed run) becomes an issue ``"PATH:LINE: reason"`` and is skipped.
+    A missing file gives ``([], [])``.
+    """
+    path = Path(path)
+    if not path.exists():
+        return [], []
+    records: list[EpisodeRecord] = []
+    issues: list[str] = []
+    raw = path.read_bytes()
+    lines = raw.split(b"\n")
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        torn = number == len(lines)  # no newline after it: the writer died mid-line
+        try:
+            data = json.loads(line.decode("utf-8"))
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+            records.append(EpisodeRecord.model_validate(data))
+        except (ValueError, ValidationError) as exc:
+            what = "torn last line (the run stopped while writing it)" if torn else "unreadable record"
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            issues.append(f"{path}:{number}: {what}: {reason}")
+    return records, issues
+
+
+def merge_records(records: Iterable[EpisodeRecord]) -> list[EpisodeRecord]:
+    """One record per ``episode_index``, sorted by index.
+
+    A non-error record wins over an error one (a resumed episode that succeeded replaces its
+    error); among records of equal standing the one read last wins.
+    """
+    best: dict[int, EpisodeRecord] = {}
+    for record in records:
+        current = best.get(record.episode_index)
+        if current is None or _standing(record) >= _standing(current):
+            best[record.episode_index] = record
+    return [best[i] for i in sorted(best)]
+
+
+def _standing(record: EpisodeRecord) -> tuple[int, str]:
+    return (0 if record.outcome == "error" else 1, record.finished_at)
+
+
+def count_outcomes(records: Iterable[EpisodeRecord]) -> dict[str, int]:
+    """``{"success": k, "failure": .., "timeout": .., "error": ..}``."""
+    counts = dict.fromkeys(OUTCOMES, 0)
+    for record in records:
+        counts[record.outcome] += 1
+    return counts
+
+
+def write_json_atomic(path: str | os.PathLike[str], data: Any) -> Path:
+    """Write ``data`` as indented JSON to ``path`` atomically (temp file, fsync, ``os.replace``).
+
+    A reader sees the old file or the new one, never a partial one.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(_finite(data), handle, indent=2, sort_keys=False, allow_nan=False)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return path
+
+
+def read_json(path: str | os.PathLike[str]) -> Any | None:
+    """The JSON content of ``path``, or ``None`` when it is missing or unreadable."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+class StatusWriter:
+    """Keeps ``status.json`` current: every :meth:`update` rewrites it atomically.
+
+    Fields: ``state`` (one of :data:`RUN_STATES`), ``episodes_done``, ``episodes_total``,
+    ``successes``, ``errors``, ``last_progress_at`` (ISO 8601, UTC; a watchdog's stall
+    signal), ``restarts``, ``pid``, plus ``run``, ``shard`` and ``error`` where known.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], **initial: Any) -> None:
+        self.path = Path(path)
+        self.data: dict[str, Any] = {
+            "state": "pending",
+            "episodes_done": 0,
+            "episodes_total": 0,
+            "successes": 0,
+            "errors": 0,
+            "last_progress_at": None,
+            "restarts": 0,
+            "pid": os.getpid(),
+        }
+        self.data.update(initial)
+
+    def update(self, **changes: Any) -> dict[str, Any]:
+        """Apply ``changes`` and rewrite the file.
+
+        Raises:
+            ValueError: ``state`` is not one of :data:`RUN_STATES`.
+        """
+        state = changes.get("state")
+        if state is not None and state not in RUN_STATES:
+            raise ValueError(f"unknown run state {state!r}; expected one of {', '.join(RUN_STATES)}")
+        self.data.update(changes)
+        write_json_atomic(self.path, self.data)
+        return dict(self.data)
+
+    #: Same as :meth:`update` (``StatusWriter(path).write(**fields)`` writes a status in one go).
+    write = update
+
+    def progress(self, **changes: Any) -> dict[str, Any]:
+        """Like :meth:`update`, also setting ``last_progress_at`` to now."""
+        return self.update(last_progress_at=utc_now(), **changes)
+
+
+RUN_RESULT_NAME = "run_result.json"
+
+
+def write_run_result(
+    run_dir: str | os.PathLike[str],
+    *,
+    run: str,
+    state: str,
+    error: str | None = None,
+    server: dict[str, Any] | None = None,
+    records: Iterable[EpisodeRecord] | None = None,
+    episodes_total: int | None = None,
+    started_at: str | None = None,
+    finished_at: str | None = None,
+    shard: Sequence[int] | None = None,
+) -> dict[str, Any]:
+    """Write ``<run_dir>/run_result.json`` atomically and return its content.
+
+    ``records`` default to the merged records of ``<run_dir>/episodes.jsonl`` (so a backend
+    that finalizes a run whose runner died keeps what it recorded). Fields: ``run``, ``state``,
+    ``counts`` per outcome, ``episodes``, ``episodes_total``, ``success_rate`` (k/n over
+    non-error episodes; ``None`` when n = 0), ``ci95`` ``[low, high]`` (Wilson), ``error``,
+    ``started_at``, ``finished_at``, ``server``, ``shard``.
+
+    Raises:
+        ValueError: ``state`` is not one of :data:`RUN_STATES`.
+    """
+    from arena.results.stats import success_rate, wilson_interval
+
+    if state not in RUN_STATES:
+        raise ValueError(f"unknown run state {state!r}; expected one of {', '.join(RUN_STATES)}")
+    run_dir = Path(run_dir)
+    if records is None:
+        records, _ = read_records(run_dir / "episodes.jsonl")
+    merged = merge_records(records)
+    counts = count_outcomes(merged)
+    k = counts["success"]
+    n = k + counts["failure"] + counts["timeout"]
+    low, high = wilson_interval(k, n)
+    result = {
+        "run": run,
+        "state": state,
+        "counts": counts,
+        "episodes": len(merged),
+        "episodes_total": episodes_total,
+        "success_rate": success_rate(k, n),
+        "ci95": [low, high],
+        "error": error,
+        "started_at": started_at,
+        "finished_at": finished_at or utc_now(),
+        "server": server,
+        "shard": list(shard) if shard is not None else None,
+    }
+    write_json_atomic(run_dir / RUN_RESULT_NAME, result)
+    return result

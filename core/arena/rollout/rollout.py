@@ -1,0 +1,292 @@
+"""The rollout loop: ``num_envs`` envs take work items from a queue until none is left.
+
+Outcomes (``rollout_limit``: ``max_episode_steps`` — else the env's
+``default_max_episode_steps`` — and ``terminate_on_success``), decided after every step:
+
+- ``success``: ``info["success"]`` is true and ``terminate_on_success`` is set;
+- the simulator terminated the episode: ``success`` if ``info["success"]`` is true on that
+  step, else ``failure``;
+- the step limit was reached (or the simulator truncated the episode): ``timeout`` — except
+  that with ``terminate_on_success`` false the outcome is ``success`` when ``info["success"]``
+  is true on the episode's last step (the state the episode ends in is what counts);
+- ``error``: infrastructure failed. A :class:`arena.errors.PolicyError` ends the episodes of
+  its ``env_ids`` (all envs when ``None``; every running episode when none of its envs is
+  running one), those envs start new items and the rollout asks the policy again for the same
+  step — so a policy raising it must not advance per-env state of the envs it did not name.
+  Any other exception from the policy or the env ends every running episode.
+
+After ``max_consecutive_errors`` error episodes with no successful ``get_action`` between, the
+rollout aborts: it hands out no more work, leaves queued and running items unrecorded (so a
+resume runs them) and returns ``aborted=True`` with the reason.
+
+Determinism: each episode resets its env and the policy from the episode's own seed, so an
+episode's outcome depends only on its seed, never on ``num_envs`` or on which env ran it.
+Envs without an episode (the queue ran dry) are stepped with the batch and ignored.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from arena.errors import PolicyError
+from arena.rollout.records import OUTCOMES, EpisodeRecord, utc_now
+from arena.rollout.workitems import WorkItem
+
+
+@dataclass
+class RolloutSummary:
+    """What a rollout did. ``unfinished`` lists the items it left without a record."""
+
+    episodes: int = 0
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
+    steps: int = 0
+    duration_s: float = 0.0
+    aborted: bool = False
+    cancelled: bool = False
+    error: str | None = None
+    unfinished: list[WorkItem] = field(default_factory=list)
+
+
+@dataclass
+class _Episode:
+    item: WorkItem
+    started: float = field(default_factory=time.perf_counter)
+    steps: int = 0
+    total_reward: float = 0.0
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def rollout(
+    env: Any,
+    policy: Any,
+    items: Iterable[WorkItem],
+    limit: Any,
+    *,
+    on_episode_end: Callable[[EpisodeRecord], None],
+    on_progress: Callable[[RolloutSummary], None] | None = None,
+    max_consecutive_errors: int | None = 3,
+    should_stop: Callable[[], bool] | None = None,
+    task: str | None = None,
+    policy_info: dict[str, Any] | None = None,
+) -> RolloutSummary:
+    """Run ``items`` on the vectorized ``env`` with ``policy``; return a :class:`RolloutSummary`.
+
+    Args:
+        env: an :class:`arena.envs.base.Environment` (already built; not closed here).
+        policy: a :class:`arena.policies.base.PolicyBase` (not started yet; not closed here).
+        items: the work items, run in order as envs become free.
+        limit: ``rollout_limit`` (``max_episode_steps``: int | None, ``terminate_on_success``).
+        on_episode_end: called with each finished episode's record (write it here).
+        on_progress: called with the live summary after every env step.
+        max_consecutive_errors: error episodes in a row that abort the rollout; ``None`` never.
+        should_stop: polled before every step; when it returns true the rollout stops like an
+            abort, with ``cancelled=True``.
+        task, policy_info: the record's ``task`` and ``policy`` (``{"type", "variant"}``);
+            default from ``env.config.task_name()`` and ``policy.name`` / ``config.variant()``.
+
+    A failure of ``policy.start`` aborts before any episode (nothing recorded). Exceptions
+    other than :class:`Exception` subclasses (``KeyboardInterrupt``, cancellation) propagate.
+    """
+    loop = _Rollout(
+        env,
+        policy,
+        list(items),
+        limit,
+        on_episode_end=on_episode_end,
+        on_progress=on_progress,
+        max_consecutive_errors=max_consecutive_errors,
+        should_stop=should_stop,
+        task=task if task is not None else _task_of(env),
+        policy_info=policy_info if policy_info is not None else _policy_of(policy),
+    )
+    return loop.run()
+
+
+def _task_of(env: Any) -> str | None:
+    config = getattr(env, "config", None)
+    task_name = getattr(config, "task_name", None)
+    return task_name() if callable(task_name) else None
+
+
+def _policy_of(policy: Any) -> dict[str, Any]:
+    config = getattr(policy, "config", None)
+    variant = getattr(config, "variant", None)
+    return {
+        "type": getattr(policy, "name", "") or type(policy).__name__,
+        "variant": variant() if callable(variant) else None,
+    }
+
+
+class _Rollout:
+    def __init__(
+        self, env, policy, items, limit, *, on_episode_end, on_progress, max_consecutive_errors, should_stop,
+        task, policy_info,
+    ) -> None:
+        self.env = env
+        self.policy = policy
+        self.queue: deque[WorkItem] = deque(items)
+        self.num_envs = int(env.num_envs)
+        self.max_steps = int(getattr(limit, "max_episode_steps", None) or env.default_max_episode_steps)
+        self.terminate_on_success = bool(getattr(limit, "terminate_on_success", True))
+        self.on_episode_end = on_episode_end
+        self.on_progress = on_progress
+        self.max_errors = max_consecutive_errors
+        self.should_stop = should_stop
+        self.task = task
+        self.policy_info = policy_info
+        self.active: list[_Episode | None] = [None] * self.num_envs
+        self.consecutive_errors = 0
+        self.obs: Any = None
+        self.summary = RolloutSummary()
+        self.stopping = False
+
+    # -- the loop --------------------------------------------------------------------------
+    def run(self) -> RolloutSummary:
+        began = time.perf_counter()
+        try:
+            try:
+                self.policy.start(self.env)
+                self.policy.set_task_description(self.env.task_description)
+            except Exception as exc:  # e.g. the policy server is unreachable
+                self._abort(f"policy failed to start: {_describe(exc)}")
+                return self.summary
+            self._start_episodes(list(range(self.num_envs)))
+            while not self.stopping:
+                running = [e for e, ep in enumerate(self.active) if ep is not None]
+                if not running:
+                    break
+                if self.should_stop is not None and self.should_stop():
+                    self.summary.cancelled = True
+                    self._abort("cancelled")
+                    break
+                self._step(running)
+            return self.summary
+        finally:
+            self.summary.duration_s = time.perf_counter() - began
+            if self.stopping:
+                self.summary.unfinished = [ep.item for ep in self.active if ep is not None] + list(self.queue)
+
+    def _step(self, running: list[int]) -> None:
+        try:
+            actions = self.policy.get_action(self.env, self.obs)
+        except PolicyError as exc:
+            named = range(self.num_envs) if exc.env_ids is None else exc.env_ids
+            failed = [e for e in named if 0 <= e < self.num_envs and self.active[e] is not None] or running
+            self._fail(failed, _describe(exc))
+            return
+        except Exception as exc:
+            self._fail(running, f"policy failed: {_describe(exc)}")
+            return
+        self.consecutive_errors = 0
+        try:
+            obs, reward, terminated, truncated, info = self.env.step(actions)
+        except Exception as exc:
+            self._fail(running, f"environment step failed: {_describe(exc)}")
+            return
+        self.obs = obs
+        self.summary.steps += 1
+        reward = np.asarray(reward, dtype=np.float64).reshape(-1)
+        terminated = np.asarray(terminated, dtype=bool).reshape(-1)
+        truncated = np.asarray(truncated, dtype=bool).reshape(-1)
+        success = np.asarray(info.get("success", np.zeros(self.num_envs, dtype=bool)), dtype=bool).reshape(-1)
+        ended: list[int] = []
+        for e in running:
+            episode = self.active[e]
+            episode.steps += 1
+            episode.total_reward += float(reward[e])
+            outcome = self._outcome(episode, bool(success[e]), bool(terminated[e]), bool(truncated[e]))
+            if outcome is not None:
+                self._finish(e, outcome)
+                ended.append(e)
+        if self.on_progress is not None:
+            self.on_progress(self.summary)
+        if ended:
+            self._start_episodes(ended)
+
+    def _outcome(self, episode: _Episode, success: bool, terminated: bool, truncated: bool) -> str | None:
+        if success and self.terminate_on_success:
+            return "success"
+        if terminated:
+            return "success" if success else "failure"
+        if truncated or episode.steps >= self.max_steps:
+            return "success" if success else "timeout"
+        return None
+
+    # -- episodes --------------------------------------------------------------------------
+    def _start_episodes(self, env_ids: list[int]) -> None:
+        """Give each of ``env_ids`` the next item and reset them; errors end those episodes."""
+        while env_ids and not self.stopping:
+            ids: list[int] = []
+            seeds: list[int] = []
+            for e in env_ids:
+                if self.queue:
+                    item = self.queue.popleft()
+                    self.active[e] = _Episode(item)
+                    ids.append(e)
+                    seeds.append(item.seed)
+            if not ids:
+                return
+            try:
+                self.obs = self.env.reset_envs(ids, seeds)
+                self.policy.reset(ids, seeds)
+            except Exception as exc:
+                self._fail(ids, f"reset failed: {_describe(exc)}", restart=False)
+                env_ids = ids
+                continue
+            return
+
+    def _fail(self, env_ids: list[int], reason: str, *, restart: bool = True) -> None:
+        for e in env_ids:
+            if self.active[e] is not None and not self.stopping:
+                self._finish(e, "error", reason)
+        if restart and not self.stopping:
+            self._start_episodes(env_ids)
+
+    def _finish(self, env_id: int, outcome: str, error: str | None = None) -> None:
+        episode = self.active[env_id]
+        self.active[env_id] = None
+        try:
+            extras = dict(self.policy.episode_info(env_id) or {})
+        except Exception as exc:  # stats are a nicety; never lose the episode over them
+            extras = {"episode_info_error": _describe(exc)}
+        latency = extras.pop("latency", None)
+        server_timing = extras.pop("server_timing", None)
+        record = EpisodeRecord(
+            run=episode.item.run,
+            episode_index=episode.item.episode_index,
+            seed=episode.item.seed,
+            env_id=env_id,
+            task=self.task,
+            policy=dict(self.policy_info),
+            outcome=outcome,
+            error=error,
+            steps=episode.steps,
+            duration_s=time.perf_counter() - episode.started,
+            return_=episode.total_reward,
+            latency=latency,
+            server_timing=server_timing,
+            finished_at=utc_now(),
+            **({"policy_extras": extras} if extras else {}),
+        )
+        self.on_episode_end(record)
+        self.summary.episodes += 1
+        self.summary.counts[outcome] += 1
+        if outcome == "error":
+            self.consecutive_errors += 1
+            if self.max_errors is not None and self.consecutive_errors >= self.max_errors:
+                self._abort(f"{self.consecutive_errors} consecutive error episodes; last: {error}")
+
+    def _abort(self, reason: str) -> None:
+        self.stopping = True
+        self.summary.aborted = True
+        self.summary.error = reason

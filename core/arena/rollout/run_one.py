@@ -1,0 +1,292 @@
+"""``arena run-one``: execute one run (or one shard of it) from a resolved snapshot.
+
+Writes into ``<output_dir>/<run>/`` (shard ``K``: ``<output_dir>/<run>/shards/<K>/``):
+
+- ``episodes.jsonl``: one record per finished episode (fsync-ed as it ends);
+- ``status.json``: ``running`` while it works (``last_progress_at`` advances on every episode
+  end and at least every :data:`PROGRESS_INTERVAL_S` seconds while env steps progress), then
+  ``completed``, ``failed`` or ``cancelled``;
+- ``run_result.json``: ``run``, ``state``, ``counts`` per outcome, ``episodes``,
+  ``episodes_total``, ``success_rate`` (k/n over non-error episodes; ``null`` when n = 0),
+  ``ci95`` (Wilson), ``error``, ``started_at``, ``finished_at``, ``server``, ``shard``.
+
+Exit codes: 0 completed with no ``error`` episode; 3 aborted, failed, cancelled (SIGTERM) or
+any ``error`` episode; 2 configuration error (message on stderr).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from arena.errors import ConfigError, PluginError
+from arena.rollout.records import (
+    EpisodeRecord,
+    RecordWriter,
+    StatusWriter,
+    count_outcomes,
+    merge_records,
+    read_json,
+    read_records,
+    utc_now,
+    write_run_result,
+)
+from arena.rollout.rollout import RolloutSummary, rollout
+from arena.rollout.workitems import plan_work_items, select_shard
+
+SERVER_HOST_ENV = "ARENA_SERVER_HOST"
+SERVER_PORT_ENV = "ARENA_SERVER_PORT"
+#: JSON describing the server a backend started for this run (task name, host, port, log).
+SERVER_INFO_ENV = "ARENA_SERVER_INFO"
+#: Seconds between ``last_progress_at`` updates while steps progress without episode ends.
+PROGRESS_INTERVAL_S = 5.0
+
+EXIT_OK = 0
+EXIT_CONFIG = 2
+EXIT_RUN = 3
+
+EPISODES_FILE = "episodes.jsonl"
+STATUS_FILE = "status.json"
+
+
+class RunCancelled(BaseException):
+    """Raised inside run-one by SIGTERM; not an ``Exception`` so the rollout lets it through."""
+
+
+def run_output_dir(output_dir: str | os.PathLike[str], run_name: str, shard: tuple[int, int] | None = None) -> Path:
+    """Where one invocation writes: ``<output_dir>/<run>`` or ``<output_dir>/<run>/shards/<K>``."""
+    base = Path(output_dir) / run_name
+    return base if shard is None else base / "shards" / str(shard[0])
+
+
+def run_one(
+    snapshot_path: str | os.PathLike[str],
+    run_name: str,
+    output_dir: str | os.PathLike[str],
+    *,
+    server_host: str | None = None,
+    server_port: int | None = None,
+    shard: tuple[int, int] | None = None,
+    resume: bool = False,
+    manager: Any = None,
+) -> int:
+    """Execute run ``run_name`` of the snapshot ``snapshot_path``; return the exit code.
+
+    ``server_host`` / ``server_port`` (else ``$ARENA_SERVER_HOST`` / ``$ARENA_SERVER_PORT``)
+    override a remote policy's ``remote_host`` / ``remote_port``. ``shard=(K, N)`` runs the
+    work items whose index is ``K`` mod ``N``. ``resume`` skips items that already have a
+    non-error record in this invocation's ``episodes.jsonl``; without it an existing file is
+    moved aside to ``episodes.jsonl.<timestamp>.bak``. ``manager`` is the plugin manager
+    (default: the process-wide one).
+    """
+    try:
+        run, server = _load_run(snapshot_path, run_name, server_host, server_port, manager)
+        items = plan_work_items(run)
+        if shard is not None:
+            items = select_shard(items, *shard)
+    except (ConfigError, PluginError, ValueError) as exc:
+        print(f"arena run-one: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    return _Invocation(run, items, run_output_dir(output_dir, run_name, shard), server, shard, resume).execute()
+
+
+def _load_run(snapshot_path, run_name, server_host, server_port, manager) -> tuple[Any, dict | None]:
+    from arena.config import load_experiment
+
+    experiment = load_experiment(snapshot_path, manager=manager, check_requires=True)
+    if run_name not in experiment.runs:
+        known = ", ".join(sorted(experiment.runs)) or "none"
+        raise ConfigError(f"no run named '{run_name}' (runs: {known})", file=str(snapshot_path))
+    run = experiment.runs[run_name]
+    remote = hasattr(run.policy, "remote_host")
+    host = server_host or os.environ.get(SERVER_HOST_ENV) or None
+    port_text = server_port if server_port is not None else os.environ.get(SERVER_PORT_ENV) or None
+    port = None
+    if port_text is not None:
+        try:
+            port = int(port_text)
+        except ValueError:
+            raise ConfigError(f"server port {port_text!r} is not an integer", run=run_name) from None
+    if remote and (host is not None or port is not None):
+        host = host if host is not None else run.policy.remote_host
+        port = port if port is not None else run.policy.remote_port
+        experiment = experiment.with_policy_endpoint(run_name, host, port)
+        run = experiment.runs[run_name]
+    server: dict | None = None
+    info = os.environ.get(SERVER_INFO_ENV)
+    if info:
+        try:
+            server = json.loads(info)
+        except ValueError:
+            server = {"info": info}
+    elif remote:
+        server = {"host": run.policy.remote_host, "port": run.policy.remote_port}
+    return run, server
+
+
+class _Invocation:
+    def __init__(self, run: Any, items: list, work_dir: Path, server: dict | None, shard, resume: bool) -> None:
+        self.run = run
+        self.items = items
+        self.work_dir = work_dir
+        self.server = server
+        self.shard = list(shard) if shard is not None else None
+        self.resume = resume
+        self.records_path = work_dir / EPISODES_FILE
+        self.indices = {item.episode_index for item in items}
+        self.merged: dict[int, EpisodeRecord] = {}
+        self.cancel_requested = False
+        self.armed = False
+        self.last_progress = 0.0
+
+    # -- main ------------------------------------------------------------------------------
+    def execute(self) -> int:
+        started_at = utc_now()
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        restarts = self._prepare_records()
+        self.status = StatusWriter(
+            self.work_dir / STATUS_FILE, run=self.run.name, shard=self.shard, restarts=restarts, error=None
+        )
+        self.status.progress(state="running", episodes_total=len(self.items), **self._tallies())
+        todo = [item for item in self.items if not self._finished(item.episode_index)]
+
+        state, error = "completed", None
+        env = policy = None
+        writer = RecordWriter(self.records_path)
+        previous_handler = self._install_sigterm()
+        try:
+            self.armed = True
+            if todo:
+                try:
+                    env = self.run.environment_cls(
+                        self.run.environment,
+                        num_envs=self.run.environment_builder.num_envs,
+                        cameras=bool(self.run.recording.enabled),
+                    )
+                    policy = self.run.policy_cls(self.run.policy)
+                except Exception as exc:  # e.g. a client that cannot reach its server
+                    what = "policy" if env is not None else "environment"
+                    state, error = "failed", f"could not build the {what}: {_describe(exc)}"
+                else:
+                    summary = rollout(
+                        env,
+                        policy,
+                        todo,
+                        self.run.rollout_limit,
+                        on_episode_end=lambda record: self._episode_end(writer, record),
+                        on_progress=self._progress,
+                        task=self.run.environment.task_name(),
+                        policy_info={"type": self.run.policy_type, "variant": self.run.policy.variant()},
+                    )
+                    if summary.aborted:
+                        state, error = "failed", summary.error
+        except (RunCancelled, KeyboardInterrupt):
+            self.cancel_requested = True
+        except Exception as exc:
+            state, error = "failed", f"run failed: {_describe(exc)}"
+        finally:
+            self.armed = False
+            for closable in (policy, env):
+                if closable is not None:
+                    try:
+                        closable.close()
+                    except Exception as exc:  # closing must never hide the run's own result
+                        print(f"arena run-one: close failed: {_describe(exc)}", file=sys.stderr)
+            writer.close()
+        try:
+            if self.cancel_requested:
+                state, error = "cancelled", "cancelled by signal"
+            return self._finish(state, error, started_at)
+        finally:  # a SIGTERM while the result is written only marks the run cancelled
+            self._restore_sigterm(previous_handler)
+
+    # -- records ---------------------------------------------------------------------------
+    def _prepare_records(self) -> int:
+        """Load (resume) or move aside (fresh start) earlier records; return the restart count."""
+        if not self.resume:
+            if self.records_path.exists() and self.records_path.stat().st_size > 0:
+                stamp = time.strftime("%Y%m%dT%H%M%S")
+                self.records_path.rename(self.records_path.with_name(f"{EPISODES_FILE}.{stamp}.bak"))
+            return 0
+        records, issues = read_records(self.records_path)
+        for issue in issues:
+            print(f"arena run-one: skipping {issue}", file=sys.stderr)
+        for record in merge_records(r for r in records if r.episode_index in self.indices):
+            self.merged[record.episode_index] = record
+        old = read_json(self.work_dir / STATUS_FILE) or {}
+        restarts = old.get("restarts", 0)
+        return restarts if isinstance(restarts, int) else 0
+
+    def _finished(self, index: int) -> bool:
+        record = self.merged.get(index)
+        return record is not None and record.outcome != "error"
+
+    def _tallies(self) -> dict[str, int]:
+        counts = count_outcomes(self.merged.values())
+        return {"episodes_done": len(self.merged), "successes": counts["success"], "errors": counts["error"]}
+
+    def _episode_end(self, writer: RecordWriter, record: EpisodeRecord) -> None:
+        writer.write(record)
+        current = self.merged.get(record.episode_index)
+        self.merged[record.episode_index] = merge_records([r for r in (current, record) if r is not None])[0]
+        self.last_progress = time.monotonic()
+        self.status.progress(**self._tallies())
+
+    def _progress(self, summary: RolloutSummary) -> None:
+        now = time.monotonic()
+        if now - self.last_progress >= PROGRESS_INTERVAL_S:
+            self.last_progress = now
+            self.status.progress()
+
+    # -- the end ---------------------------------------------------------------------------
+    def _finish(self, state: str, error: str | None, started_at: str) -> int:
+        result = write_run_result(
+            self.work_dir,
+            run=self.run.name,
+            state=state,
+            error=error,
+            server=self.server,
+            records=list(self.merged.values()),
+            episodes_total=len(self.items),
+            started_at=started_at,
+            shard=self.shard,
+        )
+        self.status.update(state=state, error=error, **self._tallies())
+        counts = result["counts"]
+        k, n = counts["success"], counts["success"] + counts["failure"] + counts["timeout"]
+        rate = "n/a" if n == 0 else f"{k}/{n} = {k / n:.1%}"
+        where = f" shard {self.shard[0]}/{self.shard[1]}" if self.shard else ""
+        print(
+            f"arena run-one: run {self.run.name}{where}: {state}; success {rate}; errors {counts['error']}"
+            + (f"; {error}" if error else ""),
+            file=sys.stderr,
+        )
+        return EXIT_OK if state == "completed" and counts["error"] == 0 else EXIT_RUN
+
+    # -- SIGTERM ---------------------------------------------------------------------------
+    def _install_sigterm(self) -> Any:
+        if threading.current_thread() is not threading.main_thread():
+            return None
+
+        def handler(signum: int, frame: Any) -> None:
+            self.cancel_requested = True
+            if self.armed:
+                self.armed = False
+                raise RunCancelled(f"signal {signum}")
+
+        return signal.signal(signal.SIGTERM, handler)
+
+    def _restore_sigterm(self, previous: Any) -> None:
+        if previous is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -1,0 +1,12 @@
+"""Test helpers for arena and its plugin authors (a pytest plugin, entry point ``pytest11``).
+
+Fixtures (see :mod:`arena.testing.pytest_plugin`): ``arena_plugin`` registers a plugin object
+for one test; ``policy_server`` starts a registered reference model or any Model in arena's
+policy server; ``openpi_double`` starts a generic openpi-protocol double; ``run_experiment``
+runs a tiny experiment end to end and returns its results.
+"""
+
+from arena.testing.doubles import OpenPIDouble, RecordingModel
+from arena.testing.experiments import ExperimentOutcome, run_tiny_experiment
+
+__all__ = ["ExperimentOutcome", "OpenPIDouble", "RecordingModel", "run_tiny_experiment"]

@@ -1,0 +1,91 @@
+"""pytest fixtures for arena and plugin authors (registered through the ``pytest11`` entry point)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture
+def arena_plugin() -> Iterator[Callable[[object, str], None]]:
+    """Register a plugin object (module or object with ``@hookimpl``s) for one test.
+
+    Usage: ``arena_plugin(MyPlugin(), "my-plugin")``; it is unregistered after the test.
+    """
+    from arena.plugins import get_plugin_manager
+
+    manager = get_plugin_manager()
+    names: list[str] = []
+
+    def register(plugin: object, name: str) -> None:
+        manager.register(plugin, name=name)
+        names.append(name)
+
+    yield register
+    for name in names:
+        manager.unregister(name)
+
+
+@pytest.fixture
+def policy_server() -> Iterator[Callable[..., Any]]:
+    """Start a model in arena's policy server on 127.0.0.1 (ephemeral port) for one test.
+
+    ``policy_server("metaworld-expert")`` (a registered name, with ``**options``) or
+    ``policy_server(model)``; returns the running ``PolicyServer`` (``.host``, ``.port``).
+    """
+    from arena.plugins import get_registry
+    from arena.transport.server import PolicyServer
+
+    servers: list[PolicyServer] = []
+
+    def start(model: Any, **options: Any) -> PolicyServer:
+        if isinstance(model, str):
+            model = get_registry().servers[model](**options)
+        server = PolicyServer(model, host="127.0.0.1", port=0)
+        server.start_in_thread()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def openpi_double() -> Iterator[Callable[..., Any]]:
+    """Start a generic openpi-protocol double: ``openpi_double(reply_factory, validator=None, **knobs)``.
+
+    Returns the running :class:`arena.testing.OpenPIDouble`; its ``model.requests`` holds what
+    the client sent.
+    """
+    from arena.testing.doubles import OpenPIDouble, RecordingModel
+
+    doubles: list[OpenPIDouble] = []
+
+    def start(reply_factory, validator=None, **knobs: Any) -> OpenPIDouble:
+        server_kwargs = {k: knobs.pop(k) for k in list(knobs) if k in ("max_batch_size", "max_wait_ms", "api_key")}
+        double = OpenPIDouble(RecordingModel(reply_factory, validator, **knobs), **server_kwargs)
+        double.__enter__()
+        doubles.append(double)
+        return double
+
+    yield start
+    for double in doubles:
+        double.__exit__(None, None, None)
+
+
+@pytest.fixture
+def run_experiment(tmp_path: Path) -> Callable[..., Any]:
+    """Run a tiny experiment (dict, YAML text or path) into a fresh directory under tmp_path."""
+    from arena.testing.experiments import run_tiny_experiment
+
+    counter = {"n": 0}
+
+    def run(experiment: Any, overrides: list[str] | tuple[str, ...] = ()) -> Any:
+        counter["n"] += 1
+        return run_tiny_experiment(experiment, tmp_path / f"out{counter['n']}", overrides)
+
+    return run

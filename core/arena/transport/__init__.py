@@ -1,0 +1,47 @@
+"""The wire layer: openpi-compatible codec, WebSocket client and server, readiness probes.
+
+Protocol summary in ARCHITECTURE.md section 7; wire facts in ``reference/protocols.md``.
+"""
+
+from __future__ import annotations
+
+from arena.transport.client import PolicyClient, endpoint_uri
+from arena.transport.codec import Packer, packb, unpackb
+from arena.transport.errors import (
+    CodecError,
+    ConnectionLost,
+    HandshakeError,
+    KeepaliveTimeout,
+    NotReady,
+    ProtocolError,
+    ReadinessTimeout,
+    RequestTimeout,
+    ServerError,
+    ServerUnavailable,
+    TransportError,
+)
+from arena.transport.probe import probe_once, wait_until_ready
+from arena.transport.server import PolicyServer, serve_model
+
+__all__ = [
+    "CodecError",
+    "ConnectionLost",
+    "HandshakeError",
+    "KeepaliveTimeout",
+    "NotReady",
+    "Packer",
+    "PolicyClient",
+    "PolicyServer",
+    "ProtocolError",
+    "ReadinessTimeout",
+    "RequestTimeout",
+    "ServerError",
+    "ServerUnavailable",
+    "TransportError",
+    "endpoint_uri",
+    "packb",
+    "probe_once",
+    "serve_model",
+    "unpackb",
+    "wait_until_ready",
+]

@@ -1,0 +1,349 @@
+"""Synchronous client for openpi-style policy servers (arena's own, openpi's, DreamZero's).
+
+Protocol (``reference/protocols.md`` section 2): on connect the server sends one binary
+metadata frame; then strictly one request, one reply. A text frame from the server is its
+traceback, followed by close code 1011. Every timeout is explicit; nothing retries forever.
+
+    client = PolicyClient("127.0.0.1", 8000)
+    metadata = client.connect()
+    reply = client.infer({"observation/state": np.zeros(8, np.float32), "prompt": "..."})
+    client.close()
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from websockets.exceptions import (
+    ConnectionClosed,
+    InvalidHandshake,
+    InvalidStatus,
+    InvalidURI,
+)
+from websockets.sync.client import ClientConnection
+from websockets.sync.client import connect as ws_connect
+
+from arena.transport.codec import Packer, unpackb
+from arena.transport.errors import (
+    ConnectionLost,
+    HandshakeError,
+    KeepaliveTimeout,
+    ProtocolError,
+    RequestTimeout,
+    ServerError,
+    ServerUnavailable,
+    TransportError,
+)
+
+__all__ = ["PolicyClient", "endpoint_uri"]
+
+_KEEPALIVE_REASON = "keepalive ping timeout"
+_BACKOFF_START_S = 0.1
+_BACKOFF_MAX_S = 2.0
+_CLOSE_TIMEOUT_S = 1.0
+
+def _supported_connect_options() -> frozenset[str]:
+    import inspect
+
+    try:
+        return frozenset(inspect.signature(ws_connect).parameters)
+    except (TypeError, ValueError):  # pragma: no cover
+        return frozenset()
+
+
+# websockets < 15 has no proxy/keepalive options in the sync client (and ignores proxies);
+# websockets >= 17.1 warns unless the historical connect() behaviour is asked for explicitly.
+_CONNECT_OPTIONS = _supported_connect_options()
+_LEGACY_KW: dict[str, Any] = {"legacy": True} if "legacy" in _CONNECT_OPTIONS else {}
+
+
+def endpoint_uri(host: str, port: int | None) -> str:
+    """``ws://host:port``; a host that already starts with ``ws://``/``wss://`` is kept as-is."""
+    if host.startswith(("ws://", "wss://")):
+        return host
+    return f"ws://{host}:{port}" if port is not None else f"ws://{host}"
+
+
+class PolicyClient:
+    """One WebSocket connection to a policy server; not for use from several threads at once.
+
+    Args:
+        host, port: the server; ``host`` may be a full ``ws://``/``wss://`` URI.
+        api_key: sent as ``Authorization: Api-Key <key>``.
+        connect_timeout_s: seconds for :meth:`connect` as a whole: TCP connect (refused
+            connections are retried with backoff 0.1 s doubling to 2 s), handshake and the
+            metadata frame (a server still loading its model sends it late).
+        request_timeout_s: seconds to wait for each reply.
+        first_request_timeout_s: seconds for the first reply on a connection (JIT compiles);
+            ``None`` uses ``request_timeout_s``.
+        ping_interval_s, ping_timeout_s: keepalive; ``None`` disables it.
+        max_message_bytes: largest reply accepted; ``None`` for no limit.
+    """
+
+    def __init__(
+        self,
+        host: str,
+        port: int | None,
+        *,
+        api_key: str | None = None,
+        connect_timeout_s: float = 60.0,
+        request_timeout_s: float = 60.0,
+        first_request_timeout_s: float | None = None,
+        ping_interval_s: float | None = 30.0,
+        ping_timeout_s: float | None = 300.0,
+        max_message_bytes: int | None = 64 * 2**20,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.endpoint = endpoint_uri(host, port)
+        self.api_key = api_key
+        self.connect_timeout_s = connect_timeout_s
+        self.request_timeout_s = request_timeout_s
+        self.first_request_timeout_s = first_request_timeout_s
+        self.ping_interval_s = ping_interval_s
+        self.ping_timeout_s = ping_timeout_s
+        self.max_message_bytes = max_message_bytes
+        self.metadata: dict[str, Any] | None = None
+        self._conn: ClientConnection | None = None
+        self._packer = Packer()
+        self._lock = threading.Lock()
+        self._requests_on_connection = 0
+        self._version_options: dict[str, Any] = dict(_LEGACY_KW)
+        if "proxy" in _CONNECT_OPTIONS:
+            self._version_options["proxy"] = None
+        if "ping_interval" in _CONNECT_OPTIONS:
+            self._version_options["ping_interval"] = ping_interval_s
+            self._version_options["ping_timeout"] = ping_timeout_s
+
+    # ---- connection ---------------------------------------------------------------------
+
+    @property
+    def connected(self) -> bool:
+        return self._conn is not None
+
+    def connect(self) -> dict[str, Any]:
+        """Open the connection and read the metadata frame; returns (and stores) the metadata.
+
+        Raises:
+            ServerUnavailable: nothing accepted the connection within ``connect_timeout_s``.
+            HandshakeError: the handshake failed (bad HTTP status such as 401, not a WebSocket
+                server, proxy error) or timed out.
+            ProtocolError: the first frame was not a metadata map, or none came in time.
+            ServerError: the server sent a traceback instead of metadata.
+        """
+        with self._lock:
+            self._discard()
+            deadline = time.monotonic() + self.connect_timeout_s
+            conn = self._open(deadline)
+            try:
+                metadata = self._read_metadata(conn, deadline)
+            except BaseException:
+                self._conn = conn
+                self._discard()
+                raise
+            self._conn = conn
+            self._requests_on_connection = 0
+            self.metadata = metadata
+            return metadata
+
+    def _open(self, deadline: float) -> ClientConnection:
+        headers = {"Authorization": f"Api-Key {self.api_key}"} if self.api_key else None
+        delay = _BACKOFF_START_S
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                return ws_connect(
+                    self.endpoint,
+                    additional_headers=headers,
+                    compression=None,
+                    open_timeout=max(remaining, 0.001),
+                    close_timeout=_CLOSE_TIMEOUT_S,
+                    max_size=self.max_message_bytes,
+                    **self._version_options,
+                )
+            except TimeoutError as exc:
+                if "handshake" in str(exc):
+                    raise HandshakeError(
+                        f"{self.endpoint}: handshake timed out after "
+                        f"{self.connect_timeout_s:.3g} s "
+                        f"(is the server's event loop blocked?)"
+                    ) from exc
+                raise self._unavailable(exc) from exc
+            except InvalidStatus as exc:
+                status = exc.response.status_code
+                hint = " (missing or wrong api_key)" if status in (401, 403) else ""
+                raise HandshakeError(
+                    f"{self.endpoint}: server answered the handshake with HTTP {status}{hint}"
+                ) from exc
+            except (InvalidHandshake, InvalidURI) as exc:
+                raise HandshakeError(
+                    f"{self.endpoint}: handshake failed: {exc} (is a WebSocket policy server "
+                    f"listening there? an openpi or arena server answers GET /healthz with OK)"
+                ) from exc
+            except OSError as exc:  # ConnectionRefusedError and friends: server not up yet
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise self._unavailable(exc) from exc
+                time.sleep(min(delay, remaining))
+                delay = min(delay * 2, _BACKOFF_MAX_S)
+
+    def _unavailable(self, exc: BaseException) -> ServerUnavailable:
+        return ServerUnavailable(
+            f"{self.endpoint}: no server accepted the connection within "
+            f"{self.connect_timeout_s:.3g} s (last error: {exc})"
+        )
+
+    def _read_metadata(self, conn: ClientConnection, deadline: float) -> dict[str, Any]:
+        remaining = max(deadline - time.monotonic(), 0.001)
+        try:
+            frame = conn.recv(timeout=remaining)
+        except TimeoutError as exc:
+            raise ProtocolError(
+                f"{self.endpoint}: no metadata frame within {self.connect_timeout_s:.3g} s of "
+                f"connecting (is the model still loading?)"
+            ) from exc
+        except ConnectionClosed as exc:
+            raise self._closed_error(exc, before="the metadata frame") from exc
+        if isinstance(frame, str):
+            raise ServerError(
+                f"{self.endpoint}: server sent an error instead of metadata:\n{frame}", frame
+            )
+        try:
+            metadata = unpackb(frame)
+        except TransportError as exc:
+            raise ProtocolError(f"{self.endpoint}: undecodable metadata frame: {exc}") from exc
+        if not isinstance(metadata, dict):
+            raise ProtocolError(
+                f"{self.endpoint}: metadata frame is a {type(metadata).__name__}, not a map"
+            )
+        return metadata
+
+    def close(self) -> None:
+        """Close the connection (normal closure); safe to call any number of times."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:  # noqa: BLE001 - closing a broken socket is best effort
+                pass
+
+    def _discard(self) -> None:
+        """Drop the connection without a closing handshake (it is broken or out of sync)."""
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        close_socket = getattr(conn, "close_socket", None)
+        try:
+            if close_socket is not None:
+                close_socket()
+            else:  # pragma: no cover - websockets < 14
+                conn.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+    def __enter__(self) -> PolicyClient:
+        if self._conn is None:
+            self.connect()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- requests -----------------------------------------------------------------------
+
+    def request(self, message: dict[str, Any]) -> Any:
+        """Send one message and return the decoded reply (any msgpack value).
+
+        Raises:
+            CodecError: ``message`` holds a value that cannot travel (nothing was sent).
+            RequestTimeout: no reply in time; the connection is closed.
+            ServerError: the server sent its traceback (see :meth:`_on_text_frame`).
+            ConnectionLost / KeepaliveTimeout: the connection dropped; reconnect.
+            ProtocolError: the reply was too big or not decodable.
+        """
+        with self._lock:
+            payload = self._packer.pack(message)  # CodecError before anything is sent
+            conn = self._conn
+            if conn is None:
+                raise ConnectionLost(f"{self.endpoint}: not connected (call connect() first)")
+            first = self._requests_on_connection == 0
+            timeout = (
+                self.first_request_timeout_s
+                if first and self.first_request_timeout_s is not None
+                else self.request_timeout_s
+            )
+            self._requests_on_connection += 1
+            try:
+                conn.send(payload)
+                reply = conn.recv(timeout=timeout)
+            except TimeoutError as exc:
+                self._discard()
+                raise RequestTimeout(
+                    f"{self.endpoint}: no reply within {timeout:.3g} s"
+                    f"{' (first request on this connection)' if first else ''}; "
+                    f"connection closed"
+                ) from exc
+            except ConnectionClosed as exc:
+                self._discard()
+                raise self._closed_error(exc) from exc
+            except OSError as exc:
+                self._discard()
+                raise ConnectionLost(f"{self.endpoint}: connection failed: {exc}") from exc
+            if reply.__class__ is str:
+                return self._on_text_frame(reply)
+        try:
+            return unpackb(reply)
+        except TransportError as exc:
+            raise ProtocolError(f"{self.endpoint}: undecodable reply: {exc}") from exc
+
+    def infer(self, obs: dict[str, Any]) -> dict[str, Any]:
+        """:meth:`request` that requires a map reply (else :class:`ProtocolError`)."""
+        reply = self.request(obs)
+        if not isinstance(reply, dict):
+            raise ProtocolError(
+                f"{self.endpoint}: expected a map reply, got {type(reply).__name__}"
+            )
+        return reply
+
+    def _on_text_frame(self, text: str) -> Any:
+        """Handle a text frame received instead of a binary reply. Runs with the request lock
+        held; the returned value becomes :meth:`request`'s result.
+
+        By default a text frame is the server's traceback: the connection is dropped and
+        :class:`ServerError` raised. Subclasses whose protocol defines a text acknowledgement
+        (DreamZero answers ``reset`` with ``"reset successful"``) return a value instead.
+        """
+        self._discard()
+        raise ServerError(f"{self.endpoint}: server error:\n{text}", text)
+
+    def _closed_error(self, exc: ConnectionClosed, before: str | None = None) -> TransportError:
+        rcvd, sent = exc.rcvd, exc.sent
+        where = f" before {before}" if before else ""
+        if (sent is not None and sent.reason == _KEEPALIVE_REASON) or (
+            rcvd is not None and rcvd.reason == _KEEPALIVE_REASON
+        ):
+            return KeepaliveTimeout(
+                f"{self.endpoint}: keepalive ping timeout{where} (no pong within "
+                f"{self.ping_timeout_s} s); reconnect"
+            )
+        if rcvd is not None and rcvd.code == 1011:
+            return ServerError(
+                f"{self.endpoint}: server closed the connection with 1011 (internal error)"
+                f"{where}: {rcvd.reason}"
+            )
+        if rcvd is not None and rcvd.code == 1009:
+            return ProtocolError(
+                f"{self.endpoint}: server refused the message as too big: {rcvd.reason}"
+            )
+        if sent is not None and sent.code == 1009:
+            return ProtocolError(
+                f"{self.endpoint}: reply over max_message_bytes={self.max_message_bytes}: "
+                f"{sent.reason}"
+            )
+        if rcvd is None:
+            detail = "connection dropped without a close frame"
+        else:
+            detail = f"server closed the connection (code {rcvd.code}: {rcvd.reason or '-'})"
+        return ConnectionLost(f"{self.endpoint}: {detail}{where}; reconnect")

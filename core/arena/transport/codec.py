@@ -1,0 +1,218 @@
+"""msgpack with the openpi ndarray extension, byte-identical to ``openpi_client.msgpack_numpy``.
+
+Wire form (``reference/protocols.md`` section 2.4):
+
+* ``np.ndarray`` -> map with msgpack **bin** keys ``b"__ndarray__": True``,
+  ``b"data"``: C-order bytes, ``b"dtype"``: ``dtype.str`` (e.g. ``"<f4"``), ``b"shape"``: ints.
+* numpy scalars that do not subclass a Python builtin -> ``b"__npgeneric__": True``,
+  ``b"data"``: ``value.item()``, ``b"dtype"``. ``np.float64`` subclasses ``float`` and goes out
+  as a plain msgpack float64 (it decodes as ``float``).
+* ``str`` -> str, ``bytes`` -> bin, tuples and lists -> arrays (they decode as lists).
+
+Differences from openpi, all on the safe side:
+
+* complex, object and void/structured dtypes (``ml_dtypes.bfloat16`` is void) are refused
+  **before sending** with :class:`CodecError` naming the key path;
+* torch tensors (and jax arrays) become numpy first; bfloat16 becomes float32;
+* decoded arrays are writable copies that own their memory;
+* malformed input raises :class:`CodecError` only; object dtypes are never decoded and nothing
+  is ever unpickled.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import msgpack
+import numpy as np
+
+from arena.transport.errors import CodecError
+
+__all__ = ["Packer", "packb", "unpackb"]
+
+_REFUSED_KINDS = frozenset("cOV")
+# Kinds whose buffer msgpack can read directly (saves the tobytes() copy).
+_BUFFER_KINDS = frozenset("biuf")
+_NDARRAY = b"__ndarray__"
+_NPGENERIC = b"__npgeneric__"
+
+
+class _Refused(Exception):
+    """Internal: raised inside the msgpack ``default`` hook; turned into CodecError with a path."""
+
+
+def _default(obj: Any) -> Any:
+    """msgpack ``default`` hook: the ndarray/npgeneric maps; the hot path of every request."""
+    if isinstance(obj, np.ndarray):
+        dtype = obj.dtype
+        if dtype.kind in _REFUSED_KINDS:
+            raise _Refused(f"{dtype} is not supported")
+        if dtype.kind in _BUFFER_KINDS and obj.flags.c_contiguous:
+            data: Any = obj.data
+        else:
+            data = obj.tobytes()
+        return {_NDARRAY: True, b"data": data, b"dtype": dtype.str, b"shape": obj.shape}
+    if isinstance(obj, np.generic):
+        dtype = obj.dtype
+        if dtype.kind in _REFUSED_KINDS:
+            raise _Refused(f"{dtype} is not supported")
+        return {_NPGENERIC: True, b"data": obj.item(), b"dtype": dtype.str}
+    module = type(obj).__module__
+    if module.startswith("torch") and hasattr(obj, "detach"):
+        return _default(_torch_to_numpy(obj))
+    if module.startswith(("jax", "jaxlib")) and hasattr(obj, "__array__"):
+        array = np.asarray(obj)
+        if array.dtype.name == "bfloat16":
+            array = array.astype(np.float32)
+        return _default(array)
+    kind = f"{type(obj).__module__}.{type(obj).__qualname__}"
+    raise _Refused(f"objects of type {kind} are not supported")
+
+
+def _torch_to_numpy(tensor: Any) -> np.ndarray:
+    tensor = tensor.detach().cpu()
+    if str(tensor.dtype) == "torch.bfloat16":
+        tensor = tensor.float()
+    return tensor.numpy()
+
+
+class Packer:
+    """A reusable encoder (not thread-safe): ``Packer().pack(obj) -> bytes``.
+
+    Raises :class:`CodecError` naming the key path of the first value that cannot travel.
+    """
+
+    __slots__ = ("_packer",)
+
+    def __init__(self) -> None:
+        self._packer = msgpack.Packer(default=_default, use_bin_type=True)
+
+    def pack(self, obj: Any) -> bytes:
+        try:
+            return self._packer.pack(obj)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a CodecError
+            self._packer.reset()
+            raise _encode_error(obj, exc) from None
+
+
+def packb(obj: Any) -> bytes:
+    """Encode ``obj`` (dicts, lists, numbers, str, bytes, numpy arrays and scalars, tensors).
+
+    Raises :class:`CodecError` before anything is sent, e.g.
+    ``observation/image: complex128 is not supported``.
+    """
+    return Packer().pack(obj)
+
+
+def unpackb(data: bytes | bytearray | memoryview) -> Any:
+    """Decode one message. Arrays come back writable and owning their memory.
+
+    Only str and bytes map keys are accepted (msgpack ``strict_map_key``). A map with **str**
+    keys ``"__ndarray__"`` is not an array and stays a dict. Raises :class:`CodecError` on any
+    malformed input.
+    """
+    try:
+        return msgpack.unpackb(data, object_hook=_object_hook, raw=False, strict_map_key=True)
+    except CodecError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - msgpack raises many types; callers see one
+        raise CodecError(f"malformed message ({type(exc).__name__}: {exc})") from exc
+
+
+def _object_hook(obj: dict[Any, Any]) -> Any:
+    if _NDARRAY in obj:
+        return _decode_array(obj)
+    if _NPGENERIC in obj:
+        return _decode_scalar(obj)
+    return obj
+
+
+def _decode_dtype(obj: dict[Any, Any]) -> np.dtype:
+    name = obj.get(b"dtype")
+    if not isinstance(name, str):
+        raise CodecError(f"malformed numpy marker: dtype is {type(name).__name__}, not str")
+    try:
+        dtype = np.dtype(name)
+    except Exception as exc:  # noqa: BLE001
+        raise CodecError(f"malformed numpy marker: unknown dtype {name!r}") from exc
+    if dtype.hasobject:
+        raise CodecError(f"refusing to decode object dtype {name!r}")
+    return dtype
+
+
+def _decode_array(obj: dict[Any, Any]) -> np.ndarray:
+    dtype = _decode_dtype(obj)
+    data = obj.get(b"data")
+    shape = obj.get(b"shape")
+    if not isinstance(data, bytes):
+        raise CodecError("malformed ndarray: data is not bytes")
+    if not isinstance(shape, list) or not all(type(n) is int and n >= 0 for n in shape):
+        raise CodecError(f"malformed ndarray: bad shape {shape!r}")
+    if math.prod(shape) * dtype.itemsize != len(data):
+        raise CodecError(
+            f"malformed ndarray: {len(data)} bytes do not fill shape {shape} of dtype {dtype.str}"
+        )
+    if dtype.itemsize == 0:
+        return np.empty(shape, dtype)
+    return np.frombuffer(data, dtype=dtype).reshape(shape).copy()
+
+
+def _decode_scalar(obj: dict[Any, Any]) -> np.generic:
+    dtype = _decode_dtype(obj)
+    try:
+        return dtype.type(obj.get(b"data"))
+    except Exception as exc:  # noqa: BLE001
+        raise CodecError(f"malformed numpy scalar of dtype {dtype.str}: {exc}") from exc
+
+
+# ---- error reporting (slow path, only after a failure) ----------------------------------------
+
+
+def _encode_error(obj: Any, exc: Exception) -> CodecError:
+    try:
+        found = _find_unsupported(obj, "")
+    except RecursionError:
+        found = None
+    if found is not None:
+        path, reason = found
+        return CodecError(f"{path or '(top level)'}: {reason}")
+    return CodecError(f"cannot encode message: {type(exc).__name__}: {exc}")
+
+
+def _find_unsupported(obj: Any, path: str) -> tuple[str, str] | None:
+    """Walk ``obj`` like msgpack would and return (key path, reason) of the first bad value."""
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if not isinstance(key, (str, bytes, int, float, bool)) and key is not None:
+                return path, f"map key of type {type(key).__name__} is not supported"
+            key_text = key.decode(errors="replace") if isinstance(key, bytes) else str(key)
+            found = _find_unsupported(value, f"{path}/{key_text}" if path else key_text)
+            if found is not None:
+                return found
+        return None
+    if isinstance(obj, (list, tuple)):
+        for index, value in enumerate(obj):
+            found = _find_unsupported(value, f"{path}[{index}]")
+            if found is not None:
+                return found
+        return None
+    if obj is None or isinstance(obj, (bool, float, bytes, bytearray, memoryview)):
+        return None
+    if isinstance(obj, int):
+        if not -(2**63) <= obj < 2**64:
+            return path, f"integer {obj} does not fit in 64 bits"
+        return None
+    if isinstance(obj, str):
+        try:
+            obj.encode()
+        except UnicodeEncodeError as exc:
+            return path, f"string is not valid UTF-8 ({exc.reason})"
+        return None
+    try:
+        _default(obj)
+    except _Refused as exc:
+        return path, str(exc)
+    except Exception as exc:  # noqa: BLE001 - e.g. a tensor that fails to convert
+        return path, f"{type(exc).__name__}: {exc}"
+    return None

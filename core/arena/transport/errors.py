@@ -1,0 +1,79 @@
+"""The wire errors of :mod:`arena.transport`; all subclass :class:`arena.errors.TransportError`.
+
+Every message names the endpoint (``ws://host:port``) it concerns. Which ones are worth a
+retry on a fresh connection: :class:`ConnectionLost` (and so :class:`KeepaliveTimeout`),
+:class:`ServerUnavailable` and :class:`RequestTimeout`. :class:`ServerError`,
+:class:`ProtocolError` and :class:`CodecError` say the same request would fail again.
+"""
+
+from __future__ import annotations
+
+from arena.errors import TransportError
+
+__all__ = [
+    "CodecError",
+    "ConnectionLost",
+    "HandshakeError",
+    "KeepaliveTimeout",
+    "NotReady",
+    "ProtocolError",
+    "ReadinessTimeout",
+    "RequestTimeout",
+    "ServerError",
+    "ServerUnavailable",
+    "TransportError",
+]
+
+
+class CodecError(TransportError, ValueError):
+    """A message cannot be encoded (refused dtype or type) or decoded (malformed bytes).
+
+    Encoding errors are raised before anything is sent and name the key path, e.g.
+    ``observation/image: complex128 is not supported``.
+    """
+
+
+class ServerError(TransportError):
+    """The server failed while handling a request: it sent a text frame (its traceback) and/or
+    closed the connection with code 1011. ``traceback`` holds the server's text, or ``None``.
+    The connection is unusable afterwards."""
+
+    def __init__(self, message: str, traceback: str | None = None) -> None:
+        super().__init__(message)
+        self.traceback = traceback
+
+
+class ConnectionLost(TransportError):
+    """The connection dropped, was closed by the peer or was never opened; retryable on a new
+    connection. Any action chunk received over the old connection is stale."""
+
+
+class KeepaliveTimeout(ConnectionLost):
+    """No pong came back within ``ping_timeout_s``; the connection was failed with 1011."""
+
+
+class HandshakeError(TransportError):
+    """The WebSocket handshake failed or timed out: bad HTTP response (e.g. 401 for a wrong
+    API key, 426), something that is not a policy server on the port, or a proxy error."""
+
+
+class ServerUnavailable(TransportError):
+    """Nothing accepted the TCP connection before ``connect_timeout_s`` ran out."""
+
+
+class RequestTimeout(TransportError):
+    """No reply came within the request timeout. The connection is closed: a late reply would
+    otherwise be taken for the answer to the next request."""
+
+
+class ProtocolError(TransportError):
+    """The peer broke the protocol: a text reply where none is expected, a non-map reply where
+    a map is required, no metadata frame, or a message over the size limit."""
+
+
+class NotReady(TransportError):
+    """One readiness probe found the server not (yet) ready; the cause is chained."""
+
+
+class ReadinessTimeout(TransportError):
+    """The server did not become ready in time, or ``should_abort`` gave a reason to stop."""

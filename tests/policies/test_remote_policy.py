@@ -1,0 +1,189 @@
+"""RemoteChunkReplayPolicy against a real policy server (the generic openpi double)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any, ClassVar
+
+import numpy as np
+import pytest
+
+from arena.errors import PolicyError
+from arena.policies.adapters import EmbodimentAdapter
+from arena.policies.remote import RemoteChunkReplayPolicy, RemotePolicyConfig
+
+
+class CounterAdapter(EmbodimentAdapter):
+    action_dim: ClassVar[int] = 3
+
+    def extract(self, observation: dict[str, Any], env_id: int) -> Any:
+        return observation["policy"]["state"][env_id]
+
+    def pack_request(self, extracted: Any, instruction: str | None) -> dict[str, Any]:
+        return {"observation/state": np.asarray(extracted, dtype=np.float64), "prompt": instruction or ""}
+
+
+class CounterPolicy(RemoteChunkReplayPolicy):
+    name = "counter_remote"
+
+
+def chunk_reply(rows: int = 4, dtype=np.float64):
+    """Each chunk row r is [state0, request_number, r]: tests can tell chunks apart."""
+    counter = {"n": 0}
+
+    def reply(obs: dict[str, Any]) -> dict[str, Any]:
+        counter["n"] += 1
+        state = float(obs["observation/state"][0])
+        actions = np.array([[state, counter["n"], r] for r in range(rows)], dtype=dtype)
+        return {"actions": actions}
+
+    return reply
+
+
+def make_policy(port: int, num_envs: int, horizon: int = 2, **config: Any) -> tuple[CounterPolicy, Any, dict]:
+    cfg = RemotePolicyConfig(
+        remote_host="127.0.0.1",
+        remote_port=port,
+        embodiment="counter",
+        open_loop_horizon=horizon,
+        connect_timeout_s=config.pop("connect_timeout_s", 5),
+        request_timeout_s=config.pop("request_timeout_s", 5),
+        first_request_timeout_s=config.pop("first_request_timeout_s", 5),
+        **config,
+    )
+    policy = CounterPolicy(cfg, adapter=CounterAdapter())
+    env = SimpleNamespace(num_envs=num_envs)
+    obs = {"policy": {"state": np.arange(num_envs, dtype=np.float64)[:, None].repeat(2, axis=1)}}
+    policy.start(env)
+    policy.set_task_description("count")
+    return policy, env, obs
+
+
+def test_chunk_rows_are_replayed_then_requested_again(openpi_double):
+    double = openpi_double(chunk_reply())
+    policy, env, obs = make_policy(double.port, num_envs=1, horizon=2)
+    try:
+        first = policy.get_action(env, obs)
+        second = policy.get_action(env, obs)
+        third = policy.get_action(env, obs)
+    finally:
+        policy.close()
+    assert first.dtype == np.float32 and first.shape == (1, 3)
+    assert first[0].tolist() == [0, 1, 0] and second[0].tolist() == [0, 1, 1]
+    assert third[0].tolist() == [0, 2, 0]
+    assert len(double.model.requests) == 2
+    assert double.model.requests[0]["prompt"] == "count"
+
+
+def test_envs_due_on_the_same_step_each_get_one_request(openpi_double):
+    double = openpi_double(chunk_reply())
+    policy, env, obs = make_policy(double.port, num_envs=3, horizon=2)
+    try:
+        actions = policy.get_action(env, obs)
+        assert len(double.model.requests) == 3
+        policy.get_action(env, obs)
+        assert len(double.model.requests) == 3
+    finally:
+        policy.close()
+    assert sorted(actions[:, 0].tolist()) == [0, 1, 2]
+
+
+def test_reset_discards_only_the_given_envs_chunks(openpi_double):
+    double = openpi_double(chunk_reply())
+    policy, env, obs = make_policy(double.port, num_envs=3, horizon=3)
+    try:
+        policy.get_action(env, obs)
+        policy.reset(env_ids=[0, 2])
+        policy.get_action(env, obs)
+    finally:
+        policy.close()
+    states = [float(r["observation/state"][0]) for r in double.model.requests[3:]]
+    assert sorted(states) == [0.0, 2.0]
+
+
+def test_reconnect_discards_cached_chunks(openpi_double):
+    double = openpi_double(chunk_reply(), fail_on_request=3)
+    policy, env, obs = make_policy(double.port, num_envs=2, horizon=4)
+    try:
+        policy.get_action(env, obs)  # requests 1 and 2
+        policy.reset(env_ids=[0])
+        policy.get_action(env, obs)  # env 0: request 3 fails (1011), reconnect, retry
+        assert policy.reconnects == 1
+        # after the reconnect env 1's cached chunk was discarded too: both envs refetched
+        states = sorted(float(r["observation/state"][0]) for r in double.model.requests[3:])
+        assert states == [0.0, 1.0]
+    finally:
+        policy.close()
+
+
+@pytest.mark.parametrize(
+    ("reply", "needle"),
+    [
+        ({"actions": np.zeros((4, 5))}, "expected (H, 3)"),
+        ({"actions": np.full((4, 3), np.nan)}, "NaN"),
+        ({"actions": np.array([["a", "b", "c"]])}, "dtype"),
+        ({"action": np.zeros((4, 3))}, "no 'actions'"),
+    ],
+)
+def test_protocol_violations_are_errors_naming_the_key(openpi_double, reply, needle):
+    double = openpi_double(lambda obs: reply)
+    policy, env, obs = make_policy(double.port, num_envs=2)
+    try:
+        with pytest.raises(PolicyError) as info:
+            policy.get_action(env, obs)
+    finally:
+        policy.close()
+    assert sorted(info.value.env_ids) == [0, 1]
+    assert needle in str(info.value)
+    assert "'actions'" in str(info.value) or "no 'actions'" in str(info.value)
+
+
+def test_float64_actions_are_cast_to_float32(openpi_double):
+    double = openpi_double(chunk_reply(dtype=np.float64))
+    policy, env, obs = make_policy(double.port, num_envs=1)
+    try:
+        assert policy.get_action(env, obs).dtype == np.float32
+    finally:
+        policy.close()
+
+
+def test_unreachable_server_is_a_policy_error_not_a_hang():
+    from arena.launch.local_server import free_port
+
+    port = free_port()
+    cfg = RemotePolicyConfig(remote_port=port, embodiment="counter", connect_timeout_s=1)
+    policy = CounterPolicy(cfg, adapter=CounterAdapter())
+    with pytest.raises(PolicyError, match="cannot connect"):
+        policy.start(SimpleNamespace(num_envs=2))
+    policy.close()
+
+
+def test_close_is_idempotent_and_leaves_the_server_running(openpi_double):
+    double = openpi_double(chunk_reply())
+    policy, env, obs = make_policy(double.port, num_envs=1)
+    policy.get_action(env, obs)
+    policy.close()
+    policy.close()
+    again, env, obs = make_policy(double.port, num_envs=1)
+    try:
+        assert again.get_action(env, obs).shape == (1, 3)
+    finally:
+        again.close()
+
+
+def test_latency_stats_reach_the_episode_record(openpi_double):
+    double = openpi_double(chunk_reply())
+    policy, env, obs = make_policy(double.port, num_envs=1, horizon=1)
+    try:
+        for _ in range(3):
+            policy.get_action(env, obs)
+        info = policy.episode_info(0)
+    finally:
+        policy.close()
+    assert info["latency"]["requests"] == 3
+    assert info["server_timing"]["infer_ms_mean"] >= 0
+
+
+def test_arena_adapter_aliases_are_accepted():
+    cfg = RemotePolicyConfig.model_validate({"openpi_embodiment_adapter": "droid"})
+    assert cfg.embodiment == "droid"

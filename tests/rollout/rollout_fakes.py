@@ -1,0 +1,181 @@
+"""Tiny deterministic env and policies for rollout tests (no simulator).
+
+CounterEnv: each env holds a counter; an action adds ``round(action[0])``. Episode seed ``s``
+sets the target ``2 + s % 5``; reaching it is success. Seeds with ``s % 7 == 3`` make the
+simulator terminate the episode (a failure) after 2 steps. Reward is the action.
+
+CoinFlipPolicy: per env, a generator seeded from the episode seed draws 0 or 1 each step, so an
+episode's outcome depends only on its seed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from pydantic import Field
+
+from arena.envs.base import Environment, EnvironmentConfig
+from arena.errors import PolicyError
+from arena.hookspecs import hookimpl
+from arena.policies.base import PolicyBase, PolicyConfig
+
+
+class CounterConfig(EnvironmentConfig):
+    task: str = "count-to-target"
+    max_steps: int = Field(6, ge=1)
+
+
+class CounterEnv(Environment):
+    name = "counter"
+    Config = CounterConfig
+
+    instances: list[CounterEnv] = []
+
+    def __init__(self, config: CounterConfig, *, num_envs: int, cameras: bool = False) -> None:
+        super().__init__(config, num_envs=num_envs, cameras=cameras)
+        self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(1,), dtype=np.float32)
+        self.task_description = "count up to the target"
+        self.default_max_episode_steps = config.max_steps
+        self.counter = np.zeros(num_envs)
+        self.target = np.full(num_envs, 10**9)
+        self.seed = np.full(num_envs, -1)
+        self.steps = np.zeros(num_envs, dtype=int)
+        self.closed = False
+        self.resets: list[tuple[list[int], list[int]]] = []
+        CounterEnv.instances.append(self)
+
+    def _obs(self) -> dict[str, Any]:
+        return {"policy": {"counter": self.counter[:, None].astype(np.float32)}}
+
+    def reset_envs(self, env_ids: list[int], seeds: list[int]) -> dict[str, Any]:
+        self.resets.append((list(env_ids), list(seeds)))
+        for e, s in zip(env_ids, seeds):
+            self.counter[e] = 0
+            self.steps[e] = 0
+            self.seed[e] = s
+            self.target[e] = 2 + s % 5
+        return self._obs()
+
+    def step(self, actions: np.ndarray):
+        assert actions.shape == (self.num_envs, 1) and actions.dtype == np.float32
+        inc = np.round(actions[:, 0])
+        self.counter += inc
+        self.steps += 1
+        success = self.counter >= self.target
+        terminated = (self.seed % 7 == 3) & (self.steps >= 2) & ~success
+        truncated = np.zeros(self.num_envs, dtype=bool)
+        return self._obs(), inc.astype(np.float64), terminated, truncated, {"success": success}
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class CoinFlipConfig(PolicyConfig):
+    policy_variant: str | None = "fair"
+    #: episode seeds whose first request fails with a PolicyError naming only that env
+    error_seeds: list[int] = Field(default_factory=list)
+    #: every request fails for every env
+    always_fail: bool = False
+    #: the constructor raises (e.g. the server is unreachable)
+    fail_to_build: bool = False
+
+
+class CoinFlipPolicy(PolicyBase[CoinFlipConfig]):
+    name = "coin_flip"
+    Config = CoinFlipConfig
+    closed_count = 0
+
+    def __init__(self, config: CoinFlipConfig) -> None:
+        if config.fail_to_build:
+            raise ConnectionRefusedError("policy server at 127.0.0.1:1 refused the connection")
+        super().__init__(config)
+        self.rngs: dict[int, np.random.Generator] = {}
+        self.seeds: dict[int, int] = {}
+        self.fresh: set[int] = set()
+        self.requests: dict[int, int] = {}
+        self.started = False
+
+    def start(self, env) -> None:
+        self.started = True
+
+    def reset(self, env_ids=None, seeds=None) -> None:
+        for e, s in zip(env_ids, seeds):
+            self.rngs[e] = np.random.default_rng(s)
+            self.seeds[e] = s
+            self.fresh.add(e)
+            self.requests[e] = 0
+
+    def get_action(self, env, observation) -> np.ndarray:
+        if self.config.always_fail:
+            raise PolicyError("policy server closed the connection", None)
+        bad = [e for e in self.fresh if self.seeds.get(e) in self.config.error_seeds]
+        if bad:
+            self.fresh -= set(bad)
+            raise PolicyError(f"request timed out for envs {sorted(bad)}", sorted(bad))
+        self.fresh.clear()
+        actions = np.zeros((env.num_envs, 1), dtype=np.float32)
+        for e in range(env.num_envs):
+            if e in self.rngs:
+                actions[e, 0] = float(self.rngs[e].integers(0, 2))
+                self.requests[e] += 1
+        return actions
+
+    def episode_info(self, env_id: int) -> dict[str, Any]:
+        n = self.requests.get(env_id, 0)
+        return {"latency": {"requests": n, "mean_ms": 1.0, "p50_ms": 1.0, "p95_ms": 1.0, "max_ms": 1.0} if n else None}
+
+    def close(self) -> None:
+        CoinFlipPolicy.closed_count += 1
+
+
+class FakeRemoteConfig(CoinFlipConfig):
+    remote_host: str = "127.0.0.1"
+    remote_port: int = 8000
+
+
+class FakeRemotePolicy(CoinFlipPolicy):
+    name = "fake_remote"
+    Config = FakeRemoteConfig
+    endpoints: list[tuple[str, int]] = []
+
+    def __init__(self, config: FakeRemoteConfig) -> None:
+        super().__init__(config)
+        FakeRemotePolicy.endpoints.append((config.remote_host, config.remote_port))
+
+    @property
+    def is_remote(self) -> bool:
+        return True
+
+
+class _NoBackend:
+    """Stands in for the local launch backend so the loader validates ``launch``."""
+
+
+class RolloutTestPlugin:
+    @hookimpl
+    def arena_register_environments(self, register):
+        register("counter", CounterEnv)
+
+    @hookimpl
+    def arena_register_policies(self, register):
+        register("coin_flip", CoinFlipPolicy)
+        register("fake_remote", FakeRemotePolicy)
+
+    @hookimpl
+    def arena_register_launch_backends(self, register):
+        register("local", _NoBackend)
+
+
+def expected_outcome(seed: int, max_steps: int = 6) -> str:
+    """The outcome CounterEnv + CoinFlipPolicy give an episode of ``seed`` (terminate_on_success)."""
+    rng = np.random.default_rng(seed)
+    counter, target = 0, 2 + seed % 5
+    for step in range(1, max_steps + 1):
+        counter += int(rng.integers(0, 2))
+        if counter >= target:
+            return "success"
+        if seed % 7 == 3 and step >= 2:
+            return "failure"
+    return "timeout"

@@ -1,0 +1,286 @@
+"""The codec is byte-identical to openpi's msgpack_numpy and safer at the edges (V1-V5)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import msgpack
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from openpi_client import msgpack_numpy as openpi
+
+from arena.errors import TransportError
+from arena.transport import CodecError, Packer, packb, unpackb
+
+V1_HEX = (
+    "84"
+    "c40b5f5f6e6461727261795f5f" "c3"
+    "c40464617461" "c4080000803f00000040"
+    "c4056474797065" "a33c6634"
+    "c40573686170659102"
+)
+V2_NPGENERIC_HEX = (
+    "83"
+    "c40d5f5f6e7067656e657269635f5f" "c3"
+    "c40464617461" "cb3ff8000000000000"
+    "c4056474797065" "a33c6634"
+)
+
+
+def test_v1_float32_array_is_the_measured_51_bytes() -> None:
+    wire = packb(np.array([1.0, 2.0], np.float32))
+    assert len(wire) == 51
+    assert wire.hex() == V1_HEX
+
+
+def test_v2_float64_scalar_is_a_plain_float_and_float32_an_npgeneric_map() -> None:
+    assert packb(np.float64(1.5)).hex() == "cb3ff8000000000000"
+    wire = packb(np.float32(1.5))
+    assert len(wire) == 43
+    assert wire.hex() == V2_NPGENERIC_HEX
+    decoded = unpackb(wire)
+    assert type(decoded) is np.float32 and decoded == 1.5
+    assert type(unpackb(packb(np.float64(1.5)))) is float
+
+
+@pytest.mark.parametrize(
+    ("value", "dtype_name"),
+    [
+        (np.array([1 + 2j]), "complex128"),
+        (np.array([1, "a"], dtype=object), "object"),
+        (np.zeros(2, dtype=[("a", "<f4")]), "[('a', '<f4')]"),
+        (np.complex64(1j), "complex64"),
+    ],
+)
+def test_v3_refused_dtypes_raise_codec_error_naming_the_dtype(value: Any, dtype_name: str) -> None:
+    with pytest.raises(CodecError) as info:
+        packb({"x": value})
+    assert str(info.value) == f"x: {dtype_name} is not supported"
+    assert isinstance(info.value, ValueError)
+    assert isinstance(info.value, TransportError)
+
+
+def test_v3_bfloat16_numpy_arrays_are_refused() -> None:
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    with pytest.raises(CodecError, match="observation/state: bfloat16 is not supported"):
+        packb({"observation/state": np.zeros(3, ml_dtypes.bfloat16)})
+
+
+def test_v4_int_map_keys_fail_to_decode_with_codec_error() -> None:
+    with pytest.raises(CodecError, match="int is not allowed for map key"):
+        unpackb(packb({1: "a"}))
+
+
+def test_v5_str_keyed_ndarray_marker_stays_a_plain_dict() -> None:
+    fake = {"__ndarray__": True, "data": b"\x00\x00\x80\x3f", "dtype": "<f4", "shape": [1]}
+    decoded = unpackb(msgpack.packb(fake, use_bin_type=True))
+    assert decoded == fake
+
+
+def test_refusal_names_the_key_path() -> None:
+    with pytest.raises(CodecError) as info:
+        packb({"observation/image": np.zeros((2, 2), np.complex128), "prompt": "x"})
+    assert str(info.value) == "observation/image: complex128 is not supported"
+    with pytest.raises(CodecError, match=r"^images/cam_high\[1\]: object is not supported"):
+        packb({"images": {"cam_high": [np.zeros(1), np.array([None])]}})
+    with pytest.raises(CodecError, match=r"^prompt: objects of type builtins.set"):
+        packb({"prompt": {"a"}})
+
+
+ARRAYS = [
+    np.array([True, False]),
+    *(np.arange(6, dtype=f"{k}{n}").reshape(2, 3) for k in "iu" for n in (1, 2, 4, 8)),
+    np.linspace(0, 1, 5, dtype=np.float16),
+    np.linspace(0, 1, 5, dtype=np.float32),
+    np.linspace(0, 1, 5, dtype=np.float64),
+    np.arange(4, dtype=">f4"),
+    np.arange(4, dtype=">i2"),
+    np.array(["ab", "c"]),
+    np.array([b"ab", b"c"]),
+    np.array(["2024-01-02"], dtype="M8[D]"),
+    np.array([3, 4], dtype="m8[s]"),
+    np.array(7.5, dtype=np.float32),  # 0-d
+    np.zeros((0, 3), np.uint8),
+    np.asfortranarray(np.arange(6, dtype=np.float32).reshape(2, 3)),
+    np.arange(20, dtype=np.int32)[::3],
+    np.zeros((224, 224, 3), np.uint8),
+]
+SCALARS = [
+    np.float32(1.5), np.float16(0.25), np.int8(-3), np.int64(2**40), np.uint64(2**63),
+    np.bool_(True), np.uint8(255), np.float64(2.5), np.str_("hi"), np.bytes_(b"x"),
+]
+
+
+@pytest.mark.parametrize(
+    "value", ARRAYS + SCALARS, ids=lambda v: f"{type(v).__name__}-{v.dtype.str}"
+)
+def test_bytes_equal_openpi_packb(value: Any) -> None:
+    ours = packb({"k": value, "nested": [value, {"deep": value}]})
+    theirs = openpi.packb({"k": value, "nested": [value, {"deep": value}]})
+    assert ours == theirs
+    decoded = unpackb(ours)["k"]
+    reference = openpi.unpackb(theirs)["k"]
+    if isinstance(reference, np.ndarray):
+        assert decoded.dtype == reference.dtype and decoded.shape == reference.shape
+        np.testing.assert_array_equal(decoded, reference)
+    else:
+        assert type(decoded) is type(reference) and decoded == reference
+
+
+def test_droid_request_is_301439_bytes_like_openpi() -> None:
+    rng = np.random.default_rng(0)
+    request = {
+        "observation/exterior_image_1_left": rng.integers(0, 255, (224, 224, 3), np.uint8),
+        "observation/wrist_image_left": rng.integers(0, 255, (224, 224, 3), np.uint8),
+        "observation/joint_position": rng.random(7),
+        "observation/gripper_position": rng.random(1),
+        "prompt": "pick",  # the measured 301,439 bytes had a 4-character prompt
+    }
+    wire = packb(request)
+    assert wire == openpi.packb(request)
+    assert len(wire) == 301_439
+
+
+def test_decoded_arrays_are_writable_and_own_their_memory() -> None:
+    decoded = unpackb(packb({"a": np.arange(6, dtype=np.float32).reshape(2, 3)}))["a"]
+    assert decoded.flags.writeable and decoded.flags.c_contiguous
+    decoded *= 2  # would raise "output array is read-only" with openpi's decoder
+    assert decoded[1, 2] == 10
+
+
+def test_openpi_encoded_messages_decode() -> None:
+    message = {"actions": np.ones((15, 8)), "server_timing": {"infer_ms": 1.0}, "t": (1, 2)}
+    decoded = unpackb(openpi.packb(message))
+    np.testing.assert_array_equal(decoded["actions"], np.ones((15, 8)))
+    assert decoded["server_timing"] == {"infer_ms": 1.0}
+    assert decoded["t"] == [1, 2]
+
+
+class _FakeDtype:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __str__(self) -> str:
+        return f"torch.{self.name}"
+
+
+class _FakeTensor:
+    """Quacks like a torch.Tensor without importing torch."""
+
+    def __init__(self, array: np.ndarray, dtype: str) -> None:
+        self.array, self.dtype = array, _FakeDtype(dtype)
+
+    def detach(self) -> _FakeTensor:
+        return self
+
+    def cpu(self) -> _FakeTensor:
+        return self
+
+    def float(self) -> _FakeTensor:
+        return _FakeTensor(self.array.astype(np.float32), "float32")
+
+    def numpy(self) -> np.ndarray:
+        if self.dtype.name == "bfloat16":
+            raise TypeError("Got unsupported ScalarType BFloat16")
+        return self.array
+
+
+_FakeTensor.__module__ = "torch"
+
+
+def test_torch_tensors_travel_as_numpy_and_bfloat16_as_float32() -> None:
+    tensor = _FakeTensor(np.arange(3, dtype=np.float32), "float32")
+    assert packb({"a": tensor}) == packb({"a": np.arange(3, dtype=np.float32)})
+    decoded = unpackb(packb({"a": _FakeTensor(np.arange(3, dtype=np.float64), "bfloat16")}))["a"]
+    assert decoded.dtype == np.float32
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"\xc1",
+        b"\x92\x01",
+        b"\x81\xa1a\x01\x02",  # extra data
+        packb(np.zeros(3))[:-4],
+        msgpack.packb({b"__ndarray__": True, b"data": b"\x00" * 8, b"dtype": "O", b"shape": [1]}),
+        msgpack.packb({b"__ndarray__": True, b"data": b"\x00" * 7, b"dtype": "<f8", b"shape": [1]}),
+        msgpack.packb({b"__ndarray__": True, b"data": b"", b"dtype": "nonsense", b"shape": []}),
+        msgpack.packb({b"__ndarray__": True, b"dtype": "<f4", b"shape": [1]}),
+        msgpack.packb({b"__ndarray__": True, b"data": b"1234", b"dtype": "<f4", b"shape": [-1]}),
+        msgpack.packb({b"__npgeneric__": True, b"data": "x", b"dtype": "<f4"}),
+    ],
+)
+def test_malformed_input_raises_codec_error_only(data: bytes) -> None:
+    with pytest.raises(CodecError):
+        unpackb(data)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=64))
+def test_random_bytes_never_raise_anything_but_codec_error(data: bytes) -> None:
+    try:
+        unpackb(data)
+    except CodecError:
+        pass
+
+
+_dtypes = st.one_of(
+    hnp.boolean_dtypes(),
+    hnp.integer_dtypes(),
+    hnp.unsigned_integer_dtypes(),
+    hnp.floating_dtypes(),
+)
+_arrays = hnp.arrays(_dtypes, hnp.array_shapes(min_dims=0, max_dims=3, max_side=4))
+_scalars = _dtypes.flatmap(lambda dt: hnp.from_dtype(dt).map(dt.type))
+_leaves = st.one_of(
+    _arrays, _scalars, st.text(max_size=8), st.integers(-(2**63), 2**64 - 1),
+    st.floats(allow_nan=False), st.booleans(), st.none(), st.binary(max_size=8),
+)
+_messages = st.recursive(
+    _leaves,
+    lambda children: st.one_of(
+        st.lists(children, max_size=3), st.dictionaries(st.text(max_size=6), children, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+def _assert_same(decoded: Any, original: Any) -> None:
+    if isinstance(original, np.ndarray):
+        assert isinstance(decoded, np.ndarray)
+        assert decoded.dtype == original.dtype and decoded.shape == original.shape
+        np.testing.assert_array_equal(decoded, original)
+        assert decoded.flags.writeable
+    elif isinstance(original, dict):
+        assert decoded.keys() == original.keys()
+        for key in original:
+            _assert_same(decoded[key], original[key])
+    elif isinstance(original, list):
+        assert len(decoded) == len(original)
+        for a, b in zip(decoded, original):
+            _assert_same(a, b)
+    elif isinstance(original, np.generic) and not isinstance(original, float):
+        assert type(decoded) is type(original)
+        assert decoded == original or (math.isnan(decoded) and math.isnan(original))
+    else:
+        assert decoded == original or (decoded != decoded and original != original)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_messages)
+def test_round_trip_of_nested_messages_matches_openpi_bytes(message: Any) -> None:
+    wire = packb(message)
+    assert wire == openpi.packb(message)
+    _assert_same(unpackb(wire), message)
+
+
+def test_packer_is_reusable_after_a_refusal() -> None:
+    packer = Packer()
+    with pytest.raises(CodecError):
+        packer.pack({"a": np.array([1j])})
+    assert packer.pack({"a": 1}) == packb({"a": 1})
