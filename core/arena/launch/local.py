@@ -1,0 +1,365 @@
+"""The ``local`` launch backend: every run as an ``arena run-one`` subprocess on this machine.
+
+``launch.local.jobs`` runs execute at a time. For each remote run the backend starts the
+ServerTask's ``local_command`` on a free port, waits for its readiness check, points the run
+at it and stops it once no run needs it any more — also on Ctrl-C, on errors and when a
+runner dies. Runs whose ServerTasks are identical and ``shareable`` use one instance.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field
+
+from arena.errors import ConfigError
+from arena.launch.base import BackendOptions, LaunchBackend, Submission
+from arena.launch.local_server import LocalServer, free_port
+from arena.launch.processes import spawn, terminate
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from arena.config import ResolvedExperiment
+    from arena.launch.planning import ServerPlan
+
+
+class LocalOptions(BackendOptions):
+    jobs: int = Field(1, ge=1, description="runs executed at the same time")
+    host: str = Field("127.0.0.1", description="address policy servers bind to")
+    poll_interval_s: float = Field(0.1, gt=0, description="seconds between scheduler ticks")
+
+
+@dataclass
+class _Instance:
+    """A server instance and the runs that still need it."""
+
+    key: str
+    server: LocalServer | None
+    users: set[str] = field(default_factory=set)
+    all_users: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _RunSlot:
+    name: str
+    instance: _Instance | None
+    proc: subprocess.Popen | None = None
+
+
+class LocalBackend(LaunchBackend):
+    """Runs on this machine. ``arena run`` always waits for a local submission."""
+
+    name = "local"
+    Config = LocalOptions
+
+    def __init__(self, options: LocalOptions) -> None:
+        super().__init__(options)
+        self.options: LocalOptions = options
+
+    # -- planning ------------------------------------------------------------------------------
+    def check(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan]) -> None:
+        """Refuse what this backend cannot run, before anything starts.
+
+        Raises:
+            ConfigError: a ServerTask has only a container image.
+        """
+        for run, plan in servers.items():
+            if plan.task is not None and not plan.task.local_command:
+                raise ConfigError(
+                    f"server task '{plan.task.name}' has only a container image ({plan.task.image}); "
+                    "the local backend cannot run containers: use --backend slurm (pyxis) or --backend osmo, "
+                    "or start the server yourself and set `server: {external: true}`",
+                    file=experiment.source,
+                    run=run,
+                    key="server",
+                )
+
+    def plan(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan], output_dir: Path) -> str:
+        self.check(experiment, servers)
+        lines = [f"# local backend: {self.options.jobs} run(s) at a time; output {output_dir}"]
+        for key, inst in self._instances(servers).items():
+            if inst.server is None:
+                continue
+            task = inst.server.task
+            argv = task.render(task.local_command or [], host=self.options.host, port=0, python=sys.executable)
+            lines.append(
+                f"server {task.name} for {', '.join(inst.all_users)}: {' '.join(argv)}  (port chosen at start; "
+                f"readiness {task.readiness}, timeout {task.startup_timeout_s:g} s)"
+            )
+        for run in experiment.runs:
+            lines.append(f"run {run}: {' '.join(self._runner_argv(output_dir, run, None))}")
+        return "\n".join(lines)
+
+    def _instances(self, servers: dict[str, ServerPlan]) -> dict[str, _Instance]:
+        instances: dict[str, _Instance] = {}
+        for run, plan in servers.items():
+            if plan.task is None:
+                continue
+            key = plan.task.identity() if plan.task.shareable else f"{run}:{plan.task.name}"
+            inst = instances.get(key)
+            if inst is None:
+                inst = instances[key] = _Instance(
+                    key=key, server=LocalServer(plan.task, self.options.host, 0, Path(os.devnull))
+                )
+            inst.users.add(run)
+            inst.all_users.append(run)
+        return instances
+
+    @staticmethod
+    def _runner_argv(output_dir: Path, run: str, server: LocalServer | None) -> list[str]:
+        argv = [sys.executable, "-m", "arena", "run-one", str(output_dir / "experiment.yaml"), "--run", run]
+        argv += ["--output-dir", str(output_dir)]
+        if server is not None:
+            argv += ["--server-host", server.host, "--server-port", str(server.port)]
+        return argv
+
+    # -- submission ----------------------------------------------------------------------------
+    def submit(
+        self,
+        experiment: ResolvedExperiment,
+        servers: dict[str, ServerPlan],
+        output_dir: Path,
+        *,
+        wait: bool = True,
+        console: Console | None = None,
+    ) -> Submission:
+        self.check(experiment, servers)
+        submission = Submission(
+            backend=self.name,
+            experiment=experiment.name,
+            output_dir=str(output_dir),
+            extra={"pid": os.getpid(), "jobs": self.options.jobs},
+        )
+        submission.save()
+        scheduler = _Scheduler(self, experiment, servers, output_dir, submission, console)
+        scheduler.run()
+        return submission
+
+    def status(self, submission: Submission) -> dict[str, dict[str, Any]]:
+        from arena.launch.submit import read_run_statuses
+
+        states = read_run_statuses(Path(submission.output_dir))
+        alive = _pid_alive(submission.extra.get("pid"))
+        for st in states.values():
+            if not alive and st.get("state") in ("pending", "starting_server", "running"):
+                st["state"] = "failed"
+                st.setdefault("error", "the arena process that ran this submission is gone")
+        return states
+
+    def cancel(self, submission: Submission) -> None:
+        pid = submission.extra.get("pid")
+        if _pid_alive(pid):
+            os.kill(int(pid), signal.SIGTERM)
+
+
+def _pid_alive(pid: Any) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except (ProcessLookupError, ValueError):
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class _Scheduler:
+    """Single-threaded: servers and runners are spawned from this thread and polled."""
+
+    def __init__(self, backend, experiment, servers, output_dir: Path, submission: Submission, console) -> None:
+        self.backend = backend
+        self.options: LocalOptions = backend.options
+        self.experiment = experiment
+        self.output_dir = output_dir
+        self.submission = submission
+        self.console = console
+        self.instances = backend._instances(servers)
+        self.by_run: dict[str, _Instance] = {r: i for i in self.instances.values() for r in i.all_users}
+        self.pending: list[str] = list(experiment.runs)
+        self.slots: dict[str, _RunSlot] = {}
+
+    def say(self, text: str) -> None:
+        if self.console is not None:
+            self.console.print(text, highlight=False)
+
+    def run(self) -> None:
+        previous = signal.getsignal(signal.SIGTERM)
+        in_main = _is_main_thread()
+        if in_main:
+            signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+        try:
+            while self.pending or self.slots:
+                self._fill_slots()
+                self._advance()
+                if self.slots or self.pending:
+                    time.sleep(self.options.poll_interval_s)
+        except KeyboardInterrupt:
+            self.say("[yellow]interrupted: stopping runners and servers; finished episodes are kept[/]")
+            self._cancel_everything()
+            raise
+        finally:
+            self._stop_all_servers()
+            if in_main:
+                signal.signal(signal.SIGTERM, previous)
+
+    # -- scheduling ---------------------------------------------------------------------------
+    def _fill_slots(self) -> None:
+        while self.pending and len(self.slots) < self.options.jobs:
+            name = self.pending.pop(0)
+            inst = self.by_run.get(name)
+            self.slots[name] = _RunSlot(name=name, instance=inst)
+            if inst is not None and inst.server is not None:
+                _write_status(self.output_dir, name, "starting_server")
+                if inst.server.state == "pending":
+                    self._start_server(inst, name)
+
+    def _start_server(self, inst: _Instance, first_run: str) -> None:
+        server = inst.server
+        assert server is not None
+        server.port = free_port(self.options.host)
+        server.log_path = self.output_dir / "servers" / f"{server.task.name}-{list(self.instances).index(inst.key)}.log"
+        self.say(f"starting server [bold]{server.task.name}[/] on {server.host}:{server.port} for {', '.join(inst.all_users)}")
+        server.start()
+
+    def _advance(self) -> None:
+        for name, slot in list(self.slots.items()):
+            if slot.proc is None:
+                server = slot.instance.server if slot.instance else None
+                if server is None:
+                    self._launch_runner(slot, None)
+                    continue
+                state = server.poll()
+                if state == "ready":
+                    self._launch_runner(slot, server)
+                elif state in ("failed", "stopped"):
+                    reason = server.error or f"server '{server.task.name}' is not running"
+                    self.say(f"[red]run {name} failed[/]: {reason}")
+                    _write_failed_result(self.output_dir, name, reason, server)
+                    self._finish(slot)
+            elif slot.proc.poll() is not None:
+                code = slot.proc.returncode
+                _ensure_final_state(self.output_dir, name, code)
+                self.say(f"run {name} finished (exit {code})")
+                self._finish(slot)
+
+    def _launch_runner(self, slot: _RunSlot, server: LocalServer | None) -> None:
+        env = dict(os.environ)
+        if server is not None:
+            env["ARENA_SERVER_INFO"] = json.dumps(
+                {"task": server.task.name, "host": server.host, "port": server.port, "log": "server.log", "pid": server.pid}
+            )
+        argv = self.backend._runner_argv(self.output_dir, slot.name, server)
+        slot.proc = spawn(argv, self.output_dir / slot.name / "runner.log", env)
+        self.submission.ids[slot.name] = {"0": str(slot.proc.pid)}
+        self.submission.save()
+        self.say(f"run [bold]{slot.name}[/] started (pid {slot.proc.pid})")
+
+    def _finish(self, slot: _RunSlot) -> None:
+        self.slots.pop(slot.name, None)
+        inst = slot.instance
+        if inst is None or inst.server is None:
+            return
+        inst.users.discard(slot.name)
+        if not inst.users:
+            inst.server.stop()
+            self._copy_server_log(inst)
+
+    def _copy_server_log(self, inst: _Instance) -> None:
+        assert inst.server is not None
+        src = inst.server.log_path
+        if not src.exists():
+            return
+        for run in inst.all_users:
+            dst = self.output_dir / run / "server.log"
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dst)
+
+    # -- shutting down ------------------------------------------------------------------------
+    def _cancel_everything(self) -> None:
+        for name in self.pending:
+            _write_status(self.output_dir, name, "cancelled")
+        self.pending = []
+        for name, slot in list(self.slots.items()):
+            if slot.proc is not None:
+                terminate(slot.proc, grace_s=10.0)
+                _ensure_final_state(self.output_dir, name, slot.proc.returncode, cancelled=True)
+            else:
+                _write_status(self.output_dir, name, "cancelled")
+            self._finish(slot)
+
+    def _stop_all_servers(self) -> None:
+        for inst in self.instances.values():
+            if inst.server is not None and inst.server.state in ("starting", "ready"):
+                inst.server.stop()
+                self._copy_server_log(inst)
+
+
+def _raise_keyboard_interrupt(signum, frame):  # SIGTERM (arena cancel) behaves like Ctrl-C
+    raise KeyboardInterrupt
+
+
+def _is_main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+def _write_status(output_dir: Path, run: str, state: str, **fields: Any) -> None:
+    from arena.rollout.records import StatusWriter
+
+    path = output_dir / run / "status.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    current: dict[str, Any] = {}
+    if path.exists():
+        try:
+            current = json.loads(path.read_text())
+        except ValueError:
+            current = {}
+    current.update(state=state, **fields)
+    StatusWriter(path).write(**current)
+
+
+def _write_failed_result(output_dir: Path, run: str, reason: str, server: LocalServer | None) -> None:
+    """A run that never started: failed status and run_result, no episode records."""
+    from arena.rollout.records import write_run_result
+
+    _write_status(output_dir, run, "failed", error=reason)
+    server_info = None
+    if server is not None:
+        server_info = {"task": server.task.name, "host": server.host, "port": server.port, "log": "server.log"}
+    write_run_result(output_dir / run, run=run, state="failed", error=reason, server=server_info)
+
+
+def _ensure_final_state(output_dir: Path, run: str, code: int | None, cancelled: bool = False) -> None:
+    """After a runner exits: if it died without writing a final state, record why."""
+    path = output_dir / run / "status.json"
+    state = None
+    if path.exists():
+        try:
+            state = json.loads(path.read_text()).get("state")
+        except ValueError:
+            state = None
+    if state in ("completed", "failed", "cancelled"):
+        return
+    reason = "cancelled" if cancelled else f"the runner exited with code {code} without finishing (see runner.log)"
+    final = "cancelled" if cancelled else "failed"
+    from arena.rollout.records import write_run_result
+
+    _write_status(output_dir, run, final, error=reason)
+    write_run_result(output_dir / run, run=run, state=final, error=reason, server=None)
