@@ -30,7 +30,12 @@ stamp=.venv/.arena-installed
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   spec="."
   [ -n "$extras" ] && spec=".[${extras}]"
-  echo "installing arena-core${extras:+ [$extras]} into .venv"
-  .venv/bin/python -m pip install -q -e "$spec"
+  # The workspace: arena-core plus every plugin and backend package of this repository.
+  packages=(-e "$spec")
+  for dir in plugins/*/ backends/*/; do
+    [ -f "${dir}pyproject.toml" ] && packages+=(-e "${dir%/}")
+  done
+  echo "installing arena-core${extras:+ [$extras]} with the workspace packages into .venv"
+  .venv/bin/python -m pip install -q "${packages[@]}"
   echo "$want" > "$stamp"
 fi
