@@ -25,7 +25,8 @@ if [ ! -x .venv/bin/python ]; then
   .venv/bin/python -m pip install -q --upgrade pip
 fi
 
-want="$(cat pyproject.toml plugins/*/pyproject.toml backends/*/pyproject.toml 2>/dev/null | sha256sum | cut -c1-16)-${extras}"
+shopt -s nullglob
+want="$(cat pyproject.toml plugins/*/pyproject.toml backends/*/pyproject.toml | sha256sum | cut -c1-16)-${extras}"
 stamp=.venv/.arena-installed
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   spec="."
