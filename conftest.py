@@ -3,3 +3,14 @@ import os
 # Headless MuJoCo for every test process and the subprocesses they start.
 os.environ.setdefault("MUJOCO_GL", "osmesa")
 os.environ.setdefault("PYOPENGL_PLATFORM", "osmesa")
+
+try:
+    from hypothesis import HealthCheck, settings
+except ImportError:  # hypothesis is a test extra
+    pass
+else:
+    # CI machines are shared and slow: speed is measured in benchmarks/, not by Hypothesis.
+    settings.register_profile(
+        "arena", deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    )
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "arena"))

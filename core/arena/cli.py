@@ -72,19 +72,45 @@ def _print_overrides(exp) -> None:
 
 @app.command()
 def run(
-    experiment: Annotated[Path, typer.Argument(help="experiment YAML file")],
+    experiment: Annotated[Optional[Path], typer.Argument(help="experiment YAML file (omit with --resume)")] = None,
     overrides: OverridesArg = None,
     output_dir: Annotated[Optional[Path], typer.Option("--output-dir", help="exact output directory")] = None,
+    resume: Annotated[
+        Optional[Path],
+        typer.Option("--resume", help="OUTPUT_DIR of an interrupted experiment: run only its unfinished work items"),
+    ] = None,
+    keep_errors: Annotated[
+        bool, typer.Option("--keep-errors", help="with --resume: keep `error` episodes instead of retrying them")
+    ] = False,
     backend: Annotated[Optional[str], typer.Option("--backend", help="shorthand for launch.backend=NAME")] = None,
     jobs: Annotated[Optional[int], typer.Option("--jobs", help="shorthand for launch.local.jobs=N")] = None,
     wait: Annotated[bool, typer.Option("--wait", help="wait for a remote backend and collect")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="print the resolved runs and server tasks")] = False,
     list_overrides: Annotated[bool, typer.Option("--list-overrides", help="print every overridable key")] = False,
 ) -> None:
-    """Run an experiment: every run, with its policy servers started and stopped by arena."""
-    from arena.config import load_experiment
-    from arena.launch.submit import run_experiment
+    """Run an experiment: every run, with its policy servers started and stopped by arena.
 
+    `arena run --resume OUTPUT_DIR` continues an interrupted experiment from its snapshot:
+    only work items without a finished record run (error episodes are retried unless
+    --keep-errors); the report is rebuilt from all records.
+    """
+    from arena.config import load_experiment
+    from arena.launch.submit import resume_experiment, run_experiment
+
+    if resume is not None:
+        if experiment is not None or overrides or output_dir is not None or backend or jobs is not None or dry_run:
+            raise _fail(
+                ConfigError("--resume OUTPUT_DIR takes no experiment file, overrides or other run options: it reuses the snapshot")
+            )
+        try:
+            code = resume_experiment(resume, keep_errors=keep_errors, wait=wait, console=out)
+        except ArenaError as exc:
+            raise _fail(exc) from None
+        raise typer.Exit(code)
+    if experiment is None:
+        raise _fail(ConfigError("give an experiment file (or --resume OUTPUT_DIR)"))
+    if keep_errors:
+        raise _fail(ConfigError("--keep-errors only applies with --resume OUTPUT_DIR"))
     extra = list(overrides or [])
     if backend:
         extra.append(f"launch.backend={backend}")
@@ -109,7 +135,8 @@ def run_one(
     server_host: Annotated[Optional[str], typer.Option("--server-host", envvar="ARENA_SERVER_HOST")] = None,
     server_port: Annotated[Optional[int], typer.Option("--server-port", envvar="ARENA_SERVER_PORT")] = None,
     shard: Annotated[Optional[str], typer.Option("--shard", help="K/N: the work items whose index ≡ K mod N")] = None,
-    resume: Annotated[bool, typer.Option("--resume", help="skip work items that already have a record")] = False,
+    resume: Annotated[bool, typer.Option("--resume", help="skip work items that already have a finished record")] = False,
+    keep_errors: Annotated[bool, typer.Option("--keep-errors", help="with --resume: do not retry `error` episodes")] = False,
 ) -> None:
     """Execute one run (or one shard of it) from a snapshot; every backend runs runs through this."""
     from arena.rollout.run_one import run_one as _run_one
@@ -124,7 +151,14 @@ def run_one(
         except ValueError:
             raise _fail(ConfigError(f"--shard must be K/N with 0 <= K < N, got {shard!r}")) from None
     code = _run_one(
-        snapshot, run_name, output_dir, server_host=server_host, server_port=server_port, shard=shard_t, resume=resume
+        snapshot,
+        run_name,
+        output_dir,
+        server_host=server_host,
+        server_port=server_port,
+        shard=shard_t,
+        resume=resume,
+        keep_errors=keep_errors,
     )
     raise typer.Exit(code)
 
@@ -177,16 +211,81 @@ def collect(output_dir: Annotated[Path, typer.Argument(help="experiment output d
 
 @app.command()
 def report(output_dir: Annotated[Path, typer.Argument(help="experiment output directory")]) -> None:
-    """Rebuild experiment_result.json and index.html from the records."""
-    from arena.results.aggregate import build_experiment_result
+    """Rebuild experiment_result.json and index.html from the records (any record format_version this arena knows)."""
     from arena.results.report import write_report
 
+    if not output_dir.is_dir():
+        raise _fail(ConfigError(f"{output_dir} is not a directory"))
     try:
-        build_experiment_result(output_dir)
         path = write_report(output_dir)
     except ArenaError as exc:
         raise _fail(exc) from None
-    out.print(f"report: {path}")
+    out.print(f"report: {path}", highlight=False, soft_wrap=True)
+
+
+@app.command()
+def compare(
+    a: Annotated[Path, typer.Argument(help="output directory of experiment A")],
+    b: Annotated[Path, typer.Argument(help="output directory of experiment B")],
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+) -> None:
+    """Compare two experiments run by run: B − A with its 95% Newcombe interval."""
+    from arena.results.compare import compare_experiments
+
+    try:
+        data = compare_experiments(a, b)
+    except FileNotFoundError as exc:
+        raise _fail(ConfigError(str(exc))) from None
+    if as_json:
+        out.print_json(json.dumps(data))
+        return
+
+    def pct(v: Optional[float], signed: bool = False) -> str:
+        return "-" if v is None else (f"{100 * v:+.1f}%" if signed else f"{100 * v:.1f}%")
+
+    table = Table("run", "task", "A", "B", "B − A", "95% CI (Newcombe)", "paired: only A / only B", title=f"A = {a}   B = {b}")
+    for row in data["runs"]:
+        ci = row["ci95"]
+        mark = "[bold]" if row["significant"] else ""
+        end = "[/]" if mark else ""
+        paired = row["paired"]
+        table.add_row(
+            row["run"],
+            str(row["task"] or "-"),
+            f"{row['k_a']}/{row['n_a']} {pct(row['rate_a'])}" + (f" err {row['errors_a']}" if row["errors_a"] else ""),
+            f"{row['k_b']}/{row['n_b']} {pct(row['rate_b'])}" + (f" err {row['errors_b']}" if row["errors_b"] else ""),
+            f"{mark}{pct(row['difference'], True)}{end}",
+            "-" if ci is None else f"{mark}[{pct(ci[0], True)}, {pct(ci[1], True)}]{end}",
+            "-" if paired is None else f"{paired['only_a']} / {paired['only_b']} of {paired['seeds']}",
+        )
+    out.print(table)
+    if data["only_a"]:
+        out.print(f"only in A: {', '.join(data['only_a'])}", highlight=False)
+    if data["only_b"]:
+        out.print(f"only in B: {', '.join(data['only_b'])}", highlight=False)
+    out.print("bold: the interval excludes 0", style="dim")
+
+
+@app.command()
+def doctor(
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+    render: Annotated[bool, typer.Option("--render/--no-render", help="render one Meta-World frame headless")] = True,
+) -> None:
+    """Check this machine: versions, plugins, headless rendering, schedulers, ports (each failure with a fix)."""
+    from arena.doctor import run_checks
+
+    checks = run_checks(render=render)
+    failed = [c for c in checks if c.status == "fail"]
+    if as_json:
+        out.print_json(json.dumps([c.to_dict() for c in checks]))
+    else:
+        table = Table("check", "status", "detail", "fix")
+        colour = {"ok": "green", "warn": "yellow", "fail": "red", "info": "cyan"}
+        for c in checks:
+            table.add_row(c.name, f"[{colour.get(c.status, 'white')}]{c.status}[/]", c.detail, c.fix or "")
+        out.print(table)
+        out.print(f"{len(failed)} problem(s)" if failed else "[green]all checks passed[/]")
+    raise typer.Exit(1 if failed else 0)
 
 
 # -- servers ---------------------------------------------------------------------------------
@@ -289,6 +388,30 @@ def plugins(
     out.print(table)
     for b in data["broken"]:
         err.print(f"[red]broken plugin[/] {b['name']} ({b['distribution']}): {b['error']}", highlight=False)
+
+
+@plugins_app.command("new")
+def plugins_new(
+    name: Annotated[str, typer.Argument(help="plugin name, e.g. my-vla (distribution arena-plugin-NAME, import arena_NAME)")],
+    directory: Annotated[
+        Optional[Path], typer.Option("--dir", help="where to create the package (default ./arena-plugin-NAME)")
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="write into an existing non-empty directory")] = False,
+) -> None:
+    """Create a plugin package: policy, adapter, server task, servable model, tests and README."""
+    from arena.scaffold import create_plugin
+
+    try:
+        created = create_plugin(name, directory, force=force)
+    except ArenaError as exc:
+        raise _fail(exc) from None
+    out.print(f"created {created.root} ({len(created.files)} files)", highlight=False, soft_wrap=True)
+    out.print(
+        f"next: pip install -e {created.root} && pytest {created.root / 'tests'}  "
+        f"(then `arena plugins` lists '{created.entry_point}')",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def main() -> None:

@@ -187,3 +187,103 @@ def test_latency_stats_reach_the_episode_record(openpi_double):
 def test_arena_adapter_aliases_are_accepted():
     cfg = RemotePolicyConfig.model_validate({"openpi_embodiment_adapter": "droid"})
     assert cfg.embodiment == "droid"
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, ">f8"])
+def test_any_float_dtype_is_accepted_and_cast_to_float32(openpi_double, dtype):
+    double = openpi_double(chunk_reply(dtype=dtype))
+    policy, env, obs = make_policy(double.port, num_envs=1)
+    try:
+        actions = policy.get_action(env, obs)
+    finally:
+        policy.close()
+    assert actions.dtype == np.float32 and actions[0].tolist() == [0.0, 1.0, 0.0]
+
+
+class _TinyEnv:
+    """A synthetic env: episodes of 3 steps, success when the action's first column is >= 0."""
+
+    default_max_episode_steps = 3
+    task_description = "count"
+
+    def __init__(self, num_envs: int) -> None:
+        self.num_envs = num_envs
+
+    def _obs(self):
+        return {"policy": {"state": np.zeros((self.num_envs, 2))}}
+
+    def reset_envs(self, ids, seeds):
+        return self._obs()
+
+    def step(self, actions):
+        n = self.num_envs
+        return self._obs(), np.zeros(n), np.zeros(n, bool), np.zeros(n, bool), {"success": actions[:, 0] >= 0}
+
+
+@pytest.mark.parametrize(
+    ("reply", "needle"),
+    [
+        ({"actions": np.zeros((4, 5))}, "shape (4, 5)"),
+        ({"actions": np.array([["a", "b", "c"]])}, "dtype <U1"),
+        ({"actions": np.full((4, 3), np.nan)}, "NaN"),
+    ],
+)
+def test_bad_replies_end_episodes_as_errors_naming_key_and_expected_shape(openpi_double, reply, needle):
+    from arena.rollout.rollout import rollout
+    from arena.rollout.workitems import WorkItem
+
+    double = openpi_double(lambda obs: reply)
+    cfg = RemotePolicyConfig(remote_port=double.port, embodiment="counter", connect_timeout_s=5,
+                             request_timeout_s=5, first_request_timeout_s=5)
+    policy = CounterPolicy(cfg, adapter=CounterAdapter())
+    records = []
+    items = [WorkItem(run="r", episode_index=i, seed=i) for i in range(2)]
+    try:
+        summary = rollout(_TinyEnv(2), policy, items, None, on_episode_end=records.append, max_consecutive_errors=None)
+    finally:
+        policy.close()
+    assert [r.outcome for r in records] == ["error", "error"], summary
+    for record in records:
+        assert needle in record.error and "'actions'" in record.error
+        assert "(H, 3)" in record.error, record.error
+    assert len(double.model.requests) == 2  # a protocol violation is not retried
+
+
+def test_requests_of_envs_due_together_are_batched_by_the_server(policy_server):
+    from arena.testing.doubles import ChunkModel
+
+    class Counting(ChunkModel):
+        sizes: list[int] = []
+
+        def infer_batch(self, batch):
+            self.sizes.append(len(batch))
+            return super().infer_batch(batch)
+
+    model = Counting((4, 3), cost_ms=30)
+    from arena.transport import PolicyServer
+
+    server = PolicyServer(model, "127.0.0.1", 0, max_batch_size=8, max_wait_ms=500).start_in_thread()
+    try:
+        policy, env, obs = make_policy(server.port, num_envs=4, horizon=1)
+        try:
+            started = __import__("time").monotonic()
+            for _ in range(3):
+                policy.get_action(env, obs)
+            elapsed = __import__("time").monotonic() - started
+        finally:
+            policy.close()
+    finally:
+        server.stop()
+    assert sum(model.sizes) == 12
+    assert max(model.sizes) == 4  # all four envs in one infer_batch call
+    assert elapsed < 3 * 0.5  # the batch closed once all four connections were waiting, not after max_wait_ms
+
+
+def test_one_after_another_sends_requests_sequentially(openpi_double):
+    double = openpi_double(chunk_reply(), max_batch_size=4, max_wait_ms=1)
+    policy, env, obs = make_policy(double.port, num_envs=3, horizon=1, concurrent_requests=False)
+    try:
+        policy.get_action(env, obs)
+    finally:
+        policy.close()
+    assert [float(r["observation/state"][0]) for r in double.model.requests] == [0.0, 1.0, 2.0]

@@ -25,6 +25,8 @@ from arena.policies.base import PolicyBase, PolicyConfig
 class CounterConfig(EnvironmentConfig):
     task: str = "count-to-target"
     max_steps: int = Field(6, ge=1)
+    #: seconds every step sleeps (to make a run last long enough to be interrupted)
+    step_delay_s: float = Field(0.0, ge=0)
 
 
 class CounterEnv(Environment):
@@ -44,6 +46,7 @@ class CounterEnv(Environment):
         self.steps = np.zeros(num_envs, dtype=int)
         self.closed = False
         self.resets: list[tuple[list[int], list[int]]] = []
+        self.renders: list[int] = []
         CounterEnv.instances.append(self)
 
     def _obs(self) -> dict[str, Any]:
@@ -60,6 +63,10 @@ class CounterEnv(Environment):
 
     def step(self, actions: np.ndarray):
         assert actions.shape == (self.num_envs, 1) and actions.dtype == np.float32
+        if self.config.step_delay_s:
+            import time
+
+            time.sleep(self.config.step_delay_s)
         inc = np.round(actions[:, 0])
         self.counter += inc
         self.steps += 1
@@ -67,6 +74,11 @@ class CounterEnv(Environment):
         terminated = (self.seed % 7 == 3) & (self.steps >= 2) & ~success
         truncated = np.zeros(self.num_envs, dtype=bool)
         return self._obs(), inc.astype(np.float64), terminated, truncated, {"success": success}
+
+    def render(self, env_id: int) -> np.ndarray:
+        """A 10x12 frame whose brightness is the env's counter; every call is logged."""
+        self.renders.append(int(env_id))
+        return np.full((10, 12, 3), min(255, 40 * int(self.counter[env_id])), np.uint8)
 
     def close(self) -> None:
         self.closed = True
@@ -147,6 +159,31 @@ class FakeRemotePolicy(CoinFlipPolicy):
     @property
     def is_remote(self) -> bool:
         return True
+
+
+class HangOnceConfig(CoinFlipConfig):
+    #: episode seed whose first step hangs forever, once: a marker file in ``marker_dir`` says it did
+    hang_seed: int = 3
+    marker_dir: str = "."
+
+
+class HangOncePolicy(CoinFlipPolicy):
+    """CoinFlipPolicy that wedges (sleeps forever) on ``hang_seed`` the first time it sees it."""
+
+    name = "hang_once"
+    Config = HangOnceConfig
+
+    def get_action(self, env, observation) -> np.ndarray:
+        import os
+        import time
+
+        if self.config.hang_seed in self.seeds.values():
+            marker = os.path.join(self.config.marker_dir, "hung-once")
+            if not os.path.exists(marker):
+                open(marker, "w").close()
+                while True:
+                    time.sleep(1)
+        return super().get_action(env, observation)
 
 
 class _NoBackend:

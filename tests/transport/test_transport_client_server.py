@@ -254,7 +254,7 @@ def test_slow_model_raises_request_timeout_and_drops_connection(start_server: St
 def test_oversized_request_is_refused_with_close_1009(start_server: Start) -> None:
     server = start_server(EchoModel(), max_message_bytes=10_000)
     with _client(server) as client:
-        with pytest.raises(ProtocolError, match="too big"):
+        with pytest.raises(ProtocolError, match=r"too big \(close 1009: .*exceeds limit of 10000 bytes"):
             client.infer({"state": np.zeros(20_000, np.uint8)})
         assert not client.connected
     with _client(server) as client:  # the server still serves
@@ -446,3 +446,42 @@ def test_serve_model_stops_on_sigterm(load_s: float, tmp_path: Any) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_lone_client_of_a_batching_server_does_not_wait_for_the_batch_window(start_server: Start) -> None:
+    model = BatchModel()
+    server = start_server(model, max_batch_size=8, max_wait_ms=2000)
+    with _client(server) as client:
+        started = time.monotonic()
+        for _ in range(3):
+            client.infer(OBS)
+        assert time.monotonic() - started < 1.5  # not 3 x 2 s
+    assert model.batch_sizes == [1, 1, 1]
+
+
+def test_openpi_like_double_answers_like_openpi() -> None:
+    from arena.testing.doubles import ChunkModel
+    from arena.testing.openpi_like import ERROR_CLOSE_REASON, OpenPILikeServer
+
+    class Picky(ChunkModel):
+        def infer(self, obs: dict[str, Any]) -> dict[str, Any]:
+            if "prompt" not in obs:
+                raise ValueError("Prompt is required")
+            return super().infer(obs)
+
+    with OpenPILikeServer(Picky((15, 8), "float64")) as server:
+        assert _http_get(server.port, "/healthz")[0] == 200
+        assert _http_get(server.port, "/")[0] == 426
+        with PolicyClient("127.0.0.1", server.port) as client:
+            first = client.infer({"prompt": "go"})
+            second = client.infer({"prompt": "go"})
+            assert first["actions"].dtype == np.float64 and first["actions"].shape == (15, 8)
+            assert "prev_total_ms" not in first["server_timing"]
+            assert second["server_timing"]["prev_total_ms"] >= 0
+        with raw_connect(f"ws://127.0.0.1:{server.port}", compression=None) as ws:
+            ws.recv()
+            ws.send(packb({"no": "prompt"}))
+            assert "ValueError: Prompt is required" in ws.recv()
+            with pytest.raises(Exception) as info:
+                ws.recv()
+            assert info.value.rcvd.code == 1011 and info.value.rcvd.reason == ERROR_CLOSE_REASON

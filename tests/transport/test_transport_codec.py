@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 from typing import Any
 
 import msgpack
@@ -199,6 +200,56 @@ def test_torch_tensors_travel_as_numpy_and_bfloat16_as_float32() -> None:
     assert decoded.dtype == np.float32
 
 
+def test_a_bfloat16_tensor_vector_arrives_as_the_same_float32_values() -> None:
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    values = np.array([1.0, -2.5, 0.15625, 3e38], dtype=ml_dtypes.bfloat16)
+    tensor = _FakeTensor(values, "bfloat16")  # .numpy() refuses bfloat16 like torch does
+    wire = packb({"observation": {"state": tensor}})
+    assert wire == openpi.packb({"observation": {"state": values.astype(np.float32)}})
+    decoded = unpackb(wire)["observation"]["state"]
+    assert decoded.dtype == np.float32
+    np.testing.assert_array_equal(decoded, values.astype(np.float32))
+
+
+class _FakeJaxArray:
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+
+    def __array__(self, dtype: Any = None) -> np.ndarray:
+        return self.array
+
+
+_FakeJaxArray.__module__ = "jaxlib.xla_extension"
+
+
+def test_jax_arrays_travel_as_numpy_and_bfloat16_as_float32() -> None:
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    decoded = unpackb(packb({"a": _FakeJaxArray(np.ones(2, ml_dtypes.bfloat16))}))["a"]
+    assert decoded.dtype == np.float32 and decoded.tolist() == [1.0, 1.0]
+
+
+def test_real_torch_tensors_if_torch_is_installed() -> None:
+    torch = pytest.importorskip("torch")
+    wire = packb({"a": torch.arange(3, dtype=torch.bfloat16), "b": torch.ones(2, 2)})
+    decoded = unpackb(wire)
+    assert decoded["a"].dtype == np.float32 and decoded["a"].tolist() == [0.0, 1.0, 2.0]
+    assert decoded["b"].dtype == np.float32 and decoded["b"].shape == (2, 2)
+
+
+@pytest.mark.parametrize(
+    "value", ARRAYS + SCALARS, ids=lambda v: f"{type(v).__name__}-{v.dtype.str}"
+)
+def test_each_side_decodes_what_the_other_encodes(value: Any) -> None:
+    message = {"observation": {"x": value}, "prompt": "p"}
+    for decoded in (openpi.unpackb(packb(message)), unpackb(openpi.packb(message))):
+        got = decoded["observation"]["x"]
+        if isinstance(value, np.ndarray):
+            assert got.dtype == value.dtype and got.shape == value.shape
+            np.testing.assert_array_equal(got, value)
+        else:
+            assert got == value
+
+
 @pytest.mark.parametrize(
     "data",
     [
@@ -284,3 +335,68 @@ def test_packer_is_reusable_after_a_refusal() -> None:
     with pytest.raises(CodecError):
         packer.pack({"a": np.array([1j])})
     assert packer.pack({"a": 1}) == packb({"a": 1})
+
+
+# ---- fuzzing: >= 10,000 random or mutated messages ------------------------------------------
+
+_SEEDS = [
+    packb({"a": np.arange(6, dtype=np.float32).reshape(2, 3), "p": "x", "s": np.int8(3),
+           "n": [1, 2.5, None, b"z", True], "d": {"q": np.zeros((2, 2), "<u2")}}),
+    packb(np.float32(1.5)),
+    packb({"actions": np.ones((15, 8)), "server_timing": {"infer_ms": 1.0}}),
+    packb([np.array(["ab"]), np.array([b"x"]), np.array(["2024-01-02"], "M8[D]")]),
+]
+_DTYPES = ["<f4", ">f8", "|u1", "<U2", "|S3", "<M8[D]", "<m8[s]", "|b1", "<c16", "|O", "|V8",
+           "|V0", "<U0", "f4,f4", "[('a', '<f4')]", "nonsense", "", "<f99", "V999999999999", 5, None]
+_SHAPES = [[], [0], [1], [2, 3], [-1], [2**62, 2**62], [2**64 - 1], [1.5], ["a"], None, 7, [0, 2**40]]
+
+
+def _mutate(rng: random.Random, data: bytes) -> bytes:
+    b = bytearray(data)
+    for _ in range(rng.randint(1, 4)):
+        op = rng.randrange(5)
+        if op == 0 and b:
+            b[rng.randrange(len(b))] = rng.randrange(256)
+        elif op == 1:
+            del b[rng.randrange(len(b) + 1):]
+        elif op == 2:
+            b.insert(rng.randrange(len(b) + 1), rng.randrange(256))
+        elif op == 3 and b:
+            del b[rng.randrange(len(b))]
+        else:
+            b = bytearray(rng.randbytes(rng.randrange(48)))
+    return bytes(b)
+
+
+def _random_marker(rng: random.Random) -> bytes:
+    marker = b"__ndarray__" if rng.random() < 0.7 else b"__npgeneric__"
+    obj: dict[Any, Any] = {marker: rng.choice([True, False, 1, "x"])}
+    if rng.random() < 0.9:
+        obj[b"dtype"] = rng.choice(_DTYPES)
+    if rng.random() < 0.9:
+        obj[b"shape"] = rng.choice(_SHAPES)
+    if rng.random() < 0.9:
+        obj[b"data"] = rng.choice(
+            [rng.randbytes(rng.randrange(0, 33)), rng.randrange(-(2**63), 2**64), "text", 2.5, None, [1]]
+        )
+    return msgpack.packb({"k": [obj]}, use_bin_type=True)
+
+
+def test_fuzz_10000_random_or_mutated_messages_decode_or_raise_codec_error() -> None:
+    rng = random.Random(20240611)
+    counts = {"decoded": 0, "refused": 0}
+    for i in range(10_500):
+        if i % 3 == 0:
+            data = _random_marker(rng)
+        elif i % 3 == 1:
+            data = _mutate(rng, rng.choice(_SEEDS))
+        else:
+            data = _mutate(rng, _random_marker(rng))
+        try:
+            unpackb(data)
+        except CodecError:
+            counts["refused"] += 1
+        else:
+            counts["decoded"] += 1
+    # Both outcomes must be well represented, or the fuzzer is not exploring.
+    assert counts["decoded"] > 500 and counts["refused"] > 500, counts

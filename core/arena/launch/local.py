@@ -38,6 +38,9 @@ class LocalOptions(BackendOptions):
     jobs: int = Field(1, ge=1, description="runs executed at the same time")
     host: str = Field("127.0.0.1", description="address policy servers bind to")
     poll_interval_s: float = Field(0.1, gt=0, description="seconds between scheduler ticks")
+    server_restarts: int = Field(
+        2, ge=0, description="times a policy server that exits while runs still need it is restarted (same port)"
+    )
 
 
 @dataclass
@@ -110,16 +113,19 @@ class LocalBackend(LaunchBackend):
             inst = instances.get(key)
             if inst is None:
                 inst = instances[key] = _Instance(
-                    key=key, server=LocalServer(plan.task, self.options.host, 0, Path(os.devnull))
+                    key=key,
+                    server=LocalServer(
+                        plan.task, self.options.host, 0, Path(os.devnull), max_restarts=self.options.server_restarts
+                    ),
                 )
             inst.users.add(run)
             inst.all_users.append(run)
         return instances
 
     @staticmethod
-    def _runner_argv(output_dir: Path, run: str, server: LocalServer | None) -> list[str]:
+    def _runner_argv(output_dir: Path, run: str, server: LocalServer | None, resume_flags: tuple[str, ...] = ()) -> list[str]:
         argv = [sys.executable, "-m", "arena", "run-one", str(output_dir / "experiment.yaml"), "--run", run]
-        argv += ["--output-dir", str(output_dir)]
+        argv += ["--output-dir", str(output_dir), *resume_flags]
         if server is not None:
             argv += ["--server-host", server.host, "--server-port", str(server.port)]
         return argv
@@ -133,7 +139,10 @@ class LocalBackend(LaunchBackend):
         *,
         wait: bool = True,
         console: Console | None = None,
+        resume: bool = False,
+        keep_errors: bool = False,
     ) -> Submission:
+        """``resume``: runners skip work items with a finished record (``keep_errors``: errors too)."""
         self.check(experiment, servers)
         submission = Submission(
             backend=self.name,
@@ -143,6 +152,7 @@ class LocalBackend(LaunchBackend):
         )
         submission.save()
         scheduler = _Scheduler(self, experiment, servers, output_dir, submission, console)
+        scheduler.resume_flags = (("--resume",) + (("--keep-errors",) if keep_errors else ())) if resume else ()
         scheduler.run()
         return submission
 
@@ -233,7 +243,30 @@ class _Scheduler:
         self.say(f"starting server [bold]{server.task.name}[/] on {server.host}:{server.port} for {', '.join(inst.all_users)}")
         server.start()
 
+    def _watch_servers(self) -> None:
+        """Poll the servers of running runners: a crashed one is restarted (bounded)."""
+        for inst in self.instances.values():
+            server = inst.server
+            if server is None or server.state not in ("ready", "starting") or server.restarts == 0 and server.state == "starting":
+                continue
+            if not any(slot.proc is not None and slot.instance is inst for slot in self.slots.values()):
+                continue
+            before = (server.state, server.restarts)
+            state = server.poll()
+            if (state, server.restarts) == before:
+                continue
+            if state == "starting":
+                self.say(
+                    f"[yellow]server {server.task.name} {server.last_exit}: restarting it on {server.host}:{server.port} "
+                    f"({server.restarts}/{server.max_restarts})[/]"
+                )
+            elif state == "ready":
+                self.say(f"server {server.task.name} is ready again on {server.host}:{server.port}")
+            elif state == "failed":
+                self.say(f"[red]server {server.task.name} failed[/]: {server.error}")
+
     def _advance(self) -> None:
+        self._watch_servers()
         for name, slot in list(self.slots.items()):
             if slot.proc is None:
                 server = slot.instance.server if slot.instance else None
@@ -260,7 +293,7 @@ class _Scheduler:
             env["ARENA_SERVER_INFO"] = json.dumps(
                 {"task": server.task.name, "host": server.host, "port": server.port, "log": "server.log", "pid": server.pid}
             )
-        argv = self.backend._runner_argv(self.output_dir, slot.name, server)
+        argv = self.backend._runner_argv(self.output_dir, slot.name, server, getattr(self, "resume_flags", ()))
         slot.proc = spawn(argv, self.output_dir / slot.name / "runner.log", env)
         self.submission.ids[slot.name] = {"0": str(slot.proc.pid)}
         self.submission.save()

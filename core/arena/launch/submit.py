@@ -4,11 +4,20 @@
 and ``manifest.json``, hands the runs to the backend named by ``launch.backend`` and, once
 they are done (local, or ``--wait``), builds ``experiment_result.json`` and ``index.html``.
 ``status``/``cancel``/``collect`` dispatch to the backend named in ``submission.json``.
+
+``resume_experiment`` (``arena run --resume OUTPUT_DIR``) reloads the snapshot and hands the
+backend only the runs whose manifest work items lack a finished record; each runner is
+started with ``--resume`` (and ``--keep-errors`` when ``error`` episodes are to be kept).
+While a local submission runs, :class:`arena.rollout.progress.ProgressWatcher` shows progress
+(bars on a terminal, periodic plain lines otherwise). ``provenance.json`` records what ran.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import json
+import os
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -75,9 +84,16 @@ def run_experiment(
     out.mkdir(parents=True, exist_ok=True)
     write_snapshot(experiment, out / "experiment.yaml")
     write_manifest(experiment, out)
+    _write_provenance(out, experiment.source)
     _say(console, f"experiment [bold]{experiment.name}[/]: {len(experiment.runs)} run(s) -> {out}")
+    return _submit_and_report(experiment, servers, backend, out, wait, console, {})
+
+
+def _submit_and_report(experiment, servers, backend, out: Path, wait: bool, console, resume_kwargs: dict) -> int:
+    totals = {name: int(run.rollout_limit.num_episodes) for name, run in experiment.runs.items()}
     try:
-        submission = backend.submit(experiment, servers, out, wait=wait, console=console)
+        with _progress(backend, out, list(experiment.runs), console, totals):
+            submission = backend.submit(experiment, servers, out, wait=wait, console=console, **resume_kwargs)
     except KeyboardInterrupt:
         _finish_report(out, console)
         return EXIT_INTERRUPTED
@@ -86,6 +102,121 @@ def run_experiment(
         return EXIT_OK
     backend.collect(submission)
     return _finish_report(out, console)
+
+
+def _progress(backend, out: Path, runs: list[str], console, totals: dict[str, int]):
+    """Progress display for backends whose runs write status.json where this process sees it."""
+    import contextlib
+
+    from arena.rollout.progress import ProgressWatcher
+
+    if console is None or not (backend.name == "local" or getattr(backend, "shared_filesystem", False)):
+        return contextlib.nullcontext()
+    return ProgressWatcher(out, runs, console, totals=totals)
+
+
+def _write_provenance(out: Path, source: str | None) -> None:
+    from arena.results.provenance import write_provenance
+
+    try:
+        write_provenance(out, source)
+    except OSError:  # provenance is a nicety; never block a run on it
+        pass
+
+
+def remaining_work(output_dir: Path, keep_errors: bool = False) -> dict[str, list[int]]:
+    """Per run of ``manifest.json``: the episode indices without a finished record.
+
+    A record is finished unless its outcome is ``error`` (with ``keep_errors`` every record
+    is). Records of shards count too.
+
+    Raises:
+        ConfigError: the directory has no readable manifest.json.
+    """
+    from arena.results.aggregate import collect_run_records
+    from arena.rollout.records import read_json
+
+    manifest = read_json(output_dir / "manifest.json")
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("runs"), dict):
+        raise ConfigError(f"{output_dir} has no readable manifest.json: is it an arena output directory?")
+    remaining: dict[str, list[int]] = {}
+    for name, entry in manifest["runs"].items():
+        indices = [int(item["episode_index"]) for item in entry.get("work_items", [])]
+        done = {
+            r.episode_index
+            for r in collect_run_records(output_dir / name)
+            if keep_errors or r.outcome != "error"
+        }
+        remaining[name] = [i for i in indices if i not in done]
+    return remaining
+
+
+def resume_experiment(
+    output_dir: Path,
+    *,
+    keep_errors: bool = False,
+    wait: bool = False,
+    console: Console | None = None,
+) -> int:
+    """``arena run --resume OUTPUT_DIR``: run what an interrupted experiment left undone.
+
+    Only runs with manifest work items lacking a finished record are handed to the backend
+    of the snapshot (``launch.backend``), and their runners skip the finished items. Returns
+    the exit code like :func:`run_experiment`; 0 when nothing is left to do.
+
+    Raises:
+        ConfigError: ``output_dir`` is not an arena output directory, its submission is still
+            running, or its backend cannot resume.
+    """
+    from arena.config import load_experiment
+    from arena.results.provenance import note_resume
+    from arena.rollout.records import read_json
+
+    output_dir = Path(output_dir)
+    snapshot = output_dir / "experiment.yaml"
+    if not snapshot.exists():
+        raise ConfigError(f"{output_dir} has no experiment.yaml: is it an arena output directory?")
+    _refuse_if_running(output_dir)
+    experiment = load_experiment(snapshot)
+    manifest = read_json(output_dir / "manifest.json") or {}
+    if manifest.get("experiment"):
+        experiment = dataclasses.replace(experiment, name=str(manifest["experiment"]))
+    remaining = remaining_work(output_dir, keep_errors)
+    todo = {name: run for name, run in experiment.runs.items() if remaining.get(name)}
+    if not todo:
+        _say(console, f"nothing to resume in {output_dir}: every work item has a finished record")
+        return _finish_report(output_dir, console)
+    left = sum(len(remaining[name]) for name in todo)
+    _say(console, f"resuming [bold]{experiment.name}[/]: {left} episode(s) of {len(todo)} run(s): {', '.join(todo)}")
+    sub = dataclasses.replace(experiment, runs=todo)
+    servers = plan_servers(sub)
+    backend = make_backend(sub)
+    parameters = inspect.signature(backend.submit).parameters
+    if "resume" not in parameters:
+        raise ConfigError(f"the '{backend.name}' launch backend cannot resume (its submit() takes no resume flag)")
+    kwargs: dict[str, Any] = {"resume": True}
+    if "keep_errors" in parameters:
+        kwargs["keep_errors"] = keep_errors
+    elif keep_errors:
+        raise ConfigError(f"the '{backend.name}' launch backend cannot keep error episodes on resume")
+    if hasattr(backend, "check"):
+        backend.check(sub, servers)
+    note_resume(output_dir, keep_errors)
+    return _submit_and_report(sub, servers, backend, output_dir, wait, console, kwargs)
+
+
+def _refuse_if_running(output_dir: Path) -> None:
+    try:
+        submission = Submission.load(output_dir)
+    except LaunchError:
+        return
+    pid = submission.extra.get("pid")
+    if submission.backend == "local" and pid and int(pid) != os.getpid():
+        try:
+            os.kill(int(pid), 0)
+        except (ProcessLookupError, ValueError, PermissionError):
+            return
+        raise ConfigError(f"{output_dir} is still being run by process {pid}; stop it (arena cancel) before resuming")
 
 
 def _finish_report(out: Path, console: Console | None) -> int:

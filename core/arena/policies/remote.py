@@ -28,6 +28,7 @@ from arena.errors import ArenaError, PolicyError, TransportError
 from arena.policies.adapters import EmbodimentAdapter, ProtocolViolation
 from arena.policies.base import PolicyBase, PolicyConfig
 from arena.transport.client import PolicyClient
+from arena.transport.errors import CodecError, ProtocolError
 
 if TYPE_CHECKING:
     from arena.envs.base import Environment
@@ -62,6 +63,11 @@ class RemotePolicyConfig(PolicyConfig):
         ),
     )
     open_loop_horizon: int = Field(1, ge=1, description="chunk rows replayed before the next request")
+    concurrent_requests: bool = Field(
+        True,
+        description="send the requests of envs due on the same step concurrently (one per connection); "
+        "false sends them one after another",
+    )
 
     def api_key(self) -> str | None:
         """The key read from the variable named by ``api_key_env``.
@@ -231,8 +237,8 @@ class RemoteChunkReplayPolicy(PolicyBase):
             (i, self.adapter.pack_request(self.adapter.extract(observation, i), self.task_description))
             for i in due
         ]
-        if len(requests) == 1:
-            results = [self._fetch(*requests[0])]
+        if len(requests) == 1 or not self.config.concurrent_requests:
+            results = [self._fetch(*r) for r in requests]
         else:
             assert self._pool is not None
             results = list(self._pool.map(lambda r: self._fetch(*r), requests))
@@ -254,9 +260,14 @@ class RemoteChunkReplayPolicy(PolicyBase):
                 chunk = self.adapter.unpack_actions(response, self.server_response_actions_key)
             except _NotConnected:
                 pass
+            except (ProtocolViolation, ProtocolError, CodecError) as exc:
+                # The same request would fail the same way: no retry.
+                key = self.server_response_actions_key
+                return env_id, (
+                    f"protocol violation from {client.endpoint}: {exc} (expected '{key}': a float "
+                    f"array of shape (H, {self.adapter.action_dim}) with finite values)"
+                )
             except TransportError as exc:
-                if isinstance(exc, ProtocolViolation):
-                    return env_id, f"protocol violation from {client.endpoint}: {exc}"
                 if attempt >= self.config.max_reconnect_attempts:
                     return env_id, f"{type(exc).__name__}: {exc}"
             else:

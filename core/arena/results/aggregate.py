@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from arena.results.stats import success_rate, wilson_interval
+from arena.results.stats import newcombe_difference, success_rate, wilson_interval
 from arena.rollout.records import (
     FORMAT_VERSION,
     OUTCOMES,
@@ -108,6 +108,20 @@ def summarize_run(output_dir: str | os.PathLike[str], name: str, manifest_entry:
     total = entry.get("num_episodes", len(entry.get("work_items", [])) or None)
     recorded = len(records)
     server_log = run_dir / "server.log"
+    status = read_json(run_dir / "status.json")
+    restarts = status.get("restarts", 0) if isinstance(status, dict) else 0
+    machine = None
+    for directory in _state_dirs(run_dir):
+        result = read_json(directory / "run_result.json")
+        if isinstance(result, dict) and result.get("machine"):
+            machine = result["machine"]
+            break
+    seeds = None
+    if "seed" in entry:
+        count = int(entry.get("num_episodes") or 0)
+        seeds = {"base": entry["seed"], "first": entry["seed"], "last": entry["seed"] + max(0, count - 1)}
+    elif records:
+        seeds = {"base": None, "first": min(r.seed for r in records), "last": max(r.seed for r in records)}
     return {
         "state": state,
         "error": "; ".join(dict.fromkeys(errors)) or None,
@@ -127,7 +141,150 @@ def summarize_run(output_dir: str | os.PathLike[str], name: str, manifest_entry:
         "server": server,
         "server_log": f"{name}/server.log" if server_log.exists() else None,
         "issues": issues,
+        "latency": latency_summary(records),
+        "seeds": seeds,
+        "num_envs": entry.get("num_envs"),
+        "videos": sum(1 for r in records if r.video),
+        "restarts": restarts if isinstance(restarts, int) else 0,
+        "machine": machine,
     }
+
+
+def latency_summary(records: list[EpisodeRecord]) -> dict[str, Any] | None:
+    """Request latency of a run from its records' ``latency`` and ``server_timing``.
+
+    Returns ``None`` when no record has latency (a local policy), else ``requests`` (total),
+    ``mean_ms`` (request-weighted mean), ``p50_ms`` (median of the episodes' medians),
+    ``p95_ms_worst_episode`` (the largest episode p95), ``max_ms``, and when the server
+    reported its timing ``server_infer_ms_mean`` (weighted by the episode's requests),
+    ``server_infer_ms_max`` and ``overhead_ms_mean`` (latency the server did not spend
+    inferring: transport, encoding, queueing).
+    """
+    rows = [(r.latency, r.server_timing) for r in records if isinstance(r.latency, dict) and r.latency.get("requests")]
+    if not rows:
+        return None
+    requests = sum(int(lat["requests"]) for lat, _ in rows)
+    mean = sum(float(lat.get("mean_ms") or 0.0) * int(lat["requests"]) for lat, _ in rows) / requests
+    medians = sorted(float(lat.get("p50_ms") or 0.0) for lat, _ in rows)
+    middle = len(medians) // 2
+    p50 = medians[middle] if len(medians) % 2 else (medians[middle - 1] + medians[middle]) / 2
+    summary: dict[str, Any] = {
+        "requests": requests,
+        "episodes": len(rows),
+        "mean_ms": mean,
+        "p50_ms": p50,
+        "p95_ms_worst_episode": max(float(lat.get("p95_ms") or 0.0) for lat, _ in rows),
+        "max_ms": max(float(lat.get("max_ms") or 0.0) for lat, _ in rows),
+    }
+    timed = [(lat, st) for lat, st in rows if isinstance(st, dict) and st.get("infer_ms_mean") is not None]
+    if timed:
+        weight = sum(int(lat["requests"]) for lat, _ in timed)
+        server_mean = sum(float(st["infer_ms_mean"]) * int(lat["requests"]) for lat, st in timed) / weight
+        summary["server_infer_ms_mean"] = server_mean
+        summary["server_infer_ms_max"] = max(float(st.get("infer_ms_max") or 0.0) for _, st in timed)
+        timed_mean = sum(float(lat.get("mean_ms") or 0.0) * int(lat["requests"]) for lat, _ in timed) / weight
+        summary["overhead_ms_mean"] = timed_mean - server_mean
+    return summary
+
+
+def policy_label(policy: dict | None) -> str:
+    """``type`` or ``type (variant)`` of a record's / manifest's policy."""
+    if not policy:
+        return "?"
+    label = str(policy.get("type") or "?")
+    return f"{label} ({policy['variant']})" if policy.get("variant") else label
+
+
+def _paired(records_a: list[EpisodeRecord], records_b: list[EpisodeRecord]) -> dict[str, int] | None:
+    """Outcome pairs on seeds both runs played (non-error on both sides)."""
+    a = {r.seed: r.outcome == "success" for r in records_a if r.outcome != "error"}
+    b = {r.seed: r.outcome == "success" for r in records_b if r.outcome != "error"}
+    common = sorted(set(a) & set(b))
+    if not common:
+        return None
+    return {
+        "seeds": len(common),
+        "both": sum(a[s] and b[s] for s in common),
+        "neither": sum(not a[s] and not b[s] for s in common),
+        "only_a": sum(a[s] and not b[s] for s in common),
+        "only_b": sum(b[s] and not a[s] for s in common),
+    }
+
+
+def compare_runs(name_a: str, run_a: dict, name_b: str, run_b: dict, records_a=None, records_b=None) -> dict[str, Any]:
+    """``a`` vs ``b``: rates, the difference ``a - b`` and its 95 % Newcombe interval.
+
+    ``difference``/``ci95`` are ``None`` when either side has no non-error episode.
+    ``significant``: the interval excludes 0. ``paired`` counts outcome pairs on common seeds.
+    """
+    diff = low = high = None
+    if run_a["n"] and run_b["n"]:
+        diff, low, high = newcombe_difference(run_a["k"], run_a["n"], run_b["k"], run_b["n"])
+    return {
+        "a": name_a,
+        "b": name_b,
+        "task": run_a.get("task"),
+        "policy_a": policy_label(run_a.get("policy")),
+        "policy_b": policy_label(run_b.get("policy")),
+        "k_a": run_a["k"], "n_a": run_a["n"], "rate_a": run_a["success_rate"],
+        "k_b": run_b["k"], "n_b": run_b["n"], "rate_b": run_b["success_rate"],
+        "difference": diff,
+        "ci95": [low, high] if diff is not None else None,
+        "ci_method": "newcombe-hybrid-score",
+        "significant": diff is not None and (low > 0 or high < 0),
+        "paired": _paired(records_a, records_b) if records_a is not None and records_b is not None else None,
+    }
+
+
+def by_task(runs: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
+    """Run names grouped by task, in run order (runs without a task under ``"?"``)."""
+    groups: dict[str, list[str]] = {}
+    for name, run in runs.items():
+        groups.setdefault(str(run.get("task") or "?"), []).append(name)
+    return groups
+
+
+def task_comparisons(output_dir: Path, runs: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every pair of runs on the same task with different policies, compared (run order)."""
+    pairs: list[dict[str, Any]] = []
+    cache: dict[str, list[EpisodeRecord]] = {}
+
+    def records(name: str) -> list[EpisodeRecord]:
+        if name not in cache:
+            cache[name] = collect_run_records(output_dir / name)
+        return cache[name]
+
+    for task, names in by_task(runs).items():
+        for i, a in enumerate(names):
+            for b in names[i + 1 :]:
+                if policy_label(runs[a].get("policy")) == policy_label(runs[b].get("policy")):
+                    continue
+                if not (runs[a]["n"] and runs[b]["n"]):
+                    continue
+                pairs.append(compare_runs(a, runs[a], b, runs[b], records(a), records(b)))
+    return pairs
+
+
+def by_policy(runs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per policy: its runs, pooled k/n with a Wilson interval, and the macro average over runs."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, run in runs.items():
+        label = policy_label(run.get("policy"))
+        entry = out.setdefault(label, {"runs": [], "tasks": [], "k": 0, "n": 0, "errors": 0, "_rates": []})
+        entry["runs"].append(name)
+        if run.get("task") not in entry["tasks"]:
+            entry["tasks"].append(run.get("task"))
+        entry["k"] += run["k"]
+        entry["n"] += run["n"]
+        entry["errors"] += run["errors"]
+        if run["success_rate"] is not None:
+            entry["_rates"].append(run["success_rate"])
+    for entry in out.values():
+        rates = entry.pop("_rates")
+        entry["success_rate"] = success_rate(entry["k"], entry["n"])
+        entry["ci95"] = list(wilson_interval(entry["k"], entry["n"]))
+        entry["macro_success_rate"] = sum(rates) / len(rates) if rates else None
+    return out
 
 
 def _experiment_name(output_dir: Path, manifest: dict | None) -> str:
@@ -163,7 +320,11 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
     Layout: ``format_version``, ``experiment``, ``created_at``, ``runs: {NAME: {state,
     error, task, policy, counts {success, failure, timeout, error}, n, k, success_rate,
     ci95 [low, high], ci_method, errors, episodes_total, episodes_recorded,
-    missing_episodes, partial, server, server_log, issues}}`` and ``overall`` (pooled
+    missing_episodes, partial, server, server_log, issues, latency, seeds, num_envs, videos,
+    restarts, machine}}``, ``by_task`` (task -> run names), ``by_policy`` (pooled and macro
+    rates per policy), ``comparisons`` (every pair of policies on one task: difference and
+    its Newcombe interval, see :func:`compare_runs`), ``provenance`` (``provenance.json``)
+    and ``overall`` (pooled
     counts, ``n``, ``k``, ``success_rate``, ``ci95``, ``macro_success_rate``: the mean of
     the per-run rates, ``states``: runs per state). A run listed in the manifest with no
     files yet is ``pending``; a failed run stays ``failed`` with its error.
@@ -183,11 +344,17 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
     states: dict[str, int] = {}
     for r in runs.values():
         states[r["state"]] = states.get(r["state"], 0) + 1
+    from arena.results.provenance import read_provenance
+
     result = {
         "format_version": FORMAT_VERSION,
         "experiment": _experiment_name(output_dir, manifest),
         "created_at": utc_now(),
         "runs": runs,
+        "by_task": by_task(runs),
+        "by_policy": by_policy(runs),
+        "comparisons": task_comparisons(output_dir, runs),
+        "provenance": read_provenance(output_dir),
         "overall": {
             "counts": counts,
             "n": n,

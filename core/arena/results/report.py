@@ -1,9 +1,14 @@
-"""The static HTML report: ``<output_dir>/index.html`` (no network, inline CSS and SVG).
+"""The static HTML report: ``<output_dir>/index.html`` (opens from disk: no network, no
+scripts, inline CSS and SVG; links are relative so the directory can be copied anywhere).
 
-Shows one row per run (task, policy, k/n, success rate with its 95 % Wilson interval,
-failures, timeouts, errors, state), a bar chart of success rates with interval whiskers, and
-each run's episodes (errors and failures first) with seed, env, steps, outcome, error and
-links to the run's ``server.log`` and videos where they exist. Everything is escaped.
+Sections: runs (task, policy, k/n, success rate with its 95 % Wilson interval, failures,
+timeouts and errors apart, seeds, state, watchdog restarts); an SVG chart of success rates
+with interval whiskers; a breakdown by task (and by policy: pooled and macro); every pair of
+policies on one task compared (difference and its Newcombe interval, with a forest plot and
+paired seeds); request latency from the records (``latency``, ``server_timing``); config and
+provenance (arena and plugin versions, git commit, command, machines, seeds, the resolved
+``experiment.yaml``); each run's episodes (errors and failures first) linked to their videos
+and to the run's ``server.log``. Everything is escaped.
 """
 
 from __future__ import annotations
@@ -29,7 +34,16 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters["pct"] = lambda v: "–" if v is None else f"{100 * v:.1f}%"
+    env.filters["signed_pct"] = lambda v: "–" if v is None else f"{100 * v:+.1f}%"
+    env.filters["ms"] = lambda v: "–" if v is None else f"{v:.1f} ms"
+    env.filters["policy"] = _policy_label
     return env
+
+
+def _policy_label(policy: Any) -> str:
+    from arena.results.aggregate import policy_label
+
+    return policy_label(policy) if policy else "–"
 
 
 def render_report(output_dir: str | os.PathLike[str], result: dict[str, Any] | None = None) -> str:
@@ -42,8 +56,10 @@ def render_report(output_dir: str | os.PathLike[str], result: dict[str, Any] | N
         records = collect_run_records(output_dir / name)
         records.sort(key=lambda r: (_OUTCOME_ORDER.get(r.outcome, 9), r.episode_index))
         episodes[name] = [r.model_dump(by_alias=True, mode="json") for r in records]
+    snapshot = output_dir / "experiment.yaml"
+    config_text = snapshot.read_text(encoding="utf-8", errors="replace") if snapshot.exists() else None
     template = _environment().get_template("report.html.j2")
-    return template.render(result=result, episodes=episodes)
+    return template.render(result=result, episodes=episodes, prov=result.get("provenance"), config_text=config_text)
 
 
 def write_report(output_dir: str | os.PathLike[str]) -> Path:

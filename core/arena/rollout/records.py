@@ -25,6 +25,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 FORMAT_VERSION = 1
+#: Record format versions this arena reads (``arena report`` rebuilds from any of them).
+KNOWN_FORMAT_VERSIONS: tuple[int, ...] = (1,)
 
 RunState = Literal["pending", "starting_server", "running", "completed", "failed", "cancelled"]
 RUN_STATES: tuple[str, ...] = ("pending", "starting_server", "running", "completed", "failed", "cancelled")
@@ -150,7 +152,8 @@ def read_records(path: str | os.PathLike[str]) -> tuple[list[EpisodeRecord], lis
     """Read ``episodes.jsonl``; returns ``(records, issues)``.
 
     Never raises on content: a line that is not valid JSON or not a valid record (e.g. the
-    torn last line of a crashed run) becomes an issue ``"PATH:LINE: reason"`` and is skipped.
+    torn last line of a crashed run) becomes an issue ``"PATH:LINE: reason"`` and is skipped,
+    and so does a record of a ``format_version`` not in :data:`KNOWN_FORMAT_VERSIONS`.
     A missing file gives ``([], [])``.
     """
     path = Path(path)
@@ -168,6 +171,13 @@ def read_records(path: str | os.PathLike[str]) -> tuple[list[EpisodeRecord], lis
             data = json.loads(line.decode("utf-8"))
             if not isinstance(data, dict):
                 raise ValueError("not a JSON object")
+            version = data.get("format_version", FORMAT_VERSION)
+            if version not in KNOWN_FORMAT_VERSIONS:
+                issues.append(
+                    f"{path}:{number}: format_version {version!r} is not one this arena reads "
+                    f"({', '.join(map(str, KNOWN_FORMAT_VERSIONS))}); upgrade arena-core to read it"
+                )
+                continue
             records.append(EpisodeRecord.model_validate(data))
         except (ValueError, ValidationError) as exc:
             what = "torn last line (the run stopped while writing it)" if torn else "unreadable record"
@@ -292,6 +302,7 @@ def write_run_result(
     started_at: str | None = None,
     finished_at: str | None = None,
     shard: Sequence[int] | None = None,
+    machine: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write ``<run_dir>/run_result.json`` atomically and return its content.
 
@@ -299,7 +310,7 @@ def write_run_result(
     that finalizes a run whose runner died keeps what it recorded). Fields: ``run``, ``state``,
     ``counts`` per outcome, ``episodes``, ``episodes_total``, ``success_rate`` (k/n over
     non-error episodes; ``None`` when n = 0), ``ci95`` ``[low, high]`` (Wilson), ``error``,
-    ``started_at``, ``finished_at``, ``server``, ``shard``.
+    ``started_at``, ``finished_at``, ``server``, ``shard``, ``machine`` (where it ran).
 
     Raises:
         ValueError: ``state`` is not one of :data:`RUN_STATES`.
@@ -329,6 +340,7 @@ def write_run_result(
         "finished_at": finished_at or utc_now(),
         "server": server,
         "shard": list(shard) if shard is not None else None,
+        "machine": machine,
     }
     write_json_atomic(run_dir / RUN_RESULT_NAME, result)
     return result

@@ -78,6 +78,7 @@ def rollout(
     should_stop: Callable[[], bool] | None = None,
     task: str | None = None,
     policy_info: dict[str, Any] | None = None,
+    recorder: Any = None,
 ) -> RolloutSummary:
     """Run ``items`` on the vectorized ``env`` with ``policy``; return a :class:`RolloutSummary`.
 
@@ -93,6 +94,9 @@ def rollout(
             abort, with ``cancelled=True``.
         task, policy_info: the record's ``task`` and ``policy`` (``{"type", "variant"}``);
             default from ``env.config.task_name()`` and ``policy.name`` / ``config.variant()``.
+        recorder: an :class:`arena.rollout.recording.EpisodeRecorder` (or ``None``): told when
+            an env starts an episode, after every step and when an episode ends; the path it
+            returns becomes the record's ``video``.
 
     A failure of ``policy.start`` aborts before any episode (nothing recorded). Exceptions
     other than :class:`Exception` subclasses (``KeyboardInterrupt``, cancellation) propagate.
@@ -108,6 +112,7 @@ def rollout(
         should_stop=should_stop,
         task=task if task is not None else _task_of(env),
         policy_info=policy_info if policy_info is not None else _policy_of(policy),
+        recorder=recorder,
     )
     return loop.run()
 
@@ -130,7 +135,7 @@ def _policy_of(policy: Any) -> dict[str, Any]:
 class _Rollout:
     def __init__(
         self, env, policy, items, limit, *, on_episode_end, on_progress, max_consecutive_errors, should_stop,
-        task, policy_info,
+        task, policy_info, recorder=None,
     ) -> None:
         self.env = env
         self.policy = policy
@@ -144,6 +149,7 @@ class _Rollout:
         self.should_stop = should_stop
         self.task = task
         self.policy_info = policy_info
+        self.recorder = recorder
         self.active: list[_Episode | None] = [None] * self.num_envs
         self.consecutive_errors = 0
         self.obs: Any = None
@@ -173,6 +179,8 @@ class _Rollout:
             return self.summary
         finally:
             self.summary.duration_s = time.perf_counter() - began
+            if self.recorder is not None:
+                self.recorder.close()  # videos of episodes left unfinished are dropped
             if self.stopping:
                 self.summary.unfinished = [ep.item for ep in self.active if ep is not None] + list(self.queue)
 
@@ -199,6 +207,8 @@ class _Rollout:
         terminated = np.asarray(terminated, dtype=bool).reshape(-1)
         truncated = np.asarray(truncated, dtype=bool).reshape(-1)
         success = np.asarray(info.get("success", np.zeros(self.num_envs, dtype=bool)), dtype=bool).reshape(-1)
+        if self.recorder is not None:
+            self.recorder.capture(self.env, running, obs)
         ended: list[int] = []
         for e in running:
             episode = self.active[e]
@@ -243,6 +253,9 @@ class _Rollout:
                 self._fail(ids, f"reset failed: {_describe(exc)}", restart=False)
                 env_ids = ids
                 continue
+            if self.recorder is not None:
+                for e in ids:
+                    self.recorder.begin(self.env, e, self.active[e].item, self.obs)
             return
 
     def _fail(self, env_ids: list[int], reason: str, *, restart: bool = True) -> None:
@@ -259,6 +272,7 @@ class _Rollout:
             extras = dict(self.policy.episode_info(env_id) or {})
         except Exception as exc:  # stats are a nicety; never lose the episode over them
             extras = {"episode_info_error": _describe(exc)}
+        video = self.recorder.end(env_id, outcome) if self.recorder is not None else None
         latency = extras.pop("latency", None)
         server_timing = extras.pop("server_timing", None)
         record = EpisodeRecord(
@@ -275,6 +289,7 @@ class _Rollout:
             return_=episode.total_reward,
             latency=latency,
             server_timing=server_timing,
+            video=video,
             finished_at=utc_now(),
             **({"policy_extras": extras} if extras else {}),
         )

@@ -8,7 +8,14 @@ Writes into ``<output_dir>/<run>/`` (shard ``K``: ``<output_dir>/<run>/shards/<K
   ``completed``, ``failed`` or ``cancelled``;
 - ``run_result.json``: ``run``, ``state``, ``counts`` per outcome, ``episodes``,
   ``episodes_total``, ``success_rate`` (k/n over non-error episodes; ``null`` when n = 0),
-  ``ci95`` (Wilson), ``error``, ``started_at``, ``finished_at``, ``server``, ``shard``.
+  ``ci95`` (Wilson), ``error``, ``started_at``, ``finished_at``, ``server``, ``shard``,
+  ``machine`` (host name, platform, Python of the process that ran it);
+- ``videos/``: one file per recorded episode when ``recording.enabled`` (see
+  :mod:`arena.rollout.recording`).
+
+With ``launch.watchdog`` set in the snapshot, run-one supervises itself: the rollout runs in
+a child ``arena run-one`` and :mod:`arena.rollout.watchdog` restarts it (resuming) when
+``status.json`` shows no progress. ``$ARENA_WATCHDOG_CHILD`` marks that child.
 
 Exit codes: 0 completed with no ``error`` episode; 3 aborted, failed, cancelled (SIGTERM) or
 any ``error`` episode; 2 configuration error (message on stderr).
@@ -39,6 +46,9 @@ from arena.rollout.records import (
 )
 from arena.rollout.rollout import RolloutSummary, rollout
 from arena.rollout.workitems import plan_work_items, select_shard
+
+#: Set in the environment of the rollout process a watchdog supervises (it must not supervise).
+WATCHDOG_CHILD_ENV = "ARENA_WATCHDOG_CHILD"
 
 SERVER_HOST_ENV = "ARENA_SERVER_HOST"
 SERVER_PORT_ENV = "ARENA_SERVER_PORT"
@@ -74,29 +84,66 @@ def run_one(
     server_port: int | None = None,
     shard: tuple[int, int] | None = None,
     resume: bool = False,
+    keep_errors: bool = False,
     manager: Any = None,
+    watchdog: bool = True,
 ) -> int:
     """Execute run ``run_name`` of the snapshot ``snapshot_path``; return the exit code.
 
     ``server_host`` / ``server_port`` (else ``$ARENA_SERVER_HOST`` / ``$ARENA_SERVER_PORT``)
     override a remote policy's ``remote_host`` / ``remote_port``. ``shard=(K, N)`` runs the
     work items whose index is ``K`` mod ``N``. ``resume`` skips items that already have a
-    non-error record in this invocation's ``episodes.jsonl``; without it an existing file is
-    moved aside to ``episodes.jsonl.<timestamp>.bak``. ``manager`` is the plugin manager
-    (default: the process-wide one).
+    non-error record in this invocation's ``episodes.jsonl`` (``keep_errors``: any record,
+    so ``error`` episodes are not retried); without it an existing file is moved aside to
+    ``episodes.jsonl.<timestamp>.bak``. ``manager`` is the plugin manager (default: the
+    process-wide one). ``watchdog=False`` ignores ``launch.watchdog`` (the supervised child
+    is told so through ``$ARENA_WATCHDOG_CHILD``).
     """
     try:
-        run, server = _load_run(snapshot_path, run_name, server_host, server_port, manager)
+        run, server, watchdog_config = _load_run(snapshot_path, run_name, server_host, server_port, manager)
         items = plan_work_items(run)
         if shard is not None:
             items = select_shard(items, *shard)
     except (ConfigError, PluginError, ValueError) as exc:
         print(f"arena run-one: {exc}", file=sys.stderr)
         return EXIT_CONFIG
-    return _Invocation(run, items, run_output_dir(output_dir, run_name, shard), server, shard, resume).execute()
+    work_dir = run_output_dir(output_dir, run_name, shard)
+    if watchdog and watchdog_config is not None and not os.environ.get(WATCHDOG_CHILD_ENV):
+        from arena.rollout.watchdog import supervise
+
+        argv = [sys.executable, "-m", "arena", "run-one", str(snapshot_path), "--run", run_name]
+        argv += ["--output-dir", str(output_dir)]
+        if server_host is not None:
+            argv += ["--server-host", str(server_host)]
+        if server_port is not None:
+            argv += ["--server-port", str(server_port)]
+        if shard is not None:
+            argv += ["--shard", f"{shard[0]}/{shard[1]}"]
+        if keep_errors:
+            argv += ["--keep-errors"]
+        return supervise(
+            argv, work_dir, watchdog_config, resume=resume, run=run_name, shard=shard, episodes_total=len(items)
+        )
+    invocation = _Invocation(run, items, work_dir, server, shard, resume)
+    invocation.keep_errors = keep_errors
+    invocation.run_dir = Path(output_dir) / run_name
+    return invocation.execute()
 
 
-def _load_run(snapshot_path, run_name, server_host, server_port, manager) -> tuple[Any, dict | None]:
+def machine_info() -> dict[str, Any]:
+    """Where this process runs: ``hostname``, ``platform``, ``python``, ``pid``."""
+    import platform
+    import socket
+
+    return {
+        "hostname": socket.gethostname(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "pid": os.getpid(),
+    }
+
+
+def _load_run(snapshot_path, run_name, server_host, server_port, manager) -> tuple[Any, dict | None, Any]:
     from arena.config import load_experiment
 
     experiment = load_experiment(snapshot_path, manager=manager, check_requires=True)
@@ -127,7 +174,7 @@ def _load_run(snapshot_path, run_name, server_host, server_port, manager) -> tup
             server = {"info": info}
     elif remote:
         server = {"host": run.policy.remote_host, "port": run.policy.remote_port}
-    return run, server
+    return run, server, experiment.launch.watchdog
 
 
 class _Invocation:
@@ -144,6 +191,9 @@ class _Invocation:
         self.cancel_requested = False
         self.armed = False
         self.last_progress = 0.0
+        self.keep_errors = False
+        self.run_dir = work_dir if shard is None else work_dir.parent.parent
+        self.restart_history: list[dict[str, Any]] = []
 
     # -- main ------------------------------------------------------------------------------
     def execute(self) -> int:
@@ -151,25 +201,35 @@ class _Invocation:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         restarts = self._prepare_records()
         self.status = StatusWriter(
-            self.work_dir / STATUS_FILE, run=self.run.name, shard=self.shard, restarts=restarts, error=None
+            self.work_dir / STATUS_FILE,
+            run=self.run.name,
+            shard=self.shard,
+            restarts=restarts,
+            restart_history=self.restart_history,
+            error=None,
+            hostname=machine_info()["hostname"],
         )
         self.status.progress(state="running", episodes_total=len(self.items), **self._tallies())
         todo = [item for item in self.items if not self._finished(item.episode_index)]
 
         state, error = "completed", None
-        env = policy = None
+        env = policy = recorder = None
         writer = RecordWriter(self.records_path)
         previous_handler = self._install_sigterm()
         try:
             self.armed = True
             if todo:
                 try:
+                    # Recording renders only the recorded envs (env.render), so it never
+                    # switches cameras on for the whole batch.
                     env = self.run.environment_cls(
-                        self.run.environment,
-                        num_envs=self.run.environment_builder.num_envs,
-                        cameras=bool(self.run.recording.enabled),
+                        self.run.environment, num_envs=self.run.environment_builder.num_envs
                     )
                     policy = self.run.policy_cls(self.run.policy)
+                    if self.run.recording.enabled:
+                        from arena.rollout.recording import EpisodeRecorder
+
+                        recorder = EpisodeRecorder(self.run.recording, self.work_dir, relative_to=self.run_dir)
                 except Exception as exc:  # e.g. a client that cannot reach its server
                     what = "policy" if env is not None else "environment"
                     state, error = "failed", f"could not build the {what}: {_describe(exc)}"
@@ -183,6 +243,7 @@ class _Invocation:
                         on_progress=self._progress,
                         task=self.run.environment.task_name(),
                         policy_info={"type": self.run.policy_type, "variant": self.run.policy.variant()},
+                        recorder=recorder,
                     )
                     if summary.aborted:
                         state, error = "failed", summary.error
@@ -220,12 +281,15 @@ class _Invocation:
         for record in merge_records(r for r in records if r.episode_index in self.indices):
             self.merged[record.episode_index] = record
         old = read_json(self.work_dir / STATUS_FILE) or {}
+        history = old.get("restart_history")
+        if isinstance(history, list):
+            self.restart_history = history
         restarts = old.get("restarts", 0)
         return restarts if isinstance(restarts, int) else 0
 
     def _finished(self, index: int) -> bool:
         record = self.merged.get(index)
-        return record is not None and record.outcome != "error"
+        return record is not None and (self.keep_errors or record.outcome != "error")
 
     def _tallies(self) -> dict[str, int]:
         counts = count_outcomes(self.merged.values())
@@ -256,6 +320,7 @@ class _Invocation:
             episodes_total=len(self.items),
             started_at=started_at,
             shard=self.shard,
+            machine=machine_info(),
         )
         self.status.update(state=state, error=error, **self._tallies())
         counts = result["counts"]

@@ -3,10 +3,12 @@
 Fixtures (see :mod:`arena.testing.pytest_plugin`): ``arena_plugin`` registers a plugin object
 for one test; ``policy_server`` starts a registered reference model or any Model in arena's
 policy server; ``openpi_double`` starts a generic openpi-protocol double; ``run_experiment``
-runs a tiny experiment end to end and returns its results.
+runs a tiny experiment end to end and returns its results; ``reference_server`` starts the
+Meta-World expert server; ``arena_cli`` runs the ``arena`` command in a subprocess.
+:func:`tiny_experiment` builds a one-run Meta-World experiment for any policy.
 """
 
 from arena.testing.doubles import OpenPIDouble, RecordingModel
-from arena.testing.experiments import ExperimentOutcome, run_tiny_experiment
+from arena.testing.experiments import ExperimentOutcome, run_tiny_experiment, tiny_experiment
 
-__all__ = ["ExperimentOutcome", "OpenPIDouble", "RecordingModel", "run_tiny_experiment"]
+__all__ = ["ExperimentOutcome", "OpenPIDouble", "RecordingModel", "run_tiny_experiment", "tiny_experiment"]

@@ -26,6 +26,39 @@ class ExperimentOutcome:
         return sorted((r if isinstance(r, dict) else r.model_dump(by_alias=True) for r in records), key=lambda r: r["episode_index"])
 
 
+def tiny_experiment(
+    policy: dict[str, Any],
+    *,
+    task: str = "reach-v3",
+    episodes: int = 2,
+    max_episode_steps: int = 20,
+    num_envs: int = 1,
+    seed: int = 0,
+    run: str = "run",
+    external_server: bool = False,
+    recording: dict[str, Any] | None = None,
+    environment: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A one-run experiment dict on Meta-World (CPU, seconds): pass it to ``run_experiment``.
+
+    ``policy`` is the run's ``policy`` mapping (``{"type": ...}``); ``external_server`` adds
+    ``server: {external: true}`` (the policy's ``remote_host``/``remote_port`` point at a server
+    the test started, e.g. with the ``policy_server`` fixture). ``environment`` replaces the
+    default ``{"type": "metaworld", "task": task}``.
+    """
+    body: dict[str, Any] = {
+        "environment": environment or {"type": "metaworld", "task": task},
+        "policy": dict(policy),
+        "environment_builder": {"num_envs": num_envs, "seed": seed},
+        "rollout_limit": {"num_episodes": episodes, "max_episode_steps": max_episode_steps},
+    }
+    if external_server:
+        body["server"] = {"external": True}
+    if recording is not None:
+        body["recording"] = dict(recording)
+    return {"runs": {run: body}}
+
+
 def run_tiny_experiment(
     experiment: dict[str, Any] | str | Path,
     output_dir: Path,

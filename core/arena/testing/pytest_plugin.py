@@ -89,3 +89,34 @@ def run_experiment(tmp_path: Path) -> Callable[..., Any]:
         return run_tiny_experiment(experiment, tmp_path / f"out{counter['n']}", overrides)
 
     return run
+
+
+@pytest.fixture
+def reference_server(policy_server: Callable[..., Any]) -> Any:
+    """arena's Meta-World expert model served on 127.0.0.1 (``.host``, ``.port``) for one test."""
+    return policy_server("metaworld-expert")
+
+
+@pytest.fixture
+def arena_cli(tmp_path: Path) -> Callable[..., Any]:
+    """Run the ``arena`` command in a subprocess: ``arena_cli("plugins", "--json")``.
+
+    Returns the ``subprocess.CompletedProcess`` (text ``stdout``/``stderr``); the working
+    directory is the test's ``tmp_path``; ``timeout`` (s, default 300) and ``env`` (extra
+    variables) are keyword options.
+    """
+    import os
+    import subprocess
+    import sys
+
+    def run(*args: str, timeout: float = 300.0, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "arena", *map(str, args)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=tmp_path,
+            env={**os.environ, **(env or {})},
+        )
+
+    return run

@@ -29,12 +29,17 @@ from arena.transport.codec import Packer, unpackb
 from arena.transport.errors import (
     ConnectionLost,
     HandshakeError,
+    InternalServerError,
     KeepaliveTimeout,
+    MissingMetadata,
+    NonMapReply,
     ProtocolError,
     RequestTimeout,
-    ServerError,
+    ServerTraceback,
     ServerUnavailable,
+    StringReply,
     TransportError,
+    UnexpectedTextFrame,
 )
 
 __all__ = ["PolicyClient", "endpoint_uri"]
@@ -43,6 +48,8 @@ _KEEPALIVE_REASON = "keepalive ping timeout"
 _BACKOFF_START_S = 0.1
 _BACKOFF_MAX_S = 2.0
 _CLOSE_TIMEOUT_S = 1.0
+# After a text frame, how long to wait for the close 1011 that makes it openpi's error sequence.
+_TRACEBACK_CLOSE_WAIT_S = 1.0
 
 def _supported_connect_options() -> frozenset[str]:
     import inspect
@@ -130,8 +137,12 @@ class PolicyClient:
             ServerUnavailable: nothing accepted the connection within ``connect_timeout_s``.
             HandshakeError: the handshake failed (bad HTTP status such as 401, not a WebSocket
                 server, proxy error) or timed out.
-            ProtocolError: the first frame was not a metadata map, or none came in time.
-            ServerError: the server sent a traceback instead of metadata.
+            MissingMetadata: no metadata frame came in time, the server closed normally
+                before sending one, or the frame is not a map.
+            ServerTraceback: the server sent its traceback (then close 1011) instead.
+            InternalServerError: the server closed with 1011 without a traceback.
+            UnexpectedTextFrame: a text frame not followed by close 1011.
+            ProtocolError: the metadata frame is not decodable.
         """
         with self._lock:
             self._discard()
@@ -200,25 +211,51 @@ class PolicyClient:
         try:
             frame = conn.recv(timeout=remaining)
         except TimeoutError as exc:
-            raise ProtocolError(
+            raise MissingMetadata(
                 f"{self.endpoint}: no metadata frame within {self.connect_timeout_s:.3g} s of "
-                f"connecting (is the model still loading?)"
+                f"connecting (is the model still loading? is this an openpi-protocol server?)"
             ) from exc
         except ConnectionClosed as exc:
+            rcvd = exc.rcvd
+            if rcvd is not None and rcvd.code in (1000, 1001):
+                raise MissingMetadata(
+                    f"{self.endpoint}: server closed the connection (code {rcvd.code}: "
+                    f"{rcvd.reason or '-'}) without sending the metadata frame"
+                ) from exc
             raise self._closed_error(exc, before="the metadata frame") from exc
         if isinstance(frame, str):
-            raise ServerError(
-                f"{self.endpoint}: server sent an error instead of metadata:\n{frame}", frame
-            )
+            raise self._text_frame_error(conn, frame, "instead of the metadata frame")
         try:
             metadata = unpackb(frame)
         except TransportError as exc:
             raise ProtocolError(f"{self.endpoint}: undecodable metadata frame: {exc}") from exc
         if not isinstance(metadata, dict):
-            raise ProtocolError(
-                f"{self.endpoint}: metadata frame is a {type(metadata).__name__}, not a map"
+            raise MissingMetadata(
+                f"{self.endpoint}: the metadata frame is a {type(metadata).__name__}, not a map"
             )
         return metadata
+
+    def _text_frame_error(
+        self, conn: ClientConnection, text: str, where: str
+    ) -> ServerTraceback | UnexpectedTextFrame:
+        """Classify a text frame: openpi's error sequence if close 1011 follows promptly."""
+        try:
+            conn.recv(timeout=_TRACEBACK_CLOSE_WAIT_S)
+        except ConnectionClosed as exc:
+            if exc.rcvd is not None and exc.rcvd.code == 1011:
+                return ServerTraceback(
+                    f"{self.endpoint}: server error {where} (traceback, then close 1011):\n"
+                    f"{text}",
+                    text,
+                )
+        except Exception:  # noqa: BLE001 - timeout or a further frame: not the error sequence
+            pass
+        shown = text if len(text) <= 500 else text[:500] + "..."
+        return UnexpectedTextFrame(
+            f"{self.endpoint}: unexpected text frame {where} (not followed by close 1011): "
+            f"{shown!r}",
+            text,
+        )
 
     def close(self) -> None:
         """Close the connection (normal closure); safe to call any number of times."""
@@ -259,7 +296,10 @@ class PolicyClient:
         Raises:
             CodecError: ``message`` holds a value that cannot travel (nothing was sent).
             RequestTimeout: no reply in time; the connection is closed.
-            ServerError: the server sent its traceback (see :meth:`_on_text_frame`).
+            ServerTraceback: the server sent its traceback, then closed with 1011.
+            UnexpectedTextFrame: a text frame without the close 1011 (see
+                :meth:`_on_text_frame`).
+            InternalServerError: the server closed with 1011 without a traceback.
             ConnectionLost / KeepaliveTimeout: the connection dropped; reconnect.
             ProtocolError: the reply was too big or not decodable.
         """
@@ -299,24 +339,41 @@ class PolicyClient:
             raise ProtocolError(f"{self.endpoint}: undecodable reply: {exc}") from exc
 
     def infer(self, obs: dict[str, Any]) -> dict[str, Any]:
-        """:meth:`request` that requires a map reply (else :class:`ProtocolError`)."""
+        """:meth:`request` that requires a map reply.
+
+        Raises (besides :meth:`request`'s errors):
+            StringReply: the reply is a msgpack string.
+            NonMapReply: the reply is any other non-map value.
+        """
         reply = self.request(obs)
-        if not isinstance(reply, dict):
-            raise ProtocolError(
-                f"{self.endpoint}: expected a map reply, got {type(reply).__name__}"
-            )
-        return reply
+        if reply.__class__ is dict:
+            return reply
+        if isinstance(reply, str):
+            shown = reply if len(reply) <= 500 else reply[:500] + "..."
+            raise StringReply(f"{self.endpoint}: expected a map reply, got a string: {shown!r}", reply)
+        if isinstance(reply, dict):
+            return reply
+        raise NonMapReply(
+            f"{self.endpoint}: expected a map reply, got {type(reply).__name__}", reply
+        )
 
     def _on_text_frame(self, text: str) -> Any:
         """Handle a text frame received instead of a binary reply. Runs with the request lock
         held; the returned value becomes :meth:`request`'s result.
 
-        By default a text frame is the server's traceback: the connection is dropped and
-        :class:`ServerError` raised. Subclasses whose protocol defines a text acknowledgement
+        By default the connection is dropped and, if close 1011 follows within a second,
+        :class:`ServerTraceback` is raised (openpi's error sequence), else
+        :class:`UnexpectedTextFrame`. Subclasses whose protocol defines a text acknowledgement
         (DreamZero answers ``reset`` with ``"reset successful"``) return a value instead.
         """
+        conn = self._conn
+        error = (
+            self._text_frame_error(conn, text, "instead of a reply")
+            if conn is not None
+            else UnexpectedTextFrame(f"{self.endpoint}: unexpected text frame: {text!r}", text)
+        )
         self._discard()
-        raise ServerError(f"{self.endpoint}: server error:\n{text}", text)
+        raise error
 
     def _closed_error(self, exc: ConnectionClosed, before: str | None = None) -> TransportError:
         rcvd, sent = exc.rcvd, exc.sent
@@ -329,13 +386,16 @@ class PolicyClient:
                 f"{self.ping_timeout_s} s); reconnect"
             )
         if rcvd is not None and rcvd.code == 1011:
-            return ServerError(
+            return InternalServerError(
                 f"{self.endpoint}: server closed the connection with 1011 (internal error)"
-                f"{where}: {rcvd.reason}"
+                f"{where}: {rcvd.reason or '-'}",
+                rcvd.reason,
             )
         if rcvd is not None and rcvd.code == 1009:
             return ProtocolError(
-                f"{self.endpoint}: server refused the message as too big: {rcvd.reason}"
+                f"{self.endpoint}: server refused the message as too big (close 1009: "
+                f"{rcvd.reason or '-'}); raise the server's message limit or send smaller "
+                f"observations"
             )
         if sent is not None and sent.code == 1009:
             return ProtocolError(

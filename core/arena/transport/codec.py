@@ -160,8 +160,16 @@ def _decode_array(obj: dict[Any, Any]) -> np.ndarray:
 
 def _decode_scalar(obj: dict[Any, Any]) -> np.generic:
     dtype = _decode_dtype(obj)
+    if dtype.kind == "V":  # np.void(n) would allocate n bytes; openpi never sends it
+        raise CodecError(f"refusing to decode a numpy scalar of void dtype {dtype.str!r}")
+    data = obj.get(b"data")
+    if dtype.kind in "iu" and isinstance(data, int):
+        info = np.iinfo(dtype)
+        if not info.min <= data <= info.max:
+            raise CodecError(f"numpy scalar {data} does not fit dtype {dtype.str}")
     try:
-        return dtype.type(obj.get(b"data"))
+        with np.errstate(all="ignore"):  # a float beyond float16/32 range becomes inf
+            return dtype.type(data)
     except Exception as exc:  # noqa: BLE001
         raise CodecError(f"malformed numpy scalar of dtype {dtype.str}: {exc}") from exc
 

@@ -14,14 +14,20 @@ __all__ = [
     "CodecError",
     "ConnectionLost",
     "HandshakeError",
+    "InternalServerError",
     "KeepaliveTimeout",
+    "MissingMetadata",
+    "NonMapReply",
     "NotReady",
     "ProtocolError",
     "ReadinessTimeout",
     "RequestTimeout",
     "ServerError",
+    "ServerTraceback",
     "ServerUnavailable",
+    "StringReply",
     "TransportError",
+    "UnexpectedTextFrame",
 ]
 
 
@@ -41,6 +47,21 @@ class ServerError(TransportError):
     def __init__(self, message: str, traceback: str | None = None) -> None:
         super().__init__(message)
         self.traceback = traceback
+
+
+class ServerTraceback(ServerError):
+    """openpi's error sequence: a text frame holding the server's Python traceback, then close
+    1011 ("Internal server error. Traceback included in previous frame."). ``traceback`` is the
+    text (``reference/protocols.md`` section 2.6)."""
+
+
+class InternalServerError(ServerError):
+    """The server closed the connection with 1011 (internal error) without sending a traceback
+    first (``traceback`` is ``None``); ``reason`` is the close reason."""
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message, None)
+        self.reason = reason
 
 
 class ConnectionLost(TransportError):
@@ -69,6 +90,39 @@ class RequestTimeout(TransportError):
 class ProtocolError(TransportError):
     """The peer broke the protocol: a text reply where none is expected, a non-map reply where
     a map is required, no metadata frame, or a message over the size limit."""
+
+
+class UnexpectedTextFrame(ProtocolError):
+    """The server sent a text frame that was not followed by close 1011, so it is not openpi's
+    error sequence (e.g. a DreamZero acknowledgement to a client that does not expect one).
+    ``text`` holds the frame; the connection is dropped (it is out of step)."""
+
+    def __init__(self, message: str, text: str) -> None:
+        super().__init__(message)
+        self.text = text
+
+
+class StringReply(ProtocolError):
+    """A binary reply decoded to a msgpack **string** where a map of arrays was expected
+    (some servers report errors this way). ``text`` holds it; the connection stays usable."""
+
+    def __init__(self, message: str, text: str) -> None:
+        super().__init__(message)
+        self.text = text
+
+
+class NonMapReply(ProtocolError):
+    """A binary reply decoded to something other than a map or a string (a bare array, a list,
+    a number). ``reply`` holds the decoded value; the connection stays usable."""
+
+    def __init__(self, message: str, reply: object) -> None:
+        super().__init__(message)
+        self.reply = reply
+
+
+class MissingMetadata(ProtocolError):
+    """No metadata frame after the handshake: none came within ``connect_timeout_s``, the
+    server closed the connection normally before sending one, or the frame is not a map."""
 
 
 class NotReady(TransportError):

@@ -15,7 +15,9 @@ handshakes and health checks are answered during long inferences; messages are b
 
 A model with ``infer_batch(list_of_obs) -> list_of_replies`` and ``max_batch_size > 1`` gets
 concurrent requests grouped: the first waiting request opens a window of ``max_wait_ms``;
-the batch closes when it is full or the window ends.
+the batch closes when it is full, when the window ends, or as soon as every open connection
+has a request in it (each connection has at most one request in flight, so no more can come:
+a lone client never waits for the window). Each reply goes back to its own connection.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import signal
 import threading
 import time
 import traceback
-from typing import Any
+from typing import Any, Callable
 
 from websockets.asyncio.server import ServerConnection
 from websockets.asyncio.server import serve as ws_serve
@@ -95,6 +97,7 @@ class PolicyServer:
         self._queue: asyncio.Queue[tuple[Any, asyncio.Future[Any]]] | None = None
         self._executor: _DaemonWorker | None = None
         self._handlers: set[asyncio.Task[Any]] = set()
+        self._serving = 0  # connections past their metadata frame
         self._main_task: asyncio.Task[Any] | None = None
         self._thread: threading.Thread | None = None
         self._bound = threading.Event()
@@ -107,9 +110,10 @@ class PolicyServer:
 
     # ---- lifecycle ----------------------------------------------------------------------
 
-    async def serve(self) -> None:
+    async def serve(self, on_bound: Callable[[PolicyServer], None] | None = None) -> None:
         """Bind, run ``model.load()`` in a worker thread, then serve until cancelled.
 
+        ``on_bound(self)`` is called once the socket is bound (:attr:`port` is then real).
         Raises whatever ``load()`` raised (after closing the listening socket).
         """
         loop = asyncio.get_running_loop()
@@ -135,6 +139,8 @@ class PolicyServer:
                 self.port = server.sockets[0].getsockname()[1]
                 self._listening = True
                 self._bound.set()
+                if on_bound is not None:
+                    on_bound(self)
                 log.info("policy server listening on %s (loading model)", self.endpoint)
                 try:
                     await loop.run_in_executor(self._executor, self.model.load)
@@ -255,7 +261,11 @@ class PolicyServer:
             except Exception:
                 await self._fail(ws, traceback.format_exc())
                 return
-            await self._serve_requests(ws, packer)
+            self._serving += 1
+            try:
+                await self._serve_requests(ws, packer)
+            finally:
+                self._serving -= 1
         except asyncio.CancelledError:  # server shutting down (see _cancel_handlers)
             try:
                 await asyncio.wait_for(ws.close(1001, "server shutting down"), _CLOSE_TIMEOUT_S)
@@ -315,7 +325,7 @@ class PolicyServer:
         while True:
             batch = [await queue.get()]
             deadline = loop.time() + max_wait_s
-            while len(batch) < self.max_batch_size:
+            while len(batch) < min(self.max_batch_size, max(self._serving, 1)):
                 if not queue.empty():
                     batch.append(queue.get_nowait())
                     continue
