@@ -1,0 +1,67 @@
+"""The sealed plan artifact: canonical hash, atomic save, verified load (spec §5.2-5.6)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from arena_tao_cosmos_reason.errors import CosmosPlanError
+from arena_tao_cosmos_reason.hashing import atomic_write_text, pretty_json, stable_hash
+
+ENVELOPE_VERSION = 1
+
+
+def _check_local(path: str) -> Path:
+    if not path or "://" in str(path):
+        raise CosmosPlanError("plan_artifact must be a local controller-side filesystem path")
+    return Path(path).expanduser().absolute()
+
+
+def seal(plan: dict, path: str) -> dict:
+    """Embed ``plan_artifact = {schema_version: 1, path, sha256}``; the hash excludes that key."""
+    target = _check_local(path)
+    body = {k: v for k, v in plan.items() if k != "plan_artifact"}
+    try:
+        json.dumps(body.get("planner_request"))
+    except TypeError as exc:
+        raise CosmosPlanError(f"planner request field is not JSON serializable: {exc}") from None
+    sealed = dict(body)
+    sealed["plan_artifact"] = {"schema_version": ENVELOPE_VERSION, "path": str(target), "sha256": stable_hash(body)}
+    sealed["plan_artifact"]["approved_sha256"] = plan.get("plan_artifact", {}).get("approved_sha256") or sealed["plan_artifact"]["sha256"]
+    return sealed
+
+
+def save(plan: dict, path: str) -> dict:
+    """Seal and write atomically (``indent=2``, sorted keys, trailing newline)."""
+    sealed = seal(plan, path)
+    atomic_write_text(_check_local(path), pretty_json(sealed))
+    return sealed
+
+
+def load(path: str) -> dict:
+    """Load and verify: local path, JSON object, envelope version, checksum, planner request."""
+    target = _check_local(path)
+    if not target.is_file():
+        raise CosmosPlanError(f"approved plan artifact is inaccessible: {path}")
+    try:
+        plan = json.loads(target.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CosmosPlanError(f"approved plan artifact must contain a JSON object: {exc}") from None
+    if not isinstance(plan, dict):
+        raise CosmosPlanError("approved plan artifact must contain a JSON object")
+    envelope = plan.get("plan_artifact") if isinstance(plan.get("plan_artifact"), dict) else {}
+    if envelope.get("schema_version") != ENVELOPE_VERSION:
+        raise CosmosPlanError("approved plan artifact has an unsupported schema version")
+    body = {k: v for k, v in plan.items() if k != "plan_artifact"}
+    found = stable_hash(body)
+    if envelope.get("sha256") != found:
+        raise CosmosPlanError(f"approved plan artifact checksum mismatch: expected {envelope.get('sha256') or '<missing>'}, "
+                              f"found {found}")
+    if not isinstance(plan.get("planner_request"), dict) or not plan["planner_request"]:
+        raise CosmosPlanError("approved plan artifact has no resolved planner request")
+    return plan
+
+
+def resolved_path(path: str) -> str:
+    return os.fspath(_check_local(path))

@@ -1,0 +1,130 @@
+"""The preflight contract carried by the plan, and the read-only ``preflight`` verb (spec §7.7).
+
+The container assertion program is backend-owned text: it is embedded once in the training
+step and never run on the controller.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+
+from arena_tao_cosmos_reason.compute import check_gpu_architecture
+from arena_tao_cosmos_reason.errors import CosmosPlanError
+
+ASSERTION_TAGS = ("cuda_available", "device_count", "backend_import", "converter_import", "decoder_profile",
+                  "gpu_memory", "nccl_probe")
+STARTUP_OK = "TAO_COSMOS_PACKAGED_RUNTIME_STARTUP_OK"
+FREE_SPACE_GIB = 384
+
+
+def assertion_program(backend_module: str, gpus: int, env_expect: dict[str, str]) -> str:
+    """The container startup assertions as one ``python3 -c`` program (opaque to the plan)."""
+    expect = json.dumps(env_expect, sort_keys=True)
+    return "\n".join([
+        "import importlib, json, os, sys",
+        "def fail(tag, why):",
+        "    print(f'TAO_PREFLIGHT_ASSERTION_FAILED:{tag}: {why}', file=sys.stderr); sys.exit(3)",
+        "import torch",
+        "torch.cuda.is_available() or fail('cuda_available', 'CUDA is not available')",
+        f"torch.cuda.device_count() == {gpus} or fail('device_count', f'expected {gpus} GPUs, found {{torch.cuda.device_count()}}')",
+        "try:",
+        f"    importlib.import_module({backend_module!r})",
+        "except Exception as exc:",
+        "    fail('backend_import', repr(exc))",
+        "try:",
+        "    importlib.util.find_spec('cosmos_framework.scripts.convert_model_to_vlm_safetensors')",
+        "except Exception as exc:",
+        "    fail('converter_import', repr(exc))",
+        f"expected = json.loads({expect!r})",
+        "bad = {k: os.environ.get(k) for k, v in expected.items() if os.environ.get(k) != v}",
+        "bad and fail('decoder_profile', json.dumps(bad))",
+        "(torch.cuda.get_device_properties(0).total_memory >> 30) >= 30 or fail('gpu_memory', 'less than 30 GiB')",
+        "import torch.distributed as dist",
+        "try:",
+        "    dist.init_process_group('nccl', init_method='tcp://127.0.0.1:29512', rank=0, world_size=1)",
+        "    t = torch.ones(1, device='cuda'); dist.all_reduce(t, op=dist.ReduceOp.MIN); dist.all_reduce(t, op=dist.ReduceOp.MAX)",
+        "    dist.destroy_process_group()",
+        "except Exception as exc:",
+        "    fail('nccl_probe', repr(exc))",
+    ])
+
+
+def preflight_contract(ctx: dict) -> dict:
+    req = ctx["req"]
+    backend_module = "cosmos_framework" if ctx["backend"] == "cosmos-framework" else "cosmos_rl"
+    env_expect = {k: ctx["environment"][k] for k in ("FORCE_QWENVL_VIDEO_READER", "TAO_VIDEO_DECODER_DEVICE")
+                  if k in ctx["environment"]}
+    program = assertion_program(backend_module, req.gpus_per_node, env_expect)
+    sqsh = (ctx["image"].get("sqsh") or {}).get("path")
+    return {
+        "submission_host": ["command -v ssh"] if req.platform == "slurm" else ["docker version"],
+        "target_compute_node": ["command -v enroot", "srun --help | grep -q -- --container-image",
+                                f"test -r {sqsh}" if sqsh else "true", "df -BG <results_dir> <checkpoint_dir>",
+                                "nvidia-smi --query-gpu=name,memory.total --format=csv"] if req.platform == "slurm" else [],
+        "container_runtime": "one-node srun (or docker run --rm --gpus) of container_startup",
+        "container_startup": program,
+        "assertion_tags": list(ASSERTION_TAGS),
+        "checks": ["CUDA available and device count equals gpus_per_node", "backend modules and converter import",
+                   "decoder profile matches the plan", "GPU memory >= 30 GiB", "single-rank NCCL MIN/MAX all-reduce",
+                   f"{FREE_SPACE_GIB} GiB free result/checkpoint space"],
+    }
+
+
+def _writable_parent(path: str) -> bool:
+    probe = os.path.abspath(os.path.expanduser(path))
+    while not os.path.exists(probe):
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            return False
+        probe = parent
+    return os.access(probe, os.W_OK)
+
+
+def run_preflight(plan: dict, which=shutil.which, run=subprocess.run, probe_limit: int = 4) -> dict:
+    """Read-only readiness checks for a local frame; ``ok`` is false when any error is found."""
+    req = plan["planner_request"]
+    errors, warnings = [], []
+    slurm = req["platform"] == "slurm"
+    host_frame = "target SLURM frame" if plan["input_frame"]["kind"] == "slurm_remote" else "submission host"
+    if slurm and not which("ssh"):
+        errors.append("submission host: ssh is not installed")
+    if not slurm and not which("docker"):
+        errors.append("submission host: docker is not installed")
+    if slurm and req["ssh_key_path"] and not os.path.isfile(os.path.expanduser(req["ssh_key_path"])):
+        errors.append(f"submission host: ssh_key_path is inaccessible: {req['ssh_key_path']}")
+    for key in ("results_dir", "checkpoint_dir", "cache_dir", "sqsh_cache_dir"):
+        value = req.get(key)
+        if value and plan["input_frame"]["kind"] == "submission_host" and not _writable_parent(value):
+            errors.append(f"runtime path has no writable parent on {host_frame}: {key}={value}")
+    if req.get("gpu_architecture"):
+        try:
+            check_gpu_architecture(req["gpu_architecture"])
+        except CosmosPlanError as exc:
+            errors.append(str(exc))
+    sqsh = (plan["image"].get("sqsh") or {})
+    if sqsh:
+        if not sqsh["path"].endswith(".sqsh"):
+            errors.append("sqsh_path must name a .sqsh artifact")
+        elif sqsh.get("conversion_required"):
+            warnings.append(f"planned SQSH {sqsh['path']} must be converted once through tao-run-on-slurm before the "
+                            f"GPU job is submitted: {sqsh['command']}")
+        elif plan["input_frame"]["kind"] == "submission_host" and not os.path.exists(sqsh["path"]):
+            if plan["image"]["mode"] == "existing-sqsh":
+                errors.append(f"existing SQSH {sqsh['path']} is missing on the target compute frame; no historical or "
+                              "default replacement will be selected")
+            else:
+                errors.append(f"planned SQSH is inaccessible on the target compute frame: {sqsh['path']}")
+    if plan["input_frame"]["kind"] == "submission_host":
+        media = [m["path"] for split in ("train", "validation") for m in plan["datasets"][split]["media_manifest"]]
+        if media and not which("ffprobe"):
+            warnings.append("ffprobe is not installed; media decode probes were skipped")
+        elif media:
+            for path in media[:probe_limit]:
+                done = run(["ffprobe", "-v", "error", "-show_entries", "stream=codec_name", "-of", "json", path],
+                           capture_output=True, text=True, check=False, timeout=60)
+                if done.returncode != 0:
+                    errors.append(f"media does not decode (ffprobe exit {done.returncode}): {path}")
+    return {"ok": not errors, "errors": errors, "warnings": warnings, "backend": plan["backend"]}
