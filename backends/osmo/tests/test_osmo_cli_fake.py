@@ -1,0 +1,233 @@
+"""`arena run|status|cancel|collect` with the OSMO backend against a fake `osmo` on PATH."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from osmo_testkit import fake_models, fake_osmo, osmo_options, run, task  # noqa: F401
+from test_osmo_collector import runner_output
+from typer.testing import CliRunner
+
+from arena.cli import app
+from arena_osmo.collector import collect_outputs
+from arena_osmo.spec import validate_workflow
+
+cli = CliRunner()
+
+
+def write_experiment(tmp_path: Path, osmo: dict | None = None, runs: dict | None = None) -> Path:
+    data = {
+        "launch": {"backend": "osmo", "osmo": osmo or osmo_options()},
+        "shared": {"rollout_limit": {"num_episodes": 4}},
+        "runs": runs or {"pi": run("fake_openpi"), "zero": run("zero_action")},
+    }
+    path = tmp_path / "exp.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def submitted(tmp_path, fake_osmo, *args, osmo=None, runs=None) -> Path:
+    out = tmp_path / "out"
+    result = cli.invoke(app, ["run", str(write_experiment(tmp_path, osmo, runs)), "--output-dir", str(out), *args])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def test_submit_calls_osmo_with_json_and_records_the_workflow(fake_models, fake_osmo, tmp_path):
+    out = submitted(tmp_path, fake_osmo, "launch.osmo.pool=h100-pool", "launch.osmo.priority=LOW")
+    (call,) = fake_osmo.calls
+    assert call[:2] == ["workflow", "submit"]
+    assert call[3:] == ["--pool", "h100-pool", "--priority", "LOW", "--format-type", "json"]
+    spec_file = Path(call[2])
+    assert spec_file == out / "osmo" / "arena-exp.yaml"
+    validate_workflow(yaml.safe_load(spec_file.read_text()))
+    sub = json.loads((out / "submission.json").read_text())
+    assert sub["backend"] == "osmo"
+    assert sub["ids"] == {"pi": {"0": "arena-exp-1"}, "zero": {"0": "arena-exp-1"}}
+    (entry,) = sub["extra"]["workflows"]
+    assert entry["output_url"] == "s3://arena-results/arena-exp-1"
+    assert entry["runs"]["pi"] == {"runner": "r0-pi-runner", "server": "r0-pi-server"}
+    assert (out / "experiment.yaml").exists() and (out / "manifest.json").exists()
+
+
+def test_dry_run_prints_the_workflow_without_calling_osmo(fake_models, fake_osmo, tmp_path):
+    path = write_experiment(tmp_path, osmo_options(runner_image=None, output_url=None))
+    result = cli.invoke(app, ["run", str(path), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "version: 2" in result.output
+    assert "<unset: launch.osmo.runner_image>" in result.output and "<unset: launch.osmo.output_url>" in result.output
+    assert fake_osmo.calls == []
+    refused = cli.invoke(app, ["run", str(path), "--output-dir", str(tmp_path / "out")])
+    assert refused.exit_code == 2 and "launch.osmo.runner_image is not set" in refused.output
+    assert not (tmp_path / "out").exists()
+    assert fake_osmo.calls == []
+
+
+def test_refused_placement_exits_2_before_anything_is_written(fake_models, fake_osmo, tmp_path):
+    path = write_experiment(tmp_path, runs={"co": run("fake_cosmos")})
+    result = cli.invoke(app, ["run", str(path), "--output-dir", str(tmp_path / "out"), "launch.osmo.placement.co.platform=ovx-l40s"])
+    assert result.exit_code == 2
+    assert "refusing to place policy server 'cosmos-server'" in result.output
+    assert fake_osmo.calls == [] and not (tmp_path / "out").exists()
+
+
+def test_missing_osmo_cli_is_reported(fake_models, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    result = cli.invoke(app, ["run", str(write_experiment(tmp_path)), "--output-dir", str(tmp_path / "out")])
+    assert result.exit_code == 3
+    assert "`osmo` command is not on PATH" in result.output
+
+
+def test_failed_second_submission_cancels_the_first(fake_models, fake_osmo, tmp_path):
+    fake_osmo.state = {"fail": {"workflow submit": {"after": 1, "stderr": "quota exceeded", "code": 1}}}
+    fake_osmo.save()
+    path = write_experiment(tmp_path)
+    result = cli.invoke(app, ["run", str(path), "--output-dir", str(tmp_path / "out"), "launch.osmo.max_tasks_per_workflow=3"])
+    assert result.exit_code == 3
+    assert "quota exceeded" in result.output and "cancelled the workflows already submitted (arena-exp-1)" in result.output
+    assert fake_osmo.calls[-1][:3] == ["workflow", "cancel", "arena-exp-1"]
+
+
+def test_status_maps_osmo_task_states(fake_models, fake_osmo, tmp_path):
+    out = submitted(tmp_path, fake_osmo)
+    fake_osmo.set_workflow(
+        "arena-exp-1",
+        "RUNNING",
+        {
+            "r0-pi": [task("r0-pi-runner", "RUNNING"), task("r0-pi-server", "INITIALIZING", lead=False)],
+            "r1-zero": [task("r1-zero-runner", "COMPLETED", exit_code=3)],
+            "collect": [task("collect-outputs", "WAITING")],
+        },
+    )
+    from arena.launch.submit import submission_status
+
+    states = submission_status(out)
+    assert states["pi"]["state"] == "starting_server"
+    assert states["pi"]["osmo"]["server_status"] == "INITIALIZING"
+    assert states["zero"]["state"] == "failed" and "exited 3" in states["zero"]["error"]
+    result = cli.invoke(app, ["status", str(out)])
+    assert result.exit_code == 0 and "starting_server" in result.output
+    assert fake_osmo.calls[-1] == ["workflow", "query", "arena-exp-1", "--format-type", "json"]
+
+
+def test_cancel_cancels_every_workflow(fake_models, fake_osmo, tmp_path):
+    out = submitted(tmp_path, fake_osmo, "launch.osmo.max_tasks_per_workflow=3")
+    result = cli.invoke(app, ["cancel", str(out)])
+    assert result.exit_code == 0, result.output
+    call = fake_osmo.calls[-1]
+    assert call[:4] == ["workflow", "cancel", "arena-exp-1", "arena-exp-2"]
+    assert "--format-type" in call and "--message" in call
+
+
+def _finished(fake_osmo, wid="arena-exp-1", runner_status="COMPLETED", collector_status="COMPLETED"):
+    fake_osmo.set_workflow(
+        wid,
+        "COMPLETED" if collector_status == "COMPLETED" else "FAILED",
+        {
+            "r0-pi": [task("r0-pi-runner", runner_status, exit_code=3 if runner_status == "COMPLETED" else None,
+                           message="image not found" if runner_status != "COMPLETED" else None),
+                      task("r0-pi-server", "FAILED_CANCELED", lead=False)],
+            "r1-zero": [task("r1-zero-runner", "COMPLETED", exit_code=0)],
+            "collect": [task("collect-outputs", collector_status)],
+        },
+    )
+
+
+def _publish(tmp_path, out: Path, into: Path) -> None:
+    """What the collector would have published: a completed run and a failed one."""
+    inputs = tmp_path / "inputs"
+    runner_output(inputs / "0", "pi", ["success", "error"], "failed", "policy server stopped answering")
+    runner_output(inputs / "1", "zero", ["failure"] * 4, "completed")
+    plan = {"experiment": "exp", "workflow": "arena-exp-1", "runs": {"pi": str(inputs / "0"), "zero": str(inputs / "1")}}
+    collect_outputs(plan, out / "experiment.yaml", into)
+
+
+def test_collect_downloads_file_url_merges_and_reports_the_failed_run(fake_models, fake_osmo, tmp_path):
+    url = (tmp_path / "bucket").as_uri() + "/{{workflow_id}}"
+    out = submitted(tmp_path, fake_osmo, osmo=osmo_options(output_url=url))
+    _publish(tmp_path, out, tmp_path / "bucket" / "arena-exp-1")
+    _finished(fake_osmo)
+    fake_osmo.load()
+    fake_osmo.state["logs"] = {"r0-pi-server": "INFO serving pi05 on 0.0.0.0:8000"}
+    fake_osmo.save()
+
+    result = cli.invoke(app, ["collect", str(out)])
+    assert result.exit_code == 0, result.output
+    data = json.loads((out / "experiment_result.json").read_text())
+    assert data["runs"]["pi"]["state"] == "failed"
+    assert data["runs"]["pi"]["error"] == "policy server stopped answering"
+    assert data["runs"]["zero"]["state"] == "completed" and data["runs"]["zero"]["n"] == 4
+    assert (out / "pi" / "server.log").read_text().strip() == "INFO serving pi05 on 0.0.0.0:8000"
+    assert data["runs"]["pi"]["server_log"] == "pi/server.log"
+    assert ["workflow", "logs", "arena-exp-1", "--task", "r0-pi-server"] in fake_osmo.calls
+    assert (out / "index.html").exists()
+
+
+def test_collect_uses_osmo_data_download_for_other_urls(fake_models, fake_osmo, tmp_path):
+    out = submitted(tmp_path, fake_osmo, osmo=osmo_options(output_url="swift://store/arena/{{workflow_id}}"))
+    staged = tmp_path / "staged" / "arena-exp-1"
+    _publish(tmp_path, out, staged)
+    _finished(fake_osmo)
+    fake_osmo.load()
+    fake_osmo.state["data"] = {"swift://store/arena/arena-exp-1": str(staged)}
+    fake_osmo.save()
+
+    result = cli.invoke(app, ["collect", str(out)])
+    assert result.exit_code == 0, result.output
+    assert any(c[:3] == ["data", "download", "swift://store/arena/arena-exp-1"] for c in fake_osmo.calls)
+    data = json.loads((out / "experiment_result.json").read_text())
+    assert data["runs"]["zero"]["state"] == "completed"
+
+
+def test_collect_reports_runs_whose_task_failed_on_osmo(fake_models, fake_osmo, tmp_path):
+    out = submitted(tmp_path, fake_osmo)
+    _finished(fake_osmo, runner_status="FAILED_IMAGE_PULL", collector_status="FAILED_UPSTREAM")
+    result = cli.invoke(app, ["collect", str(out)])
+    assert result.exit_code == 0, result.output
+    data = json.loads((out / "experiment_result.json").read_text())
+    assert data["runs"]["pi"]["state"] == "failed"
+    assert "FAILED_IMAGE_PULL: image not found" in data["runs"]["pi"]["error"]
+    assert data["runs"]["zero"]["state"] == "failed"
+    assert "collector task collect-outputs is FAILED_UPSTREAM" in data["runs"]["zero"]["error"]
+
+
+def test_wait_polls_at_the_configured_interval_then_collects(fake_models, fake_osmo, tmp_path, monkeypatch):
+    import arena_osmo.backend as backend_mod
+
+    url = (tmp_path / "bucket").as_uri() + "/{{workflow_id}}"
+    sleeps: list[float] = []
+
+    def fake_sleep(seconds):
+        sleeps.append(seconds)
+        _finished(fake_osmo)
+
+    monkeypatch.setattr(backend_mod.OsmoBackend, "_sleep", staticmethod(fake_sleep))
+    out_path = tmp_path / "out"
+    fake_osmo.set_workflow("arena-exp-1", "RUNNING", {"r0-pi": [task("r0-pi-runner", "RUNNING")]})
+    # the collector's output is published before the workflow "finishes"
+    exp = write_experiment(tmp_path, osmo_options(output_url=url, poll_interval_s=7))
+    from arena.config import load_experiment
+    from arena.config import write_snapshot
+
+    (tmp_path / "pre").mkdir()
+    write_snapshot(load_experiment(exp, check_requires=False), tmp_path / "pre" / "experiment.yaml")
+    _publish(tmp_path, tmp_path / "pre", tmp_path / "bucket" / "arena-exp-1")
+    result = cli.invoke(app, ["run", str(exp), "--output-dir", str(out_path), "--wait"])
+    assert sleeps == [7.0]
+    assert result.exit_code == 3, result.output  # a run failed
+    data = json.loads((out_path / "experiment_result.json").read_text())
+    assert data["runs"]["pi"]["state"] == "failed" and data["runs"]["zero"]["state"] == "completed"
+
+
+@pytest.mark.parametrize("status", ["FAILED_CANCELED"])
+def test_cancelled_workflow_shows_cancelled_runs(fake_models, fake_osmo, tmp_path, status):
+    out = submitted(tmp_path, fake_osmo)
+    fake_osmo.set_workflow("arena-exp-1", status, {"r0-pi": [task("r0-pi-runner", status)]})
+    from arena.launch.submit import submission_status
+
+    states = submission_status(out)
+    assert states["pi"]["state"] == "cancelled"
+    assert states["zero"]["state"] == "cancelled"

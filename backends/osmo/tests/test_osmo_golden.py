@@ -1,0 +1,174 @@
+"""Golden workflows: what `arena run … --backend osmo` submits, file for file.
+
+Rewrite the golden files with ``ARENA_UPDATE_GOLDEN=1 pytest backends/osmo/tests``; review the
+diff like code. Embedded run snapshots are stood in for (they hold every core default) and
+checked by loading them back.
+"""
+
+from __future__ import annotations
+
+import yaml
+from osmo_testkit import assert_golden, experiment, fake_models, normalized_text, osmo_options, render, run  # noqa: F401
+
+from arena_osmo.render import SNAPSHOT_FILE
+from arena_osmo.spec import validate_workflow
+
+
+def _tasks(wf):
+    return {t["name"]: t for g in wf.spec["workflow"]["groups"] for t in g["tasks"]}
+
+
+def test_single_remote_run_golden(fake_models):
+    wfs = render(experiment({"pick_place_pi05": run("fake_openpi")}, name="single"))
+    assert_golden("single_remote_run.yaml", normalized_text(wfs))
+    (wf,) = wfs
+    groups = wf.spec["workflow"]["groups"]
+    assert [g["name"] for g in groups] == ["r0-pick-place-pi05", "collect"]
+    assert [(t["name"], t["lead"]) for t in groups[0]["tasks"]] == [
+        ("r0-pick-place-pi05-runner", True),
+        ("r0-pick-place-pi05-server", False),
+    ]
+    runner = groups[0]["tasks"][0]
+    assert runner["exitActions"] == {"COMPLETE": "0-3"}
+    script = runner["files"][1]["contents"]
+    assert 'arena probe websocket "$HOST" "$PORT" --timeout 900' in script
+    assert "HOST='{{host:r0-pick-place-pi05-server}}'" in script and "PORT=8000" in script
+
+
+def test_mixed_openpi_gr00t_cosmos_runs_golden(fake_models):
+    exp = experiment(
+        {"pi05": run("fake_openpi"), "gr00t": run("fake_gr00t"), "cosmos": run("fake_cosmos"), "zero": run("zero_action")},
+        name="mixed",
+    )
+    wfs = render(exp)
+    assert_golden("mixed_policies.yaml", normalized_text(wfs))
+    (wf,) = wfs
+    tasks = _tasks(wf)
+    assert tasks["r0-pi05-server"]["image"] == "registry.example/openpi-server:1.0"
+    assert tasks["r1-gr00t-server"]["image"] == "registry.example/gr00t-server:1.6"
+    assert tasks["r2-cosmos-server"]["image"] == "registry.example/cosmos-server:1.0"
+    assert "r3-zero-server" not in tasks
+    resources = wf.spec["workflow"]["resources"]
+    # Cosmos asks for an H100: only the dgx-h100 platform of the pool has one.
+    assert resources[tasks["r2-cosmos-server"]["resource"]]["platform"] == "dgx-h100"
+    assert resources[tasks["r0-pi05-server"]["resource"]]["platform"] == "ovx-l40s"
+    assert "zmq-ping" in tasks["r1-gr00t-runner"]["files"][1]["contents"]
+    assert "http:/healthz" in tasks["r2-cosmos-runner"]["files"][1]["contents"]
+    # GR00T's server needs HF_TOKEN: it gets exactly that credential.
+    assert tasks["r1-gr00t-server"]["credentials"] == {"hf": {"HF_TOKEN": "token"}}
+    assert "credentials" not in tasks["r0-pi05-server"]
+    collector = tasks["collect-outputs"]
+    assert collector["inputs"] == [{"task": f"{g}-runner"} for g in ("r0-pi05", "r1-gr00t", "r2-cosmos", "r3-zero")]
+    assert collector["outputs"] == [{"url": "s3://arena-results/{{workflow_id}}"}]
+    assert resources[collector["resource"]]["gpu"] == 0
+
+
+def test_local_policy_run_runs_alone_golden(fake_models):
+    wfs = render(experiment({"zero": run("zero_action")}, name="local"))
+    assert_golden("local_policy_run.yaml", normalized_text(wfs))
+    group = wfs[0].spec["workflow"]["groups"][0]
+    assert [t["name"] for t in group["tasks"]] == ["r0-zero-runner"]
+    script = group["tasks"][0]["files"][1]["contents"]
+    assert "arena probe" not in script
+    assert "exec arena run-one /tmp/arena/experiment.yaml --run zero --output-dir {{output}}\n" in script
+
+
+def test_experiment_over_the_task_limit_is_split_golden(fake_models):
+    runs = {f"run{i}": run("fake_openpi") for i in range(3)} | {"zero": run("zero_action")}
+    exp = experiment(runs, ["launch.osmo.max_tasks_per_workflow=5"], name="split")
+    wfs = render(exp)
+    assert_golden("split_experiment.yaml", normalized_text(wfs))
+    assert [wf.name for wf in wfs] == ["arena-split-1", "arena-split-2"]
+    assert [[t.run for t in wf.runs] for wf in wfs] == [["run0", "run1"], ["run2", "zero"]]
+    for wf in wfs:
+        count = sum(len(g["tasks"]) for g in wf.spec["workflow"]["groups"])
+        assert count <= 5
+        assert wf.spec["workflow"]["groups"][-1]["name"] == "collect"
+
+
+def test_default_limit_splits_above_one_hundred_tasks(fake_models):
+    runs = {f"r{i}": run("fake_openpi") for i in range(60)}  # 120 tasks + collectors
+    wfs = render(experiment(runs, name="big"))
+    assert len(wfs) == 2
+    assert all(sum(len(g["tasks"]) for g in wf.spec["workflow"]["groups"]) <= 100 for wf in wfs)
+    assert sum(len(wf.runs) for wf in wfs) == 60
+
+
+def test_override_precedence_golden(fake_models):
+    """File < command line for launch.osmo; run placement beats server-task placement beats the pool."""
+    osmo = osmo_options(pool="gpu-pool", priority="LOW", placement={"cosmos-server": {"pool": "h100-pool"}})
+    runs = {"a": run("fake_openpi"), "b": run("fake_cosmos"), "c": run("fake_cosmos")}
+    exp = experiment(
+        runs,
+        [
+            "launch.osmo.priority=HIGH",
+            "launch.osmo.runner.platform=dgx-h100",
+            "launch.osmo.placement.c={pool: gpu-pool, platform: dgx-h100}",
+            "runs.a.policy.policy_config=pi0_droid",
+        ],
+        osmo=osmo,
+        name="precedence",
+    )
+    wfs = render(exp)
+    assert_golden("override_precedence.yaml", normalized_text(wfs))
+    assert [(wf.pool, [t.run for t in wf.runs]) for wf in wfs] == [("gpu-pool", ["a", "c"]), ("h100-pool", ["b"])]
+    assert all("--priority HIGH" in wf.header[-1] for wf in wfs)
+    assert "--policy.config=pi0_droid" in _tasks(wfs[0])["r0-a-server"]["command"]
+
+
+def test_runner_snapshot_round_trips(fake_models, tmp_path):
+    from arena.config import load_experiment
+
+    exp = experiment({"pi": run("fake_openpi", open_loop_horizon=4), "zero": run("zero_action")})
+    (wf,) = render(exp)
+    tasks = _tasks(wf)
+    for name, task_name in (("pi", "r0-pi-runner"), ("zero", "r1-zero-runner")):
+        text = next(f["contents"] for f in tasks[task_name]["files"] if f["path"] == SNAPSHOT_FILE)
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(text)
+        again = load_experiment(path, check_requires=False)
+        assert list(again.runs) == [name]
+        assert again.launch.backend == "local"
+        assert again.launch.watchdog is not None and again.launch.watchdog.first_episode_grace_s >= 1800
+        original = exp.runs[name].to_dict()
+        if name == "pi":
+            original["policy"].update(remote_host="{{host:r0-pi-server}}", remote_port=8000)
+        assert again.runs[name].to_dict() == original
+
+
+def test_experiment_watchdog_reaches_the_runner(fake_models):
+    exp = experiment(
+        {"zero": run("zero_action")}, watchdog={"stall_s": 120, "first_episode_grace_s": 5400, "max_restarts": 1}
+    )
+    (wf,) = render(exp)
+    snap = yaml.safe_load(_tasks(wf)["r0-zero-runner"]["files"][0]["contents"])
+    assert snap["launch"]["watchdog"] == {"stall_s": 120.0, "first_episode_grace_s": 5400.0, "max_restarts": 1}
+
+
+def test_every_golden_file_validates_against_the_spec_model():
+    from osmo_testkit import GOLDEN
+
+    files = sorted(GOLDEN.glob("*.yaml"))
+    assert len(files) >= 5
+    for path in files:
+        for doc in yaml.safe_load_all(path.read_text()):
+            validate_workflow(doc)
+
+
+def test_installed_model_plugins_render_one_server_per_run():
+    """With the real openpi, GR00T and Cosmos plugins (when installed): each run gets its plugin's server."""
+    import pytest
+
+    from arena.plugins import get_registry
+
+    names = ("pi0_remote", "gr00t_remote", "cosmos_remote")
+    if not all(n in get_registry().server_tasks for n in names):
+        pytest.skip("the openpi, GR00T and Cosmos plugins are not all installed")
+    platforms = {"gpu-pool": {"h100": {"gpu_type": "H100", "gpus": 8, "gpu_memory_gb": 80, "memory_gb": 2048, "cpus": 224}}}
+    runs = {n: {"environment": {"type": "franka_kitchen", "task": "microwave"}, "policy": {"type": n}} for n in names}
+    (wf,) = render(experiment(runs, osmo=osmo_options(platforms=platforms)))
+    groups = wf.spec["workflow"]["groups"]
+    assert [[t["lead"] for t in g["tasks"]] for g in groups] == [[True, False]] * 3 + [[True]]
+    images = {g["tasks"][1]["image"] for g in groups[:3]}
+    assert len(images) == 3
+    validate_workflow(wf.spec)
