@@ -1,0 +1,115 @@
+"""``launch.slurm``: where and how the Slurm backend submits an experiment's runs.
+
+Resources describe the *runner* (the simulator and policy client). A run's policy server
+takes its resources from its ServerTask (``resources.cpu``, ``gpu``, ``memory``): in the
+``same-allocation`` layout they are added to the runner's, in the ``hetjob`` layout they form
+the job's first component (facts on het jobs: ``slurm.schedmd.com/heterogeneous_jobs.html``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from arena.launch.base import BackendOptions
+
+#: Slurm's time formats: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S (sbatch(1), --time).
+_TIME = re.compile(r"^(\d+-)?\d+(:\d{1,2}){0,2}$|^(UNLIMITED|INFINITE)$")
+#: ``SRC:DST[:FLAGS]`` as pyxis reads ``--container-mounts`` (NVIDIA/pyxis README).
+_MOUNT = re.compile(r"^[^:,\s]+(:[^:,\s]+(:[^:,\s]+)?)?$")
+
+
+class SlurmOptions(BackendOptions):
+    """Options of the ``slurm`` launch backend (``launch.slurm`` in the experiment file)."""
+
+    partition: str | None = Field(None, description="partition of the run jobs (sbatch --partition)")
+    server_partition: str | None = Field(
+        None, description="hetjob layout: partition of the server component (default: partition)"
+    )
+    account: str | None = Field(None, description="sbatch --account")
+    qos: str | None = Field(None, description="sbatch --qos")
+    time: str | None = Field(None, description="time limit of each run job: minutes, H:M:S or D-H:M:S")
+    nodes: int = Field(1, ge=1, description="nodes of the runner (the runner step uses the first)")
+    gpus: int = Field(0, ge=0, description="GPUs of the runner (rendering simulators); the server's come from its task")
+    cpus: int = Field(2, ge=1, description="CPU cores of the runner step")
+    memory: float | None = Field(None, gt=0, description="GiB of host memory of the runner; null: the partition's default")
+    container_mounts: list[str] = Field(
+        default_factory=list, description="pyxis mounts SRC:DST[:FLAGS] for server and runner containers"
+    )
+    runner_image: str | None = Field(
+        None, description="container image of the runner steps (pyxis); null: run arena on the node itself"
+    )
+    containers: bool = Field(
+        True, description="run ServerTask images with pyxis; false: run their local_command on the node"
+    )
+    extra_sbatch: list[str] = Field(
+        default_factory=list, description="extra #SBATCH lines, e.g. '--constraint=h100' or '--exclusive'"
+    )
+    setup: list[str] = Field(
+        default_factory=list, description="shell commands run first in every job (module loads, venv activation)"
+    )
+    layout: Literal["same-allocation", "hetjob"] = Field(
+        "same-allocation", description="server and runner steps in one allocation, or a heterogeneous job"
+    )
+    shards: int | dict[str, int] = Field(
+        1, description="job-array elements per run (an int for every run, or run name -> count)"
+    )
+    array_parallelism: int | None = Field(None, ge=1, description="at most this many shards of a run at once (--array=...%P)")
+    arena: str = Field("arena", description="command that runs arena on the nodes and in the runner image")
+    python: str = Field("python3", description="fills {python} of a ServerTask's local_command")
+    server_bind: str = Field("0.0.0.0", description="address the policy server binds to ({host} of its command)")
+    job_name_prefix: str = Field("arena", description="job names are <prefix>-<experiment>-<run>")
+    poll_interval_s: float = Field(10.0, gt=0, description="seconds between squeue polls while `--wait`ing")
+
+    @field_validator("time")
+    @classmethod
+    def _slurm_time(cls, value: str | None) -> str | None:
+        if value is not None and not _TIME.match(value):
+            raise ValueError(f"time {value!r} is not a Slurm time limit (minutes, H:M:S or D-H:M:S)")
+        return value
+
+    @field_validator("container_mounts")
+    @classmethod
+    def _mounts(cls, value: list[str]) -> list[str]:
+        for mount in value:
+            if not _MOUNT.match(mount):
+                raise ValueError(f"container mount {mount!r} is not SRC[:DST[:FLAGS]] (one mount per item)")
+        return value
+
+    @field_validator("extra_sbatch")
+    @classmethod
+    def _sbatch_lines(cls, value: list[str]) -> list[str]:
+        lines = []
+        for line in value:
+            if "\n" in line or "\r" in line:
+                raise ValueError(f"extra_sbatch line {line!r} holds a line break; give one option per item")
+            line = line.strip()
+            if line.startswith("#SBATCH"):
+                line = line[len("#SBATCH"):].strip()
+            if not line.startswith("-"):
+                raise ValueError(f"extra_sbatch line {line!r} is not an sbatch option (it must start with '-')")
+            lines.append(line)
+        return lines
+
+    @field_validator("setup")
+    @classmethod
+    def _setup_lines(cls, value: list[str]) -> list[str]:
+        for line in value:
+            if "\n" in line or "\r" in line:
+                raise ValueError(f"setup command {line!r} holds a line break; give one command per item")
+        return value
+
+    @model_validator(mode="after")
+    def _shards_valid(self) -> SlurmOptions:
+        counts = self.shards.values() if isinstance(self.shards, dict) else [self.shards]
+        if any(n < 1 for n in counts):
+            raise ValueError("shards must be at least 1")
+        return self
+
+    def shards_of(self, run: str) -> int:
+        """Number of job-array elements of ``run`` (1: a plain job)."""
+        if isinstance(self.shards, dict):
+            return self.shards.get(run, 1)
+        return self.shards

@@ -1,0 +1,122 @@
+"""The Slurm command-line tools, shelled out to: ``sbatch``, ``squeue``, ``sacct``, ``scancel``.
+
+No Python bindings (pyslurm must match the cluster's Slurm release). Facts relied on:
+``sbatch --parsable`` prints ``jobid[;cluster]``; ``squeue -r`` lists each array element on
+its own line (``123_4``), het-job components appear as ``123+0``; ``squeue -j`` with only
+unknown ids fails with "Invalid job id specified"; ``sacct`` fails where accounting is
+disabled ("Slurm accounting storage is disabled") and then only ``squeue`` and the jobs'
+own ``status.json`` files tell what happened.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from arena.errors import LaunchError
+
+TIMEOUT_S = 60.0
+
+
+def _run(argv: Sequence[str], timeout_s: float = TIMEOUT_S) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout_s)
+    except FileNotFoundError:
+        raise LaunchError(
+            f"'{argv[0]}' not found: the slurm backend runs on a machine with the Slurm client tools "
+            "(a login node); install slurm-client or load its module"
+        ) from None
+    except subprocess.TimeoutExpired:
+        raise LaunchError(f"'{' '.join(argv[:2])} …' did not answer within {timeout_s:g} s: is slurmctld reachable?") from None
+
+
+def available() -> bool:
+    """Whether ``sbatch`` is on PATH."""
+    return shutil.which("sbatch") is not None
+
+
+def sbatch(script: Path, *args: str) -> str:
+    """Submit ``script`` with ``sbatch --parsable ARGS``; return the job id.
+
+    Raises:
+        LaunchError: sbatch is missing or refused the job (its message is included).
+    """
+    result = _run(["sbatch", "--parsable", *args, str(script)])
+    if result.returncode != 0:
+        message = (result.stderr or result.stdout).strip()
+        raise LaunchError(f"sbatch refused {script.name}: {message}")
+    job_id = result.stdout.strip().splitlines()[-1].split(";")[0].strip() if result.stdout.strip() else ""
+    if not job_id.isdigit():
+        raise LaunchError(f"sbatch --parsable printed {result.stdout.strip()!r} for {script.name}, not a job id")
+    return job_id
+
+
+def base_id(job_ref: str) -> str:
+    """``123`` of ``123``, ``123_4`` (array element) or ``123+1`` (het-job component)."""
+    return job_ref.split("_")[0].split("+")[0]
+
+
+def _key(job_id: str) -> str:
+    return job_id.split("+")[0]
+
+
+def squeue(job_refs: Iterable[str]) -> dict[str, str]:
+    """Live jobs among ``job_refs``: ``{job or array element id: Slurm state}``.
+
+    Het-job components are folded into their job (the first component's state wins). Jobs
+    that have left the queue are absent.
+
+    Raises:
+        LaunchError: squeue is missing or failed for another reason than unknown ids.
+    """
+    ids = sorted({base_id(ref) for ref in job_refs})
+    if not ids:
+        return {}
+    result = _run(["squeue", "-h", "-r", "-o", "%i|%T", "-j", ",".join(ids)])
+    if result.returncode != 0:
+        if "Invalid job id" in result.stderr:
+            return {}
+        raise LaunchError(f"squeue failed: {result.stderr.strip()}")
+    states: dict[str, str] = {}
+    for line in result.stdout.splitlines():
+        job, _, state = line.strip().partition("|")
+        if job:
+            states.setdefault(_key(job), state.strip())
+    return states
+
+
+def sacct(job_refs: Iterable[str]) -> dict[str, str] | None:
+    """Final states from accounting: ``{job or array element id: state}``; ``None`` where
+    accounting is disabled or sacct is missing (then callers rely on squeue and status.json)."""
+    ids = sorted({base_id(ref) for ref in job_refs})
+    if not ids or shutil.which("sacct") is None:
+        return None
+    try:
+        result = _run(["sacct", "-n", "-P", "-X", "-o", "JobID,State", "-j", ",".join(ids)])
+    except LaunchError:
+        return None
+    if result.returncode != 0:
+        return None
+    states: dict[str, str] = {}
+    for line in result.stdout.splitlines():
+        job, _, state = line.strip().partition("|")
+        if job:
+            # "CANCELLED by 0" -> "CANCELLED"
+            states.setdefault(_key(job), state.split()[0] if state.strip() else "")
+    return states
+
+
+def scancel(job_refs: Iterable[str]) -> None:
+    """Cancel the jobs (array ids cancel every element). Ids that already ended are ignored.
+
+    Raises:
+        LaunchError: scancel is missing or failed for another reason.
+    """
+    ids = sorted({base_id(ref) for ref in job_refs})
+    if not ids:
+        return
+    result = _run(["scancel", *ids])
+    if result.returncode != 0 and "Invalid job id" not in result.stderr and "already completing" not in result.stderr:
+        raise LaunchError(f"scancel failed: {result.stderr.strip()}")

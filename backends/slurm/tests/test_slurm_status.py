@@ -1,0 +1,227 @@
+"""Submission, status, cancel and collect against fake Slurm tools on PATH (no cluster needed).
+
+The fakes answer from a JSON file the test edits: ``queue`` ({job id: squeue state}),
+``accounting`` ({job id: sacct state}, or null: "accounting storage is disabled"), ``refuse``
+(sbatch's error message). Every call is logged to ``calls.log``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from arena.config import load_experiment_dict
+from arena.errors import LaunchError
+from arena.launch.base import Submission
+from arena.launch.submit import cancel_submission, collect_submission, run_experiment, submission_status
+
+FAKE = r'''#!{python}
+import json, os, sys
+state_path = os.environ["FAKE_SLURM_STATE"]
+state = json.load(open(state_path))
+tool = os.path.basename(sys.argv[0])
+with open(os.path.join(os.path.dirname(state_path), "calls.log"), "a") as log:
+    log.write(json.dumps([tool, *sys.argv[1:]]) + "\n")
+def save():
+    json.dump(state, open(state_path, "w"))
+if tool == "sbatch":
+    if state.get("refuse"):
+        print("sbatch: error: " + state["refuse"], file=sys.stderr); sys.exit(1)
+    state["next"] = state.get("next", 100) + 1
+    job = str(state["next"])
+    array = [a for a in sys.argv if a.startswith("--array")]
+    script = open(sys.argv[-1]).read()
+    arr = [l.split("=", 1)[1] for l in script.splitlines() if l.startswith("#SBATCH --array=")]
+    if arr:
+        last = int(arr[0].split("%")[0].split("-")[1])
+        for k in range(last + 1):
+            state["queue"][f"{job}_{k}"] = "PENDING"
+    else:
+        state["queue"][job] = "PENDING"
+    save(); print(job + ";cluster")
+elif tool == "squeue":
+    ids = sys.argv[sys.argv.index("-j") + 1].split(",")
+    rows = [(j, s) for j, s in state["queue"].items() if j.split("_")[0] in ids]
+    if not rows:
+        print("slurm_load_jobs error: Invalid job id specified", file=sys.stderr); sys.exit(1)
+    for j, s in rows:
+        print(f"{j}|{s}")
+elif tool == "sacct":
+    if state.get("accounting") is None:
+        print("Slurm accounting storage is disabled", file=sys.stderr); sys.exit(1)
+    for j, s in state["accounting"].items():
+        print(f"{j}|{s}")
+elif tool == "scancel":
+    for job in sys.argv[1:]:
+        for j in list(state["queue"]):
+            if j.split("_")[0] == job:
+                del state["queue"][j]
+    save()
+'''
+
+
+class FakeSlurm:
+    def __init__(self, root: Path) -> None:
+        self.state_path = root / "state.json"
+        self.state_path.write_text(json.dumps({"queue": {}, "accounting": None}))
+        self.calls_path = root / "calls.log"
+
+    def state(self) -> dict:
+        return json.loads(self.state_path.read_text())
+
+    def set(self, **changes) -> None:
+        self.state_path.write_text(json.dumps({**self.state(), **changes}))
+
+    def calls(self, tool: str | None = None) -> list[list[str]]:
+        if not self.calls_path.exists():
+            return []
+        calls = [json.loads(line) for line in self.calls_path.read_text().splitlines()]
+        return [c for c in calls if tool is None or c[0] == tool]
+
+
+@pytest.fixture
+def fake_slurm(tmp_path, monkeypatch) -> FakeSlurm:
+    import sys
+
+    bin_dir = tmp_path / "fakebin"
+    bin_dir.mkdir()
+    for tool in ("sbatch", "squeue", "sacct", "scancel"):
+        path = bin_dir / tool
+        path.write_text(FAKE.replace("{python}", sys.executable))
+        path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    fake = FakeSlurm(tmp_path)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_SLURM_STATE", str(fake.state_path))
+    return fake
+
+
+def submit(tmp_path: Path, slurm: dict | None = None, episodes: int = 4) -> Path:
+    exp = load_experiment_dict(
+        {
+            "launch": {"backend": "slurm", "slurm": {"poll_interval_s": 0.05, **(slurm or {})}},
+            "shared": {"environment_builder": {"num_envs": 1, "seed": 0}, "rollout_limit": {"num_episodes": episodes}},
+            "runs": {
+                "expert": {"environment": {"type": "metaworld", "task": "reach-v3"}, "policy": {"type": "metaworld_expert_remote"}},
+                "zero": {"environment": {"type": "metaworld", "task": "reach-v3"}, "policy": {"type": "zero_action"}},
+            },
+        },
+        source="exp.yaml",
+    )
+    out = tmp_path / "out"
+    assert run_experiment(exp, output_dir=out, wait=False) == 0
+    return out
+
+
+def write_status(out: Path, run: str, state: str, **fields) -> None:
+    path = out / run / "status.json"
+    path.write_text(json.dumps({"state": state, "run": run, **fields}))
+
+
+def test_run_returns_after_sbatch_with_job_ids_and_an_aggregation_job(tmp_path, fake_slurm):
+    out = submit(tmp_path)
+    submission = Submission.load(out)
+    assert submission.backend == "slurm"
+    assert submission.ids == {"expert": {"0": "101"}, "zero": {"0": "102"}}
+    assert submission.extra["collect_job"] == "103"
+    sbatch = fake_slurm.calls("sbatch")
+    assert all(call[1] == "--parsable" for call in sbatch)
+    assert sbatch[-1][2:4] == ["--dependency=afterany:101:102", "--kill-on-invalid-dep=no"]
+    assert sbatch[-1][-1].endswith("slurm/collect.sbatch")
+    assert (out / "slurm" / "expert.sbatch").read_text().startswith("#!/bin/bash")
+    assert {run: st["state"] for run, st in submission_status(out).items()} == {"expert": "pending", "zero": "pending"}
+
+
+def test_running_jobs_show_the_state_their_status_json_holds(tmp_path, fake_slurm):
+    out = submit(tmp_path)
+    fake_slurm.set(queue={"101": "RUNNING", "102": "RUNNING"})
+    write_status(out, "expert", "starting_server")
+    status = submission_status(out)
+    assert status["expert"]["state"] == "starting_server"
+    assert status["zero"]["state"] == "running"  # the job started but wrote nothing yet
+    assert status["expert"]["slurm_states"] == {"101": "RUNNING"}
+
+
+def test_job_that_vanished_without_accounting_is_failed_with_the_reason(tmp_path, fake_slurm):
+    out = submit(tmp_path)
+    fake_slurm.set(queue={})  # sacct is disabled (accounting: null)
+    write_status(out, "expert", "running")
+    write_status(out, "zero", "completed")
+    status = submission_status(out)
+    assert status["zero"]["state"] == "completed"
+    assert status["expert"]["state"] == "failed"
+    assert "Slurm job 101 is no longer queued" in status["expert"]["error"]
+    assert any(call[0] == "sacct" for call in fake_slurm.calls())
+
+
+def test_sacct_states_are_used_where_accounting_exists(tmp_path, fake_slurm):
+    out = submit(tmp_path)
+    fake_slurm.set(queue={}, accounting={"101": "TIMEOUT", "102": "CANCELLED"})
+    status = submission_status(out)
+    assert status["expert"]["state"] == "failed"
+    assert "ended TIMEOUT" in status["expert"]["error"]
+    assert status["zero"]["state"] == "cancelled"
+
+
+def test_collect_reports_a_dead_job_as_failed_not_missing(tmp_path, fake_slurm):
+    out = submit(tmp_path)
+    fake_slurm.set(queue={})
+    write_status(out, "zero", "running")
+    (out / "zero" / "episodes.jsonl").write_text("")
+    collect_submission(out)
+    result = json.loads((out / "experiment_result.json").read_text())["runs"]
+    assert result["zero"]["state"] == "failed"
+    assert "no longer queued" in result["zero"]["error"]
+    assert json.loads((out / "zero" / "run_result.json").read_text())["state"] == "failed"
+    assert (out / "index.html").exists()
+
+
+def test_cancel_scancels_and_finalizes_jobs_that_never_started(tmp_path, fake_slurm):
+    out = submit(tmp_path)
+    fake_slurm.set(queue={"101": "PENDING"})
+    write_status(out, "zero", "completed")
+    (out / "zero" / "run_result.json").write_text(json.dumps({"run": "zero", "state": "completed"}))
+    cancel_submission(out)
+    assert ["scancel", "101", "102"] in fake_slurm.calls("scancel")
+    status = submission_status(out)
+    assert status["expert"]["state"] == "cancelled"
+    assert status["zero"]["state"] == "completed"
+    assert json.loads((out / "expert" / "run_result.json").read_text())["state"] == "cancelled"
+    assert json.loads((out / "zero" / "run_result.json").read_text()) == {"run": "zero", "state": "completed"}
+
+
+def test_sharded_run_is_one_array_job_with_a_status_per_shard(tmp_path, fake_slurm):
+    out = submit(tmp_path, {"shards": {"expert": 2}})
+    submission = Submission.load(out)
+    assert submission.ids["expert"] == {"0": "101_0", "1": "101_1"}
+    assert submission.extra["array_jobs"] == {"expert": "101"}
+    for k in (0, 1):
+        assert json.loads((out / "expert" / "shards" / str(k) / "status.json").read_text())["shard"] == [k, 2]
+    fake_slurm.set(queue={"101_1": "PENDING"})
+    (out / "expert" / "shards" / "0" / "status.json").write_text(json.dumps({"state": "completed"}))
+    assert submission_status(out)["expert"]["state"] == "running"  # one shard done, one queued
+
+
+def test_sbatch_refusal_names_slurms_message(tmp_path, fake_slurm):
+    fake_slurm.set(refuse="invalid partition specified: nope")
+    with pytest.raises(LaunchError, match="invalid partition specified: nope"):
+        submit(tmp_path, {"partition": "nope"})
+
+
+def test_missing_sbatch_says_where_to_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(LaunchError, match="Slurm client tools"):
+        submit(tmp_path)
+
+
+def test_status_off_the_cluster_reads_the_status_files(tmp_path, fake_slurm, monkeypatch):
+    out = submit(tmp_path)
+    write_status(out, "expert", "running")
+    write_status(out, "zero", "completed")
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))  # no squeue, no sacct
+    status = submission_status(out)
+    assert status["expert"]["state"] == "running" and status["zero"]["state"] == "completed"
+    assert status["expert"]["slurm_states"] is None
