@@ -1,0 +1,147 @@
+"""Each way a server can answer wrongly is its own documented exception (protocols.md 2.6)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+from transport_fakes import RawServer, send_metadata
+from websockets.asyncio.server import ServerConnection
+
+from arena.transport import (
+    ConnectionLost,
+    InternalServerError,
+    MissingMetadata,
+    NonMapReply,
+    PolicyClient,
+    ProtocolError,
+    ServerError,
+    ServerTraceback,
+    StringReply,
+    UnexpectedTextFrame,
+    packb,
+)
+
+OBS = {"state": np.zeros(3, np.float32)}
+TRACEBACK = 'Traceback (most recent call last):\n  File "serve.py"\nValueError: Prompt is required'
+
+
+def _client(port: int, **kw: Any) -> PolicyClient:
+    kw.setdefault("connect_timeout_s", 5)
+    kw.setdefault("request_timeout_s", 5)
+    return PolicyClient("127.0.0.1", port, **kw)
+
+
+def _reply_with(*frames: Any, close: tuple[int, str] | None = None, hold_s: float = 0.0):
+    async def handler(ws: ServerConnection) -> None:
+        await send_metadata(ws)
+        await ws.recv()
+        for frame in frames:
+            await ws.send(frame)
+        if close is not None:
+            await ws.close(*close)
+        elif hold_s:
+            await ws.wait_closed()
+
+    return handler
+
+
+def test_text_frame_then_close_1011_is_a_server_traceback() -> None:
+    handler = _reply_with(TRACEBACK, close=(1011, "Internal server error. Traceback included in previous frame."))
+    with RawServer(handler) as raw, _client(raw.port) as client:
+        with pytest.raises(ServerTraceback) as info:
+            client.infer(OBS)
+    assert info.value.traceback == TRACEBACK
+    assert "Prompt is required" in str(info.value) and f":{raw.port}" in str(info.value)
+    assert isinstance(info.value, ServerError) and not client.connected
+
+
+def test_text_frame_without_close_is_an_unexpected_text_frame() -> None:
+    with RawServer(_reply_with("reset successful", hold_s=5)) as raw, _client(raw.port) as client:
+        started = time.monotonic()
+        with pytest.raises(UnexpectedTextFrame) as info:
+            client.infer(OBS)
+    assert info.value.text == "reset successful"
+    assert time.monotonic() - started < 3
+    assert isinstance(info.value, ProtocolError) and not client.connected
+
+
+def test_close_1011_without_traceback_is_an_internal_server_error() -> None:
+    with RawServer(_reply_with(close=(1011, "out of GPU memory"))) as raw, _client(raw.port) as client:
+        with pytest.raises(InternalServerError, match="1011.*out of GPU memory") as info:
+            client.infer(OBS)
+    assert info.value.traceback is None and info.value.reason == "out of GPU memory"
+
+
+def test_string_reply_is_a_string_reply_and_the_connection_stays_usable() -> None:
+    async def handler(ws: ServerConnection) -> None:
+        await send_metadata(ws)
+        await ws.recv()
+        await ws.send(packb("CUDA error: device-side assert"))
+        await ws.recv()
+        await ws.send(packb({"actions": np.zeros((2, 3))}))
+
+    with RawServer(handler) as raw, _client(raw.port) as client:
+        with pytest.raises(StringReply) as info:
+            client.infer(OBS)
+        assert info.value.text == "CUDA error: device-side assert"
+        assert client.infer(OBS)["actions"].shape == (2, 3)
+
+
+@pytest.mark.parametrize("reply", [np.zeros((24, 8), np.float32), [1, 2], 3.5, None])
+def test_non_map_reply_is_a_non_map_reply(reply: Any) -> None:
+    with RawServer(_reply_with(packb(reply), hold_s=5)) as raw, _client(raw.port) as client:
+        with pytest.raises(NonMapReply, match="expected a map reply") as info:
+            client.infer(OBS)
+    assert type(info.value.reply) is type(reply)
+
+
+def test_no_metadata_frame_is_missing_metadata() -> None:
+    async def silent(ws: ServerConnection) -> None:
+        await ws.wait_closed()
+
+    with RawServer(silent) as raw:
+        started = time.monotonic()
+        with pytest.raises(MissingMetadata, match="no metadata frame within 0.5 s"):
+            _client(raw.port, connect_timeout_s=0.5).connect()
+        assert time.monotonic() - started < 2.5
+
+
+def test_closing_before_the_metadata_frame_is_missing_metadata() -> None:
+    async def rude(ws: ServerConnection) -> None:
+        await ws.close(1000, "bye")
+
+    with RawServer(rude) as raw:
+        with pytest.raises(MissingMetadata, match="without sending the metadata frame"):
+            _client(raw.port).connect()
+
+
+def test_non_map_metadata_is_missing_metadata() -> None:
+    async def wrong(ws: ServerConnection) -> None:
+        await ws.send(packb([1, 2]))
+        await ws.wait_closed()
+
+    with RawServer(wrong) as raw:
+        with pytest.raises(MissingMetadata, match="metadata frame is a list"):
+            _client(raw.port).connect()
+
+
+def test_traceback_instead_of_metadata_is_a_server_traceback() -> None:
+    async def failing(ws: ServerConnection) -> None:
+        await ws.send(TRACEBACK)
+        await ws.close(1011, "Internal server error. Traceback included in previous frame.")
+
+    with RawServer(failing) as raw:
+        with pytest.raises(ServerTraceback, match="instead of the metadata frame"):
+            _client(raw.port).connect()
+
+
+def test_the_exceptions_are_distinct_types() -> None:
+    kinds = [ServerTraceback, InternalServerError, UnexpectedTextFrame, StringReply, NonMapReply, MissingMetadata]
+    assert len(set(kinds)) == len(kinds)
+    for a in kinds:
+        for b in kinds:
+            assert a is b or not issubclass(a, b)
+    assert not issubclass(MissingMetadata, ConnectionLost)
