@@ -1,0 +1,95 @@
+"""``arena run`` with ``cosmos_remote`` on franka_kitchen against the Cosmos server double."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from arena_cosmos.testing import cosmos_server_double
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "pi0_and_cosmos.yaml"
+
+
+def arena(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "MUJOCO_GL": "osmesa", "PYOPENGL_PLATFORM": "osmesa"}
+    return subprocess.run([sys.executable, "-m", "arena", *args], capture_output=True, text=True, env=env, timeout=240)
+
+
+@pytest.mark.slow
+def test_arena_run_cosmos_on_franka_kitchen_against_the_double(tmp_path):
+    from arena.results.aggregate import collect_run_records
+
+    with cosmos_server_double() as server:
+        experiment = {
+            "requires": {"arena-plugin-cosmos": ">=0.1"},
+            "shared": {
+                "environment_builder": {"num_envs": 2, "seed": 0},
+                "rollout_limit": {"num_episodes": 2, "max_episode_steps": 5},
+            },
+            "runs": {
+                "kettle_cosmos": {
+                    "environment": {"type": "franka_kitchen", "task": "kettle", "image_height": 36, "image_width": 64},
+                    "policy": {
+                        "type": "cosmos_remote",
+                        "cosmos_embodiment_adapter": "droid",
+                        "open_loop_horizon": 4,
+                        "remote_host": server.host,
+                        "remote_port": server.port,
+                    },
+                    "server": {"external": True},
+                }
+            },
+        }
+        path = tmp_path / "exp.yaml"
+        path.write_text(yaml.safe_dump(experiment))
+        result = arena("run", str(path), "--output-dir", str(tmp_path / "out"))
+        requests = list(server.model.requests)
+    records = sorted(collect_run_records(tmp_path / "out" / "kettle_cosmos"), key=lambda r: r.episode_index)
+    assert [r.episode_index for r in records] == [0, 1]
+    for record in records:
+        assert record.error is None and record.outcome == "timeout" and record.steps == 5
+        assert record.latency["requests"] == 2  # horizon 4 of 32: steps 0 and 4 request
+        assert record.server_timing["infer_ms_mean"] >= 0
+    assert len(requests) == 4
+    assert requests[0]["observation/image"].shape == (540, 640, 3)
+    assert requests[0]["prompt"] == "move the kettle to the top left burner"
+    # Last: the records above are what this plugin owns; the exit code also covers the report.
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_cosmos_plugin_is_listed_with_what_it_registers():
+    result = arena("plugins", "--json")
+    assert result.returncode == 0, result.stderr
+    plugins = {p["name"]: p for p in json.loads(result.stdout)["plugins"]}
+    cosmos = plugins["cosmos"]
+    assert cosmos["distribution"] == "arena-plugin-cosmos"
+    assert cosmos["registered"] == {
+        "policies": ["cosmos_remote"],
+        "embodiment_adapters": ["cosmos/droid"],
+        "server_tasks": ["cosmos_remote"],
+    }
+
+
+def test_experiment_requiring_cosmos_fails_before_starting_when_it_is_not_installed(monkeypatch):
+    import importlib.metadata
+
+    from arena.config import load_experiment
+    from arena.config import requires as requires_module
+    from arena.errors import ConfigError
+
+    real_version = importlib.metadata.version
+
+    def version(dist: str) -> str:
+        if dist == "arena-plugin-cosmos":
+            raise importlib.metadata.PackageNotFoundError(dist)
+        return real_version(dist)
+
+    monkeypatch.setattr(requires_module, "version", version)
+    with pytest.raises(ConfigError, match=r"arena-plugin-cosmos>=0.1, which is not installed: pip install"):
+        load_experiment(EXAMPLE)

@@ -1,0 +1,236 @@
+"""openpi embodiment adapters (family ``"openpi"``): ``droid``, ``libero``, ``aloha``.
+
+Each sends exactly what openpi's public example clients send for that config (keys, dtypes,
+224 x 224 resize-with-pad; ``reference/protocols.md`` section 2.5) and declares the chunk
+rows replayed per request for each ``policy_variant`` (``open_loop_horizon_by_variant``).
+
+Arena-layout observations each adapter reads (``N = num_envs``):
+
+``droid`` (the ``franka_kitchen`` environment provides these)::
+
+    camera_obs/external_camera_rgb   uint8 (N, H, W, 3)
+    camera_obs/wrist_camera_rgb      uint8 (N, H, W, 3)
+    policy/joint_pos                 float (N, 7)     rad
+    policy/gripper_pos               float (N, 1)     0 open ... 1 closed
+
+``libero`` (no bundled simulator; the keys a LIBERO environment must provide)::
+
+    camera_obs/agentview_rgb         uint8 (N, H, W, 3)   as LIBERO renders it (upside down)
+    camera_obs/eye_in_hand_rgb       uint8 (N, H, W, 3)   as LIBERO renders it (upside down)
+    policy/eef_pos                   float (N, 3)     m
+    policy/eef_quat                  float (N, 4)     (x, y, z, w), robosuite order
+    policy/gripper_qpos              float (N, 2)     m, the two finger joints
+
+``aloha`` (no bundled simulator; the keys an ALOHA environment must provide)::
+
+    camera_obs/cam_high_rgb          uint8 (N, H, W, 3)   required
+    camera_obs/cam_low_rgb, cam_left_wrist_rgb, cam_right_wrist_rgb   optional, same shape
+    policy/joint_pos                 float (N, 14)    both arms: 6 joints + gripper each
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from arena.policies.adapters import EmbodimentAdapter
+from arena_openpi.images import resize_with_pad
+
+#: Side of the square images openpi's examples send (the server resizes to this size too).
+IMAGE_SIZE = 224
+
+
+class OpenPIAdapter(EmbodimentAdapter):
+    """Base of the openpi adapters: adds the per-variant open-loop horizon table."""
+
+    #: ``policy_variant -> rows of each chunk replayed before the next request``.
+    open_loop_horizon_by_variant: ClassVar[dict[str, int]] = {}
+
+
+def _image(observation: dict[str, Any], key: str, env_id: int) -> np.ndarray:
+    return np.asarray(observation["camera_obs"][key][env_id])
+
+
+def _to_uint8(image: np.ndarray) -> np.ndarray:
+    """Float images in [0, 1] become uint8 as openpi's ``convert_to_uint8`` does (``255 * x``)."""
+    if np.issubdtype(image.dtype, np.floating):
+        return (255 * image).astype(np.uint8)
+    return image.astype(np.uint8, copy=False)
+
+
+# -- DROID ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DroidFrame:
+    """One env's DROID inputs, as read from the observation (native sizes)."""
+
+    exterior_image: np.ndarray
+    wrist_image: np.ndarray
+    joint_position: np.ndarray
+    gripper_position: np.ndarray
+
+
+class OpenPIDroidAdapter(OpenPIAdapter):
+    """Franka DROID for the ``pi0_droid_jointpos`` / ``pi05_droid_jointpos`` checkpoints.
+
+    Request (openpi ``examples/droid/main.py``)::
+
+        observation/exterior_image_1_left  uint8 (224, 224, 3)   resize-with-pad
+        observation/wrist_image_left       uint8 (224, 224, 3)   resize-with-pad
+        observation/joint_position         float64 (7,)          rad
+        observation/gripper_position       float64 (1,)          0 open ... 1 closed
+        prompt                             str
+
+    Reply: ``actions (H, 8)``: 7 absolute joint positions + gripper (the joint-position
+    checkpoints; H = 15 for pi05, 10 for pi0, all of which are replayed).
+    """
+
+    action_dim: ClassVar[int] = 8
+    open_loop_horizon_by_variant: ClassVar[dict[str, int]] = {"pi05": 15, "pi0": 10}
+
+    def extract(self, observation: dict[str, Any], env_id: int) -> DroidFrame:
+        return DroidFrame(
+            exterior_image=_image(observation, "external_camera_rgb", env_id),
+            wrist_image=_image(observation, "wrist_camera_rgb", env_id),
+            joint_position=np.asarray(observation["policy"]["joint_pos"][env_id]),
+            gripper_position=np.asarray(observation["policy"]["gripper_pos"][env_id]),
+        )
+
+    def pack_request(self, extracted: DroidFrame, instruction: str | None) -> dict[str, Any]:
+        return {
+            "observation/exterior_image_1_left": resize_with_pad(
+                _to_uint8(extracted.exterior_image), IMAGE_SIZE, IMAGE_SIZE
+            ),
+            "observation/wrist_image_left": resize_with_pad(_to_uint8(extracted.wrist_image), IMAGE_SIZE, IMAGE_SIZE),
+            "observation/joint_position": np.asarray(extracted.joint_position, np.float64).reshape(7),
+            "observation/gripper_position": np.asarray(extracted.gripper_position, np.float64).reshape(1),
+            "prompt": instruction or "",
+        }
+
+
+# -- LIBERO ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LiberoFrame:
+    """One env's LIBERO inputs (images as rendered, state parts)."""
+
+    agentview: np.ndarray
+    eye_in_hand: np.ndarray
+    eef_pos: np.ndarray
+    eef_quat: np.ndarray
+    gripper_qpos: np.ndarray
+
+
+def quat_to_axis_angle(quat: np.ndarray) -> np.ndarray:
+    """Axis-angle ``(3,)`` (axis times angle, rad) of a unit quaternion ``(x, y, z, w)``.
+
+    A rotation by ``angle`` about unit ``axis`` has ``w = cos(angle / 2)``, ``xyz = sin(angle / 2) *
+    axis``; near the identity the result is zero.
+    """
+    q = np.asarray(quat, np.float64).reshape(4)
+    w = float(np.clip(q[3], -1.0, 1.0))
+    s = np.sqrt(max(0.0, 1.0 - w * w))
+    if s < 1e-9:
+        return np.zeros(3)
+    return q[:3] / s * (2.0 * np.arccos(w))
+
+
+class OpenPILiberoAdapter(OpenPIAdapter):
+    """LIBERO (Franka, robosuite) for the ``pi0_libero`` / ``pi05_libero`` checkpoints.
+
+    Request (openpi ``examples/libero/main.py``)::
+
+        observation/image        uint8 (224, 224, 3)   agentview, rotated 180 degrees, resize-with-pad
+        observation/wrist_image  uint8 (224, 224, 3)   eye-in-hand, rotated 180 degrees, resize-with-pad
+        observation/state        float64 (8,)          eef position (3), axis-angle (3), gripper qpos (2)
+        prompt                   str
+
+    Reply: ``actions (H, 7)`` (end-effector delta + gripper; H = 10 for pi05, 50 for pi0); the
+    example replays 5 rows per request, so both variants replay 5.
+    """
+
+    action_dim: ClassVar[int] = 7
+    open_loop_horizon_by_variant: ClassVar[dict[str, int]] = {"pi05": 5, "pi0": 5}
+
+    def extract(self, observation: dict[str, Any], env_id: int) -> LiberoFrame:
+        policy = observation["policy"]
+        return LiberoFrame(
+            agentview=_image(observation, "agentview_rgb", env_id),
+            eye_in_hand=_image(observation, "eye_in_hand_rgb", env_id),
+            eef_pos=np.asarray(policy["eef_pos"][env_id]),
+            eef_quat=np.asarray(policy["eef_quat"][env_id]),
+            gripper_qpos=np.asarray(policy["gripper_qpos"][env_id]),
+        )
+
+    def pack_request(self, extracted: LiberoFrame, instruction: str | None) -> dict[str, Any]:
+        # LIBERO renders upside down; the checkpoints were trained on the rotated images.
+        image = np.ascontiguousarray(_to_uint8(extracted.agentview)[::-1, ::-1])
+        wrist = np.ascontiguousarray(_to_uint8(extracted.eye_in_hand)[::-1, ::-1])
+        state = np.concatenate(
+            [
+                np.asarray(extracted.eef_pos, np.float64).reshape(3),
+                quat_to_axis_angle(extracted.eef_quat),
+                np.asarray(extracted.gripper_qpos, np.float64).reshape(2),
+            ]
+        )
+        return {
+            "observation/image": resize_with_pad(image, IMAGE_SIZE, IMAGE_SIZE),
+            "observation/wrist_image": resize_with_pad(wrist, IMAGE_SIZE, IMAGE_SIZE),
+            "observation/state": state,
+            "prompt": instruction or "",
+        }
+
+
+# -- ALOHA ----------------------------------------------------------------------------------
+
+#: ALOHA camera names the openpi ALOHA configs accept, in request order.
+ALOHA_CAMERAS = ("cam_high", "cam_low", "cam_left_wrist", "cam_right_wrist")
+
+
+@dataclass(frozen=True)
+class AlohaFrame:
+    """One env's ALOHA inputs: the cameras present (HWC, native size) and the 14-dim state."""
+
+    images: dict[str, np.ndarray]
+    state: np.ndarray
+
+
+class OpenPIAlohaAdapter(OpenPIAdapter):
+    """Bimanual ALOHA for the ``pi0_aloha_sim`` / ``pi0_aloha*`` checkpoints.
+
+    Request (openpi ``examples/aloha_sim`` and ``examples/aloha_real``)::
+
+        state    float64 (14,)
+        images   {"cam_high": uint8 (3, 224, 224), ...}   CHW, resize-with-pad; cam_low,
+                                                         cam_left_wrist, cam_right_wrist when present
+        prompt   str
+
+    Reply: ``actions (50, 14)``; the examples replay 10 rows per chunk.
+    """
+
+    action_dim: ClassVar[int] = 14
+    open_loop_horizon_by_variant: ClassVar[dict[str, int]] = {"pi0": 10, "pi05": 10}
+
+    def extract(self, observation: dict[str, Any], env_id: int) -> AlohaFrame:
+        cameras = observation["camera_obs"]
+        images = {name: _image(observation, f"{name}_rgb", env_id) for name in ALOHA_CAMERAS if f"{name}_rgb" in cameras}
+        if "cam_high" not in images:
+            raise KeyError("the aloha adapter needs camera_obs['cam_high_rgb']")
+        return AlohaFrame(images=images, state=np.asarray(observation["policy"]["joint_pos"][env_id]))
+
+    def pack_request(self, extracted: AlohaFrame, instruction: str | None) -> dict[str, Any]:
+        images = {
+            name: np.ascontiguousarray(
+                resize_with_pad(_to_uint8(image), IMAGE_SIZE, IMAGE_SIZE).transpose(2, 0, 1)
+            )
+            for name, image in extracted.images.items()
+        }
+        return {
+            "state": np.asarray(extracted.state, np.float64).reshape(14),
+            "images": images,
+            "prompt": instruction or "",
+        }

@@ -1,0 +1,113 @@
+"""``arena run`` with ``pi0_remote`` on franka_kitchen against the openpi server double."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from arena_openpi.testing import openpi_server_double
+
+ARENA = [sys.executable, "-m", "arena"]
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "pi0_and_cosmos.yaml"
+
+
+def arena(*args: str, env_extra: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "MUJOCO_GL": "osmesa", "PYOPENGL_PLATFORM": "osmesa", **(env_extra or {})}
+    return subprocess.run([*ARENA, *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=240)
+
+
+@pytest.mark.slow
+def test_arena_run_pi0_on_franka_kitchen_against_the_double(tmp_path):
+    from arena.results.aggregate import collect_run_records
+
+    with openpi_server_double("droid", "pi0") as server:
+        experiment = {
+            "requires": {"arena-plugin-openpi": ">=0.1"},
+            "shared": {
+                "environment_builder": {"num_envs": 1, "seed": 0},
+                "rollout_limit": {"num_episodes": 2, "max_episode_steps": 12},
+            },
+            "runs": {
+                "microwave_pi0": {
+                    "environment": {"type": "franka_kitchen", "task": "microwave", "image_height": 48, "image_width": 64},
+                    "policy": {
+                        "type": "pi0_remote",
+                        "policy_variant": "pi0",
+                        "openpi_embodiment_adapter": "droid",
+                        "remote_host": server.host,
+                        "remote_port": server.port,
+                    },
+                    "server": {"external": True},
+                }
+            },
+        }
+        path = tmp_path / "exp.yaml"
+        path.write_text(yaml.safe_dump(experiment))
+        result = arena("run", str(path), "--output-dir", str(tmp_path / "out"))
+        requests = list(server.model.requests)
+    records = sorted(collect_run_records(tmp_path / "out" / "microwave_pi0"), key=lambda r: r.episode_index)
+    assert [r.episode_index for r in records] == [0, 1]
+    for record in records:
+        assert record.error is None and record.outcome == "timeout" and record.steps == 12
+        assert record.task == "microwave"
+        assert record.latency["requests"] == 2  # pi0 replays 10 rows: steps 0 and 10 request
+        assert record.server_timing["infer_ms_mean"] >= 0
+    # The double validated every request (a rejected one would have made the episode an error).
+    assert len(requests) == 4
+    assert requests[0]["prompt"] == "open the microwave door"
+    summary = json.loads((tmp_path / "out" / "experiment_result.json").read_text())
+    assert "microwave_pi0" in json.dumps(summary)
+    # Last: the records above are what this plugin owns; the exit code also covers the report.
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_openpi_plugin_is_listed_with_what_it_registers():
+    result = arena("plugins", "--json")
+    assert result.returncode == 0, result.stderr
+    plugins = {p["name"]: p for p in json.loads(result.stdout)["plugins"]}
+    openpi = plugins["openpi"]
+    assert openpi["distribution"] == "arena-plugin-openpi"
+    assert openpi["registered"]["policies"] == ["pi0_remote"]
+    assert openpi["registered"]["embodiment_adapters"] == ["openpi/aloha", "openpi/droid", "openpi/libero"]
+    assert openpi["registered"]["server_tasks"] == ["pi0_remote"]
+
+
+def test_experiment_requiring_openpi_fails_before_starting_when_it_is_not_installed(tmp_path, monkeypatch):
+    """With the distribution absent, `requires:` names it (and how to install it) before any run."""
+    import importlib.metadata
+
+    from arena.config import load_experiment
+    from arena.config import requires as requires_module
+    from arena.errors import ConfigError
+
+    real_version = importlib.metadata.version
+
+    def version(dist: str) -> str:
+        if dist == "arena-plugin-openpi":
+            raise importlib.metadata.PackageNotFoundError(dist)
+        return real_version(dist)
+
+    monkeypatch.setattr(requires_module, "version", version)
+    with pytest.raises(ConfigError, match=r"arena-plugin-openpi>=0.1, which is not installed: pip install"):
+        load_experiment(EXAMPLE)
+    assert not (tmp_path / "outputs").exists()
+
+
+@pytest.mark.slow
+def test_example_validates_and_dry_runs(tmp_path):
+    validated = arena("validate", str(EXAMPLE))
+    assert validated.returncode == 0, validated.stdout + validated.stderr
+    assert "4 run(s)" in validated.stdout
+    dry = arena("run", str(EXAMPLE), "--dry-run", "--output-dir", str(tmp_path / "out"), cwd=tmp_path)
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    out = dry.stdout
+    for run in ("microwave_pi05", "microwave_cosmos", "kettle_pi05", "kettle_cosmos"):
+        assert run in out
+    assert "pi05_droid_jointpos_polaris" in out and "action_policy_server_robolab" in out
+    assert not (tmp_path / "out").exists()
