@@ -1,0 +1,206 @@
+"""Synchronous ZeroMQ REQ client of a GR00T policy server (N1.5 and N1.6 generations).
+
+Protocol (``reference/protocols.md`` sections 5.2-5.5): a single-part msgpack message
+``{"endpoint": NAME, "data": {...}, "api_token": TOKEN}`` (``data`` only for endpoints that
+take input, ``api_token`` only when set) and exactly one reply. A server exception comes back
+as ``{"error": str}`` and the REP socket stays usable; the N1.6 client also treats a raw
+``b"ERROR"`` reply as an error.
+
+Unlike GR00T's own client, timeouts really apply (``RCVTIMEO``/``SNDTIMEO``): after one, the
+REQ socket is stuck waiting for the lost reply (``EFSM`` on the next send), so it is closed
+with ``LINGER=0`` and recreated; closing never blocks on an undelivered request.
+
+    client = Gr00tClient("127.0.0.1", 5555)
+    client.wait_until_ready(60)
+    modality = client.get_modality_config()
+    action, info = client.get_action(observation, generation="n1.6")
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Literal
+
+import zmq
+
+from arena.transport.errors import CodecError, ConnectionLost, ProtocolError, RequestTimeout, ServerError, ServerUnavailable
+
+from arena_gr00t.codec import ModalityConfig, packb, unpackb
+
+__all__ = ["Generation", "Gr00tClient", "Gr00tServerError"]
+
+Generation = Literal["n1.6", "n1.5"]
+
+
+class Gr00tServerError(ServerError):
+    """The server answered ``{"error": ...}`` (or ``b"ERROR"``). The socket stays usable."""
+
+
+class Gr00tClient:
+    """One REQ socket to a GR00T server; not for use from several threads at once.
+
+    Args:
+        host, port: the server (``tcp://host:port``).
+        api_token: sent as ``api_token`` in every request when set.
+        request_timeout_s: seconds to wait for each reply.
+        first_request_timeout_s: seconds for the first ``get_action`` and for the first one
+            after a timeout or a lost connection (a restarted server warms up again);
+            ``None`` uses ``request_timeout_s``.
+    """
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        api_token: str | None = None,
+        request_timeout_s: float = 60.0,
+        first_request_timeout_s: float | None = None,
+    ) -> None:
+        self.endpoint = f"tcp://{host}:{port}"
+        self.api_token = api_token
+        self.request_timeout_s = request_timeout_s
+        self.first_request_timeout_s = first_request_timeout_s
+        self.recreated_sockets = 0
+        self._context = zmq.Context.instance()
+        self._socket: zmq.Socket | None = None
+        self._warm = False
+
+    # ---- socket ---------------------------------------------------------------------------
+    def _sock(self) -> zmq.Socket:
+        if self._socket is None:
+            sock = self._context.socket(zmq.REQ)
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.connect(self.endpoint)
+            self._socket = sock
+        return self._socket
+
+    def _recreate(self) -> None:
+        """Drop the (stuck) REQ socket; the next call opens a fresh one."""
+        sock, self._socket = self._socket, None
+        if sock is not None:
+            sock.close(linger=0)
+            self.recreated_sockets += 1
+        self._warm = False
+
+    def close(self) -> None:
+        """Close the socket without waiting for undelivered requests; idempotent."""
+        sock, self._socket = self._socket, None
+        if sock is not None:
+            sock.close(linger=0)
+
+    # ---- requests -------------------------------------------------------------------------
+    def call(self, endpoint: str, data: dict[str, Any] | None = None, *, timeout_s: float | None = None) -> Any:
+        """Send one request to ``endpoint`` and return the decoded reply.
+
+        Raises:
+            CodecError: ``data`` cannot be encoded (nothing was sent).
+            RequestTimeout: no reply within ``timeout_s`` (default ``request_timeout_s``);
+                the socket was recreated.
+            ConnectionLost: a ZeroMQ error; the socket was recreated.
+            Gr00tServerError: the server answered ``{"error": ...}`` or ``b"ERROR"``.
+            ProtocolError: the reply is not decodable.
+        """
+        message: dict[str, Any] = {"endpoint": endpoint}
+        if data is not None:
+            message["data"] = data
+        if self.api_token is not None:
+            message["api_token"] = self.api_token
+        payload = packb(message)
+        timeout = self.request_timeout_s if timeout_s is None else timeout_s
+        timeout_ms = max(1, int(timeout * 1000))
+        sock = self._sock()
+        try:
+            sock.setsockopt(zmq.SNDTIMEO, timeout_ms)
+            sock.setsockopt(zmq.RCVTIMEO, timeout_ms)
+            sock.send(payload)
+            raw = sock.recv()
+        except zmq.Again as exc:
+            self._recreate()
+            raise RequestTimeout(
+                f"{self.endpoint}: no reply to '{endpoint}' within {timeout:.3g} s; socket recreated"
+            ) from exc
+        except zmq.ZMQError as exc:
+            self._recreate()
+            raise ConnectionLost(f"{self.endpoint}: ZeroMQ error on '{endpoint}': {exc}") from exc
+        if raw == b"ERROR":
+            raise Gr00tServerError(f"{self.endpoint}: server answered ERROR to '{endpoint}'")
+        try:
+            reply = unpackb(raw)
+        except CodecError as exc:
+            raise ProtocolError(f"{self.endpoint}: undecodable reply to '{endpoint}': {exc}") from exc
+        if isinstance(reply, dict) and "error" in reply:
+            raise Gr00tServerError(f"{self.endpoint}: server error on '{endpoint}': {reply['error']}", str(reply["error"]))
+        return reply
+
+    def ping(self, timeout_s: float = 5.0) -> bool:
+        """True when the server answers ``ping`` within ``timeout_s`` (a dead server: False)."""
+        try:
+            self.call("ping", timeout_s=timeout_s)
+        except (RequestTimeout, ConnectionLost, Gr00tServerError, ProtocolError):
+            return False
+        return True
+
+    def wait_until_ready(self, timeout_s: float) -> None:
+        """Ping until the server answers.
+
+        Raises:
+            ServerUnavailable: no answer within ``timeout_s``.
+            Gr00tServerError: the server answered with an error (e.g. a wrong api_token).
+        """
+        deadline = time.monotonic() + timeout_s
+        last = "no attempt"
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ServerUnavailable(f"{self.endpoint}: no answer to ping within {timeout_s:g} s ({last})")
+            try:
+                self.call("ping", timeout_s=min(5.0, remaining))
+                return
+            except (RequestTimeout, ConnectionLost) as exc:
+                last = str(exc)
+
+    def get_modality_config(self) -> dict[str, ModalityConfig]:
+        """The model's ``{"video", "state", "action", "language"}`` ModalityConfigs; ``{}`` if none.
+
+        Raises:
+            ProtocolError: the reply is not a map of ModalityConfigs.
+        """
+        reply = self.call("get_modality_config")
+        if not isinstance(reply, dict) or not all(isinstance(v, ModalityConfig) for v in reply.values()):
+            raise ProtocolError(f"{self.endpoint}: get_modality_config reply is not a map of ModalityConfigs: {reply!r:.200}")
+        return reply
+
+    def get_action(
+        self, observation: dict[str, Any], *, generation: Generation = "n1.6", options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Request actions for ``observation``; returns ``(action_dict, info)``.
+
+        N1.6 sends ``data={"observation": ..., "options": ...}`` and gets ``[action, info]``;
+        N1.5 sends the observation itself as ``data`` and gets the action dict (``info`` is
+        ``{}``). Either reply shape is accepted whatever the generation.
+
+        Raises:
+            ProtocolError: the reply is neither an action map nor ``[action, info]``.
+            and everything :meth:`call` raises.
+        """
+        data = {"observation": observation, "options": options} if generation == "n1.6" else observation
+        timeout = self.request_timeout_s
+        if not self._warm and self.first_request_timeout_s is not None:
+            timeout = self.first_request_timeout_s
+        reply = self.call("get_action", data, timeout_s=timeout)
+        self._warm = True
+        if isinstance(reply, (list, tuple)) and len(reply) == 2 and isinstance(reply[0], dict):
+            info = reply[1] if isinstance(reply[1], dict) else {}
+            return reply[0], info
+        if isinstance(reply, dict):
+            return reply, {}
+        raise ProtocolError(
+            f"{self.endpoint}: get_action reply is a {type(reply).__name__}; expected an action map "
+            f"(N1.5) or [action, info] (N1.6)"
+        )
+
+    def reset(self, options: dict[str, Any] | None = None) -> dict[str, Any]:
+        """N1.6 ``reset`` endpoint (resets the server policy's state for every client)."""
+        reply = self.call("reset", {"options": options})
+        return reply if isinstance(reply, dict) else {}

@@ -1,0 +1,43 @@
+"""`arena run` on franka_kitchen against the GR00T double (the runner is a subprocess)."""
+
+from __future__ import annotations
+
+import pytest
+
+from arena_gr00t.testing import Gr00tDouble
+
+pytestmark = pytest.mark.slow
+
+
+def test_arena_run_on_franka_kitchen_against_the_gr00t_double(run_experiment):
+    with Gr00tDouble(restart_on_request=2) as server:
+        outcome = run_experiment(
+            {
+                "requires": {"arena-plugin-gr00t": ">=0.1"},
+                "runs": {
+                    "microwave_gr00t": {
+                        "environment": {"type": "franka_kitchen", "task": "microwave", "image_height": 48, "image_width": 64},
+                        "environment_builder": {"num_envs": 2, "seed": 0},
+                        "rollout_limit": {"num_episodes": 3, "max_episode_steps": 4},
+                        "policy": {
+                            "type": "gr00t_remote",
+                            "remote_host": "127.0.0.1",
+                            "remote_port": server.port,
+                            "open_loop_horizon": 2,
+                            "request_timeout_s": 3,
+                            "first_request_timeout_s": 3,
+                        },
+                        "server": {"external": True},
+                    }
+                },
+            }
+        )
+    assert outcome.exit_code == 0, outcome.result
+    records = outcome.episodes("microwave_gr00t")
+    assert [r["episode_index"] for r in records] == [0, 1, 2]
+    assert all(r["outcome"] in ("success", "failure", "timeout") for r in records)
+    assert server.restarts == 1  # the server restarted mid-episode and nothing was lost
+    assert set(server.batches) <= {2}
+    first = server.requests[[r.get("endpoint") for r in server.requests].index("get_action")]
+    lang = first["data"]["observation"]["language"]["annotation.language.language_instruction"]
+    assert lang == [["open the microwave door"]] * 2
