@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from arena_cosmos.adapters import CosmosDroidAdapter
-from arena_cosmos.images import half_size, resize_with_pad
+from arena.images import half_size, resize_with_pad
 from arena_cosmos.policy import CosmosRemoteConfig, CosmosRemotePolicy
 from arena_cosmos.server import cosmos_server_task
 from arena_cosmos.testing import RequestRejected, cosmos_reply, validate_cosmos_droid_request

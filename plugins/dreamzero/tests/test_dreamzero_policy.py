@@ -14,7 +14,7 @@ from arena.rollout.workitems import WorkItem
 
 from arena_dreamzero.policy import DreamZeroRemoteConfig, DreamZeroRemotePolicy
 from arena_dreamzero.testing import DreamZeroDouble
-from dreamzero_fakes import DroidFakeEnv
+from arena.testing.droid import DroidFakeEnv
 
 
 def make_policy(port: int, **fields) -> DreamZeroRemotePolicy:

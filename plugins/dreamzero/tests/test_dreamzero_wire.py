@@ -11,7 +11,7 @@ from arena.transport.errors import ProtocolError, ServerError
 from arena_dreamzero.adapters import DreamZeroDroidAdapter
 from arena_dreamzero.client import RESET_ACK, DreamZeroClient, ServerConfig
 from arena_dreamzero.testing import DreamZeroDouble
-from dreamzero_fakes import droid_obs
+from arena.testing.droid import droid_obs
 
 
 def request(session="s1", frames=None):

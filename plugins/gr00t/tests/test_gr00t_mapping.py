@@ -7,9 +7,9 @@ import pytest
 
 from arena_gr00t.adapters import Gr00tDroidAdapter, UnsupportedModality
 from arena_gr00t.codec import ModalityConfig
-from arena_gr00t.images import letterbox
+from arena.images import letterbox
 from arena_gr00t.schedulers import make_scheduler
-from gr00t_fakes import droid_obs
+from arena.testing.droid import droid_obs
 
 
 def test_letterbox_keeps_aspect_and_pads_black():

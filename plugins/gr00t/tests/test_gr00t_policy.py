@@ -16,7 +16,7 @@ from arena.rollout.workitems import WorkItem
 from arena_gr00t.policy import Gr00tRemoteConfig, Gr00tRemotePolicy
 from arena_gr00t.servertask import gr00t_server_task
 from arena_gr00t.testing import Gr00tDouble
-from gr00t_fakes import DroidFakeEnv
+from arena.testing.droid import DroidFakeEnv
 
 
 def make_policy(port: int, **fields) -> Gr00tRemotePolicy:

@@ -105,7 +105,7 @@ def test_ping_of_a_dead_port_is_false_and_close_does_not_hang():
 @pytest.mark.parametrize("generation", ["n1.6", "n1.5"])
 def test_both_reply_generations_decode_to_action_and_info(generation):
     from arena_gr00t.adapters import Gr00tDroidAdapter
-    from gr00t_fakes import droid_obs
+    from arena.testing.droid import droid_obs
 
     with Gr00tDouble(generation=generation) as server:
         client = Gr00tClient("127.0.0.1", server.port, request_timeout_s=5)
@@ -127,7 +127,7 @@ def test_both_reply_generations_decode_to_action_and_info(generation):
 
 def test_an_n15_request_to_an_n16_server_is_an_error_reply():
     from arena_gr00t.adapters import Gr00tDroidAdapter
-    from gr00t_fakes import droid_obs
+    from arena.testing.droid import droid_obs
 
     with Gr00tDouble(generation="n1.6") as server:
         client = Gr00tClient("127.0.0.1", server.port, request_timeout_s=5)

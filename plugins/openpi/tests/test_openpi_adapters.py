@@ -12,7 +12,7 @@ from arena_openpi.adapters import (
     OpenPILiberoAdapter,
     quat_to_axis_angle,
 )
-from arena_openpi.images import resize_with_pad
+from arena.images import resize_with_pad
 from arena_openpi.policy import Pi0RemoteConfig, Pi0RemotePolicy
 from arena_openpi.server import openpi_server_task
 from arena_openpi.testing import VALIDATORS, RequestRejected, reply_factory

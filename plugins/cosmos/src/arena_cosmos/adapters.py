@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from arena.policies.adapters import EmbodimentAdapter
-from arena_cosmos.images import half_size, resize_with_pad
+from arena.images import half_size, resize_with_pad
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ import numpy as np
 
 from arena.policies.adapters import ProtocolViolation
 
-from arena_dreamzero.images import letterbox
+from arena.images import letterbox
 
 __all__ = ["DreamZeroAdapter", "DreamZeroDroidAdapter"]
 

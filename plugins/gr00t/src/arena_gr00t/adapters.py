@@ -26,7 +26,7 @@ import numpy as np
 from arena.policies.adapters import ProtocolViolation
 
 from arena_gr00t.codec import ModalityConfig
-from arena_gr00t.images import letterbox
+from arena.images import letterbox
 
 __all__ = ["DROID_MODALITY", "Gr00tAdapter", "Gr00tDroidAdapter", "UnsupportedModality"]
 

@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from arena.policies.adapters import EmbodimentAdapter
-from arena_openpi.images import resize_with_pad
+from arena.images import resize_with_pad
 
 #: Side of the square images openpi's examples send (the server resizes to this size too).
 IMAGE_SIZE = 224

@@ -1,4 +1,6 @@
-"""A tiny DROID-layout environment (the franka_kitchen observation layout, no physics)."""
+"""A tiny DROID-layout environment for adapter and client tests: the ``franka_kitchen``
+observation layout (three cameras, 7 joints, gripper) with no physics, so tests of DROID
+clients (openpi, Cosmos, GR00T, DreamZero, your own) run in milliseconds."""
 
 from __future__ import annotations
 
@@ -6,6 +8,8 @@ import gymnasium as gym
 import numpy as np
 
 from arena.envs.base import Environment, EnvironmentConfig
+
+__all__ = ["CAMERAS", "DroidFakeEnv", "droid_obs"]
 
 CAMERAS = ("external_camera_rgb", "external_camera_2_rgb", "wrist_camera_rgb")
 

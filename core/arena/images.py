@@ -1,0 +1,71 @@
+"""Image helpers shared by embodiment adapters: resize-with-pad (letterbox) and half-size.
+
+``resize_with_pad`` behaves like openpi's client helper ``openpi_client.image_tools.
+resize_with_pad`` (a copy of TensorFlow's ``tf.image.resize_with_pad`` with PIL;
+``reference/protocols.md`` section 2.5): scale by ``1 / max(w / W, h / H)`` with the sizes
+truncated to ints, PIL bilinear resampling, centred on a zero (black) canvas; images already
+``H x W`` come back unchanged. The openpi, Cosmos, GR00T and DreamZero adapters all send
+letterboxed images, so they share this one implementation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from PIL import Image
+
+__all__ = ["half_size", "letterbox", "resize_with_pad"]
+
+
+def _resize_one(image: np.ndarray, height: int, width: int) -> np.ndarray:
+    h, w = image.shape[:2]
+    if (h, w) == (height, width):
+        return image
+    ratio = max(w / width, h / height)
+    new_h, new_w = max(1, int(h / ratio)), max(1, int(w / ratio))
+    resized = Image.fromarray(image).resize((new_w, new_h), resample=Image.BILINEAR)
+    canvas = np.zeros((height, width, image.shape[2]), np.uint8)
+    top, left = (height - new_h) // 2, (width - new_w) // 2
+    canvas[top : top + new_h, left : left + new_w] = np.asarray(resized)
+    return canvas
+
+
+def resize_with_pad(images: np.ndarray, height: int, width: int) -> np.ndarray:
+    """Letterbox ``uint8 (..., h, w, 3)`` images into ``uint8 (..., height, width, 3)``.
+
+    Leading dimensions (envs, time) are kept; an image already of the target size is returned
+    as is (not copied).
+
+    Raises:
+        ValueError: not a uint8 array of shape ``(..., h, w, 3)``.
+    """
+    images = np.asarray(images)
+    if images.dtype != np.uint8 or images.ndim < 3 or images.shape[-1] != 3:
+        raise ValueError(f"expected uint8 (..., h, w, 3) images, got {images.dtype} {images.shape}")
+    if images.shape[-3:-1] == (height, width):
+        return images
+    if images.ndim == 3:
+        return _resize_one(images, height, width)
+    flat = images.reshape((-1,) + images.shape[-3:])
+    out = np.stack([_resize_one(np.ascontiguousarray(img), height, width) for img in flat])
+    return out.reshape(images.shape[:-3] + (height, width, 3))
+
+
+#: The same operation under the name GR00T and DreamZero use for it.
+letterbox = resize_with_pad
+
+
+def half_size(image: np.ndarray) -> np.ndarray:
+    """``uint8 (h // 2, w // 2, C)``: the rounded mean of each 2 x 2 block of ``uint8 (h, w, C)``.
+
+    Equals bilinear downsampling by exactly 2 with half-pixel centres (torch
+    ``F.interpolate(scale_factor=0.5, mode="bilinear", align_corners=False)``, which Arena's
+    Cosmos client uses).
+
+    Raises:
+        ValueError: odd height or width.
+    """
+    h, w = image.shape[:2]
+    if h % 2 or w % 2:
+        raise ValueError(f"half_size needs an even height and width, got {h} x {w}")
+    blocks = image.reshape(h // 2, 2, w // 2, 2, -1).astype(np.float32)
+    return np.rint(blocks.mean(axis=(1, 3))).astype(np.uint8)
