@@ -29,15 +29,21 @@ def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(Path(__file__).resolve().parent.parent / "templates")),
         autoescape=True,
-        undefined=jinja2.StrictUndefined,
+        # Records and result files may come from other arena versions and backends: a missing
+        # optional field renders as empty rather than failing the whole report.
+        undefined=jinja2.ChainableUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters["pct"] = lambda v: "–" if v is None else f"{100 * v:.1f}%"
-    env.filters["signed_pct"] = lambda v: "–" if v is None else f"{100 * v:+.1f}%"
-    env.filters["ms"] = lambda v: "–" if v is None else f"{v:.1f} ms"
+    env.filters["pct"] = lambda v: f"{100 * v:.1f}%" if _is_number(v) else "–"
+    env.filters["signed_pct"] = lambda v: f"{100 * v:+.1f}%" if _is_number(v) else "–"
+    env.filters["ms"] = lambda v: f"{v:.1f} ms" if _is_number(v) else "–"
     env.filters["policy"] = _policy_label
     return env
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _policy_label(policy: Any) -> str:

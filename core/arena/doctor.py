@@ -1,0 +1,229 @@
+"""``arena doctor``: is this machine ready to run experiments? Each failed check says how to fix it.
+
+Checks: the Python version; versions of arena-core and the packages it runs on; plugins (loaded
+and broken, with their errors); headless rendering (one Meta-World frame rendered in a child
+process, so a crashing OpenGL driver cannot take arena down); video encoding (PyAV);
+``sbatch`` / ``osmo`` on ``PATH`` (needed only by those backends); free TCP ports on
+127.0.0.1 (an ephemeral one, and the policy servers' usual defaults).
+
+Status per check: ``ok``, ``info`` (nothing to do), ``warn`` (works, with a caveat) and
+``fail`` (``arena doctor`` then exits 1).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass
+from importlib import metadata
+from pathlib import Path
+
+#: Packages arena-core runs on: (distribution, why).
+PACKAGES = (
+    ("numpy", "arrays on the wire and in the simulators"),
+    ("pydantic", "configs"),
+    ("pluggy", "plugins"),
+    ("websockets", "policy client and server"),
+    ("msgpack", "wire format"),
+    ("gymnasium", "action spaces"),
+    ("mujoco", "Meta-World physics and rendering"),
+    ("metaworld", "the built-in CPU environment"),
+    ("av", "episode videos"),
+    ("jinja2", "the HTML report"),
+    ("rich", "terminal output"),
+)
+#: Ports policy servers listen on by default (openpi/Cosmos 8000, GR00T 5555, DreamZero 5000).
+DEFAULT_SERVER_PORTS = (8000, 5555, 5000)
+RENDER_TIMEOUT_S = 120.0
+
+
+@dataclass
+class Check:
+    name: str
+    status: str  # ok | info | warn | fail
+    detail: str
+    fix: str | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def check_python() -> Check:
+    version = ".".join(map(str, sys.version_info[:3]))
+    if sys.version_info < (3, 11):
+        return Check("python", "fail", f"Python {version} at {sys.executable}", "use Python 3.11 or newer")
+    return Check("python", "ok", f"Python {version} at {sys.executable}")
+
+
+def check_packages() -> list[Check]:
+    checks = []
+    try:
+        core = metadata.version("arena-core")
+        checks.append(Check("arena-core", "ok", core))
+    except metadata.PackageNotFoundError:
+        checks.append(Check("arena-core", "fail", "not installed as a distribution", "pip install -e . (from the arena checkout)"))
+    for dist, why in PACKAGES:
+        try:
+            version = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            checks.append(Check(f"package {dist}", "fail", f"missing ({why})", f"pip install '{dist}'"))
+            continue
+        check = Check(f"package {dist}", "ok", version)
+        if dist == "numpy" and int(version.split(".")[0]) >= 2:
+            try:
+                metadata.version("openpi-client")
+                check = Check(
+                    "package numpy", "warn", f"{version}, but openpi-client pins numpy<2", "pip install 'numpy<2'"
+                )
+            except metadata.PackageNotFoundError:
+                pass
+        checks.append(check)
+    return checks
+
+
+def check_plugins() -> list[Check]:
+    from arena.plugins import get_plugin_manager
+
+    manager = get_plugin_manager()
+    try:
+        registry = manager.registry
+    except Exception as exc:
+        return [Check("plugins", "fail", f"{type(exc).__name__}: {exc}", "uninstall or fix the plugin named above")]
+    plugins = [i for i in manager.infos.values() if not i.builtin]
+    names = ", ".join(f"{i.name} {i.version or ''}".strip() for i in plugins) or "none besides the built-ins"
+    checks = [
+        Check(
+            "plugins",
+            "ok",
+            f"{names}; {len(registry.policies)} policies, {len(registry.environments)} environments, "
+            f"{len(registry.launch_backends)} launch backends",
+        )
+    ]
+    for broken in manager.broken:
+        checks.append(
+            Check(
+                f"plugin {broken.name}",
+                "fail",
+                f"failed to load ({broken.distribution}): {broken.error}",
+                f"reinstall or upgrade {broken.distribution or broken.name} (pip install -U ...), or uninstall it; "
+                "ARENA_STRICT_PLUGINS=1 shows the traceback",
+            )
+        )
+    return checks
+
+
+_RENDER_SNIPPET = """
+import numpy as np
+from arena.envs.metaworld import MetaWorldConfig, MetaWorldEnvironment
+env = MetaWorldEnvironment(MetaWorldConfig(task="reach-v3", image_size=64), num_envs=1)
+env.reset_envs([0], [0])
+frame = env.render(0)
+env.close()
+assert frame.shape == (64, 64, 3) and frame.dtype == np.uint8, frame.shape
+print("frame", frame.shape, int(frame.std() > 0))
+"""
+
+
+def check_rendering(timeout_s: float = RENDER_TIMEOUT_S) -> Check:
+    gl = os.environ.get("MUJOCO_GL", "osmesa (arena's default on Linux)")
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _RENDER_SNIPPET], capture_output=True, text=True, timeout=timeout_s, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return Check("headless rendering", "fail", f"MUJOCO_GL={gl}: no frame after {timeout_s:g} s", _render_fix())
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return Check("headless rendering", "fail", f"MUJOCO_GL={gl}: {last}", _render_fix())
+    blank = done.stdout.strip().endswith(" 0")
+    if blank:
+        return Check("headless rendering", "warn", f"MUJOCO_GL={gl}: the frame is blank", _render_fix())
+    return Check("headless rendering", "ok", f"MUJOCO_GL={gl}: rendered a 64x64 Meta-World frame")
+
+
+def _render_fix() -> str:
+    return (
+        "CPU: install OSMesa (apt-get install libosmesa6) and set MUJOCO_GL=osmesa PYOPENGL_PLATFORM=osmesa; "
+        "GPU node: set MUJOCO_GL=egl (needs libEGL from the NVIDIA driver)"
+    )
+
+
+def check_video() -> Check:
+    try:
+        import numpy as np
+
+        from arena.rollout.recording import VideoWriter
+
+        with tempfile.TemporaryDirectory() as tmp:
+            writer = VideoWriter(Path(tmp) / "probe.mp4", fps=10)
+            for value in (0, 255):
+                writer.add(np.full((16, 16, 3), value, np.uint8))
+            writer.close()
+            size = (Path(tmp) / "probe.mp4").stat().st_size
+    except Exception as exc:
+        return Check("video encoding", "fail", f"{type(exc).__name__}: {exc}", "pip install av  (PyAV bundles FFmpeg with H.264)")
+    return Check("video encoding", "ok", f"H.264 MP4 via PyAV ({size} bytes for 2 frames)")
+
+
+def check_tools() -> list[Check]:
+    checks = []
+    for tool, backend in (("sbatch", "slurm"), ("osmo", "osmo")):
+        path = shutil.which(tool)
+        if path:
+            checks.append(Check(f"{tool} on PATH", "ok", path))
+        else:
+            checks.append(
+                Check(
+                    f"{tool} on PATH",
+                    "info",
+                    f"not found: needed only for --backend {backend}",
+                    f"run on a {backend} login node, or add {tool} to PATH",
+                )
+            )
+    return checks
+
+
+def check_ports(host: str = "127.0.0.1") -> list[Check]:
+    checks = []
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind((host, 0))
+            port = sock.getsockname()[1]
+        checks.append(Check("free ports", "ok", f"{host} can bind (e.g. ephemeral port {port}); the local backend picks free ports"))
+    except OSError as exc:
+        checks.append(Check("free ports", "fail", f"cannot bind {host}: {exc}", "check the loopback interface and local firewall rules"))
+        return checks
+    busy = []
+    for port in DEFAULT_SERVER_PORTS:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind((host, port))
+            except OSError:
+                busy.append(port)
+    if busy:
+        checks.append(
+            Check(
+                "default server ports",
+                "warn",
+                f"in use on {host}: {', '.join(map(str, busy))}",
+                "stop what listens there, or give `arena serve --port` another port (the local backend is unaffected)",
+            )
+        )
+    else:
+        checks.append(Check("default server ports", "ok", f"free on {host}: {', '.join(map(str, DEFAULT_SERVER_PORTS))}"))
+    return checks
+
+
+def run_checks(*, render: bool = True) -> list[Check]:
+    """All checks, in the order shown by ``arena doctor``."""
+    checks = [check_python(), *check_packages(), *check_plugins()]
+    if render:
+        checks.append(check_rendering())
+    checks.append(check_video())
+    checks.extend(check_tools())
+    checks.extend(check_ports())
+    return checks

@@ -1,0 +1,68 @@
+"""`arena doctor`: every check says what it found, and a failing one says how to fix it."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+from typer.testing import CliRunner
+
+from arena import doctor
+from arena.cli import app
+
+
+def test_doctor_reports_versions_plugins_tools_and_ports_as_json():
+    result = CliRunner().invoke(app, ["doctor", "--no-render", "--json"])
+    checks = {c["name"]: c for c in json.loads(result.output)}
+    assert checks["python"]["status"] == "ok"
+    assert checks["arena-core"]["status"] == "ok" and checks["package av"]["status"] == "ok"
+    assert checks["plugins"]["status"] in ("ok", "fail")
+    assert checks["video encoding"]["status"] == "ok"
+    assert {"sbatch on PATH", "osmo on PATH", "free ports", "default server ports"} <= set(checks)
+    for check in checks.values():
+        if check["status"] in ("fail", "warn"):
+            assert check["fix"], check
+    assert result.exit_code == (1 if any(c["status"] == "fail" for c in checks.values()) else 0)
+
+
+def test_missing_tools_and_packages_come_with_a_fix(monkeypatch):
+    monkeypatch.setattr(doctor.shutil, "which", lambda tool: None)
+    sbatch = next(c for c in doctor.check_tools() if c.name == "sbatch on PATH")
+    assert sbatch.status == "info" and "slurm" in sbatch.detail and sbatch.fix
+    monkeypatch.setattr(doctor, "PACKAGES", (("surely-not-installed-pkg", "testing"),))
+    missing = doctor.check_packages()[-1]
+    assert missing.status == "fail" and missing.fix == "pip install 'surely-not-installed-pkg'"
+
+
+def test_a_broken_plugin_fails_with_its_error_and_a_fix(monkeypatch):
+    import arena.plugins
+
+    real = arena.plugins.get_plugin_manager()
+    fake = SimpleNamespace(
+        registry=real.registry,
+        infos=real.infos,
+        broken=[SimpleNamespace(name="bad", distribution="arena-plugin-bad", error="ImportError: no module named torch")],
+    )
+    monkeypatch.setattr(arena.plugins, "get_plugin_manager", lambda: fake)
+    bad = next(c for c in doctor.check_plugins() if c.name == "plugin bad")
+    assert bad.status == "fail" and "no module named torch" in bad.detail and "arena-plugin-bad" in bad.fix
+
+
+def test_a_busy_default_port_is_a_warning_with_a_fix():
+    import socket
+
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", doctor.DEFAULT_SERVER_PORTS[0]))
+        except OSError:
+            pass  # already busy: the check must warn all the same
+        sock.listen()
+        ports = next(c for c in doctor.check_ports() if c.name == "default server ports")
+    assert ports.status == "warn" and str(doctor.DEFAULT_SERVER_PORTS[0]) in ports.detail and ports.fix
+
+
+@pytest.mark.slow
+def test_headless_rendering_renders_one_frame():
+    check = doctor.check_rendering()
+    assert check.status == "ok", check

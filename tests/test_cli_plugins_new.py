@@ -1,0 +1,63 @@
+"""`arena plugins new NAME`: a plugin package whose tests pass as generated."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from arena.cli import app
+from arena.errors import ConfigError
+from arena.scaffold import create_plugin, plugin_names
+
+
+def test_generated_package_has_entry_point_policy_adapter_server_task_model_tests_readme(tmp_path):
+    result = CliRunner().invoke(app, ["plugins", "new", "my-vla", "--dir", str(tmp_path / "pkg")])
+    assert result.exit_code == 0, result.output
+    root = tmp_path / "pkg"
+    files = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+    assert files == {
+        "pyproject.toml", "README.md", "tests/test_my_vla_plugin.py",
+        *(f"arena_my_vla/{m}.py" for m in ("__init__", "plugin", "policy", "adapter", "server_task", "model")),
+    }
+    pyproject = (root / "pyproject.toml").read_text()
+    assert 'name = "arena-plugin-my-vla"' in pyproject
+    assert '[project.entry-points.arena]\nmy-vla = "arena_my_vla.plugin"' in pyproject
+    for path in root.rglob("*.py"):
+        compile(path.read_text(), str(path), "exec")
+        assert "$" not in path.read_text(), path  # every placeholder was filled
+
+
+def test_bad_names_and_non_empty_directories_are_refused(tmp_path):
+    for bad in ("My-VLA", "1x", "a b", "x--y", ""):
+        with pytest.raises(ConfigError):
+            plugin_names(bad)
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "file").write_text("x")
+    with pytest.raises(ConfigError, match="not empty"):
+        create_plugin("ok", tmp_path / "taken")
+    result = CliRunner().invoke(app, ["plugins", "new", "Bad Name", "--dir", str(tmp_path / "x")])
+    assert result.exit_code == 2
+
+
+@pytest.mark.slow
+def test_generated_plugin_installs_and_its_tests_pass(tmp_path):
+    created = create_plugin("demo-vla", tmp_path / "arena-plugin-demo-vla")
+    site = tmp_path / "site"
+    install = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--quiet",
+         "--target", str(site), str(created.root)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert install.returncode == 0, install.stdout[-2000:] + install.stderr[-2000:]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    tests = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(created.root / "tests")],
+        capture_output=True, text=True, timeout=600, env=env, cwd=created.root,
+    )
+    assert tests.returncode == 0, tests.stdout[-4000:] + tests.stderr[-2000:]
+    assert "7 passed" in tests.stdout
