@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from arena.config import load_experiment_dict
 from arena.config.merge import deep_merge, get_path, leaves, set_path
-from arena.config.overrides import apply_overrides, parse_override, parse_value
+from arena.config.overrides import apply_overrides, parse_override
 
 keys = st.text(alphabet="abcdefgh_", min_size=1, max_size=4)
 scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=6)

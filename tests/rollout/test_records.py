@@ -6,12 +6,13 @@ import threading
 
 import pytest
 
+from arena.policies.base import latency_stats
 from arena.rollout.records import (
     RUN_STATES,
     EpisodeRecord,
     RecordWriter,
     StatusWriter,
-    latency_stats,
+
     merge_records,
     read_records,
 )

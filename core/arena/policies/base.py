@@ -6,6 +6,8 @@ returns ``float32`` numpy actions of shape ``(num_envs, action_dim)``.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import numpy as np
@@ -84,3 +86,26 @@ class PolicyBase(Generic[ConfigT]):
 
     def close(self) -> None:
         """Release resources. Idempotent; a remote client disconnects but never stops a server."""
+
+
+def latency_stats(samples_ms: Sequence[float]) -> dict[str, Any] | None:
+    """Summarize request latencies (milliseconds) for the ``latency`` field of :meth:`PolicyBase.episode_info`.
+
+    Returns ``{"requests", "mean_ms", "p50_ms", "p95_ms", "max_ms"}`` (nearest-rank
+    percentiles), or ``None`` for no samples.
+    """
+    if not samples_ms:
+        return None
+    ordered = sorted(float(s) for s in samples_ms)
+    n = len(ordered)
+
+    def rank(q: float) -> float:
+        return ordered[min(n - 1, max(0, math.ceil(q * n) - 1))]
+
+    return {
+        "requests": n,
+        "mean_ms": round(sum(ordered) / n, 3),
+        "p50_ms": round(rank(0.50), 3),
+        "p95_ms": round(rank(0.95), 3),
+        "max_ms": round(ordered[-1], 3),
+    }

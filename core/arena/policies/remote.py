@@ -26,7 +26,7 @@ from pydantic import AliasChoices, Field
 
 from arena.errors import ArenaError, PolicyError, TransportError
 from arena.policies.adapters import EmbodimentAdapter, ProtocolViolation
-from arena.policies.base import PolicyBase, PolicyConfig
+from arena.policies.base import PolicyBase, PolicyConfig, latency_stats
 from arena.transport.client import PolicyClient
 from arena.transport.errors import CodecError, ProtocolError
 
@@ -97,14 +97,7 @@ class _LatencyLog:
     def summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         if self.latency_ms:
-            arr = np.asarray(self.latency_ms)
-            out["latency"] = {
-                "requests": int(arr.size),
-                "mean_ms": float(arr.mean()),
-                "p50_ms": float(np.percentile(arr, 50)),
-                "p95_ms": float(np.percentile(arr, 95)),
-                "max_ms": float(arr.max()),
-            }
+            out["latency"] = latency_stats(self.latency_ms)
         if self.server_infer_ms:
             arr = np.asarray(self.server_infer_ms)
             out["server_timing"] = {"infer_ms_mean": float(arr.mean()), "infer_ms_max": float(arr.max())}

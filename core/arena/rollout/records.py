@@ -88,29 +88,6 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def latency_stats(samples_ms: Sequence[float]) -> dict[str, Any] | None:
-    """Summarize request latencies (milliseconds) for :attr:`EpisodeRecord.latency`.
-
-    Returns ``{"requests", "mean_ms", "p50_ms", "p95_ms", "max_ms"}`` (nearest-rank
-    percentiles), or ``None`` for no samples.
-    """
-    if not samples_ms:
-        return None
-    ordered = sorted(float(s) for s in samples_ms)
-    n = len(ordered)
-
-    def rank(q: float) -> float:
-        return ordered[min(n - 1, max(0, math.ceil(q * n) - 1))]
-
-    return {
-        "requests": n,
-        "mean_ms": round(sum(ordered) / n, 3),
-        "p50_ms": round(rank(0.50), 3),
-        "p95_ms": round(rank(0.95), 3),
-        "max_ms": round(ordered[-1], 3),
-    }
-
-
 class RecordWriter:
     """Appends :class:`EpisodeRecord` lines to ``path``; each line is flushed and fsync-ed.
 

@@ -31,7 +31,7 @@ from pydantic import AliasChoices, Field, field_validator
 
 from arena.errors import PolicyError, TransportError
 from arena.policies.adapters import ProtocolViolation
-from arena.policies.base import PolicyBase
+from arena.policies.base import PolicyBase, latency_stats
 from arena.policies.remote import RemotePolicyConfig
 from arena.transport.errors import ConnectionLost, HandshakeError, RequestTimeout, ServerUnavailable
 
@@ -285,14 +285,7 @@ class DreamZeroRemotePolicy(PolicyBase):
         out: dict[str, Any] = {"dreamzero": {"session_id": self.session_ids[env_id], "requests": self._session_requests[env_id]}}
         lat = self._latency[env_id]
         if lat:
-            arr = np.asarray(lat)
-            out["latency"] = {
-                "requests": int(arr.size),
-                "mean_ms": float(arr.mean()),
-                "p50_ms": float(np.percentile(arr, 50)),
-                "p95_ms": float(np.percentile(arr, 95)),
-                "max_ms": float(arr.max()),
-            }
+            out["latency"] = latency_stats(lat)
         return out
 
     def close(self) -> None:

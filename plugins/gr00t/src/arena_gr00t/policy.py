@@ -21,7 +21,7 @@ from pydantic import AliasChoices, Field, model_validator
 
 from arena.errors import PolicyError, TransportError
 from arena.policies.adapters import ProtocolViolation
-from arena.policies.base import PolicyBase
+from arena.policies.base import PolicyBase, latency_stats
 from arena.policies.remote import RemotePolicyConfig
 from arena.transport.errors import ConnectionLost, RequestTimeout
 
@@ -213,14 +213,7 @@ class Gr00tRemotePolicy(PolicyBase):
         out: dict[str, Any] = {"gr00t": {"requests": int(self.scheduler.requests[env_id]), "held_steps": int(self.scheduler.held_steps[env_id])}}
         lat = self._logs[env_id].latency_ms
         if lat:
-            arr = np.asarray(lat)
-            out["latency"] = {
-                "requests": int(arr.size),
-                "mean_ms": float(arr.mean()),
-                "p50_ms": float(np.percentile(arr, 50)),
-                "p95_ms": float(np.percentile(arr, 95)),
-                "max_ms": float(arr.max()),
-            }
+            out["latency"] = latency_stats(lat)
         return out
 
     def close(self) -> None:
