@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from arena.errors import ArenaError, ConfigError
+from arena.errors import ArenaError, ConfigError, LaunchError
 
 app = typer.Typer(
     name="arena",
@@ -51,10 +51,16 @@ def validate(
     """Check an experiment file without running anything (exit 2 on a configuration error)."""
     from arena.config import load_experiment
     from arena.launch.planning import plan_servers
+    from arena.launch.submit import make_backend
 
     try:
         exp = load_experiment(experiment, overrides or [])
-        plan_servers(exp)
+        servers = plan_servers(exp)
+        backend = make_backend(exp)
+        try:
+            backend.check(exp, servers)  # what the backend refuses before starting anything
+        except LaunchError as exc:  # a missing tool is not a configuration error
+            err.print(f"[yellow]warning:[/] {exc}", highlight=False)
     except ArenaError as exc:
         raise _fail(exc) from None
     if list_overrides:

@@ -80,6 +80,16 @@ class LaunchBackend:
     def __init__(self, options: BackendOptions) -> None:
         self.options = options
 
+    def check(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan]) -> None:
+        """Refuse, before anything starts or is written, what this backend cannot run.
+
+        ``arena validate`` and ``arena run`` call it. The default accepts everything.
+
+        Raises:
+            ConfigError: the experiment cannot run on this backend as configured.
+            LaunchError: a tool the backend needs (``sbatch``, ``osmo``) is missing.
+        """
+
     def plan(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan], output_dir: Path) -> str:
         """Return the rendered spec (what ``--dry-run`` prints)."""
         raise NotImplementedError

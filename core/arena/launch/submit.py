@@ -79,8 +79,7 @@ def run_experiment(
         return EXIT_OK
     if out.exists() and any(out.iterdir()):
         raise ConfigError(f"output directory {out} is not empty; choose another --output-dir", file=experiment.source)
-    if hasattr(backend, "check"):
-        backend.check(experiment, servers)
+    backend.check(experiment, servers)
     out.mkdir(parents=True, exist_ok=True)
     write_snapshot(experiment, out / "experiment.yaml")
     write_manifest(experiment, out)
@@ -199,8 +198,7 @@ def resume_experiment(
         kwargs["keep_errors"] = keep_errors
     elif keep_errors:
         raise ConfigError(f"the '{backend.name}' launch backend cannot keep error episodes on resume")
-    if hasattr(backend, "check"):
-        backend.check(sub, servers)
+    backend.check(sub, servers)
     note_resume(output_dir, keep_errors)
     return _submit_and_report(sub, servers, backend, output_dir, wait, console, kwargs)
 
