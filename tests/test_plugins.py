@@ -181,3 +181,14 @@ def test_plugin_installed_from_its_own_directory_shows_up_and_its_policy_runs(tm
     records = [json.loads(line) for line in lines]
     assert [r["outcome"] for r in records] == ["timeout", "timeout"]
     assert all(r["policy"]["type"] == "constant_action" for r in records)
+
+
+def test_unknown_type_mentions_plugins_that_failed_to_load(tmp_path):
+    make_broken_plugin(tmp_path / "site")
+    exp = tmp_path / "exp.yaml"
+    exp.write_text("runs:\n  a:\n    environment: {type: metaworld, task: reach-v3}\n    policy: {type: broken_remote}\n")
+    result = arena("validate", str(exp), env_extra={"PYTHONPATH": str(tmp_path / "site")})
+    assert result.returncode == 2
+    message = " ".join(result.stderr.split())
+    assert "unknown policy type 'broken_remote'" in message
+    assert "failed to load" in message and "needs libfoo" in message

@@ -24,10 +24,10 @@ app = typer.Typer(
 plugins_app = typer.Typer(help="List installed plugins (bare) or work with plugins.", invoke_without_command=True)
 app.add_typer(plugins_app, name="plugins")
 
-out = Console()
+out = Console(soft_wrap=True)
 if not out.is_terminal:  # logs and CI: do not squeeze tables into 80 columns
-    out = Console(width=160)
-err = Console(stderr=True)
+    out = Console(width=160, soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
 
 OverridesArg = Annotated[
     Optional[list[str]],
@@ -189,6 +189,9 @@ def status(output_dir: Annotated[Path, typer.Argument(help="experiment output di
             str(st.get("errors", 0)),
         )
     out.print(table)
+    for name, st in states.items():
+        if st.get("error"):
+            out.print(f"[red]{name}[/]: {st['error']}", highlight=False)
 
 
 @app.command()
@@ -220,13 +223,23 @@ def report(output_dir: Annotated[Path, typer.Argument(help="experiment output di
     """Rebuild experiment_result.json and index.html from the records (any record format_version this arena knows)."""
     from arena.results.report import write_report
 
-    if not output_dir.is_dir():
-        raise _fail(ConfigError(f"{output_dir} is not a directory"))
+    _require_output_dir(output_dir)
     try:
         path = write_report(output_dir)
     except ArenaError as exc:
         raise _fail(exc) from None
     out.print(f"report: {path}", highlight=False, soft_wrap=True)
+
+
+def _require_output_dir(path: Path) -> None:
+    """Refuse a directory that is not the output of ``arena run`` (exit 2)."""
+    if not path.is_dir() or not ((path / "experiment.yaml").exists() or (path / "manifest.json").exists()):
+        raise _fail(
+            ConfigError(
+                f"{path} is not an arena output directory (no experiment.yaml or manifest.json); "
+                "give the directory `arena run` printed, e.g. outputs/<experiment>/<timestamp>"
+            )
+        )
 
 
 @app.command()
@@ -238,10 +251,14 @@ def compare(
     """Compare two experiments run by run: B − A with its 95% Newcombe interval."""
     from arena.results.compare import compare_experiments
 
+    _require_output_dir(a)
+    _require_output_dir(b)
     try:
         data = compare_experiments(a, b)
     except FileNotFoundError as exc:
         raise _fail(ConfigError(str(exc))) from None
+    if not data["runs"]:
+        err.print(f"[yellow]warning:[/] {a} and {b} have no run names in common; nothing to compare", highlight=False)
     if as_json:
         out.print_json(json.dumps(data))
         return
@@ -299,7 +316,7 @@ def doctor(
 def serve(
     name: Annotated[str, typer.Argument(help="registered server model, e.g. metaworld-expert")],
     host: Annotated[str, typer.Option(help="bind address (0.0.0.0 exposes the server)")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="port")] = 8000,
+    port: Annotated[int, typer.Option(help="port", min=0, max=65535)] = 8000,
     option: Annotated[Optional[list[str]], typer.Option("--option", "-o", help="model option KEY=VALUE")] = None,
     api_key_env: Annotated[Optional[str], typer.Option(help="NAME of the variable holding the API key")] = None,
     max_batch_size: Annotated[int, typer.Option(help="group concurrent requests (models with infer_batch)")] = 1,
@@ -327,9 +344,15 @@ def serve(
         api_key = os.environ.get(api_key_env)
         if api_key is None:
             raise _fail(ConfigError(f"--api-key-env names {api_key_env}, which is not set"))
-    model = registry.servers[name](**options)
-    err.print(f"serving {name} on ws://{host}:{port} (healthz: http://{host}:{port}/healthz)")
-    serve_model(model, host, port, api_key=api_key, max_batch_size=max_batch_size, max_wait_ms=max_wait_ms)
+    try:
+        model = registry.servers[name](**options)
+        err.print(f"serving {name} on ws://{host}:{port} (healthz: http://{host}:{port}/healthz)")
+        serve_model(model, host, port, api_key=api_key, max_batch_size=max_batch_size, max_wait_ms=max_wait_ms)
+    except ArenaError as exc:
+        raise _fail(exc) from None
+    except OSError as exc:  # e.g. the port is taken
+        err.print(f"[bold red]error:[/] cannot serve on {host}:{port}: {exc.strerror or exc}", highlight=False)
+        raise typer.Exit(3) from None
 
 
 @app.command()
@@ -413,7 +436,7 @@ def plugins_new(
         raise _fail(exc) from None
     out.print(f"created {created.root} ({len(created.files)} files)", highlight=False, soft_wrap=True)
     out.print(
-        f"next: pip install -e {created.root} && pytest {created.root / 'tests'}  "
+        f"next: python -m pip install -e '{created.root}[test]' && python -m pytest {created.root / 'tests'}  "
         f"(then `arena plugins` lists '{created.entry_point}')",
         highlight=False,
         soft_wrap=True,

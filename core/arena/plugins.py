@@ -201,7 +201,13 @@ class PluginManager:
             return obj
         singular = kind.rstrip("s") if kind != "policies" else "policy"
         known = ", ".join(sorted(table)) or "none"
-        raise PluginError(f"unknown {singular} type '{type_name}' (registered: {known}; or use package.module:Class)")
+        hint = ""
+        if self.broken:  # the type may belong to a plugin that failed to load: say so
+            failed = "; ".join(f"'{b.name}' ({b.distribution}): {b.error}" for b in self.broken)
+            hint = f"; plugins that failed to load: {failed} (see `arena plugins`)"
+        raise PluginError(
+            f"unknown {singular} type '{type_name}' (registered: {known}; or use package.module:Class){hint}"
+        )
 
     def register_commands(self, app: Any) -> None:
         """Let plugins add typer sub-commands; a command name registered twice is an error.

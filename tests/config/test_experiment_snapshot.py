@@ -28,7 +28,7 @@ def test_written_snapshot_file_loads_back_equal(write, manager, valid_text, tmp_
 
 def test_snapshot_has_no_shared_and_every_field(write, manager, valid_text):
     snapshot = load_experiment(write(valid_text), manager=manager).snapshot()
-    assert set(snapshot) == {"requires", "launch", "runs"}
+    assert set(snapshot) == {"name", "requires", "launch", "runs"}
     alpha = snapshot["runs"]["alpha"]
     assert alpha["environment"] == {"type": "fake_env", "task": "reach", "horizon": 100, "options": {}}
     assert alpha["environment_builder"] == {"num_envs": 2, "seed": 0}
@@ -88,3 +88,12 @@ def test_every_listed_key_is_accepted_as_an_override(write, manager, valid_text)
     tokens = [f"{key}={yaml.safe_dump(value, default_flow_style=True).removesuffix(chr(10) + '...' + chr(10)).strip()}" for key, value in list_overrides(experiment)]
     again = load_experiment(path, tokens, manager=manager)
     assert again == experiment
+
+
+def test_snapshot_keeps_the_experiment_name_when_reloaded(write, manager, valid_text, tmp_path):
+    from arena.config import write_snapshot
+
+    experiment = load_experiment(write(valid_text), manager=manager)
+    write_snapshot(experiment, tmp_path / "out" / "experiment.yaml")
+    again = load_experiment(tmp_path / "out" / "experiment.yaml", manager=manager)
+    assert again.name == experiment.name != "experiment"

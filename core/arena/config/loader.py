@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,13 +47,14 @@ from arena.config.validation import validate_section
 from arena.config.yaml_io import dump_yaml, read_yaml
 from arena.envs.base import Environment
 from arena.errors import ConfigError, PluginError
+from arena.fsutil import write_text_atomic
 from arena.policies.base import PolicyBase
 from arena.servertask import ServerOverrides
 
 if TYPE_CHECKING:
     from arena.plugins import PluginManager
 
-TOP_LEVEL_KEYS = ("requires", "launch", "shared", "runs")
+TOP_LEVEL_KEYS = ("name", "requires", "launch", "shared", "runs")
 RUN_KEYS = ("environment", "policy", "environment_builder", "rollout_limit", "server", "recording")
 RUN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 
@@ -101,7 +101,8 @@ def load_experiment_dict(
 ) -> ResolvedExperiment:
     """Resolve already parsed experiment data; ``source`` names its file in errors.
 
-    The experiment's name is the stem of ``source`` (``"experiment"`` without one).
+    The experiment's name is its optional top-level ``name`` (snapshots carry it), else the
+    stem of ``source`` (``"experiment"`` without one).
 
     Raises:
         ConfigError: as :func:`load_experiment`.
@@ -144,9 +145,17 @@ def load_experiment_dict(
             name, shared, own, source=source, manager=manager, overrides=run_overrides + _scope(parsed, "shared")
         )
 
-    stem = Path(source).stem if source else "experiment"
+    name = raw.get("name")
+    if name is None:
+        name = Path(source).stem if source else "experiment"
+    elif not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+        raise ConfigError(
+            f"name must be a non-empty string of letters, digits, '_', '.' or '-' (it names output folders); got {name!r}",
+            file=source,
+            key="name",
+        )
     return ResolvedExperiment(
-        name=stem, source=source, requires=requires, launch=launch, runs=runs, shared=shared  # type: ignore[arg-type]
+        name=name, source=source, requires=requires, launch=launch, runs=runs, shared=shared  # type: ignore[arg-type]
     )
 
 
@@ -159,14 +168,7 @@ def write_snapshot(experiment: ResolvedExperiment, path: str | os.PathLike[str])
         "# merged, defaults included. `arena run-one` executes runs of this file.\n"
         + dump_yaml(experiment.snapshot())
     )
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(target, text, fsync=False)
 
 
 def list_overrides(

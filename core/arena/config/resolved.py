@@ -76,8 +76,9 @@ class ResolvedExperiment:
     shared: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def snapshot(self) -> dict[str, Any]:
-        """The fully resolved experiment as plain data: ``requires``, ``launch``, ``runs``."""
+        """The fully resolved experiment as plain data: ``name``, ``requires``, ``launch``, ``runs``."""
         return {
+            "name": self.name,
             "requires": dict(self.requires),
             "launch": self.launch.model_dump(mode="json", by_alias=True),
             "runs": {name: run.to_dict() for name, run in self.runs.items()},

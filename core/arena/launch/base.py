@@ -59,8 +59,11 @@ class Submission(BaseModel):
         path = Path(output_dir) / SUBMISSION_FILE
         try:
             return cls.model_validate(json.loads(path.read_text()))
-        except FileNotFoundError:
-            raise LaunchError(f"{output_dir} has no {SUBMISSION_FILE}: is it an arena output directory?") from None
+        except (FileNotFoundError, NotADirectoryError):
+            raise LaunchError(
+                f"{output_dir} has no {SUBMISSION_FILE}: give the output directory of `arena run` "
+                "(the one holding experiment.yaml and index.html)"
+            ) from None
         except ValueError as exc:
             raise LaunchError(f"{path} is not a valid submission: {exc}") from None
 

@@ -328,3 +328,6 @@ def _print_summary(result: dict[str, Any], console: Console) -> None:
             str(r.get("counts", {}).get("error", 0)),
         )
     console.print(table)
+    for name, r in result["runs"].items():
+        if r.get("error"):  # why a run failed belongs on the console, not only in runner.log
+            console.print(f"[red]{name}[/]: {r['error']}", highlight=False)

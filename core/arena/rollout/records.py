@@ -16,13 +16,14 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from arena.fsutil import write_text_atomic
 
 FORMAT_VERSION = 1
 #: Record format versions this arena reads (``arena report`` rebuilds from any of them).
@@ -196,20 +197,8 @@ def write_json_atomic(path: str | os.PathLike[str], data: Any) -> Path:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(_finite(data), handle, indent=2, sort_keys=False, allow_nan=False)
-            handle.write("\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    text = json.dumps(_finite(data), indent=2, sort_keys=False, allow_nan=False) + "\n"
+    write_text_atomic(path, text)
     return path
 
 
