@@ -371,6 +371,8 @@ def probe(
     api_key = os.environ.get(api_key_env) if api_key_env else None
     try:
         wait_until_ready(kind, host, port, timeout, api_key=api_key)
+    except ConfigError as exc:  # e.g. an unknown probe kind: a usage error, not "not ready"
+        raise _fail(exc) from None
     except ArenaError as exc:
         err.print(f"not ready: {exc}", highlight=False)
         raise typer.Exit(1) from None
