@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import statistics
 import time
 from collections.abc import Callable
@@ -35,18 +36,22 @@ def interleaved_medians(
 ) -> dict[str, float]:
     """Seconds per call of each case: the median over ``repeats`` of each repeat's median call.
 
-    Within a repeat the cases take turns call by call, so a burst of load from other processes
-    hits them alike, and medians ignore the calls such a burst stretches.
+    Within a repeat the cases take turns call by call, in a new random order each turn (so no
+    case always follows the same other case), a burst of load from other processes hits them
+    alike, and medians ignore the calls such a burst stretches.
     """
     for fn in cases.values():
         for _ in range(warmup):
             fn()
     per_repeat: dict[str, list[float]] = {name: [] for name in cases}
     clock = time.perf_counter
+    order = list(cases.items())
+    shuffle = random.Random(0).shuffle
     for _ in range(repeats):
         calls: dict[str, list[float]] = {name: [] for name in cases}
         for _ in range(iterations):
-            for name, fn in cases.items():
+            shuffle(order)
+            for name, fn in order:
                 start = clock()
                 fn()
                 calls[name].append(clock() - start)
