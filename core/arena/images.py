@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image
 
-__all__ = ["half_size", "letterbox", "resize_with_pad"]
+__all__ = ["half_size", "letterbox", "resize_with_pad", "to_uint8"]
 
 
 def _resize_one(image: np.ndarray, height: int, width: int) -> np.ndarray:
@@ -69,3 +69,12 @@ def half_size(image: np.ndarray) -> np.ndarray:
         raise ValueError(f"half_size needs an even height and width, got {h} x {w}")
     blocks = image.reshape(h // 2, 2, w // 2, 2, -1).astype(np.float32)
     return np.rint(blocks.mean(axis=(1, 3))).astype(np.uint8)
+
+
+def to_uint8(image: np.ndarray) -> np.ndarray:
+    """Float images in [0, 1] become ``uint8`` as openpi's ``convert_to_uint8`` does (``255 * x``,
+    truncated); integer images are cast without a copy when already ``uint8``."""
+    image = np.asarray(image)
+    if np.issubdtype(image.dtype, np.floating):
+        return (255 * image).astype(np.uint8)
+    return image.astype(np.uint8, copy=False)

@@ -225,3 +225,29 @@ def test_invalid_options_name_the_problem(options, message):
 def test_invalid_option_in_experiment_file_is_a_config_error():
     with pytest.raises(ConfigError, match="time"):
         experiment({"zero": {"environment": REACH, "policy": {"type": "zero_action"}}}, {"time": "soon"})
+
+
+def test_setup_commands_run_before_nounset_so_activation_scripts_may_read_unset_variables(tmp_path):
+    # conda's and many module systems' activation scripts read unset variables; under
+    # `set -u` the job would die there without writing its status.json.
+    setup = ['echo "path:${ARENA_TEST_SURELY_UNSET_VARIABLE}"']
+    exp = experiment({"zero": {"environment": REACH, "policy": {"type": "zero_action"}}}, {"setup": setup})
+    for text in (render(exp, "zero"), render_collect_script(exp, exp.launch.options("slurm"), OUT)):
+        head = text[: text.index(setup[0]) + len(setup[0])] + "\necho setup-done\n"
+        script = tmp_path / "head.sh"
+        script.write_text(head)
+        env = {k: v for k, v in os.environ.items() if k != "ARENA_TEST_SURELY_UNSET_VARIABLE"}
+        done = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=env, timeout=30)
+        assert done.returncode == 0 and "setup-done" in done.stdout, done.stderr
+        assert "set -uo pipefail" in text[text.index(setup[0]) :]  # the rest still runs with nounset
+
+
+def test_possibly_empty_argument_arrays_expand_safely_under_nounset(tmp_path):
+    # bash < 4.4 (RHEL 7 and other long-lived cluster images) treats "${EMPTY[@]}" as an
+    # unbound variable under `set -u`; the runner line must not expand an empty array bare.
+    exp = experiment({"zero": {"environment": REACH, "policy": {"type": "zero_action"}}})
+    text = render(exp, "zero")
+    runner = next(line for line in text.splitlines() if " run-one " in line)
+    for name in ("SHARD_ARGS", "SERVER_ARGS"):
+        assert f'${{{name}[@]+"${{{name}[@]}}"}}' in runner
+        assert f' "${{{name}[@]}}"' not in runner

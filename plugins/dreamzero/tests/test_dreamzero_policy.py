@@ -126,3 +126,14 @@ def test_defaults_wait_long_for_the_first_connection():
     config = DreamZeroRemoteConfig()
     assert config.connect_timeout_s >= 1800 and config.open_loop_horizon == 24
     assert config.reconnect_timeout_s < config.connect_timeout_s
+
+
+def test_first_inference_after_the_episode_reset_gets_the_warm_up_timeout():
+    # The rollout resets (``reset`` endpoint) before the first infer; that quick acknowledgement
+    # must not use up first_request_timeout_s, or a real warm-up times out and reconnects.
+    with DreamZeroDouble(first_delay_s=1.0) as server:
+        policy = make_policy(server.port, request_timeout_s=0.3, first_request_timeout_s=5, open_loop_horizon=4)
+        summary, records, _ = run_items(policy, 1, steps=6)
+        policy.close()
+    assert [r.outcome for r in records] == ["timeout"]
+    assert policy.reconnects == 0 and server.connections == 1

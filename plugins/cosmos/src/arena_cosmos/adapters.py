@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from arena.policies.adapters import EmbodimentAdapter
-from arena.images import half_size, resize_with_pad
+from arena.images import half_size, resize_with_pad, to_uint8
 
 
 @dataclass(frozen=True)
@@ -42,13 +42,6 @@ class CosmosDroidFrame:
     exterior_image_2: np.ndarray
     joint_position: np.ndarray
     gripper_position: np.ndarray
-
-
-def _uint8(image: np.ndarray) -> np.ndarray:
-    image = np.asarray(image)
-    if np.issubdtype(image.dtype, np.floating):
-        return (255 * image).astype(np.uint8)
-    return image.astype(np.uint8, copy=False)
 
 
 class CosmosDroidAdapter(EmbodimentAdapter):
@@ -74,9 +67,9 @@ class CosmosDroidAdapter(EmbodimentAdapter):
     def compose(self, frame: CosmosDroidFrame) -> np.ndarray:
         """The combined ``uint8 (540, 640, 3)`` view: wrist on top, exteriors halved below."""
         h, w = self.IMAGE_H, self.IMAGE_W
-        wrist = resize_with_pad(_uint8(frame.wrist_image), h, w)
-        left = half_size(resize_with_pad(_uint8(frame.exterior_image_1), h, w))
-        right = half_size(resize_with_pad(_uint8(frame.exterior_image_2), h, w))
+        wrist = resize_with_pad(to_uint8(frame.wrist_image), h, w)
+        left = half_size(resize_with_pad(to_uint8(frame.exterior_image_1), h, w))
+        right = half_size(resize_with_pad(to_uint8(frame.exterior_image_2), h, w))
         return np.concatenate([wrist, np.concatenate([left, right], axis=1)], axis=0)
 
     def pack_request(self, extracted: CosmosDroidFrame, instruction: str | None) -> dict[str, Any]:

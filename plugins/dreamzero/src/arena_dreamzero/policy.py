@@ -150,6 +150,8 @@ class DreamZeroRemotePolicy(PolicyBase):
         self.client.connect()
         self.server = self.client.server_config
         if self.server.action_space != "joint_position":
+            # never leave a connection to a server we refuse: a retry would infer against it
+            self.client.close()
             raise ProtocolViolation(
                 f"the server predicts {self.server.action_space}; embodiment '{c.embodiment}' needs joint_position"
             )

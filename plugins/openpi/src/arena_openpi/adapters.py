@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from arena.policies.adapters import EmbodimentAdapter
-from arena.images import resize_with_pad
+from arena.images import resize_with_pad, to_uint8
 
 #: Side of the square images openpi's examples send (the server resizes to this size too).
 IMAGE_SIZE = 224
@@ -51,13 +51,6 @@ class OpenPIAdapter(EmbodimentAdapter):
 
 def _image(observation: dict[str, Any], key: str, env_id: int) -> np.ndarray:
     return np.asarray(observation["camera_obs"][key][env_id])
-
-
-def _to_uint8(image: np.ndarray) -> np.ndarray:
-    """Float images in [0, 1] become uint8 as openpi's ``convert_to_uint8`` does (``255 * x``)."""
-    if np.issubdtype(image.dtype, np.floating):
-        return (255 * image).astype(np.uint8)
-    return image.astype(np.uint8, copy=False)
 
 
 # -- DROID ----------------------------------------------------------------------------------
@@ -102,9 +95,9 @@ class OpenPIDroidAdapter(OpenPIAdapter):
     def pack_request(self, extracted: DroidFrame, instruction: str | None) -> dict[str, Any]:
         return {
             "observation/exterior_image_1_left": resize_with_pad(
-                _to_uint8(extracted.exterior_image), IMAGE_SIZE, IMAGE_SIZE
+                to_uint8(extracted.exterior_image), IMAGE_SIZE, IMAGE_SIZE
             ),
-            "observation/wrist_image_left": resize_with_pad(_to_uint8(extracted.wrist_image), IMAGE_SIZE, IMAGE_SIZE),
+            "observation/wrist_image_left": resize_with_pad(to_uint8(extracted.wrist_image), IMAGE_SIZE, IMAGE_SIZE),
             "observation/joint_position": np.asarray(extracted.joint_position, np.float64).reshape(7),
             "observation/gripper_position": np.asarray(extracted.gripper_position, np.float64).reshape(1),
             "prompt": instruction or "",
@@ -168,8 +161,8 @@ class OpenPILiberoAdapter(OpenPIAdapter):
 
     def pack_request(self, extracted: LiberoFrame, instruction: str | None) -> dict[str, Any]:
         # LIBERO renders upside down; the checkpoints were trained on the rotated images.
-        image = np.ascontiguousarray(_to_uint8(extracted.agentview)[::-1, ::-1])
-        wrist = np.ascontiguousarray(_to_uint8(extracted.eye_in_hand)[::-1, ::-1])
+        image = np.ascontiguousarray(to_uint8(extracted.agentview)[::-1, ::-1])
+        wrist = np.ascontiguousarray(to_uint8(extracted.eye_in_hand)[::-1, ::-1])
         state = np.concatenate(
             [
                 np.asarray(extracted.eef_pos, np.float64).reshape(3),
@@ -225,7 +218,7 @@ class OpenPIAlohaAdapter(OpenPIAdapter):
     def pack_request(self, extracted: AlohaFrame, instruction: str | None) -> dict[str, Any]:
         images = {
             name: np.ascontiguousarray(
-                resize_with_pad(_to_uint8(image), IMAGE_SIZE, IMAGE_SIZE).transpose(2, 0, 1)
+                resize_with_pad(to_uint8(image), IMAGE_SIZE, IMAGE_SIZE).transpose(2, 0, 1)
             )
             for name, image in extracted.images.items()
         }
