@@ -287,3 +287,52 @@ def test_one_after_another_sends_requests_sequentially(openpi_double):
     finally:
         policy.close()
     assert [float(r["observation/state"][0]) for r in double.model.requests] == [0.0, 1.0, 2.0]
+
+
+class _ScriptedClient:
+    """A stand-in PolicyClient: each ``infer`` takes the next outcome of a shared script."""
+
+    script: ClassVar[list[bool]] = []  # True: reply with a chunk; False: the connection drops
+
+    def __init__(self, host: str, port: int, **options: Any) -> None:
+        self.endpoint = f"ws://{host}:{port}"
+        self.connected = False
+
+    def connect(self) -> dict:
+        self.connected = True
+        return {}
+
+    def close(self) -> None:
+        self.connected = False
+
+    def infer(self, obs: dict[str, Any]) -> dict[str, Any]:
+        from arena.transport.errors import ConnectionLost
+
+        if not self.script.pop(0):
+            self.connected = False
+            raise ConnectionLost("dropped")
+        return {"actions": np.full((2, 3), float(obs["observation/state"][0]))}
+
+
+def test_chunks_fetched_in_the_last_allowed_round_are_used():
+    # max_reconnect_attempts=1 allows three fetch rounds. Sequentially: round 1 env 0 gets a
+    # chunk, env 1 drops and reconnects (discarding env 0's chunk) and gets one; round 2 env 0
+    # drops and reconnects (discarding env 1's) and gets one; round 3 env 1 gets one: every
+    # env has a chunk, so there is an action, not an error.
+    class ScriptedPolicy(CounterPolicy):
+        client_cls = _ScriptedClient
+
+    _ScriptedClient.script = [True, False, True, False, True, True]
+    cfg = RemotePolicyConfig(
+        embodiment="counter", max_reconnect_attempts=1, concurrent_requests=False
+    )
+    policy = ScriptedPolicy(cfg, adapter=CounterAdapter())
+    env = SimpleNamespace(num_envs=2)
+    obs = {"policy": {"state": np.array([[0.0], [1.0]])}}
+    policy.start(env)
+    try:
+        actions = policy.get_action(env, obs)
+    finally:
+        policy.close()
+    assert actions[:, 0].tolist() == [0.0, 1.0]
+    assert policy.reconnects == 2 and _ScriptedClient.script == []

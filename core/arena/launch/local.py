@@ -25,7 +25,7 @@ from pydantic import Field
 from arena.errors import ConfigError
 from arena.launch.base import BackendOptions, LaunchBackend, Submission
 from arena.launch.local_server import LocalServer, free_port
-from arena.launch.processes import spawn, terminate
+from arena.processes import signal_group, spawn, terminate
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -151,9 +151,8 @@ class LocalBackend(LaunchBackend):
             extra={"pid": os.getpid(), "jobs": self.options.jobs},
         )
         submission.save()
-        scheduler = _Scheduler(self, experiment, servers, output_dir, submission, console)
-        scheduler.resume_flags = (("--resume",) + (("--keep-errors",) if keep_errors else ())) if resume else ()
-        scheduler.run()
+        resume_flags = (("--resume",) + (("--keep-errors",) if keep_errors else ())) if resume else ()
+        _Scheduler(self, experiment, servers, output_dir, submission, console, resume_flags).run()
         return submission
 
     def status(self, submission: Submission) -> dict[str, dict[str, Any]]:
@@ -188,13 +187,17 @@ def _pid_alive(pid: Any) -> bool:
 class _Scheduler:
     """Single-threaded: servers and runners are spawned from this thread and polled."""
 
-    def __init__(self, backend, experiment, servers, output_dir: Path, submission: Submission, console) -> None:
+    def __init__(
+        self, backend, experiment, servers, output_dir: Path, submission: Submission, console,
+        resume_flags: tuple[str, ...] = (),
+    ) -> None:
         self.backend = backend
         self.options: LocalOptions = backend.options
         self.experiment = experiment
         self.output_dir = output_dir
         self.submission = submission
         self.console = console
+        self.resume_flags = resume_flags
         self.instances = backend._instances(servers)
         self.by_run: dict[str, _Instance] = {r: i for i in self.instances.values() for r in i.all_users}
         self.pending: list[str] = list(experiment.runs)
@@ -293,7 +296,7 @@ class _Scheduler:
             env["ARENA_SERVER_INFO"] = json.dumps(
                 {"task": server.task.name, "host": server.host, "port": server.port, "log": "server.log", "pid": server.pid}
             )
-        argv = self.backend._runner_argv(self.output_dir, slot.name, server, getattr(self, "resume_flags", ()))
+        argv = self.backend._runner_argv(self.output_dir, slot.name, server, self.resume_flags)
         slot.proc = spawn(argv, self.output_dir / slot.name / "runner.log", env)
         self.submission.ids[slot.name] = {"0": str(slot.proc.pid)}
         self.submission.save()
@@ -324,6 +327,9 @@ class _Scheduler:
         for name in self.pending:
             _write_status(self.output_dir, name, "cancelled")
         self.pending = []
+        for slot in self.slots.values():  # all at once, so their grace periods overlap
+            if slot.proc is not None and slot.proc.poll() is None:
+                signal_group(slot.proc, signal.SIGTERM)
         for name, slot in list(self.slots.items()):
             if slot.proc is not None:
                 terminate(slot.proc, grace_s=10.0)

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from arena.errors import TransportError
-from arena.launch.processes import spawn, terminate
+from arena.processes import spawn, terminate
 from arena.servertask import ServerTask
 
 
@@ -68,6 +68,7 @@ class LocalServer:
             code = self._proc.poll()
             if code is None:
                 return self.state
+            terminate(self._proc, grace_s=0)  # what the crashed server left in its group
             if self.restarts >= self.max_restarts:
                 self._fail(
                     f"server '{self.task.name}' exited with code {code} and was restarted "
@@ -94,6 +95,7 @@ class LocalServer:
         assert self._proc is not None
         code = self._proc.poll()
         if code is not None:
+            terminate(self._proc, grace_s=0)
             self._fail(f"server '{self.task.name}' exited with code {code} before it was ready (see {self.log_path})")
             return self.state
         now = time.monotonic()

@@ -222,7 +222,7 @@ def _finish_report(out: Path, console: Console | None) -> int:
     from arena.results.report import write_report
 
     result = build_experiment_result(out)
-    report = write_report(out)
+    report = write_report(out, result)
     if console is not None:
         _print_summary(result, console)
     _say(console, f"report: {report}")
@@ -275,12 +275,10 @@ def cancel_submission(output_dir: Path) -> None:
 
 
 def collect_submission(output_dir: Path) -> Path:
-    from arena.results.aggregate import build_experiment_result
     from arena.results.report import write_report
 
     submission = Submission.load(output_dir)
     _backend_for(submission).collect(submission)
-    build_experiment_result(output_dir)
     return write_report(output_dir)
 
 

@@ -207,23 +207,22 @@ class RemoteChunkReplayPolicy(PolicyBase):
             raise PolicyError("get_action called before start()")
         # A reconnect in one env's request discards every env's chunk, so fetch until none
         # is due (bounded: each round either fills chunks or raises).
-        for _ in range(1 + self.config.max_reconnect_attempts + 1):
-            due = [
-                i
-                for i in range(len(self._chunks))
-                if self._chunks[i] is None or self._steps[i] >= len(self._chunks[i])
-            ]
-            if not due:
-                break
+        rounds = 0
+        while due := self._due():
+            if rounds == 2 + self.config.max_reconnect_attempts:
+                raise PolicyError("action chunks kept being discarded by reconnects")
             self._fetch_due(due, observation)
-        else:
-            raise PolicyError("action chunks kept being discarded by reconnects")
+            rounds += 1
         actions = np.empty((len(self._chunks), self.adapter.action_dim), dtype=np.float32)
         for i, chunk in enumerate(self._chunks):
             assert chunk is not None
             actions[i] = chunk[self._steps[i]]
             self._steps[i] += 1
         return actions
+
+    def _due(self) -> list[int]:
+        """Envs without a cached chunk, or whose chunk has been replayed."""
+        return [i for i, chunk in enumerate(self._chunks) if chunk is None or self._steps[i] >= len(chunk)]
 
     def _fetch_due(self, due: list[int], observation: dict[str, Any]) -> None:
         requests = [

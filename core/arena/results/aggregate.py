@@ -95,9 +95,15 @@ def _run_state(run_dir: Path, has_records: bool) -> tuple[str, list[str], dict |
 
 def summarize_run(output_dir: str | os.PathLike[str], name: str, manifest_entry: dict | None = None) -> dict[str, Any]:
     """One run's entry of ``experiment_result.json`` (see :func:`build_experiment_result`)."""
-    run_dir = Path(output_dir) / name
     issues: list[str] = []
-    records = collect_run_records(run_dir, issues)
+    records = collect_run_records(Path(output_dir) / name, issues)
+    return _summarize(Path(output_dir), name, manifest_entry, records, issues)
+
+
+def _summarize(
+    output_dir: Path, name: str, manifest_entry: dict | None, records: list[EpisodeRecord], issues: list[str]
+) -> dict[str, Any]:
+    run_dir = output_dir / name
     counts = count_outcomes(records)
     k = counts["success"]
     n = k + counts["failure"] + counts["timeout"]
@@ -244,10 +250,15 @@ def by_task(runs: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
     return groups
 
 
-def task_comparisons(output_dir: Path, runs: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every pair of runs on the same task with different policies, compared (run order)."""
+def task_comparisons(
+    output_dir: Path, runs: dict[str, dict[str, Any]], records_of: dict[str, list[EpisodeRecord]] | None = None
+) -> list[dict[str, Any]]:
+    """Every pair of runs on the same task with different policies, compared (run order).
+
+    ``records_of``: each run's records where already read (the rest are read from disk).
+    """
     pairs: list[dict[str, Any]] = []
-    cache: dict[str, list[EpisodeRecord]] = {}
+    cache: dict[str, list[EpisodeRecord]] = dict(records_of or {})
 
     def records(name: str) -> list[EpisodeRecord]:
         if name not in cache:
@@ -332,10 +343,14 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
     output_dir = Path(output_dir)
     manifest = read_json(output_dir / "manifest.json")
     manifest = manifest if isinstance(manifest, dict) else None
-    runs = {
-        name: summarize_run(output_dir, name, (manifest or {}).get("runs", {}).get(name))
-        for name in _run_names(output_dir, manifest)
-    }
+    records_of: dict[str, list[EpisodeRecord]] = {}
+    runs: dict[str, dict[str, Any]] = {}
+    for name in _run_names(output_dir, manifest):
+        issues: list[str] = []
+        records_of[name] = collect_run_records(output_dir / name, issues)
+        runs[name] = _summarize(
+            output_dir, name, (manifest or {}).get("runs", {}).get(name), records_of[name], issues
+        )
     counts = {outcome: sum(r["counts"][outcome] for r in runs.values()) for outcome in OUTCOMES}
     k = counts["success"]
     n = k + counts["failure"] + counts["timeout"]
@@ -353,7 +368,7 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
         "runs": runs,
         "by_task": by_task(runs),
         "by_policy": by_policy(runs),
-        "comparisons": task_comparisons(output_dir, runs),
+        "comparisons": task_comparisons(output_dir, runs, records_of),
         "provenance": read_provenance(output_dir),
         "overall": {
             "counts": counts,

@@ -68,10 +68,15 @@ def render_report(output_dir: str | os.PathLike[str], result: dict[str, Any] | N
     return template.render(result=result, episodes=episodes, prov=result.get("provenance"), config_text=config_text)
 
 
-def write_report(output_dir: str | os.PathLike[str]) -> Path:
-    """Write ``<output_dir>/index.html`` (and refresh ``experiment_result.json``); return its path."""
+def write_report(output_dir: str | os.PathLike[str], result: dict[str, Any] | None = None) -> Path:
+    """Write ``<output_dir>/index.html``; return its path.
+
+    ``result``: the experiment result just built; ``None`` rebuilds it (refreshing
+    ``experiment_result.json``).
+    """
     output_dir = Path(output_dir)
-    result = build_experiment_result(output_dir)
+    if result is None:
+        result = build_experiment_result(output_dir)
     path = output_dir / REPORT_NAME
     tmp = path.with_name(f".{REPORT_NAME}.tmp")
     tmp.write_text(render_report(output_dir, result), encoding="utf-8")

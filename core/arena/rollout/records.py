@@ -168,7 +168,8 @@ def merge_records(records: Iterable[EpisodeRecord]) -> list[EpisodeRecord]:
     """One record per ``episode_index``, sorted by index.
 
     A non-error record wins over an error one (a resumed episode that succeeded replaces its
-    error); among records of equal standing the one read last wins.
+    error); among records of equal standing the later ``finished_at`` wins (on a tie, the one
+    read last).
     """
     best: dict[int, EpisodeRecord] = {}
     for record in records:

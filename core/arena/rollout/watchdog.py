@@ -35,7 +35,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from arena.rollout.records import FINAL_STATES, StatusWriter, read_json, utc_now, write_run_result
+from arena.processes import spawn, terminate
+from arena.rollout.records import (
+    FINAL_STATES,
+    StatusWriter,
+    read_json,
+    utc_now,
+    write_run_result,
+)
 
 EXIT_CONFIG = 2
 EXIT_RUN = 3
@@ -85,31 +92,9 @@ class _Progress:
 
 
 def _spawn(argv: Sequence[str]) -> subprocess.Popen:
-    from arena.launch.processes import _die_with_parent
-
     env = dict(os.environ)
     env["ARENA_WATCHDOG_CHILD"] = "1"
-    return subprocess.Popen(
-        list(argv), env=env, stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent
-    )
-
-
-def _kill_group(proc: subprocess.Popen, grace_s: float) -> None:
-    """SIGTERM the child's process group, then SIGKILL what is left after ``grace_s``."""
-    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            proc.wait(timeout=wait_s)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-    try:  # stragglers of the group (e.g. simulator workers) after the leader exited
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    return spawn(argv, None, env)
 
 
 def supervise(
@@ -177,13 +162,13 @@ def supervise(
                     try:
                         return proc.wait(timeout=kill_grace_s + 30)
                     except subprocess.TimeoutExpired:
-                        _kill_group(proc, kill_grace_s)
+                        terminate(proc, kill_grace_s)
                         return EXIT_RUN
                 limit = config.stall_s if progress.first_episode else config.first_episode_grace_s
                 if progress.silent_for() > limit:
                     what = "no progress" if progress.first_episode else "no episode finished"
                     reason = f"{what} for {limit:g} s"
-                    _kill_group(proc, kill_grace_s)
+                    terminate(proc, kill_grace_s)
                     break
                 time.sleep(poll_s)
             if restarts >= budget:
@@ -198,7 +183,7 @@ def supervise(
     finally:
         proc = child["proc"]
         if proc is not None and proc.poll() is None:
-            _kill_group(proc, kill_grace_s)
+            terminate(proc, kill_grace_s)
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
 

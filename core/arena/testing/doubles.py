@@ -293,7 +293,7 @@ class ServerProcess:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> ServerProcess:
-        from arena.launch.processes import _die_with_parent
+        from arena.processes import _die_with_parent
 
         self.proc = subprocess.Popen(
             self.argv, stdout=subprocess.PIPE, stderr=None if self.log_path is None else open(self.log_path, "ab"),
