@@ -55,6 +55,21 @@ class Environment:
         """Reset ``env_ids`` with episode seeds ``seeds``; return the full batched observation."""
         raise NotImplementedError
 
+    def check_reset(self, env_ids: list[int], seeds: list[int]) -> tuple[list[int], list[int]]:
+        """``reset_envs``' arguments as ints, checked: one seed per env id, ids in range.
+
+        Raises:
+            ValueError: the lengths differ or an env id is outside ``0..num_envs - 1``.
+        """
+        env_ids = [int(e) for e in env_ids]
+        seeds = [int(s) for s in seeds]
+        if len(env_ids) != len(seeds):
+            raise ValueError(f"{len(env_ids)} env_ids but {len(seeds)} seeds")
+        for e in env_ids:
+            if not 0 <= e < self.num_envs:
+                raise ValueError(f"env id {e} out of range 0..{self.num_envs - 1}")
+        return env_ids, seeds
+
     def step(
         self, actions: np.ndarray
     ) -> tuple[dict[str, Any], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:

@@ -251,13 +251,7 @@ class FrankaKitchenEnvironment(Environment):
 
     def reset_envs(self, env_ids: list[int], seeds: list[int]) -> dict[str, Any]:
         """Start episodes with seeds ``seeds`` (ints >= 0) on ``env_ids``; return the batch obs."""
-        env_ids = [int(e) for e in env_ids]
-        seeds = [int(s) for s in seeds]
-        if len(env_ids) != len(seeds):
-            raise ValueError(f"{len(env_ids)} env_ids but {len(seeds)} seeds")
-        for e in env_ids:
-            if not 0 <= e < self.num_envs:
-                raise ValueError(f"env id {e} out of range 0..{self.num_envs - 1}")
+        env_ids, seeds = self.check_reset(env_ids, seeds)
         for e, seed in zip(env_ids, seeds):
             kitchen = self._kitchens[e]
             start = self._start_qpos.copy()

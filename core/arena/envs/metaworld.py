@@ -392,13 +392,7 @@ class MetaWorldEnvironment(Environment):
 
     def reset_envs(self, env_ids: list[int], seeds: list[int]) -> dict[str, Any]:
         """Start episodes with seeds ``seeds`` (ints >= 0) on ``env_ids``; return the batch obs."""
-        env_ids = [int(e) for e in env_ids]
-        seeds = [int(s) for s in seeds]
-        if len(env_ids) != len(seeds):
-            raise ValueError(f"{len(env_ids)} env_ids but {len(seeds)} seeds")
-        for e in env_ids:
-            if not 0 <= e < self.num_envs:
-                raise ValueError(f"env id {e} out of range 0..{self.num_envs - 1}")
+        env_ids, seeds = self.check_reset(env_ids, seeds)
         if self._local is not None:
             self._local.reset(env_ids, seeds)
             self._copy_local()
