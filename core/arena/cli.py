@@ -197,13 +197,17 @@ def status(output_dir: Annotated[Path, typer.Argument(help="experiment output di
 @app.command()
 def cancel(output_dir: Annotated[Path, typer.Argument(help="experiment output directory")]) -> None:
     """Cancel a running submission; finished episodes are kept."""
-    from arena.launch.submit import cancel_submission
+    from arena.launch.submit import cancel_submission, submission_status
 
     try:
+        states = submission_status(output_dir)
+        if states and all(st.get("state") in ("completed", "failed", "cancelled") for st in states.values()):
+            out.print(f"nothing to cancel: every run of {output_dir} has finished", highlight=False)
+            return
         cancel_submission(output_dir)
     except ArenaError as exc:
         raise _fail(exc) from None
-    out.print(f"cancel requested for {output_dir}")
+    out.print(f"cancel requested for {output_dir}", highlight=False)
 
 
 @app.command()

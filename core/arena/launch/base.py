@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from arena.errors import LaunchError
+from arena.errors import ConfigError, LaunchError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -54,13 +54,14 @@ class Submission(BaseModel):
         """Read ``submission.json`` of ``output_dir``.
 
         Raises:
-            LaunchError: the directory has no readable submission.json.
+            ConfigError: ``output_dir`` is not an arena output directory (exit code 2).
+            LaunchError: its submission.json is unreadable.
         """
         path = Path(output_dir) / SUBMISSION_FILE
         try:
             return cls.model_validate(json.loads(path.read_text()))
         except (FileNotFoundError, NotADirectoryError):
-            raise LaunchError(
+            raise ConfigError(
                 f"{output_dir} has no {SUBMISSION_FILE}: give the output directory of `arena run` "
                 "(the one holding experiment.yaml and index.html)"
             ) from None
