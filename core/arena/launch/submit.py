@@ -206,7 +206,7 @@ def resume_experiment(
 def _refuse_if_running(output_dir: Path) -> None:
     try:
         submission = Submission.load(output_dir)
-    except LaunchError:
+    except (ConfigError, LaunchError):  # no (readable) submission: nothing can be running it
         return
     pid = submission.extra.get("pid")
     if submission.backend == "local" and pid and int(pid) != os.getpid():

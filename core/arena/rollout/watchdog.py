@@ -143,6 +143,11 @@ def supervise(
         previous = signal.signal(signal.SIGTERM, on_sigterm)
     progress = _Progress(status_path)
     attempt_resume = resume
+    if resume:  # a final state left by the previous attempt must not pass for the new child's
+        current = read_json(status_path)
+        if isinstance(current, dict) and current.get("state") in FINAL_STATES:
+            current["state"] = "running"
+            StatusWriter(status_path).write(**current)
     try:
         while True:
             command = base + (["--resume"] if attempt_resume else [])
