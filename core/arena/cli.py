@@ -201,9 +201,14 @@ def cancel(output_dir: Annotated[Path, typer.Argument(help="experiment output di
 
     try:
         states = submission_status(output_dir)
-        if states and all(st.get("state") in ("completed", "failed", "cancelled") for st in states.values()):
-            out.print(f"nothing to cancel: every run of {output_dir} has finished", highlight=False)
-            return
+    except LaunchError:  # the scheduler could not be asked; cancel anyway
+        states = {}
+    except ArenaError as exc:
+        raise _fail(exc) from None
+    if states and all(st.get("state") in ("completed", "failed", "cancelled") for st in states.values()):
+        out.print(f"nothing to cancel: every run of {output_dir} has finished", highlight=False)
+        return
+    try:
         cancel_submission(output_dir)
     except ArenaError as exc:
         raise _fail(exc) from None
