@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from arena.transport.server import PolicyServer
+from arena.transport.server import PolicyServer, serve_until_signalled
 
 Validator = Callable[[dict[str, Any]], None]
 ReplyFactory = Callable[[dict[str, Any]], dict[str, Any]]
@@ -240,9 +240,6 @@ def chunk_model_from_args(args: argparse.Namespace) -> Any:
 
 def main(argv: list[str] | None = None) -> None:
     """``python -m arena.testing.doubles``: arena's policy server around a ChunkModel."""
-    import asyncio
-    import signal
-
     parser = chunk_model_arguments("arena policy server double (inference off the event loop)")
     parser.add_argument("--max-batch-size", type=int, default=1)
     parser.add_argument("--max-wait-ms", type=float, default=2.0)
@@ -254,18 +251,9 @@ def main(argv: list[str] | None = None) -> None:
         max_batch_size=args.max_batch_size, max_wait_ms=args.max_wait_ms,
     )
 
-    async def run() -> None:
-        loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
-        assert task is not None
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, task.cancel)
-        try:
-            await server.serve(on_bound=lambda s: print(f"listening on {s.endpoint}", flush=True))
-        except asyncio.CancelledError:
-            pass
-
-    asyncio.run(run())
+    serve_until_signalled(
+        lambda: server.serve(on_bound=lambda s: print(f"listening on {s.endpoint}", flush=True))
+    )
 
 
 if __name__ == "__main__":

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import http
-import signal
 import sys
 import threading
 import time
@@ -40,6 +39,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 from arena.transport.codec import Packer, unpackb
+from arena.transport.server import serve_until_signalled
 
 __all__ = ["OpenPILikeServer", "main"]
 
@@ -173,18 +173,9 @@ def main(argv: list[str] | None = None) -> None:
         chunk_model_from_args(args), args.host, args.port, drop_tcp_on_request=args.drop_tcp_on_request
     )
 
-    async def run() -> None:
-        loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
-        assert task is not None
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, task.cancel)
-        try:
-            await server.serve(on_bound=lambda s: print(f"listening on {s.endpoint}", flush=True))
-        except asyncio.CancelledError:
-            pass
-
-    asyncio.run(run())
+    serve_until_signalled(
+        lambda: server.serve(on_bound=lambda s: print(f"listening on {s.endpoint}", flush=True))
+    )
     sys.exit(0)
 
 

@@ -31,7 +31,7 @@ import signal
 import threading
 import time
 import traceback
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 from websockets.asyncio.server import ServerConnection
 from websockets.asyncio.server import serve as ws_serve
@@ -169,21 +169,10 @@ class PolicyServer:
         if handlers:
             await asyncio.wait(handlers)
 
-    def run(self) -> None:
+    def run(self, on_bound: Callable[[PolicyServer], None] | None = None) -> None:
         """Serve in the foreground until SIGINT or SIGTERM (for ``arena serve``)."""
-
-        async def main() -> None:
-            loop = asyncio.get_running_loop()
-            task = asyncio.current_task()
-            assert task is not None
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(sig, task.cancel)
-            try:
-                await self.serve()
-            except asyncio.CancelledError:
-                log.info("policy server on %s stopped", self.endpoint)
-
-        asyncio.run(main())
+        serve_until_signalled(lambda: self.serve(on_bound=on_bound))
+        log.info("policy server on %s stopped", self.endpoint)
 
     def start_in_thread(self) -> PolicyServer:
         """Serve on a background thread; return once bound (:attr:`port` is then real).
@@ -402,3 +391,23 @@ def serve_model(model: Any, host: str = "127.0.0.1", port: int = 8000, **kw: Any
     """Serve ``model`` in the foreground until SIGINT/SIGTERM (``arena serve``); ``kw`` goes to
     :class:`PolicyServer`."""
     PolicyServer(model, host, port, **kw).run()
+
+
+def serve_until_signalled(serve: Callable[[], Awaitable[None]]) -> None:
+    """Run the coroutine ``serve()`` in a new event loop until SIGINT or SIGTERM cancels it.
+
+    Shared by ``arena serve`` and the test doubles' command-line entry points.
+    """
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, task.cancel)
+        try:
+            await serve()
+        except asyncio.CancelledError:
+            pass
+
+    asyncio.run(main())
