@@ -163,3 +163,38 @@ def fake_bin(tmp_path, monkeypatch):
         return path
 
     return make
+
+
+@pytest.fixture
+def login_host(tmp_path, fake_bin):
+    """A fake SLURM login host reached through a fake ``ssh`` first on ``PATH``.
+
+    Its files live under ``.prefix`` (an absolute path that does not exist on the controller);
+    the fake ``ssh`` runs the remote command with ``sh`` after re-rooting that prefix into a
+    hidden folder (``.hidden``), on stdin and stdout too, so the controller can never see them.
+    Every call's arguments are appended to ``.log``; ``.path(p)`` is where a remote path really is.
+    """
+
+    class Host:
+        prefix = f"/tao-login-{os.getpid()}-{tmp_path.name}"
+        hidden = tmp_path / "login-host-files"
+        log = tmp_path / "ssh-calls.log"
+
+        def path(self, remote: str) -> Path:
+            return Path(str(self.hidden) + remote)
+
+    host = Host()
+    assert not os.path.exists(host.prefix)
+    host.hidden.mkdir()
+    python_bin = os.path.dirname(sys.executable)
+    to_hidden = f"s#{host.prefix}#{host.hidden}{host.prefix}#g"
+    to_remote = f"s#{host.hidden}{host.prefix}#{host.prefix}#g"
+    fake_bin("ssh", f"""
+printf '%s\\n' "$*" >> '{host.log}'
+cmd="${{@: -1}}"
+export PATH='{python_bin}':"$PATH"
+mapped="$(printf '%s' "$cmd" | sed '{to_hidden}')"
+sed '{to_hidden}' | sh -c "$mapped" | sed '{to_remote}'
+exit "${{PIPESTATUS[1]}}"
+""")
+    return host
