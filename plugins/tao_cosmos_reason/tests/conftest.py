@@ -143,6 +143,9 @@ def fake_hub(monkeypatch):
     constants = sys.modules.get("huggingface_hub.constants")
     if constants is not None:  # the library read HF_ENDPOINT when it was imported
         monkeypatch.setattr(constants, "ENDPOINT", endpoint, raising=False)
+    detect_agent = sys.modules.get("huggingface_hub.utils._detect_agent")
+    if detect_agent is not None:  # 2.x keeps the agent registry per process: each test starts as a fresh one
+        monkeypatch.setattr(detect_agent, "_registry", None, raising=False)
     yield handler
     server.shutdown()
     server.server_close()

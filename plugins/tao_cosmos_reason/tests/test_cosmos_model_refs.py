@@ -43,9 +43,14 @@ def test_t16_branch_resolves_through_hub_api(fake_hub):
     assert "authorization" not in seen["headers"]
 
 
-def test_revision_resolution_asks_the_hub_one_question_and_writes_no_cache(fake_hub, isolated_user_dirs):
-    """Only the revision endpoint is called (no client telemetry), and nothing lands in HF_HOME,
-    XDG_CACHE_HOME or HOME: resolving a revision is read-only."""
+def test_revision_resolution_asks_the_hub_one_question_and_writes_no_cache(fake_hub, isolated_user_dirs, monkeypatch):
+    """Only the revision endpoint is called (no client telemetry, even with the library's telemetry
+    left on, as a user has it), and nothing lands in HF_HOME, XDG_CACHE_HOME or HOME."""
+    import sys
+
+    monkeypatch.delenv("HF_HUB_DISABLE_TELEMETRY", raising=False)
+    if "huggingface_hub.constants" in sys.modules:
+        monkeypatch.setattr(sys.modules["huggingface_hub.constants"], "HF_HUB_DISABLE_TELEMETRY", False)
     resolve_model_reference("nvidia/Cosmos3-Nano", "release")
     resolve_model_reference("hf://models/nvidia/Cosmos3-Edge")
     assert [s["path"] for s in fake_hub.seen] == ["/api/models/nvidia/Cosmos3-Nano/revision/release",

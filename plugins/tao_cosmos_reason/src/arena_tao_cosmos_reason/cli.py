@@ -29,7 +29,7 @@ JobId = Annotated[Optional[str], typer.Option("--tao-job-id", help="job record i
 
 
 TEXT_SCALARS = ("ok", "ready", "launch_allowed", "backend", "model", "model_name", "experiment_id", "job_id", "kind",
-                "backend_selection_reason", "terminal_tao_status", "terminal_status", "output", "sha256")
+                "backend_selection_reason", "terminal_tao_status", "terminal_status", "output", "metadata", "sha256")
 TEXT_LISTS = {"errors": "error", "warnings": "warning", "invalid_mismatches": "invalid_mismatch",
               "required_user_inputs": "required_user_input", "missing": "missing"}
 
@@ -44,7 +44,8 @@ def text_summary(result: dict) -> list[str]:
     Known shapes get a sentence each (losses, accuracy, the written spec, completion); anything
     else falls back to its top-level scalars, so no verb ever prints nothing.
     """
-    lines = [f"{k}: {_fmt(result[k])}" for k in TEXT_SCALARS if k in result and not isinstance(result[k], (dict, list))]
+    lines = [f"{k}: {_fmt(result[k])}" for k in TEXT_SCALARS
+             if result.get(k) is not None and not isinstance(result[k], (dict, list))]
     for key, unit in (("train_loss", "valid label tokens"), ("validation_loss", "valid label tokens")):
         loss = result.get(key)
         if isinstance(loss, dict):
@@ -63,7 +64,8 @@ def text_summary(result: dict) -> list[str]:
         lines.append(f"generated: {item.get('output')} ({item.get('record_count')} records)")
     completion = result.get("completion")
     if isinstance(completion, dict):
-        lines.append(f"complete: {completion.get('complete')}")
+        strict = "" if completion.get("strict", True) else " (the terminal status does not require it without --strict-completion)"
+        lines.append(f"complete: {completion.get('complete')}{strict if not completion.get('complete') else ''}")
         lines += [f"unmet: {item}" for item in completion.get("unmet") or []]
     for key, label in TEXT_LISTS.items():
         lines += [f"{label}: {item}" for item in result.get(key) or []]
@@ -209,20 +211,25 @@ def materialize(plan_artifact: Artifact, fmt: Format = "json"):
     return verbs.materialize_verb(plan_artifact)
 
 
+RenderOutput = Annotated[Optional[str], typer.Option("--render-output", help="write the script here (else stdout)")]
+MetadataOutput = Annotated[Optional[str], typer.Option(
+    "--metadata-output", help="write the job's PENDING metadata record here (training plans; for finalize-metadata)")]
+
+
 @app.command("render-slurm")
 @verb
-def render_slurm(plan_artifact: Artifact, tao_job_id: JobId = None,
-                 render_output: Annotated[Optional[str], typer.Option("--render-output")] = None, fmt: Format = "json"):
-    """Render the sbatch script (verifies the materialized spec first)."""
-    return verbs.render_slurm_verb(plan_artifact, tao_job_id, render_output)
+def render_slurm(plan_artifact: Artifact, tao_job_id: JobId = None, render_output: RenderOutput = None,
+                 metadata_output: MetadataOutput = None, fmt: Format = "json"):
+    """Render the sbatch script of a training or evaluation plan (verifies the materialized spec first)."""
+    return verbs.render_slurm_verb(plan_artifact, tao_job_id, render_output, metadata_output)
 
 
 @app.command("render-docker")
 @verb
-def render_docker(plan_artifact: Artifact, tao_job_id: JobId = None,
-                  render_output: Annotated[Optional[str], typer.Option("--render-output")] = None, fmt: Format = "json"):
-    """Render the single-node Docker submit script."""
-    return verbs.render_docker_verb(plan_artifact, tao_job_id, render_output)
+def render_docker(plan_artifact: Artifact, tao_job_id: JobId = None, render_output: RenderOutput = None,
+                  metadata_output: MetadataOutput = None, fmt: Format = "json"):
+    """Render the single-node Docker submit script of a training or evaluation plan."""
+    return verbs.render_docker_verb(plan_artifact, tao_job_id, render_output, metadata_output)
 
 
 @app.command("retry-plan")
@@ -296,8 +303,10 @@ def extract_metrics(status_file: Annotated[str, typer.Option("--status-file")],
 @verb
 def evaluate(plan_artifact: Artifact, input_: Annotated[list[str], typer.Option("--input", help="KEY=VALUE of the "
              "required evaluation intake (results_dir, checkpoint_selection, generation.max_tokens, ...)")] = None,
-             output: Annotated[Optional[str], typer.Option("--output")] = None, fmt: Format = "json"):
-    """Build the evaluation plan inherited from a sealed training plan."""
+             output: Annotated[Optional[str], typer.Option("--output", help="seal the evaluation plan here; render it "
+                                                           "with render-slurm/render-docker and a new --tao-job-id")] = None,
+             fmt: Format = "json"):
+    """Build the evaluation plan inherited from a sealed training plan (exit 1 while inputs are missing)."""
     inputs = {}
     for item in input_ or []:
         key, sep, value = item.partition("=")

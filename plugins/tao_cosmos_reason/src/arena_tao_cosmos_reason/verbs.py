@@ -16,7 +16,7 @@ from arena_tao_cosmos_reason import artifact
 from arena_tao_cosmos_reason.errors import CosmosPlanError
 from arena_tao_cosmos_reason.evaluation import check_evaluation_job, evaluation_plan
 from arena_tao_cosmos_reason.frame_files import LocalFrame, frame_for
-from arena_tao_cosmos_reason.hashing import atomic_write_text, sha256_bytes, stable_hash
+from arena_tao_cosmos_reason.hashing import atomic_write_text, pretty_json, sha256_bytes, stable_hash
 from arena_tao_cosmos_reason.job_metadata import finalize_metadata, initial_metadata, validate_metadata
 from arena_tao_cosmos_reason.metrics import extract_metrics, read_status_file
 from arena_tao_cosmos_reason.parity import parity
@@ -92,12 +92,16 @@ def materialize_verb(plan_artifact: PathArg) -> dict:
     return result | {"approved_plan": sealed["plan_artifact"]}
 
 
-def _render(kind: str, plan_artifact: PathArg, tao_job_id: str | None, render_output: PathArg | None):
+def _render(kind: str, plan_artifact: PathArg, tao_job_id: str | None, render_output: PathArg | None,
+            metadata_output: PathArg | None = None):
     if not tao_job_id:
         raise CosmosPlanError(f"render-{kind} requires --tao-job-id from a newly opened job record")
     plan_artifact, render_output = _path(plan_artifact), _path(render_output)
     doc = _load(plan_artifact, tao_job_id)
-    if doc.get("kind") == "cosmos_evaluation_plan":
+    evaluation = doc.get("kind") == "cosmos_evaluation_plan"
+    if metadata_output and evaluation:
+        raise CosmosPlanError("--metadata-output writes a training job's metadata record; an evaluation plan has none")
+    if evaluation:
         check_evaluation_job(doc, tao_job_id)
         execution, sha = doc["spec_bundle"]["execution"], doc["plan_artifact"]["sha256"]
         script = render_slurm(execution, tao_job_id, sha) if kind == "slurm" else render_docker(execution, tao_job_id, sha)
@@ -106,22 +110,28 @@ def _render(kind: str, plan_artifact: PathArg, tao_job_id: str | None, render_ou
     else:
         script = render_training_docker(doc, tao_job_id, frame_for(doc))
     sealed = artifact.save(doc, plan_artifact)
+    if metadata_output:  # the job record's PENDING metadata, for finalize-metadata after the job (spec §9)
+        meta = initial_metadata(doc, tao_job_id)
+        validate_metadata(meta)
+        atomic_write_text(_path(metadata_output), pretty_json(meta))
     if not render_output:
         return script
     atomic_write_text(render_output, script, mode=0o750)
     result = {"ok": True, "output": render_output, "sha256": sha256_bytes(script.encode()),
-              "approved_plan": sealed["plan_artifact"]}
+              "approved_plan": sealed["plan_artifact"], "metadata": _path(metadata_output)}
     if kind == "slurm":
         result["node_exclusions"] = doc.get("slurm_node_exclusions")
     return result
 
 
-def render_slurm_verb(plan_artifact: PathArg, tao_job_id: str | None, render_output: PathArg | None = None):
-    return _render("slurm", plan_artifact, tao_job_id, render_output)
+def render_slurm_verb(plan_artifact: PathArg, tao_job_id: str | None, render_output: PathArg | None = None,
+                      metadata_output: PathArg | None = None):
+    return _render("slurm", plan_artifact, tao_job_id, render_output, metadata_output)
 
 
-def render_docker_verb(plan_artifact: PathArg, tao_job_id: str | None, render_output: PathArg | None = None):
-    return _render("docker", plan_artifact, tao_job_id, render_output)
+def render_docker_verb(plan_artifact: PathArg, tao_job_id: str | None, render_output: PathArg | None = None,
+                       metadata_output: PathArg | None = None):
+    return _render("docker", plan_artifact, tao_job_id, render_output, metadata_output)
 
 
 def parity_verb(first: PathArg, second: PathArg) -> dict:
