@@ -190,3 +190,13 @@ def test_planning_the_sealed_request_again_reproduces_what_runs(spread, tmp_path
                      "slurm_logs", "compute", "image"):
         assert again[key_name] == first[key_name], key_name
     assert again["_request"] == first["planner_request"]
+
+
+def test_docker_refuses_a_container_default_mounted_from_another_folder(spread, tmp_path):
+    """Re-planning a sealed Docker request with a new results_dir must not leave /results on the old one."""
+    path = tmp_path / "plan.json"
+    verbs.plan(_docker_request(spread), path)
+    sealed = dict(artifact.load(str(path))["planner_request"], results_dir=str(tmp_path / "other-results"))
+    with pytest.raises(CosmosPlanError, match=r"container path /results is mounted from another host folder than "
+                                              r"results_dir=.*other-results"):
+        build_plan(PlanRequest(**sealed))

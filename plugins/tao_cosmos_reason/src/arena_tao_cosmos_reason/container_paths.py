@@ -83,27 +83,32 @@ def _mount_text(source: str, target: str, read_only: bool) -> str:
 
 
 def runtime_mounts(platform: str, explicit: list[str], accesses: list[Access],
-                   docker_defaults: list[tuple[str, str, bool]] = ()) -> list[dict]:
+                   docker_defaults: list[tuple[str, str, str, bool]] = ()) -> list[dict]:
     """The mounts the container gets, covering every access (see the module docstring).
 
     Args:
         platform: ``slurm`` or ``docker``.
         explicit: the user's ``container_mount`` strings.
         accesses: every host path the container reads or writes.
-        docker_defaults: ``(host, container_target, read_only)`` mounts Docker adds for the
+        docker_defaults: ``(field, host, container_target, read_only)`` mounts Docker adds for the
             container defaults unless a mount already targets them.
 
     Raises:
         CosmosPlanError: on SLURM, an access no mount covers, or an access the container must
-            see at its own path that a mount moves elsewhere (names the field and the mount).
+            see at its own path that a mount moves elsewhere (names the field and the mount); on
+            Docker, a container default that an explicit mount points at another host folder.
     """
     mounts = [parse_mount(m) for m in explicit]
     if platform == "docker":
         targets = {m["target"] for m in mounts}
-        for host, target, read_only in docker_defaults:
+        for field, host, target, read_only in docker_defaults:
             if os.path.normpath(target) not in targets:
                 mounts.append(parse_mount(_mount_text(_host(host), target, read_only)))
                 targets.add(os.path.normpath(target))
+            seen = translate(host, mounts, strict=False)
+            if seen != os.path.normpath(target):
+                raise CosmosPlanError(f"container path {target} is mounted from another host folder than "
+                                      f"{field}={host}: drop the container_mount that targets {target}")
         for access in sorted(accesses, key=lambda a: (len(_host(a.host)), a.host)):
             best = covering_mount(access.host, mounts)
             moved = best is not None and access.same_path and translate(access.host, [best], False) != _host(access.host)

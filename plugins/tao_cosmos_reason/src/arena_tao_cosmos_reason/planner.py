@@ -204,10 +204,11 @@ def build_plan(req: PlanRequest, resolver=None, transport=None, env=None, reuse:
     strict = req.platform == "slurm"
     container = _align_container_paths(req, [parse_mount(m) for m in req.container_mount], strict)
     accesses = container_accesses(req, train, validation, model_local)
-    docker_defaults = [(req.results_dir, container["results_dir"], False),
-                       (req.checkpoint_dir, container["checkpoint_dir"], False),
-                       (req.cache_dir, container["cache_dir"], False),
-                       (os.path.dirname(os.path.abspath(req.write_spec)), os.path.dirname(container["spec_path"]), True)]
+    docker_defaults = [("results_dir", req.results_dir, container["results_dir"], False),
+                       ("checkpoint_dir", req.checkpoint_dir, container["checkpoint_dir"], False),
+                       ("cache_dir", req.cache_dir, container["cache_dir"], False),
+                       ("write_spec", os.path.dirname(os.path.abspath(req.write_spec)),
+                        os.path.dirname(container["spec_path"]), True)]
     mounts = runtime_mounts(req.platform, req.container_mount, accesses, docker_defaults)
     # what is sealed is what runs (spec §0.2, §5.3): the request records the resolved values
     req = req.model_copy(update={"container_spec_path": container["spec_path"],
