@@ -29,6 +29,7 @@ def test_readme_has_a_walk_through_of_every_verb_it_promises():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # ~25 `arena` start-ups: half a minute alone, many minutes on a loaded CI machine
 def test_readme_walk_through_runs_as_written(tmp_path, fake_bin):
     fake_bin("docker", 'echo "Docker version 27.0 (stand-in)"')  # preflight only asks whether it is installed
     fake_bin("ssh", 'echo "ssh must not be called by a local-frame plan" >&2; exit 255')
@@ -36,7 +37,7 @@ def test_readme_walk_through_runs_as_written(tmp_path, fake_bin):
     env = dict(os.environ, WS=str(workspace))
     env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env["PATH"]])
     script = "set -euo pipefail\n" + "\n".join(blocks("bash"))
-    done = subprocess.run(["bash", "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    done = subprocess.run(["bash", "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=1700)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     printed = {line.strip() for line in done.stdout.splitlines()}
     for body in blocks("text"):
