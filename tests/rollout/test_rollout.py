@@ -150,3 +150,47 @@ def test_idle_envs_are_stepped_but_ignored():
     summary, records, env = _run(4, _items(1))
     assert len(records) == 1 and records[0].env_id == 0
     assert np.all(env.counter[1:] == 0)
+
+
+def test_env_fault_ends_only_that_envs_episode_and_keeps_the_others_step():
+    items = _items(16)
+    baseline = {r.episode_index: r for r in _run(4, items)[1]}
+    summary, records, _ = _run(4, items, env_config=CounterConfig(fault_seeds=[1, 6]))
+    assert not summary.aborted
+    by_index = {r.episode_index: r for r in records}
+    assert sorted(by_index) == list(range(16))
+    for i, r in by_index.items():
+        if i in (1, 6) and baseline[i].steps > 1:  # episodes that reach their second step
+            assert r.outcome == "error" and r.error == f"worker of env {r.env_id} died (signal 9)"
+            assert r.steps == 1
+        else:
+            assert (r.outcome, r.steps, r.return_) == (baseline[i].outcome, baseline[i].steps, baseline[i].return_)
+
+
+def test_one_env_fault_counts_once_toward_consecutive_errors():
+    # Seeds 0..3 all fault on their second step, together: one fault, four error episodes.
+    summary, records, _ = _run(4, _items(8), env_config=CounterConfig(fault_seeds=[0, 1, 2, 3]),
+                               max_consecutive_errors=2)
+    assert not summary.aborted
+    assert sum(r.outcome == "error" for r in records) == 4 and len(records) == 8
+
+
+def test_reset_fault_ends_the_named_items_and_the_other_envs_start_their_episodes():
+    items = _items(10)
+    baseline = {r.episode_index: r for r in _run(3, items)[1]}
+    summary, records, env = _run(3, items, env_config=CounterConfig(reset_fault_seeds=[1, 4]))
+    assert not summary.aborted
+    by_index = {r.episode_index: r for r in records}
+    assert sorted(by_index) == list(range(10))
+    for i, r in by_index.items():
+        if i in (1, 4):
+            assert r.outcome == "error" and r.steps == 0 and "reset failed" in r.error and "died" in r.error
+        else:
+            assert (r.outcome, r.steps) == (baseline[i].outcome, baseline[i].steps)
+
+
+def test_environment_episode_info_lands_in_the_record():
+    _, records, _ = _run(2, _items(4))
+    for r in records:
+        assert r.model_extra["env_extras"] == {"target": 2 + r.seed % 5}
+        assert "env_extras" in r.to_json()
