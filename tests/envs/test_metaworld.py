@@ -173,3 +173,13 @@ def test_workers_give_the_same_results_as_in_process():
         in_process.close()
         workers.close()
         workers.close()
+
+
+def test_without_meta_world_installed_the_error_names_the_extra(monkeypatch):
+    import sys
+
+    from arena.extras import MissingExtraError
+
+    monkeypatch.setitem(sys.modules, "metaworld", None)
+    with pytest.raises(MissingExtraError, match=r"pip install 'arena-core\[metaworld\]'"):
+        MetaWorldEnvironment(MetaWorldConfig(task="reach-v3"), num_envs=1)

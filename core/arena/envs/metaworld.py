@@ -16,10 +16,9 @@ Actions are ``float32 (num_envs, 4)`` in ``[-1, 1]``: end-effector xyz deltas an
 effort. Meta-World never terminates an episode itself and its own 500-step limit is lifted;
 the rollout decides timeouts (``default_max_episode_steps = 500``, Meta-World's horizon).
 
-Headless rendering: on Linux, importing this module sets ``MUJOCO_GL=osmesa`` and
-``PYOPENGL_PLATFORM=osmesa`` when ``MUJOCO_GL`` is unset, before MuJoCo is imported (set
-``MUJOCO_GL=egl`` yourself on a GPU node). It only takes effect if nothing imported MuJoCo
-earlier. Software rendering costs roughly 80-500 ms per 224x224 frame on a CPU (the first
+Headless rendering: importing this module chooses MuJoCo's OpenGL platform when the user has
+not (:mod:`arena.rendering`: EGL on a node with an NVIDIA GPU, OSMesa otherwise), before
+MuJoCo is imported. Software rendering costs roughly 80-500 ms per 224x224 frame on a CPU (the first
 frame of a process ~1 s), so ``cameras`` is off unless a policy needs images.
 
 Workers: ``workers=N`` runs the envs in N subprocesses (each owns a contiguous slice of env
@@ -28,6 +27,8 @@ than one free core; without cameras a Meta-World step takes ~1 ms and the pipe r
 costs about as much, so in-process (``workers=0``) is as fast or faster. Workers start with
 the ``spawn`` method (no fork of a process that may hold OpenGL contexts or threads), so a
 script that builds the environment must do so under ``if __name__ == "__main__":``.
+
+Needs the ``metaworld`` extra: ``pip install 'arena-core[metaworld]'``.
 """
 
 from __future__ import annotations
@@ -35,8 +36,6 @@ from __future__ import annotations
 import difflib
 import functools
 import multiprocessing as mp
-import os
-import sys
 import traceback
 from typing import Any, Literal
 
@@ -46,17 +45,8 @@ from pydantic import Field, field_validator
 
 from arena.envs.base import Environment, EnvironmentConfig
 from arena.errors import ArenaError
-
-
-def configure_headless_rendering() -> None:
-    """Choose OSMesa software rendering on Linux when ``MUJOCO_GL`` is unset.
-
-    Must run before MuJoCo is first imported; it is a no-op elsewhere or when the user chose.
-    """
-    if sys.platform.startswith("linux") and "MUJOCO_GL" not in os.environ:
-        os.environ.setdefault("MUJOCO_GL", "osmesa")
-        os.environ.setdefault("PYOPENGL_PLATFORM", "osmesa")
-
+from arena.extras import import_extra
+from arena.rendering import configure_headless_rendering
 
 configure_headless_rendering()
 
@@ -185,9 +175,17 @@ class MetaWorldWorkerError(ArenaError):
 @functools.lru_cache(maxsize=None)
 def _goal_variations(task: str) -> tuple:
     """The 50 MT1 goal variations of ``task`` (Meta-World ``Task`` tuples; ~0.8 s to build)."""
-    import metaworld
-
+    metaworld = import_metaworld()
     return tuple(metaworld.MT1(task, seed=GOAL_SET_SEED).train_tasks)
+
+
+def import_metaworld() -> Any:
+    """The ``metaworld`` package (MuJoCo is imported with it).
+
+    Raises:
+        arena.extras.MissingExtraError: not installed; names ``pip install 'arena-core[metaworld]'``.
+    """
+    return import_extra("metaworld", "metaworld", "the Meta-World environment")
 
 
 class _LocalBatch:
@@ -196,7 +194,7 @@ class _LocalBatch:
     def __init__(
         self, task: str, n: int, camera: str, image_size: int, cameras: bool, upright: bool
     ) -> None:
-        import metaworld  # heavy (MuJoCo); imported only when envs are built
+        metaworld = import_metaworld()  # heavy (MuJoCo); imported only when envs are built
 
         self.task = task
         self.cameras = cameras

@@ -131,15 +131,19 @@ def run_one(
 
 
 def machine_info() -> dict[str, Any]:
-    """Where this process runs: ``hostname``, ``platform``, ``python``, ``pid``."""
+    """Where this process runs: ``hostname``, ``platform``, ``python``, ``pid``, ``rendering``
+    (MuJoCo's OpenGL platform and who chose it, :func:`arena.rendering.rendering_info`)."""
     import platform
     import socket
+
+    from arena.rendering import rendering_info
 
     return {
         "hostname": socket.gethostname(),
         "platform": platform.platform(),
         "python": platform.python_version(),
         "pid": os.getpid(),
+        "rendering": rendering_info(),
     }
 
 
