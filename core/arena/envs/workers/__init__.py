@@ -23,8 +23,9 @@ from typing import Any
 
 from arena.envs.base import Environment, EnvironmentConfig
 from arena.envs.workers.layout import WorkerPlan, plan_workers, usable_cores
+from arena.envs.workers.pool import WorkerEnvironment, WorkerError
 
-__all__ = ["WorkerPlan", "build_environment", "plan_workers", "usable_cores"]
+__all__ = ["WorkerEnvironment", "WorkerError", "WorkerPlan", "build_environment", "plan_workers", "usable_cores"]
 
 
 def build_environment(
@@ -44,7 +45,5 @@ def build_environment(
     plan = plan_workers(env_cls, config, num_envs)
     if plan.in_process:
         return env_cls(config, num_envs=num_envs, cameras=cameras)
-    from arena.envs.workers.pool import WorkerEnvironment
-
     return WorkerEnvironment(env_cls, config, plan=plan, cameras=cameras)
 
