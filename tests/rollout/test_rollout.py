@@ -152,13 +152,19 @@ def test_idle_envs_are_stepped_but_ignored():
     assert np.all(env.counter[1:] == 0)
 
 
-def test_env_fault_ends_only_that_envs_episode_and_keeps_the_others_step():
-    items = _items(16)
-    baseline = {r.episode_index: r for r in _run(4, items)[1]}
-    summary, records, _ = _run(4, items, env_config=CounterConfig(fault_seeds=[1, 6]))
+def _against_baseline(num_envs: int, episodes: int, env_config: CounterConfig):
+    """Records by episode index of a run with ``env_config``, and of the same items without it."""
+    items = _items(episodes)
+    baseline = {r.episode_index: r for r in _run(num_envs, items)[1]}
+    summary, records, _ = _run(num_envs, items, env_config=env_config)
     assert not summary.aborted
     by_index = {r.episode_index: r for r in records}
-    assert sorted(by_index) == list(range(16))
+    assert sorted(by_index) == list(range(episodes))
+    return baseline, by_index
+
+
+def test_env_fault_ends_only_that_envs_episode_and_keeps_the_others_step():
+    baseline, by_index = _against_baseline(4, 16, CounterConfig(fault_seeds=[1, 6]))
     for i, r in by_index.items():
         if i in (1, 6) and baseline[i].steps > 1:  # episodes that reach their second step
             assert r.outcome == "error" and r.error == f"worker of env {r.env_id} died (signal 9)"
@@ -176,12 +182,7 @@ def test_one_env_fault_counts_once_toward_consecutive_errors():
 
 
 def test_reset_fault_ends_the_named_items_and_the_other_envs_start_their_episodes():
-    items = _items(10)
-    baseline = {r.episode_index: r for r in _run(3, items)[1]}
-    summary, records, env = _run(3, items, env_config=CounterConfig(reset_fault_seeds=[1, 4]))
-    assert not summary.aborted
-    by_index = {r.episode_index: r for r in records}
-    assert sorted(by_index) == list(range(10))
+    baseline, by_index = _against_baseline(3, 10, CounterConfig(reset_fault_seeds=[1, 4]))
     for i, r in by_index.items():
         if i in (1, 4):
             assert r.outcome == "error" and r.steps == 0 and "reset failed" in r.error and "died" in r.error

@@ -80,6 +80,7 @@ class _Worker:
         self.python_version: str | None = None
         self.alive = False
         self.pending = 0  # requests sent and not answered yet
+        self.violation: str | None = None
         self.part: Any = None  # the worker's last observation (views into its shared buffers)
         self.tail: collections.deque[str] = collections.deque(maxlen=OUTPUT_TAIL_LINES)
         self._reader: threading.Thread | None = None
@@ -107,6 +108,7 @@ class _Worker:
         self.pid = None
         self.tail.clear()
         self.pending = 0
+        self.violation = None
         self.alive = True
         self._reader = threading.Thread(target=self._read_output, name=f"arena-env-worker-{self.index}", daemon=True)
         self._reader.start()
@@ -152,7 +154,10 @@ class _Worker:
         try:
             message, fds = self.channel.receive()
         except CodecError as exc:
-            raise WorkerGone(f"protocol violation: {exc}") from None
+            self.violation = f"it broke the worker protocol ({exc})"
+            if self.proc is not None:
+                terminate(self.proc, grace_s=1.0)
+            raise WorkerGone(self.violation) from None
         self.pending -= 1
         self.shared.add(message.pop("shared", None) or [], fds)
         return message
@@ -169,7 +174,7 @@ class _Worker:
         """Mark the worker dead and describe how it died (exit status, last output)."""
         self.alive = False
         code = self._reap(timeout_s=5.0)
-        how = _describe_exit(code)
+        how = self.violation or _describe_exit(code)
         # faulthandler's list of extension modules says nothing about the crash
         tail = "\n".join(line for line in self.tail if line.strip() and not line.startswith("Extension modules:"))
         return f"{self.label} {how}" + (f"; its last output:\n{tail}" if tail else "")
@@ -243,7 +248,7 @@ def _join(parts: list[Any], sizes: list[int]) -> Any:
         return np.concatenate(parts)
     if all(isinstance(p, list) and len(p) == n for p, n in zip(parts, sizes)):
         return [x for p in parts for x in p]
-    return first
+    return first.copy() if isinstance(first, np.ndarray) else first  # never a view of a shared buffer
 
 
 class WorkerEnvironment(Environment):
@@ -300,7 +305,7 @@ class WorkerEnvironment(Environment):
             worker.hello()
             worker.send({**self._build_message, "num_envs": len(worker.ids)})
         except WorkerGone:
-            raise WorkerError(f"could not start: {worker.death()}") from None
+            raise WorkerError(f"could not start under {worker.python}: {worker.death()}") from None
 
     def _built(self, worker: _Worker) -> dict[str, Any]:
         try:

@@ -160,7 +160,8 @@ def _map(fd: int, shape: Sequence[int], dtype: np.dtype) -> np.ndarray:
     return np.ndarray(tuple(shape), dtype=dtype, buffer=memory)
 
 
-def _as_array(value: Any) -> Any:
+def as_numpy(value: Any) -> Any:
+    """A torch tensor (on any device) as a numpy array; anything else as it is."""
     if type(value).__module__.startswith("torch") and hasattr(value, "detach"):
         return value.detach().cpu().numpy()
     return value
@@ -182,7 +183,7 @@ class SharedArraysOut:
     def _walk(self, value: Any, path: tuple[str, ...], created: list, fds: list) -> Any:
         if isinstance(value, dict):
             return {k: self._walk(v, (*path, str(k)), created, fds) for k, v in value.items()}
-        value = _as_array(value)
+        value = as_numpy(value)
         if not isinstance(value, np.ndarray) or value.dtype.kind not in _SHAREABLE_KINDS or value.nbytes == 0:
             return value
         if not (path[:1] == ("camera_obs",) or value.nbytes >= SHARED_MIN_BYTES):

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from arena.envs.base import ENV_ERRORS, Environment
-from arena.envs.workers.protocol import PROTOCOL_VERSION, Channel, SharedArraysOut, WorkerGone
+from arena.envs.workers.protocol import PROTOCOL_VERSION, Channel, SharedArraysOut, WorkerGone, as_numpy
 from arena.transport.errors import CodecError
 
 
@@ -71,9 +71,9 @@ class _Session:
             reply = {
                 "ok": True,
                 "obs": obs,
-                "reward": np.asarray(reward, dtype=np.float64).reshape(-1),
-                "terminated": np.asarray(terminated, dtype=bool).reshape(-1),
-                "truncated": np.asarray(truncated, dtype=bool).reshape(-1),
+                "reward": np.asarray(as_numpy(reward), dtype=np.float64).reshape(-1),
+                "terminated": np.asarray(as_numpy(terminated), dtype=bool).reshape(-1),
+                "truncated": np.asarray(as_numpy(truncated), dtype=bool).reshape(-1),
                 "info": self._sendable(info),
                 "env_errors": [[int(e), str(reason)] for e, reason in dict(errors).items()],
                 "shared": created,
