@@ -277,6 +277,7 @@ def python_312_venv(tmp_path_factory) -> Path:
                 os.environ[key] = value
 
 
+@pytest.mark.timeout(900)  # the venv's pip install comes first
 def test_a_worker_under_python_3_12_without_simulator_extras_runs_the_episodes(tmp_path, python_312_venv):
     python = str(python_312_venv)
     for module in ("mujoco", "metaworld", "av"):  # arena-core alone: no simulator extras

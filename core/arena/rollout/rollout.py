@@ -20,8 +20,9 @@ Outcomes (``rollout_limit``: ``max_episode_steps`` — else the env's
   episode.
 
 After ``max_consecutive_errors`` error episodes with no successful ``get_action`` between, the
-rollout aborts (the episodes one environment fault ends together count once): it hands out no more work, leaves queued and running items unrecorded (so a
-resume runs them) and returns ``aborted=True`` with the reason.
+rollout aborts (the episodes one environment fault ends together count once): it hands out no
+more work, leaves queued and running items unrecorded (so a resume runs them) and returns
+``aborted=True`` with the reason.
 
 Determinism: each episode resets its env and the policy from the episode's own seed, so an
 episode's outcome depends only on its seed, never on ``num_envs`` or on which env ran it.
