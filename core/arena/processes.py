@@ -23,6 +23,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+_PR_SET_PDEATHSIG = 1
+
 #: Seconds a keeper waits between SIGTERM and SIGKILL when it stops its tree.
 KEEPER_GRACE_S = 5.0
 _KEEPER = Path(__file__).with_name("keeper.py")
@@ -67,6 +69,21 @@ def spawn(
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
         return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, **common)
+
+
+def _die_with_parent() -> None:
+    """``preexec_fn`` for a direct child that must get SIGTERM when the spawning thread exits.
+
+    For processes whose own pid the caller signals (the test doubles of
+    :mod:`arena.testing.doubles`); everything else goes through :func:`spawn`.
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        except OSError:
+            pass
 
 
 def _check_executable(program: str, env: Mapping[str, str] | None) -> None:
