@@ -27,8 +27,10 @@ from typing import Any
 import numpy as np
 
 from arena.errors import ArenaError
+from arena.extras import import_extra
 
 VIDEO_DIR = "videos"
+_WHAT = "recording episode videos"
 _PARTIAL_SUFFIX = ".partial.mp4"
 
 
@@ -58,7 +60,7 @@ class VideoWriter:
         self._size: tuple[int, int] | None = None
 
     def add(self, frame: np.ndarray) -> None:
-        import av
+        av = import_extra("av", "video", _WHAT)
 
         frame = np.asarray(frame)
         if frame.ndim != 3 or frame.shape[2] != 3:
@@ -126,6 +128,8 @@ class EpisodeRecorder:
         self._writers: dict[int, tuple[Any, VideoWriter]] = {}
         self._warned = False
         self._render_takes_camera: bool | None = None
+        if config.enabled:
+            import_extra("av", "video", _WHAT)  # fail before the first episode, not at its end
         self._remove_partials()
 
     def wants(self, item: Any) -> bool:
