@@ -12,8 +12,8 @@ Writes, under DIR:
   slurm-request.json      a 1 x 8 GPU SLURM request (Cosmos Framework) with one mount
   sqsh/cosmos-framework.sqsh, id_cluster   stand-ins for an existing SQSH and an SSH key
 
-Nothing is downloaded: the clips are encoded with PyAV and the images with Pillow (both come
-with arena-core).
+Nothing is downloaded: the clips are encoded with PyAV (``arena-core[video]``, or this
+plugin's ``examples`` extra) and the images with Pillow (a dependency of arena-core).
 """
 
 from __future__ import annotations
