@@ -43,6 +43,7 @@ _CONTAINER_COST = 16
 _REFUSED_KINDS = frozenset("cOV")
 # Kinds whose buffer msgpack can read directly (saves the tobytes() copy).
 _BUFFER_KINDS = frozenset("biuf")
+_KEEP_PACKER_BYTES = 4 * 2**20
 _NDARRAY = b"__ndarray__"
 _NPGENERIC = b"__npgeneric__"
 
@@ -99,10 +100,15 @@ class Packer:
 
     def pack(self, obj: Any) -> bytes:
         try:
-            return self._packer.pack(obj)
+            packed = self._packer.pack(obj)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a CodecError
             self._packer.reset()
             raise _encode_error(obj, exc) from None
+        if len(packed) > _KEEP_PACKER_BYTES:
+            # msgpack's Packer keeps its buffer at the largest size it ever needed: start afresh
+            # rather than hold twice the biggest message for the life of the connection.
+            self._packer = msgpack.Packer(default=_default, use_bin_type=True)
+        return packed
 
 
 def packb(obj: Any) -> bytes:

@@ -43,6 +43,7 @@ from typing import Any, Awaitable, Callable
 from websockets.asyncio.server import ServerConnection
 from websockets.asyncio.server import serve as ws_serve
 from websockets.exceptions import ConnectionClosed
+from websockets.frames import Frame, Opcode
 from websockets.http11 import Request, Response
 
 from arena.transport.codec import DEFAULT_MAX_OBJECTS, Packer, unpackb
@@ -276,9 +277,16 @@ class PolicyServer:
         server = self
 
         class CountedConnection(ServerConnection):
-            """Counts TCP connections; closes those beyond the cap before they cost more."""
+            """Counts TCP connections (closing those beyond the cap before they cost more) and
+            remembers the last data frame, so its payload can be let go (:func:`_release_frame`)."""
 
             admitted = False
+            last_data_frame: Frame | None = None
+
+            def process_event(self, event: Any) -> None:
+                if isinstance(event, Frame) and event.opcode in _DATA_OPCODES:
+                    self.last_data_frame = event
+                super().process_event(event)
 
             def connection_made(self, transport: Any) -> None:
                 server._tcp += 1
@@ -432,6 +440,7 @@ class PolicyServer:
                 await self._fail(ws, traceback.format_exc())
                 return
             finally:
+                _release_frame(ws, message)
                 del message  # the frame is not kept while the model runs or the client thinks
             if engine.can_run_inline():
                 reply = engine.run_inline(job)
@@ -459,6 +468,23 @@ class PolicyServer:
             await ws.close(1011, ERROR_CLOSE_REASON)
         except ConnectionClosed:
             pass
+
+
+_DATA_OPCODES = (Opcode.BINARY, Opcode.TEXT, Opcode.CONT)
+
+
+def _release_frame(ws: ServerConnection, message: Any) -> None:
+    """Let go of the payload of the frame that carried ``message``.
+
+    websockets' frame parser keeps the last frame it parsed (a generator's local variable)
+    until the next one arrives, so an idle connection would hold its last request, 64 MiB at
+    worst, for as long as the client thinks. Only a frame whose payload *is* ``message`` is
+    touched (a pipelined next request is left alone).
+    """
+    frame = getattr(ws, "last_data_frame", None)
+    if frame is not None and frame.data is message:
+        frame.data = b""
+        ws.last_data_frame = None  # type: ignore[attr-defined]
 
 
 def _quiet_exception_handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
