@@ -29,7 +29,8 @@ from arena.transport.errors import ProtocolError
 
 __all__ = ["BatchQueue", "Failure", "InferenceEngine", "Job"]
 
-_EMA_WEIGHT = 0.25  # weight of the newest inference time in the running estimate
+_EMA_WEIGHT = 0.25  # weight of the newest value in the running estimates
+_COMPANY = 1.5  # batches recently averaged at least this many requests: wait for company
 
 
 class Failure:
@@ -59,9 +60,10 @@ class BatchQueue:
     """Jobs waiting for an inference thread, grouped into batches.
 
     :meth:`take` returns up to ``max_batch_size`` jobs once one of these holds: the batch is
-    full; every connection that could send a request has one waiting (``pending()`` says how
-    many connections are serving and have no request in a running batch: no more can come, so
-    a lone client never waits); or the oldest job has waited ``max_wait_s``.
+    full; every serving connection without a request in a running batch has one waiting (no
+    more can come, so a lone client never waits); no company is expected (recent batches held
+    one request each: a client alone in practice, though others are connected, does not wait
+    either); or the oldest job has waited ``max_wait_s``.
     """
 
     def __init__(self, max_batch_size: int, max_wait_s: float, serving: Callable[[], int]) -> None:
@@ -72,6 +74,16 @@ class BatchQueue:
         self._jobs: deque[Job] = deque()
         self._running = 0  # jobs in batches that the model is working on
         self._closed = False
+        self.batch_size_estimate = 1.0  # running estimate of recent batch sizes
+
+    def note_batch(self, size: int) -> None:
+        """Count a batch of ``size`` in :attr:`batch_size_estimate` (also for inline runs)."""
+        self.batch_size_estimate += _EMA_WEIGHT * (size - self.batch_size_estimate)
+
+    @property
+    def expects_company(self) -> bool:
+        """Whether recent batches held more than one request (so waiting may fill this one)."""
+        return self.batch_size_estimate >= _COMPANY
 
     def __len__(self) -> int:
         return len(self._jobs)
@@ -99,10 +111,12 @@ class BatchQueue:
                         len(jobs) >= self.max_batch_size
                         or len(jobs) >= self._serving() - self._running
                         or waited >= self.max_wait_s
+                        or not self.expects_company
                     ):
                         size = min(len(jobs), self.max_batch_size)
                         batch = [jobs.popleft() for _ in range(size)]
                         self._running += size
+                        self.note_batch(size)
                         if jobs:
                             self._cond.notify()  # another inference thread may take the rest
                         return batch
@@ -181,8 +195,14 @@ class InferenceEngine:
         self._spawn(0, first)
 
     def _spawn(self, index: int, target: Callable[[], None]) -> None:
+        name = f"arena-infer-{index}"
+
+        def named() -> None:
+            _name_os_thread(name)  # so top -H, py-spy and /proc show which thread is busy
+            target()
+
         # Daemon threads: a SIGTERM during a minutes-long load() or infer() ends the process.
-        thread = threading.Thread(target=target, name=f"arena-infer-{index}", daemon=True)
+        thread = threading.Thread(target=named, name=name, daemon=True)
         self._workers.append(thread)
         thread.start()
 
@@ -194,7 +214,8 @@ class InferenceEngine:
     def can_run_inline(self) -> bool:
         """Whether a request may run on the calling (event-loop) thread right now: recent
         inferences were short, nothing is queued or running on the inference threads, and
-        there is nobody to batch with (batching off, or one connection serving).
+        there is nobody to batch with (batching off, one connection serving, or recent batches
+        held one request each).
 
         That is openpi's server's way (inference on the loop) where it is fastest, without its
         flaw: a first call, or a model that takes ``inline_below_ms`` or longer, goes to the
@@ -207,11 +228,12 @@ class InferenceEngine:
             and estimate < self.inline_below_ms
             and self.queue.running == 0
             and not len(self.queue)
-            and (not self.batching or self._serving() <= 1)
+            and (not self.batching or self._serving() <= 1 or not self.queue.expects_company)
         )
 
     def run_inline(self, job: Job) -> bytes | Failure:
         """Run one job on the calling thread; returns its encoded reply or a Failure."""
+        self.queue.note_batch(1)
         return self._run([job], self._inline_packer)[0]
 
     def submit(self, job: Job) -> None:
@@ -273,6 +295,17 @@ class InferenceEngine:
             except Exception:  # noqa: BLE001 - this connection gets the traceback
                 replies.append(Failure(traceback.format_exc()))
         return replies
+
+
+def _name_os_thread(name: str) -> None:
+    """Give the calling thread ``name`` at the OS level too (Linux ``prctl``; else nothing)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        libc.prctl(15, name.encode()[:15], 0, 0, 0)  # PR_SET_NAME
+    except Exception:  # noqa: BLE001 - only a diagnostic nicety
+        pass
 
 
 def _deliver(batch: list[Job], replies: list[bytes | Failure]) -> None:

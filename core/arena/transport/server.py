@@ -122,7 +122,7 @@ class PolicyServer:
         max_batch_size: int | None = None,
         max_wait_ms: float = DEFAULT_MAX_WAIT_MS,
         concurrent_batches: int | None = None,
-        inline_below_ms: float | None = 50.0,
+        inline_below_ms: float | None = 100.0,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         handshake_timeout_s: float = 10.0,
         ping_interval_s: float | None = 20.0,
