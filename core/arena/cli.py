@@ -336,6 +336,9 @@ def serve(
         help="WebSocket connections served at once (runs x num_envs sharing this server); more get HTTP 503",
         min=1)] = 1024,
     handshake_timeout_s: Annotated[float, typer.Option(help="close connections that have not completed the handshake by then, s")] = 10.0,
+    inline_below_ms: Annotated[float, typer.Option(
+        help="run a request on the event-loop thread while recent inferences took less than this, ms (0: never)",
+        min=0)] = 100.0,
     concurrent_batches: Annotated[Optional[int], typer.Option(
         help="batches in the model at once, for thread-safe models (default: the model's concurrent_batches, else 1)",
         show_default=False, min=1)] = None,
@@ -346,7 +349,7 @@ def serve(
     import yaml
 
     from arena.plugins import get_plugin_manager
-    from arena.transport.server import serve_model
+    from arena.transport.server import PolicyServer
 
     manager = get_plugin_manager()
     registry = manager.registry
@@ -371,13 +374,17 @@ def serve(
         if api_key is None:
             raise _fail(ConfigError(f"--api-key-env names {api_key_env}, which is not set"))
     try:
-        model = factory(**options)
-        err.print(f"serving {name} on ws://{host}:{port} (healthz: http://{host}:{port}/healthz)")
-        serve_model(
-            model, host, port, api_key=api_key, max_batch_size=max_batch_size, max_wait_ms=max_wait_ms,
-            max_connections=max_connections, handshake_timeout_s=handshake_timeout_s,
-            concurrent_batches=concurrent_batches,
+        server = PolicyServer(
+            factory(**options), host, port, api_key=api_key, max_batch_size=max_batch_size,
+            max_wait_ms=max_wait_ms, max_connections=max_connections,
+            handshake_timeout_s=handshake_timeout_s, concurrent_batches=concurrent_batches,
+            inline_below_ms=inline_below_ms,
         )
+        err.print(
+            f"serving {name} on ws://{host}:{port} (healthz: http://{host}:{port}/healthz; "
+            f"{server.describe()})", highlight=False,
+        )
+        server.run()
     except ArenaError as exc:
         raise _fail(exc) from None
     except OSError as exc:  # e.g. the port is taken

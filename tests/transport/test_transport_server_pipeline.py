@@ -193,3 +193,37 @@ def test_rate_limited_log_passes_a_burst_then_counts_what_it_held_back() -> None
     time.sleep(0.35)
     logger.error("connection %d failed", 99)
     assert records[-1] == "connection 99 failed (47 similar messages suppressed in the last 0.3 s)"
+
+
+@pytest.mark.slow
+def test_arena_serve_batches_a_model_with_infer_batch_by_default(tmp_path: Any) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from transport_fakes import free_port
+
+    from arena.transport import wait_until_ready
+
+    port = free_port()
+    log = tmp_path / "serve.log"
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(__file__)}
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "arena", "serve", "transport_fakes:BatchSizeModel",
+                                 "--port", str(port)], stdout=out, stderr=subprocess.STDOUT, env=env)
+    try:
+        wait_until_ready("http:/readyz", "127.0.0.1", port, 60, should_abort=lambda: (
+            f"arena serve exited with {proc.returncode}" if proc.poll() is not None else None))
+        clients = [PolicyClient("127.0.0.1", port, connect_timeout_s=10, request_timeout_s=30) for _ in range(6)]
+        for client in clients:
+            client.connect()
+        sizes = []
+        for _ in range(4):  # rounds of six concurrent requests
+            sizes += [reply["batch"] for reply in _concurrently(clients, lambda i, c: c.infer({"i": i}))]
+        assert max(sizes) > 1, sizes  # grouped, with no batching option given
+        for client in clients:
+            client.close()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert "batches of up to 64, 2 ms wait" in log.read_text()

@@ -175,6 +175,17 @@ class PolicyServer:
     def endpoint(self) -> str:
         return f"ws://{self.host}:{self.port}"
 
+    def describe(self) -> str:
+        """The serving settings in words, e.g. ``batches of up to 64, 2 ms wait; at most 1024
+        connections``."""
+        batching = (
+            f"batches of up to {self.max_batch_size}, {self.max_wait_ms:g} ms wait"
+            + (f", {self.concurrent_batches} at once" if self.concurrent_batches > 1 else "")
+            if self.batching
+            else "no batching"
+        )
+        return f"{batching}; at most {self.max_connections} connections"
+
     @property
     def connections(self) -> int:
         """WebSocket connections open now (admitted by the handshake)."""
@@ -237,13 +248,7 @@ class PolicyServer:
                     raise TransportError(f"{self.endpoint}: model.load() failed:\n{error}")
                 self.ready = True
                 self._loaded.set()
-                log.info(
-                    "policy server ready on %s (%s; at most %d connections)",
-                    self.endpoint,
-                    f"batches of up to {self.max_batch_size}, {self.max_wait_ms:g} ms wait"
-                    if self.batching else "no batching",
-                    self.max_connections,
-                )
+                log.info("policy server ready on %s (%s)", self.endpoint, self.describe())
                 try:
                     await asyncio.Future()
                 finally:
