@@ -57,10 +57,16 @@ def test_models_with_infer_batch_are_batched_by_default(start_server: Start) -> 
     clients = [_client(server) for _ in range(6)]
     for client in clients:
         client.connect()
-    replies = _concurrently(clients, lambda i, c: c.infer({"state": np.full(2, i, np.float32)}))
-    for i, reply in enumerate(replies):
-        np.testing.assert_array_equal(reply["actions"], np.full(2, 2 * i, np.float32))
-    assert max(model.batch_sizes) > 1 and sum(model.batch_sizes) == 6
+    for round_ in range(5):  # rounds of six concurrent requests
+        if round_ == 2:  # a quiet spell: one client alone, six times (batches of one)
+            for _ in range(6):
+                clients[0].infer({"state": np.zeros(2, np.float32)})
+        seen = len(model.batch_sizes)
+        replies = _concurrently(clients, lambda i, c: c.infer({"state": np.full(2, i, np.float32)}))
+        for i, reply in enumerate(replies):
+            np.testing.assert_array_equal(reply["actions"], np.full(2, 2 * i, np.float32))
+        assert max(model.batch_sizes[seen:]) > 1, model.batch_sizes  # batching resumes
+    assert sum(model.batch_sizes) == 5 * 6 + 6
     for client in clients:
         client.close()
 

@@ -77,7 +77,7 @@ class BatchQueue:
         self.batch_size_estimate = 1.0  # running estimate of recent batch sizes
 
     def note_batch(self, size: int) -> None:
-        """Count a batch of ``size`` in :attr:`batch_size_estimate` (also for inline runs)."""
+        """Count a batch of ``size`` in :attr:`batch_size_estimate`."""
         self.batch_size_estimate += _EMA_WEIGHT * (size - self.batch_size_estimate)
 
     @property
@@ -214,8 +214,9 @@ class InferenceEngine:
     def can_run_inline(self) -> bool:
         """Whether a request may run on the calling (event-loop) thread right now: recent
         inferences were short, nothing is queued or running on the inference threads, and
-        there is nobody to batch with (batching off, one connection serving, or recent batches
-        held one request each).
+        there is nobody to batch with (batching off, or one connection serving: while a request
+        runs inline no other is received, so with several connections batching would never
+        get the chance to start).
 
         That is openpi's server's way (inference on the loop) where it is fastest, without its
         flaw: a first call, or a model that takes ``inline_below_ms`` or longer, goes to the
@@ -228,12 +229,11 @@ class InferenceEngine:
             and estimate < self.inline_below_ms
             and self.queue.running == 0
             and not len(self.queue)
-            and (not self.batching or self._serving() <= 1 or not self.queue.expects_company)
+            and (not self.batching or self._serving() <= 1)
         )
 
     def run_inline(self, job: Job) -> bytes | Failure:
         """Run one job on the calling thread; returns its encoded reply or a Failure."""
-        self.queue.note_batch(1)
         return self._run([job], self._inline_packer)[0]
 
     def submit(self, job: Job) -> None:
