@@ -151,6 +151,19 @@ def test_short_inferences_run_inline_after_a_first_call_on_the_inference_thread(
     assert set(model.threads[1:]) == {"arena-policy-server"}  # the event-loop thread
 
 
+def test_under_steady_load_an_unbatched_server_settles_into_running_inline(start_server: Start) -> None:
+    model = _ThreadModel(infer_sleep_s=0.01)  # slower than the clients: a queue forms at once
+    server = start_server(model)  # no infer_batch: one request at a time, like openpi's server
+    clients = [_client(server) for _ in range(4)]
+    for client in clients:
+        client.connect()
+    _concurrently(clients, lambda i, c: [c.infer({"state": np.zeros(2)}) for _ in range(25)])
+    assert model.threads[0] == "arena-infer-0"
+    assert set(model.threads[-40:]) == {"arena-policy-server"}, model.threads  # the queue drained
+    for client in clients:
+        client.close()
+
+
 def test_inline_can_be_turned_off_and_long_inferences_never_run_inline(start_server: Start) -> None:
     never = _ThreadModel()
     server = start_server(never, inline_below_ms=None)

@@ -169,6 +169,7 @@ class InferenceEngine:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._workers: list[threading.Thread] = []
         self._inline_packer = Packer()
+        self._idle = asyncio.Event()  # nothing queued or running on the inference threads
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -176,6 +177,7 @@ class InferenceEngine:
         """Start the inference threads; the first runs ``model.load()`` and reports through
         ``loaded(error_text_or_None)`` (called on the loop thread)."""
         self._loop = loop
+        self._idle.set()
 
         def first() -> None:
             error = None
@@ -211,12 +213,11 @@ class InferenceEngine:
 
     # ---- scheduling ----------------------------------------------------------------------
 
-    def can_run_inline(self) -> bool:
-        """Whether a request may run on the calling (event-loop) thread right now: recent
-        inferences were short, nothing is queued or running on the inference threads, and
-        there is nobody to batch with (batching off, or one connection serving: while a request
-        runs inline no other is received, so with several connections batching would never
-        get the chance to start).
+    def prefers_inline(self) -> bool:
+        """Whether requests should run on the calling (event-loop) thread: recent inferences
+        were short and there is nobody to batch with (batching off, or one connection serving:
+        while a request runs inline no other is received, so with several connections batching
+        would never get the chance to start).
 
         That is openpi's server's way (inference on the loop) where it is fastest, without its
         flaw: a first call, or a model that takes ``inline_below_ms`` or longer, goes to the
@@ -227,18 +228,43 @@ class InferenceEngine:
             self.inline_below_ms is not None
             and estimate is not None
             and estimate < self.inline_below_ms
-            and self.queue.running == 0
-            and not len(self.queue)
             and (not self.batching or self._serving() <= 1)
         )
+
+    def can_run_inline(self) -> bool:
+        """:meth:`prefers_inline`, and nothing is queued or running on the inference threads
+        (so the model is never called from two threads at once)."""
+        return self.prefers_inline() and self.queue.running == 0 and not len(self.queue)
+
+    async def until_idle(self) -> None:
+        """Wait until nothing is queued or running on the inference threads (loop thread).
+
+        A request that prefers to run inline waits here rather than joining the queue, so under
+        steady load the queue drains and the server settles into running inline.
+        """
+        if self._idle.is_set():
+            await asyncio.sleep(0)  # yield to the loop whatever happens
+        else:
+            await self._idle.wait()
 
     def run_inline(self, job: Job) -> bytes | Failure:
         """Run one job on the calling thread; returns its encoded reply or a Failure."""
         return self._run([job], self._inline_packer)[0]
 
     def submit(self, job: Job) -> None:
-        """Queue ``job``; its future receives the encoded reply or a Failure."""
+        """Queue ``job`` (loop thread); its future receives the encoded reply or a Failure."""
+        self._idle.clear()
         self.queue.put(job)
+
+    def _deliver(self, batch: list[Job], replies: list[bytes | Failure]) -> None:
+        """On the loop thread: hand each reply to the connection waiting for it."""
+        for job, reply in zip(batch, replies):
+            future = job.future
+            job.future = None
+            if future is not None and not future.done():
+                future.set_result(reply)
+        if self.queue.running == 0 and not len(self.queue):
+            self._idle.set()
 
     # ---- inference threads ---------------------------------------------------------------
 
@@ -252,7 +278,7 @@ class InferenceEngine:
             finally:
                 self.queue.finished(len(batch))
             try:
-                loop.call_soon_threadsafe(_deliver, batch, replies)
+                loop.call_soon_threadsafe(self._deliver, batch, replies)
             except RuntimeError:  # the loop is closed: the server stopped
                 return
             del batch, replies  # nothing of a request outlives its call
@@ -308,10 +334,3 @@ def _name_os_thread(name: str) -> None:
         pass
 
 
-def _deliver(batch: list[Job], replies: list[bytes | Failure]) -> None:
-    """On the loop thread: hand each reply to the connection waiting for it."""
-    for job, reply in zip(batch, replies):
-        future = job.future
-        job.future = None
-        if future is not None and not future.done():
-            future.set_result(reply)

@@ -447,6 +447,8 @@ class PolicyServer:
             finally:
                 _release_frame(ws, message)
                 del message  # the frame is not kept while the model runs or the client thinks
+            while engine.prefers_inline() and not engine.can_run_inline():
+                await engine.until_idle()  # let the queue drain, then run inline (it yields)
             if engine.can_run_inline():
                 reply = engine.run_inline(job)
             else:
