@@ -156,28 +156,21 @@ def unpackb_bounded(
     nbytes = len(data)
     budget = object_budget(nbytes, max_objects)
     left = budget
-
-    def spent(n: int) -> None:
-        nonlocal left
-        left -= n
-        if left < 0:
-            raise _OverBudget
+    hook = object_hook if object_hook is not None else _identity
 
     def on_list(items: list[Any]) -> list[Any]:
-        spent(_CONTAINER_COST + len(items))
+        nonlocal left
+        left -= _CONTAINER_COST + len(items)
+        if left < 0:
+            raise _OverBudget
         return items
 
-    if object_hook is None:
-
-        def on_map(obj: dict[Any, Any]) -> Any:
-            spent(_CONTAINER_COST + 2 * len(obj))
-            return obj
-
-    else:
-
-        def on_map(obj: dict[Any, Any]) -> Any:
-            spent(_CONTAINER_COST + 2 * len(obj))
-            return object_hook(obj)
+    def on_map(obj: dict[Any, Any]) -> Any:
+        nonlocal left
+        left -= _CONTAINER_COST + 2 * len(obj)
+        if left < 0:
+            raise _OverBudget
+        return hook(obj)
 
     try:
         return msgpack.unpackb(
@@ -198,6 +191,10 @@ def unpackb_bounded(
         raise CodecError(f"malformed message (ValueError: {exc})") from exc
     except Exception as exc:  # noqa: BLE001 - msgpack raises many types; callers see one
         raise CodecError(f"malformed message ({type(exc).__name__}: {exc})") from exc
+
+
+def _identity(obj: Any) -> Any:
+    return obj
 
 
 class _OverBudget(Exception):
