@@ -34,6 +34,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from arena.processes import spawn, terminate
 from benchmarks.common import table
 from benchmarks.sampling import GpuSampler
 from benchmarks.serving import ROOT, drive
@@ -70,9 +71,7 @@ class _Server:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> _Server:
-        with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         env=_env(), cwd=ROOT, start_new_session=True)
+        self.proc = spawn(self.argv, self.log, env=_env())  # its own process group; dies with us
         deadline = time.monotonic() + 900  # a ViT-L loads and warms up in well under that
         while not _http_ok(self.port, self.ready_path):
             if self.proc.poll() is not None:
@@ -83,13 +82,8 @@ class _Server:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(15)
+        if self.proc is not None:
+            terminate(self.proc, grace_s=15)  # its whole process group
 
 
 def _servers(size: str, device: str, openpi_server: Path | None, logs: Path) -> list[tuple[str, list[str], str]]:

@@ -23,7 +23,8 @@ before); with ``api_key`` the handshake requires ``Authorization: Api-Key <key>`
 otherwise; the health routes stay open). At most ``max_connections`` WebSocket connections are
 served (the next handshake gets HTTP 503 saying so); a TCP connection that does not complete
 the handshake within ``handshake_timeout_s`` is closed, and TCP connections beyond
-``max_connections + handshake_backlog`` are closed at once, so open files never run out.
+``max_connections`` + 128 are closed at once (the open-file limit is raised to fit, or the
+caps lowered to fit it), so accept() never runs out of descriptors.
 Connections that completed the handshake are never closed for being silent (a simulator may
 reset for minutes) as long as they answer keepalive pings. Error logs are rate-limited.
 """
@@ -100,7 +101,7 @@ class PolicyServer:
             sent to the device while the current one computes); ``None``: the model's
             ``concurrent_batches`` attribute, else 1. More than 1 needs a thread-safe model.
         inline_below_ms: run a request on the event-loop thread while recent inferences took
-            less than this (ms) and there is nobody to batch with; ``None`` never does.
+            less than this (ms) and there is nobody to batch with; ``None`` or 0 never does.
         max_connections: WebSocket connections served at once; the next handshake gets HTTP
             503 with the reason. TCP connections beyond this plus 128 still in their handshake
             are closed at once.
