@@ -102,17 +102,26 @@ def cameras() -> dict:
 
 
 def frames(path: str, *seeds: str) -> dict:
-    """Save gym-aloha's own reset observation of each seed (``top`` image, ``agent_pos``) to ``path``."""
+    """Save, for each seed, gym-aloha's own reset observation (``top`` image, ``agent_pos``)
+    and the ``aloha`` env's (``cam_high_rgb``, ``joint_pos``) to the ``.npz`` file ``path``."""
     import gymnasium as gym
     import gym_aloha  # noqa: F401
 
-    env = gym.make("gym_aloha/AlohaTransferCube-v0", obs_type="pixels_agent_pos")
+    from arena_aloha.config import AlohaConfig
+    from arena_aloha.env import AlohaEnvironment
+
+    theirs = gym.make("gym_aloha/AlohaTransferCube-v0", obs_type="pixels_agent_pos")
+    ours = AlohaEnvironment(AlohaConfig(task="transfer_cube"), num_envs=1)
     arrays = {}
     for seed in seeds:
-        obs, _ = env.reset(seed=int(seed))
-        arrays[f"top_{seed}"] = obs["pixels"]["top"]
-        arrays[f"agent_pos_{seed}"] = obs["agent_pos"]
-    env.close()
+        ref, _ = theirs.reset(seed=int(seed))
+        arrays[f"gym_top_{seed}"] = ref["pixels"]["top"]
+        arrays[f"gym_agent_pos_{seed}"] = ref["agent_pos"]
+        obs = ours.reset_envs([0], [int(seed)])
+        arrays[f"cam_high_rgb_{seed}"] = obs["camera_obs"]["cam_high_rgb"][0]
+        arrays[f"joint_pos_{seed}"] = obs["policy"]["joint_pos"][0]
+    theirs.close()
+    ours.close()
     np.savez(path, **arrays)
     return {"saved": sorted(arrays)}
 
