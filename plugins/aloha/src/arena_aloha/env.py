@@ -47,7 +47,7 @@ import gymnasium as gym
 import numpy as np
 
 from arena.envs.base import Environment
-from arena.envs.metaworld import configure_headless_rendering
+from arena.rendering import configure_headless_rendering
 from arena_aloha.config import TASKS, AlohaConfig, scene_camera
 
 configure_headless_rendering()
