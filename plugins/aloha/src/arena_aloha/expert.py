@@ -87,7 +87,7 @@ def _exp(vec: np.ndarray) -> np.ndarray:
     angle = float(np.linalg.norm(vec))
     if angle < 1e-12:
         return np.eye(3)
-    return kin._rotation(vec / angle, angle)
+    return kin.rotation(vec / angle, angle)
 
 
 def _at(path: list[_Waypoint], step: int) -> tuple[np.ndarray, np.ndarray, float]:

@@ -46,7 +46,7 @@ LEFT = Arm(base=(-0.469, 0.5, 0.0), yaw=0.0)
 RIGHT = Arm(base=(0.469, 0.5, 0.0), yaw=np.pi)
 
 
-def _rotation(axis: np.ndarray, angle: float) -> np.ndarray:
+def rotation(axis: np.ndarray, angle: float) -> np.ndarray:
     """Rotation matrix about a unit ``axis`` by ``angle`` rad (Rodrigues)."""
     x, y, z = axis
     k = np.array([[0, -z, y], [z, 0, -x], [-y, x, 0]])
@@ -59,7 +59,7 @@ def forward(arm: Arm, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
     Returns ``(tool_pos (3,), tool_rot (3, 3), joint_pos (6, 3), joint_axes (6, 3))`` in the
     world frame (m); the rotation's columns are the gripper link's axes.
     """
-    rot = _rotation(np.array([0.0, 0.0, 1.0]), arm.yaw)
+    rot = rotation(np.array([0.0, 0.0, 1.0]), arm.yaw)
     pos = np.asarray(arm.base, float)
     origins = np.zeros((6, 3))
     axes = np.zeros((6, 3))
@@ -67,7 +67,7 @@ def forward(arm: Arm, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
         pos = pos + rot @ _OFFSETS[i]
         axis = rot @ _AXES[i]
         origins[i], axes[i] = pos, axis
-        rot = rot @ _rotation(_AXES[i], float(q[i]))
+        rot = rot @ rotation(_AXES[i], float(q[i]))
     return pos + rot @ TOOL_OFFSET, rot, origins, axes
 
 
