@@ -57,7 +57,7 @@ ACTION_DIM = 14
 SUCCESS_REWARD = 4
 #: Indices of the two grippers in ``joint_pos`` and in actions.
 GRIPPERS = (6, 13)
-#: Arm actuators of the scene, in action order, and the finger actuator whose range bounds the gripper.
+#: The six arm joints of each arm, in action order (the gripper is the seventh value).
 _ARM_ACTUATORS = ("waist", "shoulder", "elbow", "forearm_roll", "wrist_angle", "wrist_rotate")
 
 
