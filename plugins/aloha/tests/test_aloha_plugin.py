@@ -140,3 +140,11 @@ def test_expert_actions_are_a_function_of_the_episode_alone():
     assert np.array_equal(first[1], fresh.get_action(None, {**obs, "task": ["transfer_cube"] * 2})[0])
     assert first.dtype == np.float32 and first.shape == (2, 14)
     assert first[1, 6] == 1.0 and first[1, 13] == 1.0  # both grippers open at the start
+
+
+def test_building_the_env_without_gym_aloha_says_how_to_get_it():
+    from arena_aloha.env import AlohaEnvironment
+
+    assert importlib.util.find_spec("gym_aloha") is None
+    with pytest.raises(ImportError, match="arena aloha setup"):
+        AlohaEnvironment(AlohaConfig(task="transfer_cube"), num_envs=1)

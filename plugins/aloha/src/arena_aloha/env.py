@@ -41,6 +41,7 @@ as ``info["is_success"]`` and terminates the episode, and so does this class.
 from __future__ import annotations
 
 import collections
+import sys
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -93,8 +94,11 @@ def _object_pose(task: str, seed: int) -> np.ndarray:
 class AlohaEnvironment(Environment):
     """``num_envs`` ALOHA sim envs of one task in this process (see the module docstring).
 
-    Needs gym-aloha (``arena aloha setup`` creates a venv that has it). Raises ``ValueError``
-    for ``num_envs < 1``, bad env ids or seeds, and actions of the wrong shape or not finite.
+    Raises:
+        ValueError: ``num_envs < 1``, bad env ids or seeds, actions of the wrong shape or not
+            finite.
+        ImportError: gym-aloha is not installed in this interpreter (``arena aloha setup``
+            creates the venv whose interpreter runs the workers; or set ``environment.python``).
     """
 
     name: ClassVar[str] = "aloha"
@@ -114,9 +118,16 @@ class AlohaEnvironment(Environment):
         # `cameras=True` asks for images when the config lists none: the benchmark's top camera.
         names = list(config.cameras) or (["cam_high"] if cameras else [])
         super().__init__(config, num_envs=num_envs, cameras=bool(names))
-        from dm_control import mujoco
-        from gym_aloha.constants import ASSETS_DIR
-        from gym_aloha.tasks import sim
+        try:
+            from dm_control import mujoco
+            from gym_aloha.constants import ASSETS_DIR
+            from gym_aloha.tasks import sim
+        except ModuleNotFoundError as exc:
+            raise ImportError(
+                f"the aloha environment needs gym-aloha, which is not installed in {sys.executable} "
+                f"(missing module '{exc.name}'): run `arena aloha setup` once, so that its envs run in "
+                "workers under that venv, or point environment.python at an interpreter that has gym-aloha==0.1.5"
+            ) from exc
 
         self.task = config.task
         self.task_description = config.task_instruction()
