@@ -42,9 +42,11 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
 fi
 
 # Benchmark venvs (design §6a): with the test extras, every workspace plugin whose command
-# group has a `setup` command (`arena aloha setup`, …) creates its benchmark's own venv under
-# $ARENA_VENVS, so the suite runs those benchmarks for real. Each is idempotent and stamped.
+# group has a `setup` command (`arena aloha setup`, `arena libero setup`, …) creates its
+# benchmark's own venv under $ARENA_VENVS (here .venvs/ of this checkout, where the test
+# suite's conftest.py looks), so the suite runs those benchmarks for real. Each is idempotent.
 if [[ ",${extras}," == *",test,"* ]]; then
+  export ARENA_VENVS="${ARENA_VENVS:-$PWD/.venvs}"
   for dir in plugins/*/; do
     name="$(basename "$dir")"
     if grep -qs '^def setup(' "$dir"src/*/cli.py; then
