@@ -7,7 +7,12 @@ from typing import Annotated, Optional
 
 import typer
 
-app = typer.Typer(name="isaaclab", no_args_is_help=True, help="Isaac Lab environments: the Python 3.12 simulator venv.")
+app = typer.Typer(name="isaaclab", no_args_is_help=True)
+
+
+@app.callback()
+def main() -> None:
+    """Isaac Lab environments: the Python 3.12 venv the simulator runs in."""
 
 
 @app.command("setup")
