@@ -40,3 +40,10 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/python -m pip install -q "${packages[@]}"
   echo "$want" > "$stamp"
 fi
+
+# The test suite's benchmark venvs: Isaac Lab's Python 3.12 simulator venv ($ARENA_VENVS/isaaclab),
+# made from nothing where the machine has Python 3.12 (its tests skip, saying so, elsewhere).
+# Idempotent and stamped: nothing runs when nothing changed.
+if [ "$extras" = test ] && [ -x .venv/bin/arena ]; then
+  .venv/bin/arena isaaclab setup --if-possible --quiet
+fi

@@ -39,8 +39,8 @@ def test_env_cfg_is_a_code_reference_and_device_is_checked():
     with pytest.raises(ValidationError, match="cpu, cuda or cuda:N"):
         IsaacLabConfig(task="Isaac-Cartpole", device="gpu")
     config = IsaacLabConfig(env_cfg="my_lab.tasks:CartpoleCfg", device="cuda:1")
-    assert config.code_references() == ["my_lab.tasks:CartpoleCfg"]
-    assert IsaacLabConfig(task="Isaac-Cartpole").code_references() == []
+    assert config.code_references() == {"env_cfg": "my_lab.tasks:CartpoleCfg"}
+    assert IsaacLabConfig(task="Isaac-Cartpole").code_references() == {}
 
 
 def _arena(*args: str, cwd: Path) -> subprocess.CompletedProcess:

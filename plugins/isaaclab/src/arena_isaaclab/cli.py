@@ -30,6 +30,8 @@ def setup_command(
         typer.echo("arena isaaclab setup: skipped: no Python 3.12 on this machine (Isaac Lab 3 needs it)", err=True)
         return
     began = time.monotonic()
+    if quiet and setup.existing() is None:
+        typer.echo("arena isaaclab setup: creating the Isaac Lab venv (first time: several minutes, ~5 GB)", err=True)
     try:
         interpreter = setup.setup(python, full=full, quiet=quiet)
     except VenvError as exc:

@@ -135,6 +135,7 @@ class IsaacLabConfig(EnvironmentConfig):
             return self.env_cfg
         return self.isaaclab_arena.environment if self.isaaclab_arena is not None else None
 
-    def code_references(self) -> list[str]:
-        """``package.module:Class`` strings whose modules building this env imports (``env_cfg``)."""
-        return [self.env_cfg] if self.env_cfg is not None else []
+    def code_references(self) -> dict[str, str]:
+        """``{key: "package.module:Class"}``: the code references of this config, whose modules
+        building the env imports (``env_cfg``); arena's loader allows them only on opt-in."""
+        return {"env_cfg": self.env_cfg} if self.env_cfg is not None else {}
