@@ -50,10 +50,13 @@ def test_expert_succeeds_zero_fails_and_a_served_expert_drives_the_cpu_example(t
     done = arena_run(
         EXAMPLE,
         out,
-        "shared.rollout_limit.max_episode_steps=30",
+        "shared.rollout_limit.max_episode_steps=20",
         "runs.reach_expert.recording.enabled=true",
         "runs.reach_expert.recording.camera=scene_camera_rgb",
         "runs.reach_expert.recording.max_episodes=1",
+        # only the recorded run needs its camera rendered
+        "runs.reach_expert_served.environment.cameras=false",
+        "runs.reach_zero.environment.cameras=false",
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     expert, served, zero = (records(out, run) for run in ("reach_expert", "reach_expert_served", "reach_zero"))
@@ -69,6 +72,10 @@ def test_expert_succeeds_zero_fails_and_a_served_expert_drives_the_cpu_example(t
     videos = sorted((out / "reach_expert" / "videos").glob("*.mp4"))
     assert len(videos) == 1 and videos[0].stat().st_size > 1000
     assert sum(1 for r in expert if r["video"]) == 1
+    # two processes, the same seeds and the same actions (the expert in process and behind the
+    # server compute the same float32 joint targets): the same episodes, to the last bit
+    fields = ("episode_index", "seed", "env_id", "outcome", "steps", "return")
+    assert [{k: r[k] for k in fields} for r in served] == [{k: r[k] for k in fields} for r in expert]
 
 
 def test_the_same_seed_reproduces_records_across_two_processes(tmp_path):
@@ -79,7 +86,7 @@ def test_the_same_seed_reproduces_records_across_two_processes(tmp_path):
                 "environment": {"type": "isaaclab", "task": "Arena-Reach-Cube-v0", "device": "cpu", "cameras": False},
                 "policy": {"type": "isaaclab_reach_expert"},
                 "environment_builder": {"num_envs": 2, "seed": 41},
-                "rollout_limit": {"num_episodes": 4, "max_episode_steps": 15, "terminate_on_success": False},
+                "rollout_limit": {"num_episodes": 2, "max_episode_steps": 12, "terminate_on_success": False},
             }
         },
     }
@@ -90,8 +97,8 @@ def test_the_same_seed_reproduces_records_across_two_processes(tmp_path):
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         runs.append([{k: r[k] for k in keys} for r in records(tmp_path / name, "reach")])
     assert runs[0] == runs[1]
-    assert [r["seed"] for r in runs[0]] == [41, 42, 43, 44]
-    assert len({r["return"] for r in runs[0]}) == 4  # each seed placed the cube elsewhere
+    assert [r["seed"] for r in runs[0]] == [41, 42]
+    assert runs[0][0]["return"] != runs[0][1]["return"]  # each seed placed the cube elsewhere
 
 
 def test_an_unknown_task_fails_the_run_naming_the_registered_ones(tmp_path):

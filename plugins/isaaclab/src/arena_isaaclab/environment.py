@@ -36,6 +36,8 @@ class IsaacLabEnvironment(Environment):
     Config = IsaacLabConfig
     envs_per_worker = "all"
     default_venv = VENV_NAME
+    #: ``info`` key of per-env success: the task's ``success_term`` (all false when it is null).
+    success_key = "success"
 
     def __init__(self, config: IsaacLabConfig, *, num_envs: int, cameras: bool = False) -> None:
         super().__init__(config, num_envs=num_envs, cameras=cameras)
