@@ -78,22 +78,30 @@ def test_expert_succeeds_zero_fails_and_a_served_expert_drives_the_cpu_example(t
     assert [{k: r[k] for k in fields} for r in served] == [{k: r[k] for k in fields} for r in expert]
 
 
-def test_the_same_seed_reproduces_records_across_two_processes(tmp_path):
-    experiment = {
-        "requires": {"arena-plugin-isaaclab": ">=0.1"},
-        "runs": {
-            "reach": {
-                "environment": {"type": "isaaclab", "task": "Arena-Reach-Cube-v0", "device": "cpu", "cameras": False},
-                "policy": {"type": "isaaclab_reach_expert"},
-                "environment_builder": {"num_envs": 2, "seed": 41},
-                "rollout_limit": {"num_episodes": 2, "max_episode_steps": 12, "terminate_on_success": False},
-            }
-        },
-    }
+def test_the_same_seed_reproduces_records_across_two_processes_and_env_cfg_builds_the_task(tmp_path):
+    """The second process names the task by its config class (``env_cfg``) instead of its gym id."""
+
+    def experiment(source: dict) -> dict:
+        return {
+            "requires": {"arena-plugin-isaaclab": ">=0.1"},
+            "runs": {
+                "reach": {
+                    "environment": {"type": "isaaclab", **source, "device": "cpu", "cameras": False},
+                    "policy": {"type": "isaaclab_reach_expert"},
+                    "environment_builder": {"num_envs": 2, "seed": 41},
+                    "rollout_limit": {"num_episodes": 2, "max_episode_steps": 12, "terminate_on_success": False},
+                }
+            },
+        }
+
     keys = ("episode_index", "seed", "env_id", "outcome", "steps", "return")
+    sources = {
+        "by_gym_id": {"task": "Arena-Reach-Cube-v0"},
+        "by_config_class": {"env_cfg": "arena_isaaclab.sim.tasks.reach_cube:ReachCubeEnvCfg"},
+    }
     runs = []
-    for name in ("first", "second"):
-        done = arena_run(experiment, tmp_path / name)
+    for name, source in sources.items():
+        done = arena_run(experiment(source), tmp_path / name)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         runs.append([{k: r[k] for k in keys} for r in records(tmp_path / name, "reach")])
     assert runs[0] == runs[1]

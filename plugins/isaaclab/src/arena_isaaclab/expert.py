@@ -97,9 +97,6 @@ class ReachExpertRemoteConfig(RemotePolicyConfig):
         "reach_arm", description="embodiment adapter name", validation_alias=AliasChoices("embodiment")
     )
     open_loop_horizon: int = Field(1, ge=1, description="chunk rows replayed per request (the expert is closed-loop)")
-    connect_timeout_s: float = Field(60.0, gt=0, description="seconds to wait for a starting server")
-    first_request_timeout_s: float = Field(60.0, gt=0, description="seconds for the first inference")
-    request_timeout_s: float = Field(30.0, gt=0, description="seconds for every later inference")
 
 
 class ReachExpertRemotePolicy(RemoteChunkReplayPolicy):

@@ -12,7 +12,7 @@ config class, inside ``isaaclab.app.launch_simulation`` (kit-less for Newton).
 from __future__ import annotations
 
 import argparse
-import importlib
+import pkgutil
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,12 +66,9 @@ def resolve(config: IsaacLabConfig, num_envs: int, device: str) -> Resolved:
         cfg, _ = resolve_task_config(config.task, None, overrides=overrides)
         return Resolved(cfg, config.task, config.task)
     if config.env_cfg is not None:
-        module_name, _, attr = config.env_cfg.partition(":")
         try:
-            target: Any = importlib.import_module(module_name)
-            for part in attr.split("."):
-                target = getattr(target, part)
-        except (ImportError, AttributeError) as exc:
+            target: Any = pkgutil.resolve_name(config.env_cfg)
+        except (ImportError, AttributeError, ValueError) as exc:
             raise IsaacLabSetupError(f"env_cfg {config.env_cfg!r} cannot be loaded: {exc}") from exc
         cfg = target() if isinstance(target, type) else target
         from isaaclab_tasks.utils.hydra import resolve_presets
