@@ -102,6 +102,7 @@ def test_every_droid_adapter_packs_isaaclab_arenas_droid_observation():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # Isaac Lab's start and build on a busy 2-core machine
 def test_every_droid_adapter_packs_the_observation_of_an_isaaclab_arena_environment(tmp_path, monkeypatch):
     from arena_isaaclab import setup
     from arena_isaaclab.config import IsaacLabConfig
