@@ -53,7 +53,7 @@ from pydantic import AliasChoices, Field  # noqa: E402
 from arena.policies.adapters import EmbodimentAdapter  # noqa: E402
 from arena.policies.base import PolicyBase, PolicyConfig  # noqa: E402
 from arena.policies.remote import RemoteChunkReplayPolicy, RemotePolicyConfig  # noqa: E402
-from arena.servertask import ServerResources, ServerTask  # noqa: E402
+from arena.servertask import ServerTask, arena_server_task  # noqa: E402
 
 
 class ReachExpertConfig(PolicyConfig):
@@ -140,14 +140,4 @@ class ReachExpertModel:
 
 def reach_expert_server_task(config: ReachExpertRemoteConfig) -> ServerTask:
     """arena's own server hosting the expert: CPU only, starts in a second, shareable."""
-    argv = ["serve", "isaaclab-reach-expert", "--host", "{host}", "--port", "{port}"]
-    return ServerTask(
-        name="isaaclab-reach-expert",
-        command=["arena", *argv],
-        local_command=["{python}", "-m", "arena", *argv],
-        port=8000,
-        readiness="websocket",
-        startup_timeout_s=60.0,
-        resources=ServerResources(cpu=1, gpu=0, memory=1.0),
-        shareable=True,
-    )
+    return arena_server_task("isaaclab-reach-expert")
