@@ -70,6 +70,22 @@ class ServerTask(BaseModel):
         return self.model_dump_json(exclude={"name"})
 
 
+def arena_server_task(model: str, *, startup_timeout_s: float = 60.0) -> ServerTask:
+    """The task of ``arena serve MODEL`` (a model registered with ``arena_register_servers``):
+    arena's own policy server, on the CPU, quick to start and shareable between runs and envs."""
+    argv = ["serve", model, "--host", "{host}", "--port", "{port}"]
+    return ServerTask(
+        name=model,
+        command=["arena", *argv],
+        local_command=["{python}", "-m", "arena", *argv],
+        port=8000,
+        readiness="websocket",
+        startup_timeout_s=startup_timeout_s,
+        resources=ServerResources(cpu=1, gpu=0, memory=1.0),
+        shareable=True,
+    )
+
+
 class ServerOverrides(BaseModel):
     """A run's ``server:`` key: overrides of the derived ServerTask, or ``external: true``."""
 
