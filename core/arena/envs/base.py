@@ -73,6 +73,17 @@ class EnvironmentConfig(BaseModel):
         """The task this config selects, for records and reports."""
         return getattr(self, "task", None)
 
+    def expand(self) -> dict[str, dict[str, Any]] | None:
+        """Split the run into several runs, or ``None`` (the default) to keep it whole.
+
+        Returns ``{suffix: field updates}``: the experiment loader replaces the run ``NAME``
+        by one run ``NAME.<suffix>`` per entry, each resolved as if its ``environment``
+        section held those updates (e.g. a LIBERO suite without a task becomes one run per
+        task, ``{"0": {"task": 0}, ...}``). A suffix is letters, digits, ``_`` or ``-``. The
+        expanded configs must not expand again.
+        """
+        return None
+
 
 class Environment:
     """A batch of ``num_envs`` simulator instances of one task.

@@ -298,6 +298,39 @@ def by_policy(runs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def by_group(runs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Expanded runs (``NAME.<suffix>``, e.g. a LIBERO suite's tasks) grouped under ``NAME``.
+
+    Per group, as benchmark papers report a suite: ``runs`` and ``tasks`` (in run order),
+    ``policy``, pooled ``k``/``n`` with ``success_rate`` and its Wilson ``ci95``,
+    ``macro_success_rate`` (the mean of the per-task rates, the suite's figure when tasks
+    have unequal n), ``errors`` and ``partial`` (any of its runs is partial or unfinished).
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for name, run in runs.items():
+        group, dot, _ = name.partition(".")
+        if not dot:
+            continue
+        entry = out.setdefault(
+            group,
+            {"runs": [], "tasks": [], "policy": run.get("policy"), "k": 0, "n": 0, "errors": 0, "partial": False, "_rates": []},
+        )
+        entry["runs"].append(name)
+        entry["tasks"].append(run.get("task"))
+        entry["k"] += run["k"]
+        entry["n"] += run["n"]
+        entry["errors"] += run["errors"]
+        entry["partial"] = entry["partial"] or bool(run.get("partial")) or run.get("state") != "completed"
+        if run["success_rate"] is not None:
+            entry["_rates"].append(run["success_rate"])
+    for entry in out.values():
+        rates = entry.pop("_rates")
+        entry["success_rate"] = success_rate(entry["k"], entry["n"])
+        entry["ci95"] = list(wilson_interval(entry["k"], entry["n"]))
+        entry["macro_success_rate"] = sum(rates) / len(rates) if rates else None
+    return out
+
+
 def _experiment_name(output_dir: Path, manifest: dict | None) -> str:
     if manifest and manifest.get("experiment"):
         return str(manifest["experiment"])
@@ -333,7 +366,8 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
     ci95 [low, high], ci_method, errors, episodes_total, episodes_recorded,
     missing_episodes, partial, server, server_log, issues, latency, seeds, num_envs, videos,
     restarts, machine}}``, ``by_task`` (task -> run names), ``by_policy`` (pooled and macro
-    rates per policy), ``comparisons`` (every pair of policies on one task: difference and
+    rates per policy), ``by_group`` (expanded runs under their parent run, e.g. a LIBERO
+    suite's tasks: see :func:`by_group`), ``comparisons`` (every pair of policies on one task: difference and
     its Newcombe interval, see :func:`compare_runs`), ``provenance`` (``provenance.json``)
     and ``overall`` (pooled
     counts, ``n``, ``k``, ``success_rate``, ``ci95``, ``macro_success_rate``: the mean of
@@ -368,6 +402,7 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
         "runs": runs,
         "by_task": by_task(runs),
         "by_policy": by_policy(runs),
+        "by_group": by_group(runs),
         "comparisons": task_comparisons(output_dir, runs, records_of),
         "provenance": read_provenance(output_dir),
         "overall": {
