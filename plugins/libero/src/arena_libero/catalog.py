@@ -75,7 +75,8 @@ def check_suite(suite: str) -> str:
 
 def tasks(suite: str) -> list[Task]:
     """The tasks of ``suite`` in the benchmark's order. Raises ``ValueError`` for an unknown suite."""
-    return [_task(check_suite(suite), i, row) for i, row in enumerate(_catalog()[suite])]
+    rows = _catalog()[check_suite(suite)]
+    return [_task(suite, i, row) for i, row in enumerate(rows)]
 
 
 def _task(suite: str, index: int, row: dict[str, Any]) -> Task:

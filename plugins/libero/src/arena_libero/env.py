@@ -113,6 +113,9 @@ class LiberoEnvironment(Environment):
 
     name = "libero"
     Config = LiberoConfig
+    success_key = "success"
+    #: Workers run under the LIBERO venv's interpreter when it exists (``arena libero setup``).
+    default_venv = "libero"
     #: Cameras whose ``camera_obs`` frames are upside down; videos rotate them upright.
     upside_down_cameras = frozenset(CAMERAS.values())
 
@@ -232,9 +235,13 @@ class LiberoEnvironment(Environment):
 
 def _load_init_states(task: catalog.Task) -> np.ndarray:
     """The task's fixed init states, ``float64 (n, D)`` flattened MuJoCo states."""
+    import contextlib
+    import io
+
     from libero.libero import benchmark
 
-    suite = benchmark.get_benchmark_dict()[task.suite]()
+    with contextlib.redirect_stdout(io.StringIO()):  # LIBERO prints as it builds a suite
+        suite = benchmark.get_benchmark_dict()[task.suite]()
     states = np.asarray(suite.get_task_init_states(task.index))
     if states.ndim != 2 or not len(states):
         raise RuntimeError(f"LIBERO has no init states for {task.suite}/{task.name}")
