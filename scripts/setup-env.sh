@@ -40,3 +40,12 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/python -m pip install -q "${packages[@]}"
   echo "$want" > "$stamp"
 fi
+
+# Benchmark venvs whose simulators the test suite runs (design §6a): each plugin's
+# `arena NAME setup` creates its own under $ARENA_VENVS (here .venvs/ of this checkout) and
+# does nothing when it is up to date.
+if [[ ",${extras}," == *",test,"* ]]; then
+  export ARENA_VENVS="${ARENA_VENVS:-$PWD/.venvs}"
+  echo "benchmark venvs in $ARENA_VENVS"
+  .venv/bin/arena libero setup --quiet
+fi
