@@ -97,6 +97,7 @@ def probe(tmp_path_factory) -> dict:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)
 def test_adapter_request_equals_openpi_example_request_for_the_same_frame(probe):
     from arena.plugins import get_registry
 
@@ -123,6 +124,7 @@ def test_adapter_request_equals_openpi_example_request_for_the_same_frame(probe)
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)
 def test_episode_starts_where_openpis_example_starts(probe):
     """Init state ``seed mod 50`` and 10 dummy steps: the same simulation state as the example."""
     assert int(probe["init_state"]) == 3

@@ -111,6 +111,9 @@ class Environment:
     #: environment's workers when the config sets no ``python`` and the venv exists (a plugin
     #: creates it with :func:`arena.venvs.ensure_venv`, e.g. in its ``arena NAME setup``).
     default_venv: ClassVar[str | None] = None
+    #: Cameras whose ``camera_obs`` frames come upside down, as the simulator renders them
+    #: (LIBERO): policies get them so, videos are rotated upright.
+    upside_down_cameras: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, config: EnvironmentConfig, *, num_envs: int, cameras: bool = False) -> None:
         """``cameras`` asks for ``camera_obs`` (rendering costs tens of ms per frame on a CPU)."""

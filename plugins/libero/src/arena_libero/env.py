@@ -116,7 +116,6 @@ class LiberoEnvironment(Environment):
     success_key = "success"
     #: Workers run under the LIBERO venv's interpreter when it exists (``arena libero setup``).
     default_venv = "libero"
-    #: Cameras whose ``camera_obs`` frames are upside down; videos rotate them upright.
     upside_down_cameras = frozenset(CAMERAS.values())
 
     def __init__(self, config: LiberoConfig, *, num_envs: int, cameras: bool = False) -> None:
