@@ -276,25 +276,31 @@ def task_comparisons(
     return pairs
 
 
+def _pooled(members: list[dict[str, Any]]) -> dict[str, Any]:
+    """Pooled ``k``/``n``, ``errors``, ``success_rate`` with its Wilson ``ci95`` and the macro
+    rate (the mean of the members' rates) of several run summaries."""
+    k = sum(run["k"] for run in members)
+    n = sum(run["n"] for run in members)
+    rates = [run["success_rate"] for run in members if run["success_rate"] is not None]
+    return {
+        "k": k,
+        "n": n,
+        "errors": sum(run["errors"] for run in members),
+        "success_rate": success_rate(k, n),
+        "ci95": list(wilson_interval(k, n)),
+        "macro_success_rate": sum(rates) / len(rates) if rates else None,
+    }
+
+
 def by_policy(runs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per policy: its runs, pooled k/n with a Wilson interval, and the macro average over runs."""
-    out: dict[str, dict[str, Any]] = {}
+    members: dict[str, list[str]] = {}
     for name, run in runs.items():
-        label = policy_label(run.get("policy"))
-        entry = out.setdefault(label, {"runs": [], "tasks": [], "k": 0, "n": 0, "errors": 0, "_rates": []})
-        entry["runs"].append(name)
-        if run.get("task") not in entry["tasks"]:
-            entry["tasks"].append(run.get("task"))
-        entry["k"] += run["k"]
-        entry["n"] += run["n"]
-        entry["errors"] += run["errors"]
-        if run["success_rate"] is not None:
-            entry["_rates"].append(run["success_rate"])
-    for entry in out.values():
-        rates = entry.pop("_rates")
-        entry["success_rate"] = success_rate(entry["k"], entry["n"])
-        entry["ci95"] = list(wilson_interval(entry["k"], entry["n"]))
-        entry["macro_success_rate"] = sum(rates) / len(rates) if rates else None
+        members.setdefault(policy_label(run.get("policy")), []).append(name)
+    out: dict[str, dict[str, Any]] = {}
+    for label, names in members.items():
+        tasks = list(dict.fromkeys(runs[name].get("task") for name in names))
+        out[label] = {"runs": names, "tasks": tasks, **_pooled([runs[name] for name in names])}
     return out
 
 
@@ -306,28 +312,21 @@ def by_group(runs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     ``macro_success_rate`` (the mean of the per-task rates, the suite's figure when tasks
     have unequal n), ``errors`` and ``partial`` (any of its runs is partial or unfinished).
     """
-    out: dict[str, dict[str, Any]] = {}
-    for name, run in runs.items():
+    members: dict[str, list[str]] = {}
+    for name in runs:
         group, dot, _ = name.partition(".")
-        if not dot:
-            continue
-        entry = out.setdefault(
-            group,
-            {"runs": [], "tasks": [], "policy": run.get("policy"), "k": 0, "n": 0, "errors": 0, "partial": False, "_rates": []},
-        )
-        entry["runs"].append(name)
-        entry["tasks"].append(run.get("task"))
-        entry["k"] += run["k"]
-        entry["n"] += run["n"]
-        entry["errors"] += run["errors"]
-        entry["partial"] = entry["partial"] or bool(run.get("partial")) or run.get("state") != "completed"
-        if run["success_rate"] is not None:
-            entry["_rates"].append(run["success_rate"])
-    for entry in out.values():
-        rates = entry.pop("_rates")
-        entry["success_rate"] = success_rate(entry["k"], entry["n"])
-        entry["ci95"] = list(wilson_interval(entry["k"], entry["n"]))
-        entry["macro_success_rate"] = sum(rates) / len(rates) if rates else None
+        if dot:
+            members.setdefault(group, []).append(name)
+    out: dict[str, dict[str, Any]] = {}
+    for group, names in members.items():
+        listed = [runs[name] for name in names]
+        out[group] = {
+            "runs": names,
+            "tasks": [run.get("task") for run in listed],
+            "policy": listed[0].get("policy"),
+            "partial": any(bool(run.get("partial")) or run.get("state") != "completed" for run in listed),
+            **_pooled(listed),
+        }
     return out
 
 

@@ -31,14 +31,14 @@ end-effector delta position (3) and rotation (3) for the OSC_POSE controller at 
 own ``check_success()`` (the BDDL goal); reward is 1.0 on success. LIBERO never ends an
 episode itself here; the rollout stops at success or at the suite's step limit.
 
-Headless rendering: on Linux this module sets ``MUJOCO_GL=osmesa`` (and
-``PYOPENGL_PLATFORM``) when ``MUJOCO_GL`` is unset; set ``MUJOCO_GL=egl`` on a GPU node.
+Headless rendering: importing this module chooses EGL on an NVIDIA node and OSMesa elsewhere
+when ``MUJOCO_GL`` is unset (:mod:`arena.rendering`); LIBERO's robosuite reads the same
+variables.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any
 
 import gymnasium as gym
@@ -46,11 +46,10 @@ import numpy as np
 from pydantic import Field, field_validator, model_validator
 
 from arena.envs.base import Environment, EnvironmentConfig
+from arena.rendering import configure_headless_rendering
 from arena_libero import catalog
 
-if sys.platform.startswith("linux") and "MUJOCO_GL" not in os.environ:
-    os.environ["MUJOCO_GL"] = "osmesa"
-    os.environ.setdefault("PYOPENGL_PLATFORM", "osmesa")
+configure_headless_rendering()
 
 ACTION_DIM = 7
 #: The action openpi's example holds while objects settle: no motion, gripper open.
