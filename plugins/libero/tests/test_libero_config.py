@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -130,3 +131,34 @@ def test_cli_lists_suites_and_tasks():
 
 def test_environment_declares_its_success_key_and_venv():
     assert LiberoEnvironment.success_key == "success" and LiberoEnvironment.default_venv == "libero"
+
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+@pytest.mark.parametrize(
+    "backend, extra",
+    [
+        ("local", []),
+        ("slurm", []),
+        ("osmo", ["launch.osmo.pool=h100", "launch.osmo.platforms={h100: {dgx: {gpu_type: H100, gpus: 8, gpu_memory_gb: 80, memory_gb: 2048, cpus: 224}}}"]),
+    ],
+)
+def test_pi05_example_dry_runs_every_task_of_four_suites_on_every_backend(backend, extra):
+    done = subprocess.run(
+        [sys.executable, "-m", "arena", "run", str(EXAMPLES / "libero_pi05.yaml"), "--dry-run", "--backend", backend, *extra],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    for run in ("spatial.0", "object.9", "goal.4", "long.9"):
+        assert run in done.stdout or run.replace(".", "-") in done.stdout, run
+    assert "pi05_libero" in done.stdout
+
+
+def test_quick_example_validates_with_the_expert_and_zero_actions():
+    done = subprocess.run(
+        [sys.executable, "-m", "arena", "validate", str(EXAMPLES / "libero_quick.yaml")],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "4 run(s): bowl_on_plate_expert, bowl_on_plate_zero, next_bowl_expert, next_bowl_zero" in done.stdout
