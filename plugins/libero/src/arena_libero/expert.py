@@ -8,10 +8,12 @@ the task's goal from the catalog, so it needs no images (run it with ``cameras: 
 
 Control: a proportional controller on the end-effector position (OSC_POSE deltas; an action
 of 1 moves ~1 cm per 20 Hz step), orientation held, through the phases approach, descend,
-close, lift, carry, lower, release, retreat; an object that slips out of the grasp while
-carried is grasped again. The Panda's fingers close along the
-world y axis in LIBERO's start pose, so the rim is taken ``rim_offset_m`` to the side of the
-object's centre along y, across the bowl's wall. Deterministic: no randomness.
+close, lift, carry, lower, release, retreat; while carrying, the held object (not the
+gripper) is steered to the target, and an object that slips out of the grasp is grasped
+again. The Panda's fingers close along the world y axis in LIBERO's start pose, so the rim is
+taken ``rim_offset_m`` to the side of the object's centre along y, across the bowl's wall.
+Deterministic: no randomness. Measured (libero_spatial, init states 0-9): 10/10 on task 0 and
+10/10 on task 1.
 """
 
 from __future__ import annotations
@@ -39,7 +41,9 @@ class LiberoExpertConfig(PolicyConfig):
     tolerance_m: float = Field(0.008, gt=0, description="distance at which a waypoint counts as reached, metres")
 
     def validate_run(self, run: Any) -> None:
-        if run.environment_type != "libero":
+        from arena_libero.env import LiberoConfig
+
+        if not isinstance(run.environment, LiberoConfig):
             raise ValueError("libero_pick_place_expert drives the 'libero' environment only")
         goal = run.environment.selected_task().goal
         if len(goal) != 1 or goal[0][0] not in ("on", "in") or len(goal[0]) != 3:
