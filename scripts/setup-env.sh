@@ -41,11 +41,17 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
-# Benchmark venvs whose simulators the test suite runs (design §6a): each plugin's
-# `arena NAME setup` creates its own under $ARENA_VENVS (here .venvs/ of this checkout) and
-# does nothing when it is up to date.
+# Benchmark venvs (design §6a): with the test extras, every workspace plugin whose command
+# group has a `setup` command (`arena aloha setup`, `arena libero setup`, …) creates its
+# benchmark's own venv under $ARENA_VENVS (here .venvs/ of this checkout, where the test
+# suite's conftest.py looks), so the suite runs those benchmarks for real. Each is idempotent.
 if [[ ",${extras}," == *",test,"* ]]; then
   export ARENA_VENVS="${ARENA_VENVS:-$PWD/.venvs}"
-  echo "benchmark venvs in $ARENA_VENVS"
-  .venv/bin/arena libero setup --quiet
+  for dir in plugins/*/; do
+    name="$(basename "$dir")"
+    if grep -qs '^def setup(' "$dir"src/*/cli.py; then
+      echo "benchmark venv: arena ${name} setup"
+      .venv/bin/arena "$name" setup --quiet
+    fi
+  done
 fi

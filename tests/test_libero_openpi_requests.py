@@ -84,11 +84,11 @@ def _openpi_example_request(raw: dict, language: str) -> dict:
 
 @pytest.fixture(scope="module")
 def probe(tmp_path_factory) -> dict:
-    from arena_libero.testing import libero_python
+    from arena.testing.venvs import benchmark_python
 
     out = tmp_path_factory.mktemp("libero") / "frame.npz"
     done = subprocess.run(
-        [str(libero_python()), "-c", PROBE, str(out), "libero_spatial", "0", "3"],
+        [str(benchmark_python("libero", "arena libero setup")), "-c", PROBE, str(out), "libero_spatial", "0", "3"],
         capture_output=True, text=True, timeout=900,
     )
     assert done.returncode == 0, done.stderr[-3000:]
