@@ -269,6 +269,7 @@ class WorkerEnvironment(Environment):
         super().__init__(config, num_envs=sum(len(s) for s in plan.slices), cameras=cameras)
         self.name = env_cls.name
         self.env_cls = env_cls
+        self.upside_down_cameras = env_cls.upside_down_cameras
         self.plan = plan
         self._build_message = {
             "op": "build",
