@@ -249,6 +249,28 @@ def test_bad_replies_end_episodes_as_errors_naming_key_and_expected_shape(openpi
     assert len(double.model.requests) == 2  # a protocol violation is not retried
 
 
+def test_one_fault_reaching_several_envs_names_each_env_in_its_own_record(openpi_double):
+    from arena.rollout.rollout import rollout
+    from arena.rollout.workitems import WorkItem
+
+    double = openpi_double(lambda obs: {"actions": np.zeros((4, 5))})  # wrong width for every env
+    cfg = RemotePolicyConfig(remote_port=double.port, embodiment="counter", connect_timeout_s=5,
+                             request_timeout_s=5, first_request_timeout_s=5)
+    policy = CounterPolicy(cfg, adapter=CounterAdapter())
+    records = []
+    items = [WorkItem(run="r", episode_index=i, seed=i) for i in range(3)]
+    try:
+        rollout(_TinyEnv(3), policy, items, None, on_episode_end=records.append, max_consecutive_errors=None)
+    finally:
+        policy.close()
+    assert sorted(r.env_id for r in records) == [0, 1, 2]
+    for record in records:
+        assert record.outcome == "error"
+        assert f"env {record.env_id}: protocol violation" in record.error, record.error
+        others = {0, 1, 2} - {record.env_id}
+        assert not any(f"env {e}:" in record.error for e in others), record.error
+
+
 def test_requests_of_envs_due_together_are_batched_by_the_server(policy_server):
     from arena.testing.doubles import ChunkModel
 
@@ -297,10 +319,14 @@ class _ScriptedClient:
     def __init__(self, host: str, port: int, **options: Any) -> None:
         self.endpoint = f"ws://{host}:{port}"
         self.connected = False
+        self.saw_server_down = False
 
-    def connect(self) -> dict:
+    def connect(self, timeout_s: float | None = None) -> dict:
         self.connected = True
         return {}
+
+    def expect_warmup(self) -> None:
+        pass
 
     def close(self) -> None:
         self.connected = False

@@ -190,7 +190,7 @@ class _Rollout:
         except PolicyError as exc:
             named = range(self.num_envs) if exc.env_ids is None else exc.env_ids
             failed = [e for e in named if 0 <= e < self.num_envs and self.active[e] is not None] or running
-            self._fail(failed, _describe(exc))
+            self._fail(failed, lambda e: f"{type(exc).__name__}: {exc.for_env(e)}")
             return
         except Exception as exc:
             self._fail(running, f"policy failed: {_describe(exc)}")
@@ -258,10 +258,11 @@ class _Rollout:
                     self.recorder.begin(self.env, e, self.active[e].item, self.obs)
             return
 
-    def _fail(self, env_ids: list[int], reason: str, *, restart: bool = True) -> None:
+    def _fail(self, env_ids: list[int], reason: str | Callable[[int], str], *, restart: bool = True) -> None:
+        """End ``env_ids``' episodes as ``error``; ``reason`` may be a function of the env id."""
         for e in env_ids:
             if self.active[e] is not None and not self.stopping:
-                self._finish(e, "error", reason)
+                self._finish(e, "error", reason(e) if callable(reason) else reason)
         if restart and not self.stopping:
             self._start_episodes(env_ids)
 
