@@ -41,3 +41,35 @@ def test_arena_run_on_franka_kitchen_against_the_gr00t_double(run_experiment):
     first = server.requests[[r.get("endpoint") for r in server.requests].index("get_action")]
     lang = first["data"]["observation"]["language"]["annotation.language.language_instruction"]
     assert lang == [["open the microwave door"]] * 2
+
+
+def test_arena_run_against_a_sim_policy_wrapper_server(run_experiment):
+    with Gr00tDouble(generation="n1.6-sim") as server:
+        outcome = run_experiment(
+            {
+                "requires": {"arena-plugin-gr00t": ">=0.1"},
+                "runs": {
+                    "microwave_gr00t_sim": {
+                        "environment": {"type": "franka_kitchen", "task": "microwave", "image_height": 48, "image_width": 64},
+                        "environment_builder": {"num_envs": 2, "seed": 0},
+                        "rollout_limit": {"num_episodes": 2, "max_episode_steps": 3},
+                        "policy": {
+                            "type": "gr00t_remote",
+                            "wire_generation": "n1.6-sim",
+                            "remote_host": "127.0.0.1",
+                            "remote_port": server.port,
+                            "open_loop_horizon": 2,
+                        },
+                        "server": {"external": True},
+                    }
+                },
+            }
+        )
+    assert outcome.exit_code == 0, outcome.result
+    records = outcome.episodes("microwave_gr00t_sim")
+    assert sorted(r["episode_index"] for r in records) == [0, 1]
+    assert all(r["outcome"] in ("success", "failure", "timeout") for r in records)
+    gets = [r for r in server.requests if r.get("endpoint") == "get_action"]
+    flat = gets[0]["data"]["observation"]
+    assert flat["annotation.language.language_instruction"] == ["open the microwave door"] * 2
+    assert "video.exterior_image_1_left" in flat and "state.joint_position" in flat

@@ -140,3 +140,14 @@ def test_an_n15_request_to_an_n16_server_is_an_error_reply():
 def test_core_zmq_ping_readiness_probe_accepts_the_double():
     with Gr00tDouble() as server:
         probe_once("zmq-ping", "127.0.0.1", server.port, 2.0)
+
+
+def test_core_zmq_ping_probe_sends_the_api_token_and_names_a_refusal():
+    from arena.transport import Unauthorized, wait_until_ready
+
+    with Gr00tDouble(api_token="tok") as server:
+        wait_until_ready("zmq-ping", "127.0.0.1", server.port, 5.0, api_key="tok")
+        with pytest.raises(Unauthorized, match="Unauthorized: Invalid API token.*without an api_token"):
+            wait_until_ready("zmq-ping", "127.0.0.1", server.port, 600.0)
+        with pytest.raises(Unauthorized, match="with an api_token"):
+            wait_until_ready("zmq-ping", "127.0.0.1", server.port, 600.0, api_key="nope")
