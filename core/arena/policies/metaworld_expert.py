@@ -72,4 +72,5 @@ def metaworld_expert_server_task(config: MetaWorldExpertRemoteConfig) -> ServerT
         startup_timeout_s=60.0,
         resources=ServerResources(cpu=1, gpu=0, memory=1.0),
         shareable=True,
+        api_key_args=["--api-key-env", "{api_key_env}"],
     )

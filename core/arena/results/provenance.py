@@ -5,8 +5,11 @@ Fields: ``arena_version``, ``python``, ``platform``, ``hostname``, ``argv``, ``c
 ``started_at``, ``git`` (``commit``, ``dirty``, ``root`` of the repository holding the
 experiment file, or ``null`` outside git), ``experiment_file``, ``plugins``
 (``[{name, distribution, version}]`` of the loaded non-builtin plugins), ``broken_plugins``
-(``[{name, error}]``), ``resumes`` (``[{at, hostname, argv, keep_errors}]``). Each run's
-``run_result.json`` adds the ``machine`` it ran on (a cluster node, not the submitting host).
+(``[{name, error}]``), ``resumes`` (``[{at, hostname, argv, keep_errors}]``), ``servers``
+(per run with a server arena starts: ``bind``, ``exposed``, ``api_key`` — ``generated``,
+``user`` or ``none`` — ``authenticated`` and the variable names involved; never a key). Each
+run's ``run_result.json`` adds the ``machine`` it ran on (a cluster node, not the submitting
+host).
 """
 
 from __future__ import annotations
@@ -74,8 +77,11 @@ def plugin_versions(manager: Any = None) -> tuple[list[dict[str, Any]], list[dic
     return plugins, broken
 
 
-def collect_provenance(experiment_file: str | os.PathLike[str] | None = None, manager: Any = None) -> dict[str, Any]:
-    """The provenance of an ``arena run`` started now from this process."""
+def collect_provenance(
+    experiment_file: str | os.PathLike[str] | None = None, manager: Any = None, servers: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The provenance of an ``arena run`` started now from this process (``servers``: the
+    exposure of each run's server, see the module doc)."""
     plugins, broken = plugin_versions(manager)
     return {
         "arena_version": arena_version(),
@@ -89,13 +95,17 @@ def collect_provenance(experiment_file: str | os.PathLike[str] | None = None, ma
         "git": git_info(experiment_file),
         "plugins": plugins,
         "broken_plugins": broken,
+        "servers": dict(servers or {}),
         "resumes": [],
     }
 
 
-def write_provenance(output_dir: str | os.PathLike[str], experiment_file: str | None = None) -> Path:
+def write_provenance(
+    output_dir: str | os.PathLike[str], experiment_file: str | None = None, *, servers: dict[str, Any] | None = None
+) -> Path:
     """Write ``<output_dir>/provenance.json`` for a new run of the experiment."""
-    return write_json_atomic(Path(output_dir) / PROVENANCE_NAME, collect_provenance(experiment_file))
+    data = collect_provenance(experiment_file, servers=servers)
+    return write_json_atomic(Path(output_dir) / PROVENANCE_NAME, data)
 
 
 def note_resume(output_dir: str | os.PathLike[str], keep_errors: bool) -> Path:
