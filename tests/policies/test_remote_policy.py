@@ -220,6 +220,23 @@ class _TinyEnv:
         return self._obs(), np.zeros(n), np.zeros(n, bool), np.zeros(n, bool), {"success": actions[:, 0] >= 0}
 
 
+def _rollout_records(port: int, num_envs: int) -> list[Any]:
+    """The records of ``num_envs`` episodes of ``_TinyEnv`` against the server on ``port``."""
+    from arena.rollout.rollout import rollout
+    from arena.rollout.workitems import WorkItem
+
+    cfg = RemotePolicyConfig(remote_port=port, embodiment="counter", connect_timeout_s=5,
+                             request_timeout_s=5, first_request_timeout_s=5)
+    policy = CounterPolicy(cfg, adapter=CounterAdapter())
+    records: list[Any] = []
+    items = [WorkItem(run="r", episode_index=i, seed=i) for i in range(num_envs)]
+    try:
+        rollout(_TinyEnv(num_envs), policy, items, None, on_episode_end=records.append, max_consecutive_errors=None)
+    finally:
+        policy.close()
+    return records
+
+
 @pytest.mark.parametrize(
     ("reply", "needle"),
     [
@@ -229,20 +246,9 @@ class _TinyEnv:
     ],
 )
 def test_bad_replies_end_episodes_as_errors_naming_key_and_expected_shape(openpi_double, reply, needle):
-    from arena.rollout.rollout import rollout
-    from arena.rollout.workitems import WorkItem
-
     double = openpi_double(lambda obs: reply)
-    cfg = RemotePolicyConfig(remote_port=double.port, embodiment="counter", connect_timeout_s=5,
-                             request_timeout_s=5, first_request_timeout_s=5)
-    policy = CounterPolicy(cfg, adapter=CounterAdapter())
-    records = []
-    items = [WorkItem(run="r", episode_index=i, seed=i) for i in range(2)]
-    try:
-        summary = rollout(_TinyEnv(2), policy, items, None, on_episode_end=records.append, max_consecutive_errors=None)
-    finally:
-        policy.close()
-    assert [r.outcome for r in records] == ["error", "error"], summary
+    records = _rollout_records(double.port, num_envs=2)
+    assert [r.outcome for r in records] == ["error", "error"], records
     for record in records:
         assert needle in record.error and "'actions'" in record.error
         assert "(H, 3)" in record.error, record.error
@@ -250,19 +256,8 @@ def test_bad_replies_end_episodes_as_errors_naming_key_and_expected_shape(openpi
 
 
 def test_one_fault_reaching_several_envs_names_each_env_in_its_own_record(openpi_double):
-    from arena.rollout.rollout import rollout
-    from arena.rollout.workitems import WorkItem
-
     double = openpi_double(lambda obs: {"actions": np.zeros((4, 5))})  # wrong width for every env
-    cfg = RemotePolicyConfig(remote_port=double.port, embodiment="counter", connect_timeout_s=5,
-                             request_timeout_s=5, first_request_timeout_s=5)
-    policy = CounterPolicy(cfg, adapter=CounterAdapter())
-    records = []
-    items = [WorkItem(run="r", episode_index=i, seed=i) for i in range(3)]
-    try:
-        rollout(_TinyEnv(3), policy, items, None, on_episode_end=records.append, max_consecutive_errors=None)
-    finally:
-        policy.close()
+    records = _rollout_records(double.port, num_envs=3)
     assert sorted(r.env_id for r in records) == [0, 1, 2]
     for record in records:
         assert record.outcome == "error"

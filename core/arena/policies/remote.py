@@ -92,6 +92,18 @@ class RemotePolicyConfig(PolicyConfig):
         attempt = 2.0 + self.reconnect_timeout_s + self.first_request_timeout_s
         return self.first_request_timeout_s + self.max_reconnect_attempts * attempt
 
+    def client_options(self) -> dict[str, Any]:
+        """Keyword arguments of :class:`~arena.transport.PolicyClient` (and its subclasses)
+        from these settings, the key read from ``api_key_env``."""
+        return {
+            "api_key": self.api_key(),
+            "connect_timeout_s": self.connect_timeout_s,
+            "request_timeout_s": self.request_timeout_s,
+            "first_request_timeout_s": self.first_request_timeout_s,
+            "ping_interval_s": self.ping_interval_s,
+            "ping_timeout_s": self.ping_timeout_s,
+        }
+
     def api_key(self) -> str | None:
         """The key read from the variable named by ``api_key_env``.
 
@@ -200,16 +212,7 @@ class RemoteChunkReplayPolicy(PolicyBase):
     # -- connections -------------------------------------------------------------------------
     def _new_client(self) -> PolicyClient:
         c = self.config
-        return self.client_cls(
-            c.remote_host,
-            c.remote_port,
-            api_key=c.api_key(),
-            connect_timeout_s=c.connect_timeout_s,
-            request_timeout_s=c.request_timeout_s,
-            first_request_timeout_s=c.first_request_timeout_s,
-            ping_interval_s=c.ping_interval_s,
-            ping_timeout_s=c.ping_timeout_s,
-        )
+        return self.client_cls(c.remote_host, c.remote_port, **c.client_options())
 
     def start(self, env: Environment) -> None:
         """Open one connection per env, concurrently, and read each server's metadata.

@@ -138,16 +138,7 @@ class DreamZeroRemotePolicy(PolicyBase):
     def _connect(self, timeout_s: float) -> None:
         c = self.config
         if self.client is None:
-            self.client = DreamZeroClient(
-                c.remote_host,
-                c.remote_port,
-                api_key=c.api_key(),
-                connect_timeout_s=c.connect_timeout_s,
-                request_timeout_s=c.request_timeout_s,
-                first_request_timeout_s=c.first_request_timeout_s,
-                ping_interval_s=c.ping_interval_s,
-                ping_timeout_s=c.ping_timeout_s,
-            )
+            self.client = DreamZeroClient(c.remote_host, c.remote_port, **c.client_options())
         self.client.close()
         self.client.connect(timeout_s=timeout_s)
         self.server = self.client.server_config
