@@ -174,6 +174,26 @@ def test_a_restarted_server_gets_the_first_request_timeout_for_its_warm_up():
     assert policy.reconnects == 1
 
 
+def test_a_server_that_died_and_came_back_between_two_requests_gets_its_warm_up():
+    # The client was idle while the server was killed and restarted: the next request finds
+    # its connection dropped without a close frame (the process died), so the new server's
+    # first inference (3 s, longer than request_timeout_s) gets first_request_timeout_s.
+    with ServerProcess("arena", "--action-shape", "4", "3") as first:
+        port = first.port
+        policy = _policy(port, request_timeout_s=1, first_request_timeout_s=60, reconnect_timeout_s=30, open_loop_horizon=1)
+        env = _Env(1)
+        obs = env.reset_envs([0], [0])
+        policy.start(env)
+        policy.get_action(env, obs)
+        first.kill()
+    try:
+        with ServerProcess("arena", "--action-shape", "4", "3", "--first-delay-s", "3", port=port):
+            actions = policy.get_action(env, obs)
+    finally:
+        policy.close()
+    assert actions.shape == (1, 3) and policy.reconnects == 1
+
+
 def test_the_give_up_bound_is_documented_from_the_config():
     config = RemotePolicyConfig(
         embodiment="x", first_request_timeout_s=600, reconnect_timeout_s=120, max_reconnect_attempts=3

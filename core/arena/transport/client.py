@@ -86,10 +86,12 @@ class PolicyClient:
         request_timeout_s: seconds to wait for each reply.
         first_request_timeout_s: seconds for the first inference after the server started
             (it may compile for minutes); ``None`` uses ``request_timeout_s``. "Started" is
-            what this client can tell: before its first reply, and after a :meth:`connect`
-            that found the server down (connection refused) before it answered again, or
-            after :meth:`expect_warmup`. Reconnecting to a server that stayed up does not
-            reset it, so a hung server costs ``request_timeout_s`` per attempt, not more.
+            what this client can tell: before its first reply; after a connection dropped
+            without a close frame (the server process died: the kernel closed its socket);
+            after a :meth:`connect` that found the server down (connection refused) before
+            it answered again; after :meth:`expect_warmup`. Reconnecting to a server that
+            stayed up does not reset it, so a hung server costs ``request_timeout_s`` per
+            attempt, not more.
         ping_interval_s, ping_timeout_s: keepalive; ``None`` disables it.
         max_message_bytes: largest reply accepted; ``None`` for no limit.
 
@@ -147,8 +149,9 @@ class PolicyClient:
 
         Raises:
             ServerUnavailable: nothing accepted the connection within ``connect_timeout_s``.
-            HandshakeError: the handshake failed (bad HTTP status such as 401, not a WebSocket
-                server, proxy error) or timed out.
+            Unauthorized: the server answered the handshake with HTTP 401 or 403.
+            HandshakeError: the handshake failed (bad HTTP status, not a WebSocket server,
+                proxy error) or timed out.
             MissingMetadata: no metadata frame came in time, the server closed normally
                 before sending one, or the frame is not a map.
             ServerTraceback: the server sent its traceback (then close 1011) instead.
@@ -352,7 +355,10 @@ class PolicyClient:
                 ) from exc
             except ConnectionClosed as exc:
                 self._discard()
-                raise self._closed_error(exc) from exc
+                error = self._closed_error(exc)
+                if exc.rcvd is None and not isinstance(error, KeepaliveTimeout):
+                    self.server_warm = False  # its process died: back, it warms up again
+                raise error from exc
             except OSError as exc:
                 self._discard()
                 raise ConnectionLost(f"{self.endpoint}: connection failed: {exc}") from exc
