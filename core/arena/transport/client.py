@@ -361,6 +361,7 @@ class PolicyClient:
                 raise error from exc
             except OSError as exc:
                 self._discard()
+                self.server_warm = False  # reset by the peer: its process died, most likely
                 raise ConnectionLost(f"{self.endpoint}: connection failed: {exc}") from exc
             if reply.__class__ is str:
                 return self._on_text_frame(reply)
