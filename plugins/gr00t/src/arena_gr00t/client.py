@@ -164,6 +164,7 @@ class Gr00tClient:
                     raise
             if not self._listening():
                 self._recreate()
+                self.server_warm = False  # its process is gone: a successor warms up again
                 raise ConnectionLost(
                     f"{self.endpoint}: the server stopped listening while '{endpoint}' awaited its reply "
                     "(connection refused); socket recreated"
