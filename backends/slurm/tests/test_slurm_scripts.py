@@ -104,8 +104,9 @@ def test_local_policy_run_has_no_server_step(tmp_path):
 
 
 def test_hetjob_layout_puts_the_server_in_component_0(tmp_path):
+    keyed = {**SERVER_IMAGE, "api_key_args": ["--api-key-env", "{api_key_env}"]}  # the command can require a key
     exp = experiment(
-        {"pi0": {"environment": REACH, "policy": {"type": "metaworld_expert_remote"}, "server": SERVER_IMAGE}},
+        {"pi0": {"environment": REACH, "policy": {"type": "metaworld_expert_remote"}, "server": keyed}},
         {"layout": "hetjob", "partition": "cpu", "server_partition": "gpu", "cpus": 4, "time": "60"},
     )
     text = render(exp, "pi0")
