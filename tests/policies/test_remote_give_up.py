@@ -151,17 +151,22 @@ def test_a_hung_server_that_stays_up_costs_the_request_timeout_per_attempt_not_t
     assert policy.reconnects == 2
 
 
-def test_a_restarted_server_gets_the_first_request_timeout_for_its_warm_up():
-    # After the restart the first inference takes 3 s: longer than request_timeout_s, so only
-    # a client that noticed the restart (connections refused meanwhile) waits for it.
+def _warm_policy_of_a_killed_server() -> tuple[_Policy, _Env, Any, int]:
+    """A policy that got one chunk from a server now killed: ``(policy, env, obs, port)``.
+    Its request timeout (1 s) is shorter than the 3 s warm-up of the server that follows."""
     with ServerProcess("arena", "--action-shape", "4", "3") as first:
-        port = first.port
-        policy = _policy(port, request_timeout_s=1, first_request_timeout_s=60, reconnect_timeout_s=30, open_loop_horizon=1)
+        policy = _policy(first.port, request_timeout_s=1, first_request_timeout_s=60, reconnect_timeout_s=30, open_loop_horizon=1)
         env = _Env(1)
         obs = env.reset_envs([0], [0])
         policy.start(env)
         policy.get_action(env, obs)
         first.kill()
+    return policy, env, obs, first.port
+
+
+def test_a_restarted_server_gets_the_first_request_timeout_for_its_warm_up():
+    # Only a client that noticed the restart (connections refused meanwhile) waits for it.
+    policy, env, obs, port = _warm_policy_of_a_killed_server()
     thread, box = _in_thread(lambda: policy.get_action(env, obs))
     time.sleep(1.0)  # the client finds the port refusing connections
     # Started from this thread: a child's parent-death signal follows the thread that spawned it.
@@ -178,14 +183,7 @@ def test_a_server_that_died_and_came_back_between_two_requests_gets_its_warm_up(
     # The client was idle while the server was killed and restarted: the next request finds
     # its connection dropped without a close frame (the process died), so the new server's
     # first inference (3 s, longer than request_timeout_s) gets first_request_timeout_s.
-    with ServerProcess("arena", "--action-shape", "4", "3") as first:
-        port = first.port
-        policy = _policy(port, request_timeout_s=1, first_request_timeout_s=60, reconnect_timeout_s=30, open_loop_horizon=1)
-        env = _Env(1)
-        obs = env.reset_envs([0], [0])
-        policy.start(env)
-        policy.get_action(env, obs)
-        first.kill()
+    policy, env, obs, port = _warm_policy_of_a_killed_server()
     try:
         with ServerProcess("arena", "--action-shape", "4", "3", "--first-delay-s", "3", port=port):
             actions = policy.get_action(env, obs)
