@@ -140,6 +140,12 @@ def run_one(
     output_dir: Annotated[Path, typer.Option("--output-dir", help="experiment output directory")],
     server_host: Annotated[Optional[str], typer.Option("--server-host", envvar="ARENA_SERVER_HOST")] = None,
     server_port: Annotated[Optional[int], typer.Option("--server-port", envvar="ARENA_SERVER_PORT")] = None,
+    server_api_key_env: Annotated[
+        Optional[str],
+        typer.Option(
+            "--server-api-key-env", envvar="ARENA_SERVER_API_KEY_ENV", help="NAME of the variable holding the server's key"
+        ),
+    ] = None,
     shard: Annotated[Optional[str], typer.Option("--shard", help="K/N: the work items whose index ≡ K mod N")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="skip work items that already have a finished record")] = False,
     keep_errors: Annotated[bool, typer.Option("--keep-errors", help="with --resume: do not retry `error` episodes")] = False,
@@ -162,6 +168,7 @@ def run_one(
         output_dir,
         server_host=server_host,
         server_port=server_port,
+        server_api_key_env=server_api_key_env,
         shard=shard_t,
         resume=resume,
         keep_errors=keep_errors,

@@ -83,7 +83,7 @@ def run_experiment(
     out.mkdir(parents=True, exist_ok=True)
     write_snapshot(experiment, out / "experiment.yaml")
     write_manifest(experiment, out)
-    _write_provenance(out, experiment.source)
+    _write_provenance(out, experiment.source, _exposure_dicts(backend, experiment, servers))
     _say(console, f"experiment [bold]{experiment.name}[/]: {len(experiment.runs)} run(s) -> {out}")
     return _submit_and_report(experiment, servers, backend, out, wait, console, {})
 
@@ -114,13 +114,18 @@ def _progress(backend, out: Path, runs: list[str], console, totals: dict[str, in
     return ProgressWatcher(out, runs, console, totals=totals)
 
 
-def _write_provenance(out: Path, source: str | None) -> None:
+def _write_provenance(out: Path, source: str | None, servers: dict[str, Any]) -> None:
     from arena.results.provenance import write_provenance
 
     try:
-        write_provenance(out, source)
+        write_provenance(out, source, servers=servers)
     except OSError:  # provenance is a nicety; never block a run on it
         pass
+
+
+def _exposure_dicts(backend, experiment, servers) -> dict[str, Any]:
+    """Per run: who can reach the server arena starts for it (names, never a key)."""
+    return {run: exposure.as_dict() for run, exposure in backend.exposures(experiment, servers).items()}
 
 
 def remaining_work(output_dir: Path, keep_errors: bool = False) -> dict[str, list[int]]:
@@ -289,6 +294,7 @@ def _say(console: Console | None, text: str) -> None:
 
 
 def _print_dry_run(experiment, servers, backend, out: Path, console: Console | None) -> None:
+    exposures = backend.exposures(experiment, servers)
     doc = {
         "backend": backend.name,
         "output_dir": str(out),
@@ -298,6 +304,8 @@ def _print_dry_run(experiment, servers, backend, out: Path, console: Console | N
             for name, p in servers.items()
         },
     }
+    if exposures:
+        doc["exposure"] = {name: exposure.describe() for name, exposure in exposures.items()}
     text = yaml.safe_dump(doc, sort_keys=False)
     spec = backend.plan(experiment, servers, out)
     if console is None:
