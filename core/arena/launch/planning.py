@@ -72,3 +72,19 @@ def plan_servers(experiment: ResolvedExperiment, manager: PluginManager | None =
             raise ConfigError(f"invalid server override: {exc}", file=experiment.source, run=name, key="server") from None
         plans[name] = ServerPlan(run=name, task=task, external=False, host=host, port=task.port)
     return plans
+
+
+def missing_image(experiment: ResolvedExperiment, run: str, task: ServerTask) -> ConfigError:
+    """The error for a backend that must run ``task`` in a container and has no image for it.
+
+    Plugins leave ``image`` unset where they know of no image a cluster can pull (and say how
+    to get one in ``image_hint``); the user names theirs in the run's ``server.image``.
+    """
+    hint = f" ({task.image_hint})" if task.image_hint else ""
+    return ConfigError(
+        f"policy server '{task.name}' has no container image{hint}; set runs.{run}.server.image=IMAGE, "
+        "or shared.server.image for every run",
+        file=experiment.source,
+        run=run,
+        key="server.image",
+    )
