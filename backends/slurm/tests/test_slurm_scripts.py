@@ -254,6 +254,21 @@ def test_image_only_server_needs_containers():
         SlurmBackend(exp.launch.options("slurm")).check(exp, servers)
 
 
+def test_a_server_without_a_pullable_image_is_refused_while_slurm_runs_containers():
+    exp = experiment({"pi0": {"environment": REACH, "policy": {"type": "metaworld_expert_remote"}}})
+    # a plugin that knows of no public image (openpi, GR00T, Cosmos) leaves image unset and says how to get one
+    servers = {
+        run: dataclasses.replace(plan, task=plan.task.model_copy(update={"image_hint": "build it from the Dockerfile"}))
+        for run, plan in plan_servers(exp).items()
+    }
+    with pytest.raises(ConfigError) as refused:
+        SlurmBackend(exp.launch.options("slurm")).check(exp, servers)
+    message = str(refused.value)
+    assert "run 'pi0': key server.image: policy server 'metaworld-expert' has no container image" in message
+    assert "(build it from the Dockerfile)" in message and "launch.slurm.containers=false" in message
+    SlurmBackend(SlurmOptions(containers=False)).check(exp, servers)  # its local_command runs on the node
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
