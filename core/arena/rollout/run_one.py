@@ -17,8 +17,15 @@ With ``launch.watchdog`` set in the snapshot, run-one supervises itself: the rol
 a child ``arena run-one`` and :mod:`arena.rollout.watchdog` restarts it (resuming) when
 ``status.json`` shows no progress. ``$ARENA_WATCHDOG_CHILD`` marks that child.
 
-Exit codes: 0 completed with no ``error`` episode; 3 aborted, failed, cancelled (SIGTERM) or
-any ``error`` episode; 2 configuration error (message on stderr).
+SIGTERM ends the run ``cancelled`` (``arena cancel``, ``scancel``). SIGUSR1 means the
+scheduler's time limit is near (Slurm's ``--signal``): the run stops the same way but ends
+``failed``, its error naming the limit as ``$ARENA_TIME_LIMIT`` describes it (e.g.
+``launch.slurm.time=02:00:00``) and how to continue (``arena run --resume``). Finished
+episodes are kept either way.
+
+Exit codes: 0 completed with no ``error`` episode; 3 aborted, failed, cancelled (SIGTERM),
+stopped at a time limit (SIGUSR1) or any ``error`` episode; 2 configuration error (message on
+stderr).
 """
 
 from __future__ import annotations
@@ -57,6 +64,8 @@ SERVER_PORT_ENV = "ARENA_SERVER_PORT"
 SERVER_API_KEY_ENV_ENV = "ARENA_SERVER_API_KEY_ENV"
 #: JSON describing the server a backend started for this run (task name, host, port, log).
 SERVER_INFO_ENV = "ARENA_SERVER_INFO"
+#: Describes the time limit whose approach SIGUSR1 announces (e.g. ``launch.slurm.time=02:00:00``).
+TIME_LIMIT_ENV = "ARENA_TIME_LIMIT"
 #: Seconds between ``last_progress_at`` updates while steps progress without episode ends.
 PROGRESS_INTERVAL_S = 5.0
 
@@ -69,7 +78,16 @@ STATUS_FILE = "status.json"
 
 
 class RunCancelled(BaseException):
-    """Raised inside run-one by SIGTERM; not an ``Exception`` so the rollout lets it through."""
+    """Raised inside run-one by SIGTERM (or SIGUSR1); not an ``Exception`` so the rollout lets it through."""
+
+
+def time_limit_error(done: int, total: int) -> str:
+    """The error of a run stopped because the scheduler's time limit was near (SIGUSR1)."""
+    limit = os.environ.get(TIME_LIMIT_ENV) or "the scheduler's time limit"
+    return (
+        f"stopped at the time limit ({limit}) before the run finished: {done} of {total} episode(s) recorded; "
+        "`arena run --resume OUTPUT_DIR` runs the rest (or raise the limit)"
+    )
 
 
 def run_output_dir(output_dir: str | os.PathLike[str], run_name: str, shard: tuple[int, int] | None = None) -> Path:
@@ -206,6 +224,7 @@ class _Invocation:
         self.indices = {item.episode_index for item in items}
         self.merged: dict[int, EpisodeRecord] = {}
         self.cancel_requested = False
+        self.time_limit = False
         self.armed = False
         self.last_progress = 0.0
         self.keep_errors = False
@@ -282,7 +301,9 @@ class _Invocation:
                         print(f"arena run-one: close failed: {_describe(exc)}", file=sys.stderr)
             writer.close()
         try:
-            if self.cancel_requested:
+            if self.time_limit:
+                state, error = "failed", time_limit_error(len(self.merged), len(self.items))
+            elif self.cancel_requested:
                 state, error = "cancelled", "cancelled by signal"
             return self._finish(state, error, started_at)
         finally:  # a SIGTERM while the result is written only marks the run cancelled
@@ -362,15 +383,18 @@ class _Invocation:
 
         def handler(signum: int, frame: Any) -> None:
             self.cancel_requested = True
+            if signum == signal.SIGUSR1:
+                self.time_limit = True
             if self.armed:
                 self.armed = False
                 raise RunCancelled(f"signal {signum}")
 
-        return signal.signal(signal.SIGTERM, handler)
+        return signal.signal(signal.SIGTERM, handler), signal.signal(signal.SIGUSR1, handler)
 
     def _restore_sigterm(self, previous: Any) -> None:
         if previous is not None and threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, previous)
+            signal.signal(signal.SIGTERM, previous[0])
+            signal.signal(signal.SIGUSR1, previous[1])
 
 
 def _describe(exc: BaseException) -> str:
