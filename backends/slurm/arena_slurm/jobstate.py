@@ -3,9 +3,13 @@
 Sources, most trusted first (``reference/anchors.md`` 2.7: many clusters disable ``sacct``
 and ``squeue`` forgets a job once it ends): the job's own ``status.json`` when it holds a
 final state; ``squeue`` for live jobs (``PENDING`` -> ``pending``; running -> the
-status.json's ``starting_server``/``running``); ``sacct`` where accounting exists, for jobs
-that ended without a final state (``CANCELLED`` -> ``cancelled``, anything else -> ``failed``);
-without accounting such a job is ``cancelled`` after ``arena cancel``, else ``failed``.
+status.json's ``starting_server``/``running``); for jobs that ended without a final state,
+``sacct`` where accounting exists, else ``scontrol show job`` while slurmctld still remembers
+the job (``MinJobAge``): ``CANCELLED`` -> ``cancelled``, ``TIMEOUT`` -> ``failed`` naming
+``launch.slurm.time``, ``OUT_OF_MEMORY`` -> ``failed`` naming the memory options, anything
+else -> ``failed``; with neither such a job is ``cancelled`` after ``arena cancel``, else
+``failed``. (The job script itself records a time limit before it is reached, from the
+signal Slurm sends ahead of it, so this is the fallback.)
 
 A pending job carries ``squeue``'s reason (``Resources``, ``Priority``, …). Some reasons never
 clear by waiting (squeue(1), "JOB REASON CODES"): the job asks for more than the partition's
@@ -52,6 +56,15 @@ NEVER_STARTS: dict[str, str] = {
     "AssocMaxNodePerJobLimit": f"the account's per-job node limit is below the request: {_ASSOC_LIMIT}",
     "AssocMaxWallDurationPerJobLimit": f"launch.slurm.time exceeds the account's limit: {_ASSOC_LIMIT}",
     "DependencyNeverSatisfied": "a job it depends on failed",
+}
+
+
+#: How a job ended without its own final state, for the states that name their cause.
+ENDINGS = {
+    "TIMEOUT": "reached its time limit (launch.slurm.time) before the run finished; `arena run --resume` continues it",
+    "OUT_OF_MEMORY": "ran out of memory: raise launch.slurm.memory (the runner) or the ServerTask's resources.memory",
+    "NODE_FAIL": "lost its node (NODE_FAIL); `arena run --resume` continues it",
+    "PREEMPTED": "was preempted; `arena run --resume` continues it",
 }
 
 
@@ -121,6 +134,8 @@ def piece_state(
     final = (accounting or {}).get(piece.job)
     if final == "CANCELLED" or (final is None and cancel_requested):
         return PieceState("cancelled", "cancelled (arena cancel / scancel) before the run finished")
+    if final in ENDINGS:
+        return PieceState("failed", f"Slurm job {piece.job} {ENDINGS[final]} (see {piece.log_name()})")
     if final:
         return PieceState("failed", f"Slurm job {piece.job} ended {final} without a final state (see {piece.log_name()})")
     return PieceState("failed", (
@@ -152,21 +167,25 @@ def job_states(
             raise
         live = None
     ended = [p.job for p in all_pieces if live is not None and p.job not in live]
-    accounting = scheduler.sacct(ended) if ended and _needs_accounting(all_pieces, output_dir, live or {}) else None
+    accounting = None
+    if ended and _needs_accounting(all_pieces, output_dir, live or {}):
+        accounting = scheduler.sacct(ended)
+        if accounting is None:  # no accounting: slurmctld remembers ended jobs for MinJobAge
+            unfinished = [p.job for p in all_pieces if p.job in ended and not _final_status(p, output_dir)]
+            accounting = scheduler.scontrol_states(unfinished)
     cancel_requested = bool(submission.extra.get("cancel_requested_at"))
     states = {p: piece_state(p, output_dir, live, accounting, cancel_requested) for p in all_pieces}
     return states, live
 
 
+def _final_status(piece: Piece, output_dir: Path) -> bool:
+    status = read_json(piece.work_dir(output_dir) / "status.json")
+    return isinstance(status, dict) and status.get("state") in FINAL
+
+
 def _needs_accounting(all_pieces: list[Piece], output_dir: Path, live: dict[str, scheduler.QueuedJob]) -> bool:
     """Ask sacct only for ended jobs without a final status.json (the usual case needs none)."""
-    for piece in all_pieces:
-        if piece.job in live:
-            continue
-        status = read_json(piece.work_dir(output_dir) / "status.json")
-        if not (isinstance(status, dict) and status.get("state") in FINAL):
-            return True
-    return False
+    return any(piece.job not in live and not _final_status(piece, output_dir) for piece in all_pieces)
 
 
 def fail_never_starting(submission: Submission, states: dict[Piece, PieceState]) -> list[Piece]:

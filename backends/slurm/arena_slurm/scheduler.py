@@ -122,6 +122,31 @@ def sacct(job_refs: Iterable[str]) -> dict[str, str] | None:
     return states
 
 
+def scontrol_states(job_refs: Iterable[str]) -> dict[str, str]:
+    """Final states ``scontrol show job`` still knows: ``{job or array element id: JobState}``.
+
+    Without accounting this is the only record of how a job ended (``TIMEOUT``,
+    ``OUT_OF_MEMORY``, ``NODE_FAIL``, ``CANCELLED``), and slurmctld keeps it only for
+    ``MinJobAge`` seconds (300 by default) after the job ends. Unknown jobs are absent.
+    """
+    states: dict[str, str] = {}
+    for ref in sorted(set(job_refs)):
+        try:
+            result = _run(["scontrol", "show", "job", "-o", ref.split("+")[0]])
+        except LaunchError:
+            return states
+        if result.returncode != 0:
+            continue
+        for line in result.stdout.splitlines():
+            fields = dict(item.split("=", 1) for item in line.split() if "=" in item)
+            job = fields.get("JobId", "")
+            array_job, task = fields.get("ArrayJobId"), fields.get("ArrayTaskId")
+            key = f"{array_job}_{task}" if array_job and task and task.isdigit() else job
+            if key == ref.split("+")[0] and fields.get("JobState"):
+                states[key] = fields["JobState"]
+    return states
+
+
 def scancel(job_refs: Iterable[str], *, elements: bool = False) -> None:
     """Cancel the jobs: whole arrays, or with ``elements`` only the array elements named
     (``123_4``). Ids that already ended are ignored.

@@ -62,6 +62,12 @@ elif tool == "sacct":
         print("Slurm accounting storage is disabled", file=sys.stderr); sys.exit(1)
     for j, s in state["accounting"].items():
         print(f"{j}|{s}")
+elif tool == "scontrol":
+    job = sys.argv[-1]
+    found = state.get("scontrol", {}).get(job)
+    if found is None:
+        print("slurm_load_jobs error: Invalid job id specified", file=sys.stderr); sys.exit(1)
+    print(f"JobId={job} JobName=x JobState={found} Reason=None")
 elif tool == "scancel":
     for job in sys.argv[1:]:
         for j in list(state["queue"]):
@@ -96,7 +102,7 @@ def fake_slurm(tmp_path, monkeypatch) -> FakeSlurm:
 
     bin_dir = tmp_path / "fakebin"
     bin_dir.mkdir()
-    for tool in ("sbatch", "squeue", "sacct", "scancel"):
+    for tool in ("sbatch", "squeue", "sacct", "scancel", "scontrol"):
         path = bin_dir / tool
         path.write_text(FAKE.replace("{python}", sys.executable))
         path.chmod(path.stat().st_mode | stat.S_IEXEC)
@@ -169,8 +175,18 @@ def test_sacct_states_are_used_where_accounting_exists(tmp_path, fake_slurm):
     fake_slurm.set(queue={}, accounting={"101": "TIMEOUT", "102": "CANCELLED"})
     status = submission_status(out)
     assert status["expert"]["state"] == "failed"
-    assert "ended TIMEOUT" in status["expert"]["error"]
+    assert "reached its time limit (launch.slurm.time)" in status["expert"]["error"]
     assert status["zero"]["state"] == "cancelled"
+
+
+def test_without_accounting_scontrol_tells_how_a_recent_job_ended(tmp_path, fake_slurm):
+    out = submit(tmp_path)
+    fake_slurm.set(queue={}, scontrol={"101": "OUT_OF_MEMORY"})  # sacct disabled; slurmctld still remembers 101
+    write_status(out, "zero", "completed")
+    status = submission_status(out)
+    assert status["expert"]["state"] == "failed"
+    assert "ran out of memory: raise launch.slurm.memory" in status["expert"]["error"]
+    assert ["scontrol", "show", "job", "-o", "101"] in fake_slurm.calls("scontrol")
 
 
 def test_collect_reports_a_dead_job_as_failed_not_missing(tmp_path, fake_slurm):
