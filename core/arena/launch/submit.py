@@ -328,19 +328,10 @@ def _say(console: Console | None, text: str) -> None:
 
 
 def _print_dry_run(experiment, servers, backend, out: Path, console: Console | None) -> None:
+    """A page a user reads: one line per run, one per distinct server task, then the backend's
+    plan (every resolved value is ``arena validate FILE --list-overrides``)."""
     exposures = backend.exposures(experiment, servers)
-    doc = {
-        "backend": backend.name,
-        "output_dir": str(out),
-        "runs": {name: run.to_dict() for name, run in experiment.runs.items()},
-        "servers": {
-            name: ({"external": f"{p.host}:{p.port}"} if p.external else p.task.model_dump(exclude_defaults=False))
-            for name, p in servers.items()
-        },
-    }
-    if exposures:
-        doc["exposure"] = {name: exposure.describe() for name, exposure in exposures.items()}
-    text = yaml.safe_dump(doc, sort_keys=False)
+    text = "\n".join(dry_run_summary(experiment, servers, backend.name, out, exposures)) + "\n"
     spec = backend.plan(experiment, servers, out)
     if console is None:
         print(text)
@@ -348,6 +339,46 @@ def _print_dry_run(experiment, servers, backend, out: Path, console: Console | N
     else:
         console.print(text, highlight=False, markup=False)
         console.print(spec, highlight=False, markup=False)
+
+
+def dry_run_summary(experiment, servers, backend: str, out: Path, exposures: dict[str, Any] | None = None) -> list[str]:
+    """The runs and their servers as ``--dry-run`` lists them, each server task once, with who
+    can reach it (``exposures``: per run, :class:`arena.launch.exposure.Exposure`)."""
+    lines = [f"experiment {experiment.name}: {len(experiment.runs)} run(s), '{backend}' backend, output {out}"]
+    users: dict[str, list[str]] = {}
+    tasks = {}
+    for name, run in experiment.runs.items():
+        plan = servers.get(name)
+        where = ""
+        if plan is not None and plan.external:
+            where = f"; its own server at {plan.host}:{plan.port}"
+        elif plan is not None and plan.task is not None:
+            where = f"; server {plan.task.name}"
+            key = plan.task.identity()
+            tasks.setdefault(key, plan.task)
+            users.setdefault(key, []).append(name)
+        task = run.environment.task_name()
+        limit = run.rollout_limit
+        steps = f"≤ {limit.max_episode_steps} steps" if limit.max_episode_steps else "the environment's step limit"
+        lines.append(
+            f"  run {name}: {run.environment_type}{' ' + task if task else ''} with {run.policy_type}, "
+            f"{limit.num_episodes} episode(s) ({steps}), {run.environment_builder.num_envs} env(s), "
+            f"seed {run.environment_builder.seed}{where}"
+        )
+    for key, task in tasks.items():
+        r = task.resources
+        need = ", ".join(p for p in (
+            f"{r.cpu} CPU" if r.cpu else "", f"{r.gpu} GPU" if r.gpu else "",
+            f"{r.memory:g} GiB" if r.memory else "", f"{r.storage:g} GiB disk" if r.storage else "",
+        ) if p)
+        lines.append(
+            f"  server {task.name} for {', '.join(users[key])}: image {task.image or '(none)'}, port {task.port}, "
+            f"readiness {task.readiness}, startup timeout {task.startup_timeout_s:g} s" + (f", {need}" if need else "")
+        )
+        for described in dict.fromkeys(exposures[run].describe() for run in users[key] if run in (exposures or {})):
+            lines.append(f"    {described}")
+    lines.append(f"  (every resolved value: arena validate {experiment.source or 'EXPERIMENT'} --list-overrides)")
+    return lines
 
 
 def _print_summary(result: dict[str, Any], console: Console) -> None:
