@@ -21,7 +21,7 @@ from arena.rollout.records import StatusWriter
 
 from arena_slurm import jobstate, scheduler
 from arena_slurm.options import SlurmOptions
-from arena_slurm.render import render_collect_script, render_run_script, server_exposure
+from arena_slurm.render import render_collect_script, render_run_script, run_context, server_exposure
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -119,11 +119,31 @@ class SlurmBackend(LaunchBackend):
         return {run: exposure for run, exposure in found.items() if exposure is not None}
 
     def plan(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan], output_dir: Path) -> str:
+        """Write the scripts ``submit`` would submit to a new temporary directory (nothing is
+        submitted, the output directory is not created) and return a summary naming them: per
+        job what it asks Slurm for and what it runs."""
+        import tempfile
+
         self.check(experiment, servers)
-        parts = []
-        for name, text in self.scripts(experiment, servers, output_dir).items():
-            parts.append(f"# ===== {SCRIPTS_DIR}/{name} =====\n{text}")
-        return "\n".join(parts)
+        scripts = self.scripts(experiment, servers, output_dir)
+        where = Path(tempfile.mkdtemp(prefix=f"arena-dry-run-{experiment.name}-slurm-"))
+        for name, text in scripts.items():
+            (where / name).write_text(text)
+        lines = [
+            f"# slurm: {len(experiment.runs)} run job(s) and an aggregation job, not submitted; the scripts are in {where}/",
+        ]
+        width = max(len(name) for name in scripts)
+        for run in experiment.runs:
+            context = run_context(experiment, run, servers.get(run), self.options, Path(output_dir).absolute())
+            request = " | ".join(" ".join(_request(c)) for c in context["components"])
+            array = f" --array={context['array']}" if context["array"] else ""
+            lines.append(f"  {where / (run + '.sbatch')!s:<{len(str(where)) + width + 1}}  {context['layout_note']}: {request}{array}")
+        lines.append(f"  {where / 'collect.sbatch'!s:<{len(str(where)) + width + 1}}  arena collect {output_dir}, after every run job ends")
+        for name in scripts:
+            if not name.endswith(".sbatch"):
+                lines.append(f"  {where / name!s:<{len(str(where)) + width + 1}}  shell functions every job sources")
+        lines.append(f"  (read one: less {where / next(iter(experiment.runs))}.sbatch)")
+        return "\n".join(lines)
 
     # -- submission ----------------------------------------------------------------------------
     def submit(
@@ -307,6 +327,12 @@ def _resumed(submission: Submission, shards: dict[str, int]) -> Submission:
 def _already_submitted(submission: Submission, runs: list[str], output_dir: Path) -> str:
     jobs = ", ".join(f"{run} ({scheduler.base_id(submission.extra['array_jobs'].get(run) or submission.ids[run]['0'])})" for run in runs)
     return f"; already submitted: {jobs} (stop them with `arena cancel {output_dir}`)" if jobs else ""
+
+
+def _request(component: list[str]) -> list[str]:
+    """What a job (or het component) asks Slurm for, from its #SBATCH lines."""
+    keep = ("--partition", "--nodes", "--cpus-per-task", "--gpus-per-node", "--mem", "--time", "--account", "--qos")
+    return [line for line in component if line.split("=", 1)[0] in keep]
 
 
 def _merge_states(states: list[str]) -> str:

@@ -214,15 +214,22 @@ def test_aggregation_job_collects_the_output_directory(tmp_path):
     assert f"collect {OUT}" in text
 
 
-def test_dry_run_prints_every_script(tmp_path):
+def test_dry_run_writes_the_scripts_and_prints_a_summary_naming_them(tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     exp = experiment(
         {"zero": {"environment": REACH, "policy": {"type": "zero_action"}},
          "expert": {"environment": REACH, "policy": {"type": "metaworld_expert_remote"}}}
     )
     spec = SlurmBackend(exp.launch.options("slurm")).plan(exp, plan_servers(exp), OUT)
-    assert spec.count("#!/bin/bash") == 3
+    assert "#!/bin/bash" not in spec and len(spec.splitlines()) < 10
+    (where,) = tmp_path.glob("arena-dry-run-pi0-eval-slurm-*")
     for name in ("zero.sbatch", "expert.sbatch", "collect.sbatch"):
-        assert f"===== slurm/{name}" in spec
+        assert (where / name).read_text().startswith("#!/bin/bash")
+        assert str(where / name) in spec
+    assert "server and runner steps in one allocation: --nodes=1 --cpus-per-task=3" in spec
+    assert not OUT.exists()
 
 
 def test_hetjob_with_shards_is_refused():
