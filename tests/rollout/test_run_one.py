@@ -216,3 +216,26 @@ def test_sigusr1_stops_at_the_time_limit_as_failed_naming_the_limit_and_keeps_re
     assert f"{len(records)} of 50 episode(s) recorded" in result["error"] and "arena run --resume" in result["error"]
     assert 0 < len(records) < 50
     assert signal.getsignal(signal.SIGUSR1) == before
+
+
+def test_sigusr1_after_a_backend_wrote_its_reason_fails_the_run_with_that_reason(tmp_path, manager, monkeypatch):
+    calls = {"n": 0}
+    original = CoinFlipPolicy.get_action
+    reason = "policy server 'x' exited (code 137) and was restarted 2 time(s): Killed"
+
+    def get_action(self, env, observation):
+        calls["n"] += 1
+        if calls["n"] == 12:  # what a Slurm job does when the server it watches is gone for good
+            (tmp_path / "out" / "count" / "stop_reason").write_text(reason + "\n")
+            os.kill(os.getpid(), signal.SIGUSR1)
+        return original(self, env, observation)
+
+    monkeypatch.setattr(CoinFlipPolicy, "get_action", get_action)
+    snap = _snapshot(tmp_path / "e.yaml", num_episodes=50, num_envs=1)
+    (tmp_path / "out" / "count").mkdir(parents=True)
+    (tmp_path / "out" / "count" / "stop_reason").write_text("a stale reason of an earlier attempt")
+    assert run_one(snap, "count", tmp_path / "out", manager=manager) == 3
+    records, result, status = _read(tmp_path / "out")
+    assert result["state"] == status["state"] == "failed"
+    assert result["error"] == reason
+    assert 0 < len(records) < 50

@@ -17,11 +17,12 @@ With ``launch.watchdog`` set in the snapshot, run-one supervises itself: the rol
 a child ``arena run-one`` and :mod:`arena.rollout.watchdog` restarts it (resuming) when
 ``status.json`` shows no progress. ``$ARENA_WATCHDOG_CHILD`` marks that child.
 
-SIGTERM ends the run ``cancelled`` (``arena cancel``, ``scancel``). SIGUSR1 means the
-scheduler's time limit is near (Slurm's ``--signal``): the run stops the same way but ends
-``failed``, its error naming the limit as ``$ARENA_TIME_LIMIT`` describes it (e.g.
-``launch.slurm.time=02:00:00``) and how to continue (``arena run --resume``). Finished
-episodes are kept either way.
+SIGTERM ends the run ``cancelled`` (``arena cancel``, ``scancel``). SIGUSR1 asks it to stop
+and end ``failed`` for a reason of the backend's: the text of ``stop_reason`` in the run's
+directory when the backend wrote one there first (e.g. "its policy server died and could not
+be restarted"), otherwise the scheduler's time limit is near (Slurm's ``--signal``) and the
+error names the limit as ``$ARENA_TIME_LIMIT`` describes it (e.g. ``launch.slurm.time=02:00:00``)
+and how to continue (``arena run --resume``). Finished episodes are kept either way.
 
 Exit codes: 0 completed with no ``error`` episode; 3 aborted, failed, cancelled (SIGTERM),
 stopped at a time limit (SIGUSR1) or any ``error`` episode; 2 configuration error (message on
@@ -66,6 +67,8 @@ SERVER_API_KEY_ENV_ENV = "ARENA_SERVER_API_KEY_ENV"
 SERVER_INFO_ENV = "ARENA_SERVER_INFO"
 #: Describes the time limit whose approach SIGUSR1 announces (e.g. ``launch.slurm.time=02:00:00``).
 TIME_LIMIT_ENV = "ARENA_TIME_LIMIT"
+#: A backend's reason for the SIGUSR1 it sends, written into the run's directory first.
+STOP_REASON_FILE = "stop_reason"
 #: Seconds between ``last_progress_at`` updates while steps progress without episode ends.
 PROGRESS_INTERVAL_S = 5.0
 
@@ -235,6 +238,7 @@ class _Invocation:
     def execute(self) -> int:
         started_at = utc_now()
         self.work_dir.mkdir(parents=True, exist_ok=True)
+        (self.work_dir / STOP_REASON_FILE).unlink(missing_ok=True)  # an earlier attempt's
         restarts = self._prepare_records()
         self.status = StatusWriter(
             self.work_dir / STATUS_FILE,
@@ -302,12 +306,19 @@ class _Invocation:
             writer.close()
         try:
             if self.time_limit:
-                state, error = "failed", time_limit_error(len(self.merged), len(self.items))
+                state, error = "failed", self._stop_reason() or time_limit_error(len(self.merged), len(self.items))
             elif self.cancel_requested:
                 state, error = "cancelled", "cancelled by signal"
             return self._finish(state, error, started_at)
         finally:  # a SIGTERM while the result is written only marks the run cancelled
             self._restore_sigterm(previous_handler)
+
+    def _stop_reason(self) -> str | None:
+        try:
+            text = (self.work_dir / STOP_REASON_FILE).read_text().strip()
+        except OSError:
+            return None
+        return text or None
 
     # -- records ---------------------------------------------------------------------------
     def _prepare_records(self) -> int:
