@@ -116,10 +116,11 @@ def test_a_runner_killed_with_137_loses_nothing_else_and_resume_completes_it(fak
     sub = json.loads((out / "submission.json").read_text())
     assert sub["ids"] == {"long": {"0": "arena-exp-2"}, "short": {"0": "arena-exp-1"}}
 
-    reference = tmp_path / "uninterrupted"
-    done = cli.invoke(app, ["run", str(path), "--backend", "local", "--output-dir", str(reference)])
-    assert done.exit_code == 0, done.output
+    from arena.rollout.run_one import run_one
+
+    reference = tmp_path / "uninterrupted"  # the same snapshot, run once without interruption
     for name in ("long", "short"):
+        assert run_one(out / "experiment.yaml", name, reference, watchdog=False) == 0
         assert _outcomes(out, name) == _outcomes(reference, name), name
 
 
