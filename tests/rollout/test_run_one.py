@@ -213,7 +213,8 @@ def test_sigusr1_stops_at_the_time_limit_as_failed_naming_the_limit_and_keeps_re
     records, result, status = _read(tmp_path / "out")
     assert result["state"] == "failed" and status["state"] == "failed"
     assert result["error"].startswith("stopped at the time limit (launch.slurm.time=00:10:00) before the run finished")
-    assert f"{len(records)} of 50 episode(s) recorded" in result["error"] and "arena run --resume" in result["error"]
+    assert f"{len(records)} of 50 episode(s) recorded" in result["error"]
+    assert f"`arena run --resume {tmp_path / 'out'}` runs the rest" in result["error"]
     assert 0 < len(records) < 50
     assert signal.getsignal(signal.SIGUSR1) == before
 
@@ -238,4 +239,5 @@ def test_sigusr1_after_a_backend_wrote_its_reason_fails_the_run_with_that_reason
     records, result, status = _read(tmp_path / "out")
     assert result["state"] == status["state"] == "failed"
     assert result["error"] == reason
+    assert not (tmp_path / "out" / "count" / "stop_reason").exists()  # read once: a resume does not inherit it
     assert 0 < len(records) < 50

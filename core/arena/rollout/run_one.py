@@ -84,12 +84,12 @@ class RunCancelled(BaseException):
     """Raised inside run-one by SIGTERM (or SIGUSR1); not an ``Exception`` so the rollout lets it through."""
 
 
-def time_limit_error(done: int, total: int) -> str:
+def time_limit_error(done: int, total: int, output_dir: str | os.PathLike[str] = "OUTPUT_DIR") -> str:
     """The error of a run stopped because the scheduler's time limit was near (SIGUSR1)."""
     limit = os.environ.get(TIME_LIMIT_ENV) or "the scheduler's time limit"
     return (
         f"stopped at the time limit ({limit}) before the run finished: {done} of {total} episode(s) recorded; "
-        "`arena run --resume OUTPUT_DIR` runs the rest (or raise the limit)"
+        f"`arena run --resume {output_dir}` runs the rest (or raise the limit)"
     )
 
 
@@ -306,7 +306,9 @@ class _Invocation:
             writer.close()
         try:
             if self.time_limit:
-                state, error = "failed", self._stop_reason() or time_limit_error(len(self.merged), len(self.items))
+                state, error = "failed", self._stop_reason() or time_limit_error(
+                    len(self.merged), len(self.items), self.run_dir.parent
+                )
             elif self.cancel_requested:
                 state, error = "cancelled", "cancelled by signal"
             return self._finish(state, error, started_at)
@@ -314,10 +316,12 @@ class _Invocation:
             self._restore_sigterm(previous_handler)
 
     def _stop_reason(self) -> str | None:
+        path = self.work_dir / STOP_REASON_FILE
         try:
-            text = (self.work_dir / STOP_REASON_FILE).read_text().strip()
+            text = path.read_text().strip()
         except OSError:
             return None
+        path.unlink(missing_ok=True)  # read once: it becomes the run's error
         return text or None
 
     # -- records ---------------------------------------------------------------------------
