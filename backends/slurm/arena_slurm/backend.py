@@ -21,7 +21,14 @@ from arena.rollout.records import StatusWriter
 
 from arena_slurm import jobstate, scheduler
 from arena_slurm.options import SlurmOptions
-from arena_slurm.render import render_collect_script, render_run_script, run_context, server_exposure
+from arena_slurm.render import (
+    HELPERS_FILE,
+    render_collect_script,
+    render_helpers,
+    render_run_script,
+    run_context,
+    server_exposure,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -103,7 +110,8 @@ class SlurmBackend(LaunchBackend):
                 )
 
     def scripts(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan], output_dir: Path) -> dict[str, str]:
-        """``{file name: script}``: one ``<run>.sbatch`` per run and ``collect.sbatch``."""
+        """``{file name: script}``: one ``<run>.sbatch`` per run, ``collect.sbatch`` and the
+        shell functions the run scripts source (``arena-helpers.sh``)."""
         output_dir = Path(output_dir).absolute()
         if any(ch.isspace() for ch in str(output_dir)):
             raise ConfigError(f"the output directory {output_dir} contains whitespace, which #SBATCH --output cannot hold")
@@ -112,6 +120,7 @@ class SlurmBackend(LaunchBackend):
             for run in experiment.runs
         }
         texts["collect.sbatch"] = render_collect_script(experiment, self.options, output_dir)
+        texts[HELPERS_FILE] = render_helpers()
         return texts
 
     def exposures(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan]) -> dict[str, Exposure]:

@@ -41,7 +41,11 @@ def test_quickstart_on_slurm_matches_a_local_run_with_the_same_seeds(quickstart_
     job = json.loads((out / "submission.json").read_text())["ids"]["reach_expert"]["0"]
     server = json.loads((out / "reach_expert" / "run_result.json").read_text())["server"]
     assert server["slurm_job_id"] == job and server["task"] == "metaworld-expert"
-    assert "serving metaworld-expert" in (out / "reach_expert" / "server.log").read_text()
+    log = (out / "reach_expert" / "server.log").read_text()
+    assert "serving metaworld-expert" in log
+    # stopped with SIGTERM (not srun's SIGKILL), and it did not need the SIGKILL after the grace
+    assert "stopping the policy server (the runner has ended): SIGTERM" in log and "did not stop" not in log, log
+    assert "forcing job termination" not in log and "Killed" not in log, log
     assert (out / "index.html").exists() and list((out / "slurm").glob("collect-*.log"))
 
 
