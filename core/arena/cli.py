@@ -66,6 +66,11 @@ def validate(
     if list_overrides:
         _print_overrides(exp)
         return
+    from arena.envs.base import success_warning
+
+    for name, run_cfg in exp.runs.items():
+        if warning := success_warning(run_cfg.environment_cls):
+            err.print(f"[yellow]warning:[/] run {name}: {warning}", highlight=False)
     out.print(f"[green]ok[/]: {experiment} — {len(exp.runs)} run(s): {', '.join(exp.runs)}")
 
 
@@ -192,6 +197,8 @@ def status(output_dir: Annotated[Path, typer.Argument(help="experiment output di
     for name, st in states.items():
         if st.get("error"):
             out.print(f"[red]{name}[/]: {st['error']}", highlight=False)
+        for warning in st.get("warnings") or []:
+            out.print(f"[yellow]{name}: warning:[/] {warning}", highlight=False)
 
 
 @app.command()

@@ -80,3 +80,7 @@ class PolicyError(ArenaError):
 
 class LaunchError(ArenaError):
     """A launch backend could not start, wait for or stop something it manages."""
+
+
+class SuccessSignalError(ArenaError):
+    """An environment does not declare, or does not deliver, its success signal."""

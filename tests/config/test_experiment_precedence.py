@@ -146,6 +146,8 @@ def test_class_path_type_is_resolved_and_kept_as_written(manager, monkeypatch):
     module = types.ModuleType("arena_test_ext")
 
     class ExtEnv(Environment):
+        success_key = "success"
+
         class Config(EnvironmentConfig):
             width: int = 3
 

@@ -18,7 +18,8 @@ fields.
 Order of checks: the file's shape and the override tokens, then ``requires`` (so a missing
 plugin is named, not reported as an unknown type), then ``launch``, then each run. Every
 problem raises :class:`arena.errors.ConfigError` with the file, the run and the key path.
-After a run validates, its environment and policy configs' optional ``validate_run(run)``
+An environment class must declare ``success_key`` (:mod:`arena.envs.base`); one that does not
+is refused here. After a run validates, its environment and policy configs' optional ``validate_run(run)``
 hooks run (cross-section constraints; a ``ValueError`` becomes a ConfigError naming the run).
 """
 
@@ -45,8 +46,8 @@ from arena.config.requires import normalize_requires
 from arena.config.resolved import ResolvedExperiment, ResolvedRun
 from arena.config.validation import validate_section
 from arena.config.yaml_io import dump_yaml, read_yaml
-from arena.envs.base import Environment
-from arena.errors import ConfigError, PluginError
+from arena.envs.base import Environment, declared_success_key
+from arena.errors import ConfigError, PluginError, SuccessSignalError
 from arena.fsutil import write_text_atomic
 from arena.policies.base import PolicyBase
 from arena.servertask import ServerOverrides
@@ -338,6 +339,11 @@ def _resolve_run(
                 run=name,
                 key=f"{section}.type",
             )
+        if section == "environment":
+            try:
+                declared_success_key(cls)
+            except SuccessSignalError as exc:
+                raise ConfigError(str(exc), file=source, run=name, key="environment.type") from None
         config = validate_section(config_cls, fields, file=source, run=name, key=section, origin=origin)
         components[section] = (type_name, cls, config)
 

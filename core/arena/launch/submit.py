@@ -329,3 +329,5 @@ def _print_summary(result: dict[str, Any], console: Console) -> None:
     for name, r in result["runs"].items():
         if r.get("error"):  # why a run failed belongs on the console, not only in runner.log
             console.print(f"[red]{name}[/]: {r['error']}", highlight=False)
+        for warning in r.get("warnings") or []:
+            console.print(f"[yellow]{name}: warning:[/] {warning}", highlight=False)

@@ -117,11 +117,14 @@ def _summarize(
     status = read_json(run_dir / "status.json")
     restarts = status.get("restarts", 0) if isinstance(status, dict) else 0
     machine = None
+    warnings: list[str] = []
     for directory in _state_dirs(run_dir):
         result = read_json(directory / "run_result.json")
-        if isinstance(result, dict) and result.get("machine"):
+        source = result if isinstance(result, dict) else read_json(directory / "status.json")
+        if isinstance(source, dict) and isinstance(source.get("warnings"), list):
+            warnings += [str(w) for w in source["warnings"] if str(w) not in warnings]
+        if machine is None and isinstance(result, dict) and result.get("machine"):
             machine = result["machine"]
-            break
     seeds = None
     if "seed" in entry:
         count = int(entry.get("num_episodes") or 0)
@@ -153,6 +156,7 @@ def _summarize(
         "videos": sum(1 for r in records if r.video),
         "restarts": restarts if isinstance(restarts, int) else 0,
         "machine": machine,
+        "warnings": warnings,
     }
 
 
@@ -332,7 +336,7 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
     error, task, policy, counts {success, failure, timeout, error}, n, k, success_rate,
     ci95 [low, high], ci_method, errors, episodes_total, episodes_recorded,
     missing_episodes, partial, server, server_log, issues, latency, seeds, num_envs, videos,
-    restarts, machine}}``, ``by_task`` (task -> run names), ``by_policy`` (pooled and macro
+    restarts, machine, warnings}}``, ``by_task`` (task -> run names), ``by_policy`` (pooled and macro
     rates per policy), ``comparisons`` (every pair of policies on one task: difference and
     its Newcombe interval, see :func:`compare_runs`), ``provenance`` (``provenance.json``)
     and ``overall`` (pooled

@@ -270,6 +270,7 @@ def write_run_result(
     finished_at: str | None = None,
     shard: Sequence[int] | None = None,
     machine: dict[str, Any] | None = None,
+    warnings: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Write ``<run_dir>/run_result.json`` atomically and return its content.
 
@@ -277,7 +278,8 @@ def write_run_result(
     that finalizes a run whose runner died keeps what it recorded). Fields: ``run``, ``state``,
     ``counts`` per outcome, ``episodes``, ``episodes_total``, ``success_rate`` (k/n over
     non-error episodes; ``None`` when n = 0), ``ci95`` ``[low, high]`` (Wilson), ``error``,
-    ``started_at``, ``finished_at``, ``server``, ``shard``, ``machine`` (where it ran).
+    ``started_at``, ``finished_at``, ``server``, ``shard``, ``machine`` (where it ran),
+    ``warnings`` (caveats of the numbers that did not stop the run).
 
     Raises:
         ValueError: ``state`` is not one of :data:`RUN_STATES`.
@@ -308,6 +310,7 @@ def write_run_result(
         "server": server,
         "shard": list(shard) if shard is not None else None,
         "machine": machine,
+        "warnings": list(warnings),
     }
     write_json_atomic(run_dir / RUN_RESULT_NAME, result)
     return result

@@ -3,6 +3,11 @@
 Outcomes (``rollout_limit``: ``max_episode_steps`` — else the env's
 ``default_max_episode_steps`` — and ``terminate_on_success``), decided after every step:
 
+Success is read from ``info[env.success_key]`` (:func:`arena.envs.base.read_success`). A
+declared key missing from ``info`` ends the running episodes as ``error`` and aborts the run
+(an integration fault, never a failure count); an env declaring ``success_key = None`` adds
+its warning to :attr:`RolloutSummary.warnings`.
+
 - ``success``: ``info["success"]`` is true and ``terminate_on_success`` is set;
 - the simulator terminated the episode: ``success`` if ``info["success"]`` is true on that
   step, else ``failure``;
@@ -34,7 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from arena.errors import PolicyError
+from arena.envs.base import read_success, success_warning
+from arena.errors import PolicyError, SuccessSignalError
 from arena.rollout.records import OUTCOMES, EpisodeRecord, utc_now
 from arena.rollout.workitems import WorkItem
 
@@ -51,6 +57,8 @@ class RolloutSummary:
     cancelled: bool = False
     error: str | None = None
     unfinished: list[WorkItem] = field(default_factory=list)
+    #: Caveats of the numbers that do not stop the run (e.g. no success signal).
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -161,6 +169,13 @@ class _Rollout:
         began = time.perf_counter()
         try:
             try:
+                warning = success_warning(self.env)
+            except SuccessSignalError as exc:
+                self._abort(str(exc))
+                return self.summary
+            if warning:
+                self.summary.warnings.append(warning)
+            try:
                 self.policy.start(self.env)
                 self.policy.set_task_description(self.env.task_description)
             except Exception as exc:  # e.g. the policy server is unreachable
@@ -206,7 +221,12 @@ class _Rollout:
         reward = np.asarray(reward, dtype=np.float64).reshape(-1)
         terminated = np.asarray(terminated, dtype=bool).reshape(-1)
         truncated = np.asarray(truncated, dtype=bool).reshape(-1)
-        success = np.asarray(info.get("success", np.zeros(self.num_envs, dtype=bool)), dtype=bool).reshape(-1)
+        try:
+            success = read_success(self.env, info, self.num_envs)
+        except SuccessSignalError as exc:  # systematic: every later step would fail the same way
+            self._fail(running, str(exc), restart=False)
+            self._abort(str(exc))
+            return
         if self.recorder is not None:
             self.recorder.capture(self.env, running, obs)
         ended: list[int] = []

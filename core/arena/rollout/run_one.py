@@ -9,7 +9,9 @@ Writes into ``<output_dir>/<run>/`` (shard ``K``: ``<output_dir>/<run>/shards/<K
 - ``run_result.json``: ``run``, ``state``, ``counts`` per outcome, ``episodes``,
   ``episodes_total``, ``success_rate`` (k/n over non-error episodes; ``null`` when n = 0),
   ``ci95`` (Wilson), ``error``, ``started_at``, ``finished_at``, ``server``, ``shard``,
-  ``machine`` (host name, platform, Python of the process that ran it);
+  ``machine`` (host name, platform, Python of the process that ran it), ``warnings``
+  (caveats of the numbers, e.g. an environment without a success signal; also in
+  ``status.json``);
 - ``videos/``: one file per recorded episode when ``recording.enabled`` (see
   :mod:`arena.rollout.recording`).
 
@@ -194,6 +196,7 @@ class _Invocation:
         self.keep_errors = False
         self.run_dir = work_dir if shard is None else work_dir.parent.parent
         self.restart_history: list[dict[str, Any]] = []
+        self.warnings: list[str] = []
 
     # -- main ------------------------------------------------------------------------------
     def execute(self) -> int:
@@ -213,6 +216,7 @@ class _Invocation:
         todo = [item for item in self.items if not self._finished(item.episode_index)]
 
         state, error = "completed", None
+        self.warnings = self._static_warnings()
         env = policy = recorder = None
         writer = RecordWriter(self.records_path)
         previous_handler = self._install_sigterm()
@@ -245,6 +249,7 @@ class _Invocation:
                         policy_info={"type": self.run.policy_type, "variant": self.run.policy.variant()},
                         recorder=recorder,
                     )
+                    self.warnings += [w for w in summary.warnings if w not in self.warnings]
                     if summary.aborted:
                         state, error = "failed", summary.error
         except (RunCancelled, KeyboardInterrupt):
@@ -287,6 +292,16 @@ class _Invocation:
         restarts = old.get("restarts", 0)
         return restarts if isinstance(restarts, int) else 0
 
+    def _static_warnings(self) -> list[str]:
+        """Caveats known from the run's configuration alone (kept when nothing is left to run)."""
+        from arena.envs.base import success_warning
+
+        try:
+            warning = success_warning(self.run.environment_cls)
+        except Exception:  # an undeclared signal fails the rollout with its own reason
+            return []
+        return [warning] if warning else []
+
     def _finished(self, index: int) -> bool:
         record = self.merged.get(index)
         return record is not None and (self.keep_errors or record.outcome != "error")
@@ -321,8 +336,9 @@ class _Invocation:
             started_at=started_at,
             shard=self.shard,
             machine=machine_info(),
+            warnings=self.warnings,
         )
-        self.status.update(state=state, error=error, **self._tallies())
+        self.status.update(state=state, error=error, warnings=self.warnings, **self._tallies())
         counts = result["counts"]
         k, n = counts["success"], counts["success"] + counts["failure"] + counts["timeout"]
         rate = "n/a" if n == 0 else f"{k}/{n} = {k / n:.1%}"
@@ -332,6 +348,8 @@ class _Invocation:
             + (f"; {error}" if error else ""),
             file=sys.stderr,
         )
+        for warning in self.warnings:
+            print(f"arena run-one: run {self.run.name}{where}: warning: {warning}", file=sys.stderr)
         return EXIT_OK if state == "completed" and counts["error"] == 0 else EXIT_RUN
 
     # -- SIGTERM ---------------------------------------------------------------------------
