@@ -67,7 +67,8 @@ def test_sigkill_mid_run_then_resume_gives_the_outcomes_of_an_uninterrupted_run(
     out = tmp_path / "killed"
     path = _experiment(tmp_path, 0.08)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "arena", "run", str(path), "--output-dir", str(out)],
+        # opted in once, here: the resume below inherits it through the snapshot's allow_imports
+        [sys.executable, "-m", "arena", "run", str(path), "--output-dir", str(out), "--allow-import", "rollout_fakes"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(), cwd=ROOT, start_new_session=True,
     )
     try:
@@ -131,7 +132,7 @@ def test_resume_of_a_finished_experiment_runs_nothing_and_rebuilds_the_report(tm
 
     out = tmp_path / "out"
     out.mkdir()
-    experiment = load_experiment(_experiment(tmp_path, 0.0))
+    experiment = load_experiment(_experiment(tmp_path, 0.0), allow_imports=["rollout_fakes"])
     write_snapshot(experiment, out / "experiment.yaml")
     write_manifest(experiment, out)
     for run in experiment.runs:

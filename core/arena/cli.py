@@ -29,6 +29,16 @@ if not out.is_terminal:  # logs and CI: do not squeeze tables into 80 columns
     out = Console(width=160, soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
+AllowImportOpt = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--allow-import",
+        metavar="MODULE",
+        help="let `type: MODULE.sub:Class` in the experiment import MODULE (runs its code); repeatable, '*' for any; "
+        "also $ARENA_ALLOW_IMPORTS",
+    ),
+]
+
 OverridesArg = Annotated[
     Optional[list[str]],
     typer.Argument(help="KEY=VALUE overrides: shared.<path>=V, runs.<name>.<path>=V, launch.<backend>.<path>=V"),
@@ -47,6 +57,7 @@ def validate(
     experiment: Annotated[Path, typer.Argument(help="experiment YAML file")],
     overrides: OverridesArg = None,
     list_overrides: Annotated[bool, typer.Option("--list-overrides", help="print every overridable key")] = False,
+    allow_import: AllowImportOpt = None,
 ) -> None:
     """Check an experiment file without running anything (exit 2 on a configuration error)."""
     from arena.config import load_experiment
@@ -54,7 +65,7 @@ def validate(
     from arena.launch.submit import make_backend
 
     try:
-        exp = load_experiment(experiment, overrides or [])
+        exp = load_experiment(experiment, overrides or [], allow_imports=allow_import or ())
         servers = plan_servers(exp)
         backend = make_backend(exp)
         try:
@@ -98,6 +109,7 @@ def run(
     wait: Annotated[bool, typer.Option("--wait", help="wait for a remote backend and collect")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="print the resolved runs and server tasks")] = False,
     list_overrides: Annotated[bool, typer.Option("--list-overrides", help="print every overridable key")] = False,
+    allow_import: AllowImportOpt = None,
 ) -> None:
     """Run an experiment: every run, with its policy servers started and stopped by arena.
 
@@ -109,7 +121,7 @@ def run(
     from arena.launch.submit import resume_experiment, run_experiment
 
     if resume is not None:
-        if experiment is not None or overrides or output_dir is not None or backend or jobs is not None or dry_run:
+        if experiment is not None or overrides or output_dir is not None or backend or jobs is not None or dry_run or allow_import:
             raise _fail(
                 ConfigError("--resume OUTPUT_DIR takes no experiment file, overrides or other run options: it reuses the snapshot")
             )
@@ -128,7 +140,7 @@ def run(
     if jobs is not None:
         extra.append(f"launch.local.jobs={jobs}")
     try:
-        exp = load_experiment(experiment, extra)
+        exp = load_experiment(experiment, extra, allow_imports=allow_import or ())
         if list_overrides:
             _print_overrides(exp)
             return
@@ -148,8 +160,12 @@ def run_one(
     shard: Annotated[Optional[str], typer.Option("--shard", help="K/N: the work items whose index ≡ K mod N")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="skip work items that already have a finished record")] = False,
     keep_errors: Annotated[bool, typer.Option("--keep-errors", help="with --resume: do not retry `error` episodes")] = False,
+    allow_import: AllowImportOpt = None,
 ) -> None:
-    """Execute one run (or one shard of it) from a snapshot; every backend runs runs through this."""
+    """Execute one run (or one shard of it) from a snapshot; every backend runs runs through this.
+
+    The snapshot's own `allow_imports` (written by `arena run`) is honoured.
+    """
     from arena.rollout.run_one import run_one as _run_one
 
     shard_t = None
@@ -170,6 +186,7 @@ def run_one(
         shard=shard_t,
         resume=resume,
         keep_errors=keep_errors,
+        allow_imports=allow_import or (),
     )
     raise typer.Exit(code)
 

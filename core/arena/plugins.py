@@ -181,16 +181,24 @@ class PluginManager:
             )
         return registry
 
-    def resolve_class(self, kind: str, type_name: str) -> Any:
+    def resolve_class(self, kind: str, type_name: str, *, allow_import: bool = False) -> Any:
         """Return the class registered under ``type_name``, or import ``package.module:Class``.
 
+        Importing runs the module's code, so it happens only with ``allow_import`` (the
+        caller checked the user's opt-in, :mod:`arena.config.imports`).
+
         Raises:
-            PluginError: not registered and not importable; the message lists registered names.
+            PluginError: not registered, and not importable or not allowed to be imported;
+                the message lists registered names or says how to opt in.
         """
         table = getattr(self.registry, kind)
         if type_name in table:
             return table[type_name]
         if ":" in type_name:
+            if not allow_import:
+                from arena.config.imports import refusal
+
+                raise PluginError(refusal(type_name, kind.rstrip("s") if kind != "policies" else "policy"))
             module_name, _, attr = type_name.partition(":")
             try:
                 obj: Any = importlib.import_module(module_name)

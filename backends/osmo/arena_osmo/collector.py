@@ -57,7 +57,7 @@ def _write_manifest(out: Path) -> None:
     from arena.rollout.workitems import write_manifest
 
     try:
-        experiment = load_experiment(out / "experiment.yaml", check_requires=False)
+        experiment = load_experiment(out / "experiment.yaml", check_requires=False, trust_snapshot=True)
     except ArenaError as exc:  # the report then lists the runs it finds, without planned totals
         print(f"arena collector: no manifest ({exc})", file=sys.stderr)
         return

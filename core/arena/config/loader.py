@@ -1,7 +1,9 @@
 """Load an experiment file: overrides, ``requires``, merging, validation, resolved runs.
 
-Top-level keys are ``requires``, ``launch``, ``shared`` and ``runs`` (required, a non-empty
-mapping; run names match ``[A-Za-z_][A-Za-z0-9_-]*``). Run keys are ``environment``,
+Top-level keys are ``name``, ``requires``, ``launch``, ``shared`` and ``runs`` (required, a
+non-empty mapping; run names match ``[A-Za-z_][A-Za-z0-9_-]*``), and in snapshots arena
+writes ``allow_imports`` (:mod:`arena.config.imports`: a ``package.module:Class`` type imports
+its module only when the user allowed it). Run keys are ``environment``,
 ``policy``, ``environment_builder``, ``rollout_limit``, ``server`` and ``recording``.
 
 Precedence, lowest first: field defaults < ``shared`` < ``shared.<path>=<value>`` overrides <
@@ -33,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from arena.config.imports import SNAPSHOT_KEY, ImportPolicy, module_of, refusal
 from arena.config.merge import deep_merge, has_path, leaves
 from arena.config.models import (
     EnvironmentBuilderConfig,
@@ -55,7 +58,7 @@ from arena.servertask import ServerOverrides
 if TYPE_CHECKING:
     from arena.plugins import PluginManager
 
-TOP_LEVEL_KEYS = ("name", "requires", "launch", "shared", "runs")
+TOP_LEVEL_KEYS = ("name", "requires", "launch", "shared", "runs", SNAPSHOT_KEY)
 RUN_KEYS = ("environment", "policy", "environment_builder", "rollout_limit", "server", "recording")
 RUN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 
@@ -78,18 +81,32 @@ def load_experiment(
     *,
     manager: PluginManager | None = None,
     check_requires: bool = True,
+    allow_imports: Sequence[str] = (),
+    trust_snapshot: bool = False,
 ) -> ResolvedExperiment:
     """Read, override, check and resolve the experiment file at ``path``.
 
     ``overrides`` are ``KEY=VALUE`` tokens (see :mod:`arena.config.overrides`); ``manager``
     defaults to the process-wide plugin manager; ``check_requires=False`` skips the
-    ``requires`` check (the configs are validated all the same).
+    ``requires`` check (the configs are validated all the same). ``allow_imports``: modules
+    a ``package.module:Class`` type may import (``--allow-import``; ``$ARENA_ALLOW_IMPORTS``
+    adds to them); ``trust_snapshot``: the file is a snapshot arena wrote, whose own
+    ``allow_imports`` list is honoured (:mod:`arena.config.imports`).
 
     Raises:
-        ConfigError: anything wrong with the file, an override or a component config.
+        ConfigError: anything wrong with the file, an override or a component config, or a
+            type whose module is not allowed to be imported.
     """
     data = read_yaml(path)
-    return load_experiment_dict(data, overrides, source=str(path), manager=manager, check_requires=check_requires)
+    return load_experiment_dict(
+        data,
+        overrides,
+        source=str(path),
+        manager=manager,
+        check_requires=check_requires,
+        allow_imports=allow_imports,
+        trust_snapshot=trust_snapshot,
+    )
 
 
 def load_experiment_dict(
@@ -99,6 +116,8 @@ def load_experiment_dict(
     source: str | None = None,
     manager: PluginManager | None = None,
     check_requires: bool = True,
+    allow_imports: Sequence[str] = (),
+    trust_snapshot: bool = False,
 ) -> ResolvedExperiment:
     """Resolve already parsed experiment data; ``source`` names its file in errors.
 
@@ -137,13 +156,21 @@ def load_experiment_dict(
     shared = apply_overrides(_mapping(raw.get("shared"), source, "shared"), _scope(parsed, "shared"), file=source)
     _check_run_keys(shared, source=source, run=None, prefix="shared")
 
+    listed = _allow_list(raw.get(SNAPSHOT_KEY), source)
+    imports = _Imports(ImportPolicy.gather(allow_imports, snapshot=listed if trust_snapshot else ()), listed, trust_snapshot)
     runs: dict[str, ResolvedRun] = {}
     for name, run_raw in runs_raw.items():
         own = _mapping(run_raw, source, None, run=name)
         run_overrides = [o for o in parsed if o.scope == "runs" and o.run == name]
         own = apply_overrides(own, run_overrides, file=source)
         runs[name] = _resolve_run(
-            name, shared, own, source=source, manager=manager, overrides=run_overrides + _scope(parsed, "shared")
+            name,
+            shared,
+            own,
+            source=source,
+            manager=manager,
+            overrides=run_overrides + _scope(parsed, "shared"),
+            imports=imports,
         )
 
     name = raw.get("name")
@@ -156,7 +183,13 @@ def load_experiment_dict(
             key="name",
         )
     return ResolvedExperiment(
-        name=name, source=source, requires=requires, launch=launch, runs=runs, shared=shared  # type: ignore[arg-type]
+        name=name,
+        source=source,
+        requires=requires,
+        launch=launch,  # type: ignore[arg-type]
+        runs=runs,
+        shared=shared,
+        imports=list(dict.fromkeys(imports.used)),
     )
 
 
@@ -269,6 +302,39 @@ def _scope(parsed: list[Override], scope: str) -> list[Override]:
     return [o for o in parsed if o.scope == scope]
 
 
+def _allow_list(value: Any, source: str | None) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(
+            f"'{SNAPSHOT_KEY}' must be a list of module names; got {type(value).__name__}", file=source, key=SNAPSHOT_KEY
+        )
+    return list(value)
+
+
+class _Imports:
+    """The import opt-in of one load, and the modules it imported."""
+
+    def __init__(self, policy: ImportPolicy, listed: list[str], trusted: bool) -> None:
+        self.policy = policy
+        self.listed = ImportPolicy(tuple(listed))
+        self.trusted = trusted
+        self.used: list[str] = []
+
+    def check(self, type_name: str, table: Mapping[str, Any], label: str) -> bool:
+        """Whether resolving ``type_name`` imports a module (raises ValueError when not allowed)."""
+        module = None if type_name in table else module_of(type_name)
+        if module is None:
+            return False
+        if not self.policy.allows(module):
+            message = refusal(type_name, label)
+            if not self.trusted and self.listed.allows(module):
+                message += f" (the file's own '{SNAPSHOT_KEY}' is honoured only in the snapshots arena runs)"
+            raise ValueError(message)
+        self.used.append(module)
+        return True
+
+
 # -- one run ------------------------------------------------------------------------------------
 
 
@@ -280,6 +346,7 @@ def _resolve_run(
     source: str | None,
     manager: PluginManager,
     overrides: Sequence[Override] = (),
+    imports: _Imports | None = None,
 ) -> ResolvedRun:
     _check_run_keys(own, source=source, run=name, prefix=None)
     merged: dict[str, dict[str, Any]] = {}
@@ -326,7 +393,13 @@ def _resolve_run(
                 key=f"{section}.type",
             )
         try:
-            cls = manager.resolve_class(kind, type_name)
+            importing = (imports or _Imports(ImportPolicy.gather(), [], False)).check(
+                type_name, getattr(manager.registry, kind), label
+            )
+        except ValueError as exc:
+            raise ConfigError(f"{exc}{origin((section, 'type'))}", file=source, run=name, key=f"{section}.type") from None
+        try:
+            cls = manager.resolve_class(kind, type_name, allow_import=importing)
         except PluginError as exc:
             raise ConfigError(f"{exc}{origin((section, 'type'))}", file=source, run=name, key=f"{section}.type") from None
         config_cls = getattr(cls, "Config", None)

@@ -176,7 +176,7 @@ def resume_experiment(
     if not snapshot.exists():
         raise ConfigError(f"{output_dir} has no experiment.yaml: is it an arena output directory?")
     _refuse_if_running(output_dir)
-    experiment = load_experiment(snapshot)
+    experiment = load_experiment(snapshot, trust_snapshot=True)  # a snapshot arena wrote: its allow_imports hold
     manifest = read_json(output_dir / "manifest.json") or {}
     if manifest.get("experiment"):
         experiment = dataclasses.replace(experiment, name=str(manifest["experiment"]))

@@ -31,6 +31,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,7 @@ def run_one(
     keep_errors: bool = False,
     manager: Any = None,
     watchdog: bool = True,
+    allow_imports: Sequence[str] = (),
 ) -> int:
     """Execute run ``run_name`` of the snapshot ``snapshot_path``; return the exit code.
 
@@ -99,10 +101,11 @@ def run_one(
     so ``error`` episodes are not retried); without it an existing file is moved aside to
     ``episodes.jsonl.<timestamp>.bak``. ``manager`` is the plugin manager (default: the
     process-wide one). ``watchdog=False`` ignores ``launch.watchdog`` (the supervised child
-    is told so through ``$ARENA_WATCHDOG_CHILD``).
+    is told so through ``$ARENA_WATCHDOG_CHILD``). ``allow_imports`` adds to the modules the
+    snapshot's ``allow_imports`` lets ``package.module:Class`` types import.
     """
     try:
-        run, server, watchdog_config = _load_run(snapshot_path, run_name, server_host, server_port, manager)
+        run, server, watchdog_config = _load_run(snapshot_path, run_name, server_host, server_port, manager, allow_imports)
         items = plan_work_items(run)
         if shard is not None:
             items = select_shard(items, *shard)
@@ -123,6 +126,8 @@ def run_one(
             argv += ["--shard", f"{shard[0]}/{shard[1]}"]
         if keep_errors:
             argv += ["--keep-errors"]
+        for module in allow_imports:
+            argv += ["--allow-import", module]
         return supervise(
             argv, work_dir, watchdog_config, resume=resume, run=run_name, shard=shard, episodes_total=len(items)
         )
@@ -145,10 +150,12 @@ def machine_info() -> dict[str, Any]:
     }
 
 
-def _load_run(snapshot_path, run_name, server_host, server_port, manager) -> tuple[Any, dict | None, Any]:
+def _load_run(snapshot_path, run_name, server_host, server_port, manager, allow_imports=()) -> tuple[Any, dict | None, Any]:
     from arena.config import load_experiment
 
-    experiment = load_experiment(snapshot_path, manager=manager, check_requires=True)
+    experiment = load_experiment(
+        snapshot_path, manager=manager, check_requires=True, allow_imports=allow_imports, trust_snapshot=True
+    )
     if run_name not in experiment.runs:
         known = ", ".join(sorted(experiment.runs)) or "none"
         raise ConfigError(f"no run named '{run_name}' (runs: {known})", file=str(snapshot_path))
