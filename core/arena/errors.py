@@ -84,3 +84,8 @@ class LaunchError(ArenaError):
 
 class SuccessSignalError(ArenaError):
     """An environment does not declare, or does not deliver, its success signal."""
+
+
+class ObservationError(ArenaError, ValueError):
+    """An observation an adapter cannot turn into a request without changing it (e.g. a float
+    image outside [0, 1], a 16-bit image); an infrastructure error, never a policy failure."""

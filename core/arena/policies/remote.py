@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 from pydantic import AliasChoices, Field
 
-from arena.errors import ArenaError, PolicyError, TransportError
+from arena.errors import ArenaError, ObservationError, PolicyError, TransportError
 from arena.policies.adapters import EmbodimentAdapter, ProtocolViolation
 from arena.policies.base import PolicyBase, PolicyConfig, latency_stats
 from arena.transport.client import PolicyClient
@@ -225,10 +225,12 @@ class RemoteChunkReplayPolicy(PolicyBase):
         return [i for i, chunk in enumerate(self._chunks) if chunk is None or self._steps[i] >= len(chunk)]
 
     def _fetch_due(self, due: list[int], observation: dict[str, Any]) -> None:
-        requests = [
-            (i, self.adapter.pack_request(self.adapter.extract(observation, i), self.task_description))
-            for i in due
-        ]
+        requests = []
+        for i in due:
+            try:
+                requests.append((i, self.adapter.pack_request(self.adapter.extract(observation, i), self.task_description)))
+            except ObservationError as exc:  # e.g. an image to_uint8 refuses: the env's episode is an error
+                raise PolicyError(f"env {i}: cannot build the request: {exc}", env_ids=[i]) from exc
         if len(requests) == 1 or not self.config.concurrent_requests:
             results = [self._fetch(*r) for r in requests]
         else:
