@@ -197,7 +197,10 @@ class RemoteChunkReplayPolicy(PolicyBase):
             self._logs[i] = _LatencyLog()
 
     def get_action(self, env: Environment, observation: dict[str, Any]) -> np.ndarray:
-        """Return ``float32 (num_envs, action_dim)``, fetching chunks for envs that are due.
+        """Return ``float32 (num_envs, action_dim)``, fetching chunks for active envs that are due.
+
+        Inactive envs (:meth:`is_active`) send nothing and get a zero row (the rollout applies
+        their last action instead).
 
         Raises:
             PolicyError: some envs got no chunk (server gone after the reconnect attempts, or
@@ -213,16 +216,22 @@ class RemoteChunkReplayPolicy(PolicyBase):
                 raise PolicyError("action chunks kept being discarded by reconnects")
             self._fetch_due(due, observation)
             rounds += 1
-        actions = np.empty((len(self._chunks), self.adapter.action_dim), dtype=np.float32)
+        actions = np.zeros((len(self._chunks), self.adapter.action_dim), dtype=np.float32)
         for i, chunk in enumerate(self._chunks):
+            if not self.is_active(i):  # idle: no request; the rollout repeats its last action
+                continue
             assert chunk is not None
             actions[i] = chunk[self._steps[i]]
             self._steps[i] += 1
         return actions
 
     def _due(self) -> list[int]:
-        """Envs without a cached chunk, or whose chunk has been replayed."""
-        return [i for i, chunk in enumerate(self._chunks) if chunk is None or self._steps[i] >= len(chunk)]
+        """Active envs without a cached chunk, or whose chunk has been replayed."""
+        return [
+            i
+            for i, chunk in enumerate(self._chunks)
+            if self.is_active(i) and (chunk is None or self._steps[i] >= len(chunk))
+        ]
 
     def _fetch_due(self, due: list[int], observation: dict[str, Any]) -> None:
         requests = []

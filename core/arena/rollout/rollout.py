@@ -26,7 +26,10 @@ resume runs them) and returns ``aborted=True`` with the reason.
 
 Determinism: each episode resets its env and the policy from the episode's own seed, so an
 episode's outcome depends only on its seed, never on ``num_envs`` or on which env ran it.
-Envs without an episode (the queue ran dry) are stepped with the batch and ignored.
+Envs without an episode (the queue ran dry) are stepped with the batch and ignored: the
+policy is told which envs are active (``policy.set_active``) whenever that changes, so it
+asks its server only for those, and an idle env is stepped with its last applied action
+again (never zeros, which would move a robot driven by absolute joint targets).
 """
 
 from __future__ import annotations
@@ -163,6 +166,8 @@ class _Rollout:
         self.obs: Any = None
         self.summary = RolloutSummary()
         self.stopping = False
+        self.told_active: list[int] | None = None
+        self.last_actions: np.ndarray | None = None
 
     # -- the loop --------------------------------------------------------------------------
     def run(self) -> RolloutSummary:
@@ -201,7 +206,10 @@ class _Rollout:
 
     def _step(self, running: list[int]) -> None:
         try:
-            actions = self.policy.get_action(self.env, self.obs)
+            if running != self.told_active:
+                self.policy.set_active(running)
+                self.told_active = list(running)
+            actions = self._hold_idle(self.policy.get_action(self.env, self.obs), running)
         except PolicyError as exc:
             named = range(self.num_envs) if exc.env_ids is None else exc.env_ids
             failed = [e for e in named if 0 <= e < self.num_envs and self.active[e] is not None] or running
@@ -242,6 +250,16 @@ class _Rollout:
             self.on_progress(self.summary)
         if ended:
             self._start_episodes(ended)
+
+    def _hold_idle(self, actions: Any, running: list[int]) -> Any:
+        """``actions`` with each idle env's row replaced by the last action applied to it."""
+        if self.last_actions is not None and len(running) < self.num_envs:
+            actions = np.array(actions, copy=True)
+            idle = np.ones(self.num_envs, dtype=bool)
+            idle[running] = False
+            actions[idle] = self.last_actions[idle]
+        self.last_actions = np.array(actions, copy=True)
+        return actions
 
     def _outcome(self, episode: _Episode, success: bool, terminated: bool, truncated: bool) -> str | None:
         if success and self.terminate_on_success:

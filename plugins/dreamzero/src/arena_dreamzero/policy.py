@@ -214,17 +214,18 @@ class DreamZeroRemotePolicy(PolicyBase):
         """
         if self.client is None:
             raise PolicyError("get_action called before start()")
-        out = np.empty((self.num_envs, self.adapter.action_dim), np.float32)
-        for i in range(self.num_envs):
+        out = np.zeros((self.num_envs, self.adapter.action_dim), np.float32)
+        active = [i for i in range(self.num_envs) if self.is_active(i)]  # idle envs send nothing
+        for i in active:
             try:
                 self._history[i].append(self.adapter.frames(observation, i))
             except ProtocolViolation as exc:
                 raise PolicyError(f"env {i}: {exc}", env_ids=[i]) from exc
-        for i in range(self.num_envs):
+        for i in active:
             chunk = self._chunks[i]
             if chunk is None or self._steps[i] >= len(chunk):
                 self._fetch(i, observation)
-        for i in range(self.num_envs):
+        for i in active:
             out[i] = self._chunks[i][self._steps[i]]
             self._steps[i] += 1
         return out

@@ -145,6 +145,8 @@ class Gr00tRemotePolicy(PolicyBase):
                 f"{c.open_loop_horizon} must not exceed it"
             )
         self.scheduler = make_scheduler(c.scheduler, self.num_envs, c.open_loop_horizon, action_dim)
+        if self.active_envs is not None:
+            self.scheduler.set_active(sorted(self.active_envs))
         self._logs = [_EnvLog() for _ in range(self.num_envs)]
         if c.wire_generation == "n1.6":
             try:
@@ -161,8 +163,15 @@ class Gr00tRemotePolicy(PolicyBase):
         for i in range(self.num_envs) if env_ids is None else env_ids:
             self._logs[i] = _EnvLog()
 
+    def set_active(self, env_ids: list[int]) -> None:
+        """Only ``env_ids`` run episodes: idle envs never make the scheduler fetch."""
+        super().set_active(env_ids)
+        if self.scheduler is not None:
+            self.scheduler.set_active(sorted(self.active_envs or ()))
+
     def get_action(self, env: Environment, observation: dict[str, Any]) -> np.ndarray:
-        """``float32 (num_envs, 8)``: the scheduler's rows, fetching one batched chunk when due.
+        """``float32 (num_envs, 8)``: the scheduler's rows, fetching one batched chunk when an
+        active env is due (the request still carries every env's observation: one batch).
 
         Raises:
             PolicyError: no chunk after the retries, an error reply or a protocol violation;
