@@ -46,8 +46,10 @@ OverridesArg = Annotated[
 
 
 def _fail(exc: ArenaError) -> typer.Exit:
+    from rich.markup import escape
+
     code = 2 if isinstance(exc, ConfigError) else 3
-    err.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True, soft_wrap=True)
+    err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, markup=True, soft_wrap=True)
     return typer.Exit(code)
 
 
@@ -201,14 +203,24 @@ def status(output_dir: Annotated[Path, typer.Argument(help="experiment output di
         states = submission_status(output_dir)
     except ArenaError as exc:
         raise _fail(exc) from None
-    table = Table("run", "state", "episodes", "successes", "errors")
+    from arena.rollout.records import FINAL_STATES, partial_note
+
+    table = Table("run", "state", "episodes", "successes", "errors", "note")
     for name, st in states.items():
+        note = None
+        if st.get("state") in FINAL_STATES:  # a finished run whose numbers cover less than planned
+            total = st.get("episodes_total")
+            note = partial_note(
+                st.get("state"), int(st.get("episodes_done") or 0), total if isinstance(total, int) else None,
+                int(st.get("errors") or 0),
+            )
         table.add_row(
             name,
             str(st.get("state")),
             f"{st.get('episodes_done', 0)}/{st.get('episodes_total', '?')}",
             str(st.get("successes", 0)),
             str(st.get("errors", 0)),
+            f"[yellow]{note}[/]" if note else "",
         )
     out.print(table)
     for name, st in states.items():
@@ -280,9 +292,18 @@ def compare(
     a: Annotated[Path, typer.Argument(help="output directory of experiment A")],
     b: Annotated[Path, typer.Argument(help="output directory of experiment B")],
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="compare runs whose environment, task, seeds or rollout limits differ")
+    ] = False,
 ) -> None:
-    """Compare two experiments run by run: B − A with its 95% Newcombe interval."""
-    from arena.results.compare import compare_experiments
+    """Compare two experiments run by run: B − A with its 95% Newcombe interval.
+
+    Runs are matched by name and compared only when their environment (type, task, fields),
+    seeds and rollout limits agree (exit 2 naming what differs; --force compares anyway and
+    prints the differences first). Exit 3 when a compared run is partial (cancelled, failed,
+    still running, episodes missing or error episodes).
+    """
+    from arena.results.compare import compare_experiments, describe_value
 
     _require_output_dir(a)
     _require_output_dir(b)
@@ -290,15 +311,48 @@ def compare(
         data = compare_experiments(a, b)
     except FileNotFoundError as exc:
         raise _fail(ConfigError(str(exc))) from None
+    if data["same_directory"]:
+        raise _fail(ConfigError(f"{a} and {b} are the same output directory: every difference would be 0; give two experiments"))
     if not data["runs"]:
-        err.print(f"[yellow]warning:[/] {a} and {b} have no run names in common; nothing to compare", highlight=False)
+        names_a = ", ".join(data["only_a"]) or "none"
+        names_b = ", ".join(data["only_b"]) or "none"
+        raise _fail(ConfigError(f"{a} and {b} have no run names in common (A: {names_a}; B: {names_b}); nothing to compare"))
+    differences = [
+        f"run {run}: {d['key']}: {describe_value(d['a'])} (A) vs {describe_value(d['b'])} (B)"
+        for run, diffs in data["differences"].items()
+        for d in diffs
+    ]
+    if differences and not force:
+        raise _fail(
+            ConfigError(
+                "these runs differ in their setup, so their success rates are not comparable:\n  "
+                + "\n  ".join(differences)
+                + "\n(--force compares them anyway)"
+            )
+        )
+    partial = [f"run {p['run']} in {p['side']}: {p['note']}" for p in data["partial"]]
+    code = 3 if partial else 0
     if as_json:
         out.print_json(json.dumps(data))
-        return
+        for line in partial:
+            err.print(f"[yellow]{line}[/]", highlight=False)
+        raise typer.Exit(code)
 
     def pct(v: Optional[float], signed: bool = False) -> str:
         return "-" if v is None else (f"{100 * v:+.1f}%" if signed else f"{100 * v:.1f}%")
 
+    def side(row: dict, x: str) -> str:
+        text = f"{row[f'k_{x}']}/{row[f'n_{x}']} {pct(row[f'rate_{x}'])}"
+        if row[f"errors_{x}"]:
+            text += f" err {row[f'errors_{x}']}"
+        if row[f"partial_{x}"]:
+            text += f" [yellow]({row[f'partial_{x}']})[/]"
+        return text
+
+    if differences:
+        out.print("[yellow bold]compared with --force although the runs' setups differ:[/]", highlight=False)
+        for line in differences:
+            out.print(f"  [yellow]{line}[/]", highlight=False)
     table = Table("run", "task", "A", "B", "B − A", "95% CI (Newcombe)", "paired: only A / only B", title=f"A = {a}   B = {b}")
     for row in data["runs"]:
         ci = row["ci95"]
@@ -308,8 +362,8 @@ def compare(
         table.add_row(
             row["run"],
             str(row["task"] or "-"),
-            f"{row['k_a']}/{row['n_a']} {pct(row['rate_a'])}" + (f" err {row['errors_a']}" if row["errors_a"] else ""),
-            f"{row['k_b']}/{row['n_b']} {pct(row['rate_b'])}" + (f" err {row['errors_b']}" if row["errors_b"] else ""),
+            side(row, "a"),
+            side(row, "b"),
             f"{mark}{pct(row['difference'], True)}{end}",
             "-" if ci is None else f"{mark}[{pct(ci[0], True)}, {pct(ci[1], True)}]{end}",
             "-" if paired is None else f"{paired['only_a']} / {paired['only_b']} of {paired['seeds']}",
@@ -319,7 +373,17 @@ def compare(
         out.print(f"only in A: {', '.join(data['only_a'])}", highlight=False)
     if data["only_b"]:
         out.print(f"only in B: {', '.join(data['only_b'])}", highlight=False)
+    for row in data["runs"]:
+        if row.get("models_differ"):
+            out.print(
+                f"[yellow]run {row['run']}: the same policy type was served by different models "
+                f"({', '.join(row['models_differ'])} differ)[/]",
+                highlight=False,
+            )
     out.print("bold: the interval excludes 0", style="dim")
+    for line in partial:
+        err.print(f"[yellow]partial:[/] {line}; its rate covers fewer episodes than planned", highlight=False)
+    raise typer.Exit(code)
 
 
 @app.command()

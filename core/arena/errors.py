@@ -6,6 +6,21 @@ do. The CLI maps :class:`ConfigError` to exit code 2 and everything else to exit
 
 from __future__ import annotations
 
+import reprlib
+from typing import Any
+
+
+def short_repr(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` for a message, bounded: at most ``limit`` characters, and containers
+    are walked only a few items and levels deep (a YAML alias bomb or a huge array never
+    gets rendered whole just to be cut afterwards)."""
+    r = reprlib.Repr()
+    r.maxlevel = 3
+    r.maxlist = r.maxtuple = r.maxdict = r.maxset = r.maxfrozenset = r.maxdeque = r.maxarray = 6
+    r.maxstring = r.maxother = r.maxlong = max(8, limit)
+    text = r.repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
 
 class ArenaError(Exception):
     """Base class of every error arena raises on purpose."""

@@ -311,7 +311,7 @@ def _print_dry_run(experiment, servers, backend, out: Path, console: Console | N
 def _print_summary(result: dict[str, Any], console: Console) -> None:
     from rich.table import Table
 
-    table = Table("run", "state", "success", "rate", "95% CI", "failure", "timeout", "error")
+    table = Table("run", "state", "success", "rate", "95% CI", "failure", "timeout", "error", "note")
     for name, r in result["runs"].items():
         rate = r.get("success_rate")
         ci = r.get("ci95") or [None, None]
@@ -324,6 +324,7 @@ def _print_summary(result: dict[str, Any], console: Console) -> None:
             str(r.get("counts", {}).get("failure", 0)),
             str(r.get("counts", {}).get("timeout", 0)),
             str(r.get("counts", {}).get("error", 0)),
+            f"[yellow]{r['partial_note']}[/]" if r.get("partial_note") else "",
         )
     console.print(table)
     for name, r in result["runs"].items():

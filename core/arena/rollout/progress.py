@@ -7,6 +7,9 @@ all episodes with the success count so far, one per active run. Elsewhere (Slurm
 (``$ARENA_PROGRESS_INTERVAL_S``, default 30) and when a run finishes, e.g.::
 
     [arena] 12:03:04 runs 3/9 done (1 running) | episodes 41/90 | success 22/38 | errors 0
+
+and, once a run has finished with less than it planned, ``| partial: reach_zero (cancelled,
+4 of 10 episodes)``.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from arena.rollout.records import FINAL_STATES, read_json
+from arena.rollout.records import FINAL_STATES, partial_note, read_json
 
 PROGRESS_INTERVAL_ENV = "ARENA_PROGRESS_INTERVAL_S"
 
@@ -68,7 +71,14 @@ def summary_line(progress: dict[str, dict[str, Any]]) -> str:
         f"[arena] {time.strftime('%H:%M:%S')} runs {done}/{runs} done ({running} running) | "
         f"episodes {ep_done}/{ep_total} | success {successes}/{counted} | errors {errors}"
     )
-    return line + (f" | watchdog restarts {restarts}" if restarts else "")
+    partial = [
+        f"{name} ({note.removeprefix('partial: ')})"
+        for name, p in progress.items()
+        if p["state"] in FINAL_STATES
+        and (note := partial_note(p["state"], p["episodes_done"], p["episodes_total"] or None, p["errors"]))
+    ]
+    line += f" | watchdog restarts {restarts}" if restarts else ""
+    return line + (f" | partial: {', '.join(partial)}" if partial else "")
 
 
 class ProgressWatcher:

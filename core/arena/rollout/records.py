@@ -34,6 +34,24 @@ RUN_STATES: tuple[str, ...] = ("pending", "starting_server", "running", "complet
 #: States after which a run changes no more.
 FINAL_STATES: tuple[str, ...] = ("completed", "failed", "cancelled")
 
+def partial_note(state: str | None, done: int, total: int | None, errors: int) -> str | None:
+    """Why a run's numbers cover less than it planned (``"partial: cancelled, 4 of 10
+    episodes"``), or ``None`` when it completed every episode without an error.
+
+    ``done``: episodes recorded (errors included); ``total``: episodes planned (``None``:
+    unknown); ``errors``: error episodes. Every output that shows a run's numbers (report,
+    ``arena compare``, ``arena status``, the progress line) shows this next to them.
+    """
+    parts = []
+    if state not in (None, "completed"):
+        parts.append(str(state))
+    if total is not None and done < total:
+        parts.append(f"{done} of {total} episodes")
+    if errors:
+        parts.append(f"{errors} error episode{'s' if errors != 1 else ''}")
+    return "partial: " + ", ".join(parts) if parts else None
+
+
 Outcome = Literal["success", "failure", "timeout", "error"]
 OUTCOMES: tuple[str, ...] = ("success", "failure", "timeout", "error")
 
