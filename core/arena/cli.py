@@ -79,12 +79,20 @@ def validate(
     if list_overrides:
         _print_overrides(exp)
         return
+    _print_run_warnings(exp)
+    out.print(f"[green]ok[/]: {experiment} — {len(exp.runs)} run(s): {', '.join(exp.runs)}")
+
+
+def _print_run_warnings(exp) -> None:
+    """Caveats of a valid experiment: no success signal, endpoints arena will not use."""
     from arena.envs.base import success_warning
+    from arena.launch.planning import ignored_endpoints
 
     for name, run_cfg in exp.runs.items():
         if warning := success_warning(run_cfg.environment_cls):
             err.print(f"[yellow]warning:[/] run {name}: {warning}", highlight=False)
-    out.print(f"[green]ok[/]: {experiment} — {len(exp.runs)} run(s): {', '.join(exp.runs)}")
+    for name, warning in ignored_endpoints(exp):
+        err.print(f"[yellow]warning:[/] run {name}: {warning}", highlight=False)
 
 
 def _print_overrides(exp) -> None:
@@ -146,6 +154,7 @@ def run(
         if list_overrides:
             _print_overrides(exp)
             return
+        _print_run_warnings(exp)
         code = run_experiment(exp, output_dir=output_dir, wait=wait, dry_run=dry_run, console=out)
     except ArenaError as exc:
         raise _fail(exc) from None

@@ -3,7 +3,9 @@
 Launch backends turn it into a subprocess (local), an ``srun`` step (Slurm) or a task (OSMO).
 ``command`` runs inside ``image``; ``local_command`` runs on this machine. Both are templated
 with ``{host}`` (the bind address), ``{port}``, ``{python}`` (this interpreter) and any key
-of ``fields``.
+of ``fields``. ``checkpoint`` and ``revision`` (templated with ``fields`` too) say which model
+the server loads; every run's ``run_result.json`` records them with the image and the
+server's metadata frame, so results name the model that answered.
 """
 
 from __future__ import annotations
@@ -50,6 +52,10 @@ class ServerTask(BaseModel):
     )
     shareable: bool = Field(True, description="whether several runs or envs may use one instance")
     fields: dict[str, str] = Field(default_factory=dict, description="extra template fields")
+    checkpoint: str | None = Field(
+        None, description="the checkpoint the server loads (templated like the command, e.g. '{model_path}'), for the record"
+    )
+    revision: str | None = Field(None, description="the checkpoint's revision or version, if known (templated), for the record")
 
     @field_validator("readiness")
     @classmethod
@@ -64,6 +70,21 @@ class ServerTask(BaseModel):
         """Fill ``{host}``, ``{port}``, ``{python}`` and ``fields`` into each argument."""
         values = {**self.fields, "host": host, "port": str(port), "python": python}
         return [arg.format_map(values) for arg in argv]
+
+    def model_identity(self) -> dict[str, str | None]:
+        """``{"checkpoint", "revision"}`` with ``fields`` filled in: what the server loads,
+        for each run's record of the model that answered (``None`` where unknown)."""
+        values = {**self.fields, "host": "{host}", "port": "{port}", "python": "{python}"}
+
+        def fill(template: str | None) -> str | None:
+            if template is None:
+                return None
+            try:
+                return template.format_map(values)
+            except (KeyError, ValueError, IndexError):  # an unknown field: keep it as written
+                return template
+
+        return {"checkpoint": fill(self.checkpoint), "revision": fill(self.revision)}
 
     def identity(self) -> str:
         """A key equal for two tasks that may share one instance (the description, sans name)."""
@@ -89,6 +110,8 @@ class ServerOverrides(BaseModel):
     secrets: list[str] | None = None
     shareable: bool | None = None
     fields: dict[str, str] | None = None
+    checkpoint: str | None = None
+    revision: str | None = None
 
     def apply(self, task: ServerTask) -> ServerTask:
         """Return ``task`` with every override that is set."""

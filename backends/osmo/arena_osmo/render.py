@@ -295,7 +295,7 @@ class _Context:
         }
         if rt.server:
             env["ARENA_SERVER_INFO"] = json.dumps(
-                {"task": rt.server, "host": _host(rt.server), "port": plan.task.port, "log": "server.log"}
+                {"task": rt.server, "host": _host(rt.server), "port": plan.task.port, "log": "server.log", "image": plan.task.image}
             )
         task: dict[str, Any] = {
             "name": rt.runner,

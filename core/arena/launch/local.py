@@ -294,7 +294,9 @@ class _Scheduler:
         env = dict(os.environ)
         if server is not None:
             env["ARENA_SERVER_INFO"] = json.dumps(
-                {"task": server.task.name, "host": server.host, "port": server.port, "log": "server.log", "pid": server.pid}
+                # image: null, the local backend runs the task's local_command, never its container
+                {"task": server.task.name, "host": server.host, "port": server.port, "log": "server.log", "pid": server.pid,
+                 "image": None}
             )
         argv = self.backend._runner_argv(self.output_dir, slot.name, server, self.resume_flags)
         slot.proc = spawn(argv, self.output_dir / slot.name / "runner.log", env)

@@ -314,13 +314,13 @@ def _print_summary(result: dict[str, Any], console: Console) -> None:
     table = Table("run", "state", "success", "rate", "95% CI", "failure", "timeout", "error", "note")
     for name, r in result["runs"].items():
         rate = r.get("success_rate")
-        ci = r.get("ci95") or [None, None]
+        ci = r.get("ci95") if r.get("n") else None  # no episode: no interval (not 0-100 %)
         table.add_row(
             name,
-            str(r.get("state")),
+            f"[red]{r.get('state')}[/]" if r.get("state") == "failed" else str(r.get("state")),
             f"{r.get('k', 0)}/{r.get('n', 0)}",
             "-" if rate is None else f"{100 * rate:.0f}%",
-            "-" if ci[0] is None else f"{100 * ci[0]:.0f}–{100 * ci[1]:.0f}%",
+            "-" if not ci else f"{100 * ci[0]:.0f}–{100 * ci[1]:.0f}%",
             str(r.get("counts", {}).get("failure", 0)),
             str(r.get("counts", {}).get("timeout", 0)),
             str(r.get("counts", {}).get("error", 0)),

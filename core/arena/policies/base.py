@@ -106,6 +106,12 @@ class PolicyBase(Generic[ConfigT]):
         """
         return {}
 
+    def server_metadata(self) -> dict[str, Any] | None:
+        """What the policy server said about itself (the openpi protocol's metadata frame,
+        GR00T's modality config, DreamZero's greeting), recorded with the run's result so it
+        names the model that answered; ``None`` for a local policy or before a server answered."""
+        return None
+
     def close(self) -> None:
         """Release resources. Idempotent; a remote client disconnects but never stops a server."""
 

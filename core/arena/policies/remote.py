@@ -128,6 +128,7 @@ class RemoteChunkReplayPolicy(PolicyBase):
         self._logs: list[_LatencyLog] = []
         self._pool: ThreadPoolExecutor | None = None
         self.reconnects = 0
+        self._metadata: dict[str, Any] | None = None
 
     @classmethod
     def make_adapter(cls, config: RemotePolicyConfig) -> EmbodimentAdapter:
@@ -169,6 +170,7 @@ class RemoteChunkReplayPolicy(PolicyBase):
         errors = [f for f in self._pool.map(self._connect_quietly, self._clients) if f]
         if errors:
             raise PolicyError(f"cannot connect to the policy server: {errors[0]}")
+        self._metadata = self._clients[0].metadata
 
     @staticmethod
     def _connect_quietly(client: PolicyClient) -> str | None:
@@ -182,7 +184,7 @@ class RemoteChunkReplayPolicy(PolicyBase):
         """Re-open env ``env_id``'s connection and drop every env's cached chunk."""
         self._clients[env_id].close()
         self._clients[env_id] = self._new_client()
-        self._clients[env_id].connect()
+        self._metadata = self._clients[env_id].connect()  # the server may have restarted with another model
         self.reconnects += 1
         for i in range(len(self._chunks)):
             self._chunks[i] = None
@@ -288,6 +290,10 @@ class RemoteChunkReplayPolicy(PolicyBase):
             except TransportError as exc:
                 if attempt >= self.config.max_reconnect_attempts:
                     return env_id, f"reconnect failed: {exc}"
+
+    def server_metadata(self) -> dict[str, Any] | None:
+        """The metadata frame the server sent on connect (the latest, after a reconnect)."""
+        return self._metadata
 
     def episode_info(self, env_id: int) -> dict[str, Any]:
         if env_id >= len(self._logs):

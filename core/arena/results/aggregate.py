@@ -119,6 +119,7 @@ def _summarize(
     status = read_json(run_dir / "status.json")
     restarts = status.get("restarts", 0) if isinstance(status, dict) else 0
     machine = None
+    model = None
     warnings: list[str] = []
     for directory in _state_dirs(run_dir):
         result = read_json(directory / "run_result.json")
@@ -127,6 +128,8 @@ def _summarize(
             warnings += [str(w) for w in source["warnings"] if str(w) not in warnings]
         if machine is None and isinstance(result, dict) and result.get("machine"):
             machine = result["machine"]
+        if model is None and isinstance(result, dict) and isinstance(result.get("model"), dict):
+            model = result["model"]
     seeds = None
     if "seed" in entry:
         count = int(entry.get("num_episodes") or 0)
@@ -160,6 +163,7 @@ def _summarize(
         "restarts": restarts if isinstance(restarts, int) else 0,
         "machine": machine,
         "warnings": warnings,
+        "model": model,
     }
 
 
@@ -343,7 +347,7 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
     missing_episodes, partial (the run's numbers cover less than planned: not completed,
     episodes missing or error episodes), partial_note (why, see
     :func:`arena.rollout.records.partial_note`), server, server_log, issues, latency, seeds, num_envs, videos,
-    restarts, machine, warnings}}``, ``by_task`` (task -> run names), ``by_policy`` (pooled and macro
+    restarts, machine, warnings, model (what answered, see :func:`arena.rollout.run_one.model_record`)}}``, ``by_task`` (task -> run names), ``by_policy`` (pooled and macro
     rates per policy), ``comparisons`` (every pair of policies on one task: difference and
     its Newcombe interval, see :func:`compare_runs`), ``provenance`` (``provenance.json``)
     and ``overall`` (pooled

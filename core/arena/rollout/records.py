@@ -107,6 +107,36 @@ def _finite(value: Any) -> Any:
     return value
 
 
+def jsonable(value: Any, max_chars: int = 16384) -> Any:
+    """``value`` as plain JSON data for a record (numpy arrays and scalars become lists and
+    numbers, anything else its ``str``), or a summary ``{"truncated": true, "chars", "keys"}``
+    when its JSON would exceed ``max_chars`` (a server's metadata must not bloat results)."""
+
+    def convert(obj: Any) -> Any:
+        import numpy as np
+
+        if isinstance(obj, np.ndarray):
+            return obj.tolist() if obj.size <= 256 else f"<ndarray {obj.dtype} {tuple(obj.shape)}>"
+        if isinstance(obj, np.generic):
+            return obj.item()
+        if isinstance(obj, (bytes, bytearray)):
+            return f"<{len(obj)} bytes>"
+        if isinstance(obj, (set, frozenset, tuple)):
+            return list(obj)
+        return str(obj)
+
+    if value is None:
+        return None
+    try:
+        text = json.dumps(_finite(value) if isinstance(value, (dict, list)) else value, default=convert)
+    except (TypeError, ValueError, RecursionError):
+        text = json.dumps(str(value)[:max_chars])
+    if len(text) > max_chars:
+        keys = sorted(map(str, value))[:20] if isinstance(value, dict) else None
+        return {"truncated": True, "chars": len(text), "keys": keys}
+    return json.loads(text)
+
+
 class RecordWriter:
     """Appends :class:`EpisodeRecord` lines to ``path``; each line is flushed and fsync-ed.
 
@@ -289,6 +319,7 @@ def write_run_result(
     shard: Sequence[int] | None = None,
     machine: dict[str, Any] | None = None,
     warnings: Sequence[str] = (),
+    model: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write ``<run_dir>/run_result.json`` atomically and return its content.
 
@@ -297,7 +328,9 @@ def write_run_result(
     ``counts`` per outcome, ``episodes``, ``episodes_total``, ``success_rate`` (k/n over
     non-error episodes; ``None`` when n = 0), ``ci95`` ``[low, high]`` (Wilson), ``error``,
     ``started_at``, ``finished_at``, ``server``, ``shard``, ``machine`` (where it ran),
-    ``warnings`` (caveats of the numbers that did not stop the run).
+    ``warnings`` (caveats of the numbers that did not stop the run), ``model`` (what
+    answered a remote policy: ``policy_type``, ``variant``, ``server_task``, ``checkpoint``,
+    ``revision``, ``image``, ``image_digest``, ``server_metadata``; ``None`` for a local one).
 
     Raises:
         ValueError: ``state`` is not one of :data:`RUN_STATES`.
@@ -329,6 +362,7 @@ def write_run_result(
         "shard": list(shard) if shard is not None else None,
         "machine": machine,
         "warnings": list(warnings),
+        "model": model,
     }
     write_json_atomic(run_dir / RUN_RESULT_NAME, result)
     return result

@@ -32,6 +32,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +106,8 @@ def run_one(
     snapshot's ``allow_imports`` lets ``package.module:Class`` types import.
     """
     try:
-        run, server, watchdog_config = _load_run(snapshot_path, run_name, server_host, server_port, manager, allow_imports)
+        loaded = _load_run(snapshot_path, run_name, server_host, server_port, manager, allow_imports)
+        run, server, watchdog_config = loaded.run, loaded.server, loaded.watchdog
         items = plan_work_items(run)
         if shard is not None:
             items = select_shard(items, *shard)
@@ -132,6 +134,8 @@ def run_one(
             argv, work_dir, watchdog_config, resume=resume, run=run_name, shard=shard, episodes_total=len(items)
         )
     invocation = _Invocation(run, items, work_dir, server, shard, resume)
+    invocation.task = loaded.task
+    invocation.notes = loaded.notes
     invocation.keep_errors = keep_errors
     invocation.run_dir = Path(output_dir) / run_name
     return invocation.execute()
@@ -150,7 +154,16 @@ def machine_info() -> dict[str, Any]:
     }
 
 
-def _load_run(snapshot_path, run_name, server_host, server_port, manager, allow_imports=()) -> tuple[Any, dict | None, Any]:
+@dataclass
+class _Loaded:
+    run: Any
+    server: dict | None
+    watchdog: Any
+    task: Any  # the ServerTask a backend starts for the run, or None
+    notes: list[str]  # caveats known before the run starts
+
+
+def _load_run(snapshot_path, run_name, server_host, server_port, manager, allow_imports=()) -> _Loaded:
     from arena.config import load_experiment
 
     experiment = load_experiment(
@@ -169,6 +182,7 @@ def _load_run(snapshot_path, run_name, server_host, server_port, manager, allow_
             port = int(port_text)
         except ValueError:
             raise ConfigError(f"server port {port_text!r} is not an integer", run=run_name) from None
+    written_port = getattr(run.policy, "remote_port", None)
     if remote and (host is not None or port is not None):
         host = host if host is not None else run.policy.remote_host
         port = port if port is not None else run.policy.remote_port
@@ -183,7 +197,57 @@ def _load_run(snapshot_path, run_name, server_host, server_port, manager, allow_
             server = {"info": info}
     elif remote:
         server = {"host": run.policy.remote_host, "port": run.policy.remote_port}
-    return run, server, experiment.launch.watchdog
+    task = _server_task(experiment, run_name, manager)
+    notes = []
+    used = (server or {}).get("port")
+    default = getattr(type(run.policy).model_fields.get("remote_port"), "default", None)
+    if task is not None and written_port not in (None, default, used) and used is not None:
+        notes.append(
+            f"policy.remote_port {written_port} was not used: arena started this run's policy server itself, on port "
+            f"{used}; to use a server you run at remote_host:remote_port, set `server: {{external: true}}`"
+        )
+    return _Loaded(run, server, experiment.launch.watchdog, task, notes)
+
+
+def _server_task(experiment: Any, run_name: str, manager: Any) -> Any:
+    """The ServerTask a backend starts for the run (the same derivation), or ``None``."""
+    import dataclasses
+
+    from arena.launch.planning import plan_servers
+
+    try:
+        plan = plan_servers(dataclasses.replace(experiment, runs={run_name: experiment.runs[run_name]}), manager)
+    except ConfigError:  # a run executed from a snapshot whose plugin lost its server task
+        return None
+    entry = plan.get(run_name)
+    return entry.task if entry is not None else None
+
+
+def model_record(run: Any, task: Any, server: dict | None, metadata: Any) -> dict[str, Any] | None:
+    """What answered a remote run (``run_result.json``'s ``model``); ``None`` for a local policy.
+
+    ``checkpoint`` / ``revision`` come from the ServerTask (``None`` for an external server),
+    ``image`` from the launch backend's ``$ARENA_SERVER_INFO`` when it says (``null``: it ran
+    a local command), else the ServerTask's; ``image_digest`` from the backend, else from an
+    image pinned as ``name@sha256:…``; ``server_metadata`` is what the server sent.
+    """
+    from arena.rollout.records import jsonable
+
+    if server is None and task is None and metadata is None:
+        return None
+    info = server or {}
+    identity = task.model_identity() if task is not None else {"checkpoint": None, "revision": None}
+    image = info["image"] if "image" in info else (task.image if task is not None else None)
+    digest = info.get("image_digest") or (image.split("@", 1)[1] if image and "@sha256:" in image else None)
+    return {
+        "policy_type": run.policy_type,
+        "variant": run.policy.variant(),
+        "server_task": task.name if task is not None else None,
+        **identity,
+        "image": image,
+        "image_digest": digest,
+        "server_metadata": jsonable(metadata),
+    }
 
 
 class _Invocation:
@@ -204,6 +268,9 @@ class _Invocation:
         self.run_dir = work_dir if shard is None else work_dir.parent.parent
         self.restart_history: list[dict[str, Any]] = []
         self.warnings: list[str] = []
+        self.task: Any = None
+        self.notes: list[str] = []
+        self.metadata: Any = None
 
     # -- main ------------------------------------------------------------------------------
     def execute(self) -> int:
@@ -265,6 +332,11 @@ class _Invocation:
             state, error = "failed", f"run failed: {_describe(exc)}"
         finally:
             self.armed = False
+            if policy is not None:
+                try:
+                    self.metadata = policy.server_metadata()
+                except Exception:  # a record of the model is a nicety; never lose the run over it
+                    self.metadata = None
             for closable in (policy, env):
                 if closable is not None:
                     try:
@@ -306,8 +378,8 @@ class _Invocation:
         try:
             warning = success_warning(self.run.environment_cls)
         except Exception:  # an undeclared signal fails the rollout with its own reason
-            return []
-        return [warning] if warning else []
+            warning = None
+        return [*self.notes, *([warning] if warning else [])]
 
     def _finished(self, index: int) -> bool:
         record = self.merged.get(index)
@@ -344,6 +416,7 @@ class _Invocation:
             shard=self.shard,
             machine=machine_info(),
             warnings=self.warnings,
+            model=model_record(self.run, self.task, self.server, self.metadata),
         )
         self.status.update(state=state, error=error, warnings=self.warnings, **self._tallies())
         counts = result["counts"]

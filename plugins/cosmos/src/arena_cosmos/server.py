@@ -48,5 +48,6 @@ def cosmos_server_task(config) -> ServerTask:
         resources=ServerResources(cpu=4, gpu=1, memory=32.0),
         secrets=["HF_TOKEN"],
         shareable=True,
+        checkpoint="{checkpoint}",
         fields={"checkpoint": BAKED_CHECKPOINT, "cosmos_python": "python"},
     )

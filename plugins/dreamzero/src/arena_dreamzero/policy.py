@@ -120,6 +120,7 @@ class DreamZeroRemotePolicy(PolicyBase):
         self._steps: list[int] = []
         self._history: list[deque[dict[str, np.ndarray]]] = []
         self._latency: list[list[float]] = []
+        self._greeting: dict[str, Any] | None = None
 
     def _make_adapter(self) -> DreamZeroAdapter:
         from arena.plugins import get_registry
@@ -147,7 +148,7 @@ class DreamZeroRemotePolicy(PolicyBase):
             ping_interval_s=c.ping_interval_s,
             ping_timeout_s=c.ping_timeout_s,
         )
-        self.client.connect()
+        self._greeting = self.client.connect()
         self.server = self.client.server_config
         if self.server.action_space != "joint_position":
             # never leave a connection to a server we refuse: a retry would infer against it
@@ -280,6 +281,10 @@ class DreamZeroRemotePolicy(PolicyBase):
         self.reconnects += 1
         for i in range(self.num_envs):
             self._new_session(i)
+
+    def server_metadata(self) -> dict[str, Any] | None:
+        """The server's greeting (RoboArena ``PolicyServerConfig``), as last received."""
+        return self._greeting
 
     def episode_info(self, env_id: int) -> dict[str, Any]:
         """The episode's session id and request latencies."""

@@ -34,5 +34,6 @@ def dreamzero_server_task(config: DreamZeroRemoteConfig) -> ServerTask:
         resources=ServerResources(cpu=8, gpu=config.server_gpus, gpu_memory_gb=80.0, memory=128.0, gpu_type="H100"),
         env={"NCCL_DEBUG": "INFO", "NO_ALBUMENTATIONS_UPDATE": "1"},
         shareable=False,
+        checkpoint="{model_path}",
         fields={"repo_dir": config.server_repo_dir, "model_path": config.model_path, "gpus": str(config.server_gpus)},
     )

@@ -102,6 +102,7 @@ class Gr00tRemotePolicy(PolicyBase):
         self.num_envs = 0
         self.reconnects = 0
         self._logs: list[_EnvLog] = []
+        self._modality: dict[str, Any] | None = None
 
     @property
     def is_remote(self) -> bool:
@@ -131,6 +132,7 @@ class Gr00tRemotePolicy(PolicyBase):
         try:
             self.client.wait_until_ready(c.connect_timeout_s)
             modality = self.client.get_modality_config() if c.use_server_modality else {}
+            self._modality = modality
             self.adapter = self._adapter_cls()(modality or DROID_MODALITY, c.target_image_size)
         except TransportError as exc:
             raise PolicyError(f"GR00T server {self.client.endpoint}: {exc}") from exc
@@ -224,6 +226,17 @@ class Gr00tRemotePolicy(PolicyBase):
         if lat:
             out["latency"] = latency_stats(lat)
         return out
+
+    def server_metadata(self) -> dict[str, Any] | None:
+        """The server's modality config (keys and horizons), when it was asked for one."""
+        if not self._modality:
+            return None
+        return {
+            "modality": {
+                name: {"delta_indices": list(m.delta_indices), "modality_keys": list(m.modality_keys)}
+                for name, m in self._modality.items()
+            }
+        }
 
     def close(self) -> None:
         """Close the socket (``LINGER=0``: never blocks); the server keeps running."""

@@ -67,5 +67,6 @@ def openpi_server_task(config) -> ServerTask:
         resources=ServerResources(cpu=4, gpu=1, memory=32.0),
         env={"XLA_PYTHON_CLIENT_MEM_FRACTION": "0.5"},
         shareable=True,
+        checkpoint="{policy_dir}",
         fields={"policy_config": policy_config, "policy_dir": policy_dir, "openpi_dir": "openpi"},
     )
