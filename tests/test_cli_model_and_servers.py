@@ -65,7 +65,7 @@ def test_results_name_the_model_and_compare_says_when_models_differ(tmp_path):
     assert model["server_metadata"]["model"] == "metaworld-expert"  # the server's own metadata frame
     used = result["server"]["port"]
     assert used != 9999
-    assert any(f"policy.remote_port 9999 was not used" in w and f"port {used}" in w for w in result["warnings"])
+    assert any("policy.remote_port 9999 was not used" in w and f"port {used}" in w for w in result["warnings"])
     html = (out / "index.html").read_text()
     assert "experts/scripted" in html and "server metadata" in html and f":{used}" in html
 

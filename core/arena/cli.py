@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from arena.errors import ArenaError, ConfigError, LaunchError
+from arena.errors import ArenaError, ConfigError, LaunchError, unwritable
 
 app = typer.Typer(
     name="arena",
@@ -139,6 +139,8 @@ def run(
             code = resume_experiment(resume, keep_errors=keep_errors, wait=wait, console=out)
         except ArenaError as exc:
             raise _fail(exc) from None
+        except OSError as exc:
+            raise _fail(LaunchError(unwritable(exc))) from None
         raise typer.Exit(code)
     if experiment is None:
         raise _fail(ConfigError("give an experiment file (or --resume OUTPUT_DIR)"))
@@ -158,6 +160,8 @@ def run(
         code = run_experiment(exp, output_dir=output_dir, wait=wait, dry_run=dry_run, console=out)
     except ArenaError as exc:
         raise _fail(exc) from None
+    except OSError as exc:  # the output directory cannot be written: one line, exit 3
+        raise _fail(LaunchError(unwritable(exc))) from None
     raise typer.Exit(code)
 
 
@@ -269,6 +273,8 @@ def collect(output_dir: Annotated[Path, typer.Argument(help="experiment output d
         report = collect_submission(output_dir)
     except ArenaError as exc:
         raise _fail(exc) from None
+    except OSError as exc:
+        raise _fail(LaunchError(unwritable(exc))) from None
     out.print(f"report: {report}")
 
 
@@ -282,6 +288,8 @@ def report(output_dir: Annotated[Path, typer.Argument(help="experiment output di
         path = write_report(output_dir)
     except ArenaError as exc:
         raise _fail(exc) from None
+    except OSError as exc:
+        raise _fail(LaunchError(unwritable(exc))) from None
     out.print(f"report: {path}", highlight=False, soft_wrap=True)
 
 

@@ -22,6 +22,13 @@ def short_repr(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def unwritable(exc: OSError) -> str:
+    """One line for an output that cannot be written (disk full, read-only, not a directory):
+    ``cannot write PATH: REASON``."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return f"cannot write {exc.filename}: {reason}" if exc.filename else f"cannot write the output: {reason}"
+
+
 class ArenaError(Exception):
     """Base class of every error arena raises on purpose."""
 

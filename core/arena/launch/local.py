@@ -222,6 +222,15 @@ class _Scheduler:
             self.say("[yellow]interrupted: stopping runners and servers; finished episodes are kept[/]")
             self._cancel_everything()
             raise
+        except OSError as exc:  # the output directory cannot be written (disk full, read-only)
+            from arena.errors import LaunchError, unwritable
+
+            self.say(f"[red]{unwritable(exc)}: stopping runners and servers[/]")
+            try:
+                self._cancel_everything()
+            except OSError:  # their states cannot be written either; `arena status` sees them gone
+                pass
+            raise LaunchError(unwritable(exc)) from exc
         finally:
             self._stop_all_servers()
             if in_main:
@@ -321,8 +330,11 @@ class _Scheduler:
             return
         for run in inst.all_users:
             dst = self.output_dir / run / "server.log"
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src, dst)
+            try:
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(src, dst)
+            except OSError as exc:  # a full disk must not hide why the run failed
+                self.say(f"[yellow]cannot copy the server log to {dst}: {exc.strerror or exc}[/]")
 
     # -- shutting down ------------------------------------------------------------------------
     def _cancel_everything(self) -> None:

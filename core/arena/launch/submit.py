@@ -221,12 +221,21 @@ def _finish_report(out: Path, console: Console | None) -> int:
     from arena.results.aggregate import build_experiment_result
     from arena.results.report import write_report
 
-    result = build_experiment_result(out)
-    report = write_report(out, result)
+    from arena.errors import unwritable
+    from arena.results.aggregate import RESULT_NAME
+    from arena.rollout.records import write_json_atomic
+
+    result = build_experiment_result(out, write=False)
     if console is not None:
         _print_summary(result, console)
-    _say(console, f"report: {report}")
     ok = all(r.get("state") == "completed" and not r.get("errors") for r in result["runs"].values())
+    try:
+        write_json_atomic(out / RESULT_NAME, result)
+        report = write_report(out, result)
+    except OSError as exc:  # disk full, read-only: the records are kept; `arena report` rebuilds
+        _say(console, f"[red]error:[/] {unwritable(exc)} (the records are kept; `arena report {out}` rebuilds it)")
+        return EXIT_FAILED
+    _say(console, f"report: {report}")
     return EXIT_OK if ok else EXIT_FAILED
 
 

@@ -13,6 +13,7 @@ Run states (:data:`RUN_STATES`): ``pending``, ``starting_server``, ``running``, 
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -138,30 +139,50 @@ def jsonable(value: Any, max_chars: int = 16384) -> Any:
 
 
 class RecordWriter:
-    """Appends :class:`EpisodeRecord` lines to ``path``; each line is flushed and fsync-ed.
+    """Appends :class:`EpisodeRecord` lines to ``path``; each line is written and fsync-ed.
 
     Opening a file whose last line is torn (a crash mid-write) first ends that line, so the
-    next record starts on a line of its own. Use as a context manager or call :meth:`close`.
+    next record starts on a line of its own. Writes are unbuffered, so a line that cannot be
+    written is never written later by a flush. Use as a context manager or call :meth:`close`.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = open(self.path, "a+b")  # noqa: SIM115 - closed in close()
-        if self._file.tell() > 0:
+        self._file = open(self.path, "a+b", buffering=0)  # noqa: SIM115 - closed in close()
+        if self._file.seek(0, os.SEEK_END) > 0:
             self._file.seek(-1, os.SEEK_END)
             if self._file.read(1) != b"\n":
-                self._file.write(b"\n")
-                self._sync()
+                self._append(b"\n")
 
     def write(self, record: EpisodeRecord) -> None:
-        """Append one record durably (``flush`` + ``os.fsync``)."""
-        self._file.write(record.to_json().encode("utf-8") + b"\n")
-        self._sync()
+        """Append one record durably (``os.fsync``).
 
-    def _sync(self) -> None:
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        Raises:
+            OSError: the line could not be written (disk full, read-only); the file is cut
+                back to its previous end, so the records before stay intact and no torn line
+                is left.
+        """
+        self._append(record.to_json().encode("utf-8") + b"\n")
+
+    def _append(self, data: bytes) -> None:
+        end = self._file.seek(0, os.SEEK_END)
+        try:
+            view = memoryview(data)
+            while view:
+                written = self._file.write(view)
+                if not written:  # a regular file that takes no byte: treat as full
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
+                view = view[written:]
+            os.fsync(self._file.fileno())
+        except OSError as exc:
+            try:
+                os.ftruncate(self._file.fileno(), end)
+            except OSError:  # best effort: a reader skips a torn last line anyway
+                pass
+            if exc.filename is None:  # os.write's errors do not say which file
+                raise OSError(exc.errno, exc.strerror, str(self.path)) from exc
+            raise
 
     def close(self) -> None:
         if not self._file.closed:

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arena.errors import ConfigError, PluginError
+from arena.errors import ConfigError, PluginError, unwritable
 from arena.rollout.records import (
     EpisodeRecord,
     RecordWriter,
@@ -274,6 +274,22 @@ class _Invocation:
 
     # -- main ------------------------------------------------------------------------------
     def execute(self) -> int:
+        """Run the work items; return the exit code. An output that cannot be written (disk
+        full, read-only directory) fails the run with one line naming the path (exit 3)."""
+        try:
+            return self._execute()
+        except OSError as exc:
+            reason = unwritable(exc)
+            print(f"arena run-one: run {self.run.name}: failed; {reason}", file=sys.stderr)
+            data = dict(self.status.data) if hasattr(self, "status") else {"run": self.run.name}
+            data.update(state="failed", error=reason)
+            try:  # a status file that still fits says so; a full disk may refuse even that
+                StatusWriter(self.work_dir / STATUS_FILE, **data).write()
+            except OSError:
+                pass
+            return EXIT_RUN
+
+    def _execute(self) -> int:
         started_at = utc_now()
         self.work_dir.mkdir(parents=True, exist_ok=True)
         restarts = self._prepare_records()
@@ -328,6 +344,9 @@ class _Invocation:
                         state, error = "failed", summary.error
         except (RunCancelled, KeyboardInterrupt):
             self.cancel_requested = True
+        except OSError as exc:
+            output = str(exc.filename or "").startswith(str(self.run_dir))
+            state, error = "failed", unwritable(exc) if output else f"run failed: {_describe(exc)}"
         except Exception as exc:
             state, error = "failed", f"run failed: {_describe(exc)}"
         finally:
