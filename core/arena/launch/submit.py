@@ -50,7 +50,51 @@ def make_backend(experiment: ResolvedExperiment, name: str | None = None) -> Lau
 
 
 def default_output_dir(experiment: ResolvedExperiment) -> Path:
+    """``outputs/<experiment>/<timestamp>``: what ``--dry-run`` shows; :func:`claim_output_dir`
+    adds ``-2``, ``-3``, … when another run took that name."""
     return Path("outputs") / experiment.name / datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+
+
+#: The first file of every output directory; creating it exclusively claims the directory.
+CLAIM_FILE = "experiment.yaml"
+
+
+def claim_output_dir(experiment: ResolvedExperiment, output_dir: Path | None) -> Path:
+    """Create the output directory and claim it, so that no two ``arena run`` share one.
+
+    Without ``output_dir``: a new ``outputs/<experiment>/<timestamp>[-N]``, created with an
+    exclusive ``mkdir`` (two runs started in the same second get different directories).
+    With one: it may exist if empty; it is claimed by creating its ``experiment.yaml``
+    exclusively, so of two runs started at once on the same directory exactly one proceeds.
+
+    Raises:
+        ConfigError: ``output_dir`` is not empty, or another ``arena run`` claimed it first.
+        OSError: the directory cannot be created (read-only, disk full, not a directory).
+    """
+    if output_dir is None:
+        first = default_output_dir(experiment)
+        first.parent.mkdir(parents=True, exist_ok=True)
+        n = 1
+        while True:
+            out = first if n == 1 else first.with_name(f"{first.name}-{n}")
+            try:
+                out.mkdir()
+                break
+            except FileExistsError:
+                n += 1
+    else:
+        out = Path(output_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        if any(out.iterdir()):
+            raise ConfigError(f"output directory {out} is not empty; choose another --output-dir", file=experiment.source)
+    try:
+        os.close(os.open(out / CLAIM_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    except FileExistsError:
+        raise ConfigError(
+            f"output directory {out} was just taken by another arena run; choose another --output-dir",
+            file=experiment.source,
+        ) from None
+    return out
 
 
 def run_experiment(
@@ -73,15 +117,15 @@ def run_experiment(
 
     servers = plan_servers(experiment)
     backend = make_backend(experiment)
-    out = Path(output_dir) if output_dir is not None else default_output_dir(experiment)
     if dry_run:
+        out = Path(output_dir) if output_dir is not None else default_output_dir(experiment)
         _print_dry_run(experiment, servers, backend, out, console)
         return EXIT_OK
-    if out.exists() and any(out.iterdir()):
-        raise ConfigError(f"output directory {out} is not empty; choose another --output-dir", file=experiment.source)
+    if output_dir is not None and Path(output_dir).is_dir() and any(Path(output_dir).iterdir()):
+        raise ConfigError(f"output directory {output_dir} is not empty; choose another --output-dir", file=experiment.source)
     backend.check(experiment, servers)
-    out.mkdir(parents=True, exist_ok=True)
-    write_snapshot(experiment, out / "experiment.yaml")
+    out = claim_output_dir(experiment, output_dir)
+    write_snapshot(experiment, out / CLAIM_FILE)
     write_manifest(experiment, out)
     _write_provenance(out, experiment.source)
     _say(console, f"experiment [bold]{experiment.name}[/]: {len(experiment.runs)} run(s) -> {out}")
