@@ -16,6 +16,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 _READINESS = re.compile(r"^(websocket|tcp|zmq-ping|http:/\S*)$")
+#: A task name becomes a log file name and a word of job scripts.
+_TASK_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+#: Environment variable names, as POSIX shells accept them (they enter `export NAME=...`).
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class ServerResources(BaseModel):
@@ -56,6 +60,32 @@ class ServerTask(BaseModel):
         None, description="the checkpoint the server loads (templated like the command, e.g. '{model_path}'), for the record"
     )
     revision: str | None = Field(None, description="the checkpoint's revision or version, if known (templated), for the record")
+
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, value: str) -> str:
+        if not _TASK_NAME.fullmatch(value):
+            raise ValueError(
+                f"server task name {value[:80]!r} must be letters, digits, '_', '.' or '-', not starting with '.' or "
+                "'-' (it names log files and enters job scripts)"
+            )
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for key in value:
+            if not ENV_NAME.fullmatch(key):
+                raise ValueError(f"env key {key[:80]!r} is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)")
+        return value
+
+    @field_validator("secrets")
+    @classmethod
+    def _secret_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not ENV_NAME.fullmatch(name):
+                raise ValueError(f"secret {name[:80]!r} is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)")
+        return value
 
     @field_validator("readiness")
     @classmethod

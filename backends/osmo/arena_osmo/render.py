@@ -33,6 +33,7 @@ import yaml
 from pydantic import ValidationError
 
 from arena.errors import ConfigError
+from arena.launch.shell import in_double_quotes, one_line
 from arena_osmo.placement import Placements, place
 from arena_osmo.spec import validate_workflow
 
@@ -341,7 +342,7 @@ class _Context:
     def run_script(self, rt: RunTasks, plan: ServerPlan | None) -> str:
         q = shlex.quote
         run_one = f"arena run-one {SNAPSHOT_FILE} --run {q(rt.run)} --output-dir {{{{output}}}}"
-        lines = ["#!/bin/bash", f"# arena run '{rt.run}'", "set -u"]
+        lines = ["#!/bin/bash", f"# arena run '{one_line(rt.run)}'", "set -u"]
         if rt.server:
             task = plan.task
             timeout = f"{task.startup_timeout_s:g}"
@@ -349,11 +350,14 @@ class _Context:
             api_env = getattr(self.experiment.runs[rt.run].policy, "api_key_env", None)
             if api_env:
                 probe += f" --api-key-env {q(api_env)}"
-            reason = f"policy server {rt.server} ({task.name}) was not ready at $HOST:$PORT after {timeout} s; see its server.log"
+            reason = (
+                f"policy server {in_double_quotes(rt.server)} ({in_double_quotes(task.name)}) was not ready at "
+                f"$HOST:$PORT after {timeout} s; see its server.log"
+            )
             lines += [
                 f"HOST='{_host(rt.server)}'",
                 f"PORT={task.port}",
-                f"# wait for the policy server (readiness {task.readiness})",
+                f"# wait for the policy server (readiness {one_line(task.readiness)})",
                 f"if ! {probe}; then",
                 f"  python -m arena_osmo.runner_failure {{{{output}}}} {q(rt.run)} \"{reason}\"",
                 "  exit 3",

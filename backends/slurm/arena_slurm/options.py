@@ -19,6 +19,8 @@ from arena.launch.base import BackendOptions
 _TIME = re.compile(r"^(\d+-)?\d+(:\d{1,2}){0,2}$|^(UNLIMITED|INFINITE)$")
 #: ``SRC:DST[:FLAGS]`` as pyxis reads ``--container-mounts`` (NVIDIA/pyxis README).
 _MOUNT = re.compile(r"^[^:,\s]+(:[^:,\s]+(:[^:,\s]+)?)?$")
+#: Partition, account and QOS names (comma-separated lists included).
+_WORD = re.compile(r"[A-Za-z0-9_.,:+-]+")
 
 
 class SlurmOptions(BackendOptions):
@@ -62,6 +64,14 @@ class SlurmOptions(BackendOptions):
     server_bind: str = Field("0.0.0.0", description="address the policy server binds to ({host} of its command)")
     job_name_prefix: str = Field("arena", description="job names are <prefix>-<experiment>-<run>")
     poll_interval_s: float = Field(10.0, gt=0, description="seconds between squeue polls while `--wait`ing")
+
+    @field_validator("partition", "server_partition", "account", "qos")
+    @classmethod
+    def _one_word(cls, value: str | None) -> str | None:
+        # these become `#SBATCH --partition=VALUE` lines: a space or a line break would start another
+        if value is not None and not _WORD.fullmatch(value):
+            raise ValueError(f"{value[:80]!r} is not a Slurm name (letters, digits and _ . , : + - only)")
+        return value
 
     @field_validator("time")
     @classmethod

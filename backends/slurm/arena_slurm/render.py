@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import jinja2
 
+from arena.errors import ConfigError
+from arena.launch.shell import DOUBLE_QUOTE_SPECIAL, in_double_quotes, one_line
 from arena_slurm.options import SlurmOptions
 
 if TYPE_CHECKING:
@@ -39,8 +41,27 @@ def _environment() -> jinja2.Environment:
         keep_trailing_newline=True,
         undefined=jinja2.StrictUndefined,
     )
-    env.filters["q"] = lambda value: shlex.quote(str(value))
+    # Everything that enters a script goes through one of these:
+    env.filters["q"] = lambda value: shlex.quote(str(value))  # a shell word
+    env.filters["dq"] = in_double_quotes  # text inside "..."
+    env.filters["comment"] = one_line  # text of a `# ...` line
+    env.filters["sbatch"] = _sbatch_value  # the value of an `#SBATCH --opt=VALUE` line
     return env
+
+
+def _sbatch_value(value: object) -> str:
+    """``value`` as sbatch reads an ``#SBATCH`` option: one word, nothing to quote.
+
+    Raises:
+        ConfigError: it holds whitespace, a quote, a backslash or a control character.
+    """
+    text = str(value)
+    if re.search(r"[\s\"'\\\x00-\x1f\x7f]", text):
+        raise ConfigError(
+            f"{text[:120]!r} cannot be written into an #SBATCH line (no spaces, quotes, backslashes or control "
+            "characters): choose an output directory without them"
+        )
+    return text
 
 
 def job_name(options: SlurmOptions, experiment: str, suffix: str) -> str:
@@ -59,7 +80,7 @@ def _seconds(value: float) -> str:
 
 def _double_quoted(arg: str) -> str:
     """``arg`` in double quotes with ``$``, backticks, quotes escaped; the port token -> ``${PORT}``."""
-    escaped = re.sub(r'([\\"$`])', r"\\\1", arg)
+    escaped = DOUBLE_QUOTE_SPECIAL.sub(r"\\\1", arg)
     return '"' + escaped.replace(_PORT_TOKEN, "${PORT}") + '"'
 
 

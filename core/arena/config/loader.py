@@ -50,7 +50,7 @@ from arena.config.resolved import ResolvedExperiment, ResolvedRun
 from arena.config.validation import validate_section
 from arena.config.yaml_io import dump_yaml, read_yaml
 from arena.envs.base import Environment, declared_success_key
-from arena.errors import ConfigError, PluginError, SuccessSignalError
+from arena.errors import ConfigError, PluginError, SuccessSignalError, short_repr
 from arena.fsutil import write_text_atomic
 from arena.policies.base import PolicyBase
 from arena.servertask import ServerOverrides
@@ -61,6 +61,8 @@ if TYPE_CHECKING:
 TOP_LEVEL_KEYS = ("name", "requires", "launch", "shared", "runs", SNAPSHOT_KEY)
 RUN_KEYS = ("environment", "policy", "environment_builder", "rollout_limit", "server", "recording")
 RUN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+#: An experiment name becomes ``outputs/<name>/``, job names and lines of job scripts.
+EXPERIMENT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 _COMPONENTS: dict[str, tuple[str, str, type]] = {
     # section: (registry kind, what it is called, required base class)
@@ -176,9 +178,18 @@ def load_experiment_dict(
     name = raw.get("name")
     if name is None:
         name = Path(source).stem if source else "experiment"
-    elif not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+        if not EXPERIMENT_NAME.fullmatch(name):
+            raise ConfigError(
+                f"the experiment is named after its file, and {short_repr(name)} cannot name an output folder or "
+                "enter a job script (letters, digits, '_', '.' or '-', not starting with '.' or '-'): rename the "
+                "file or set a top-level `name:`",
+                file=source,
+                key="name",
+            )
+    elif not isinstance(name, str) or not EXPERIMENT_NAME.fullmatch(name):
         raise ConfigError(
-            f"name must be a non-empty string of letters, digits, '_', '.' or '-' (it names output folders); got {name!r}",
+            "name must be letters, digits, '_', '.' or '-', not starting with '.' or '-' (it names output folders "
+            f"and enters job scripts); got {short_repr(name)}",
             file=source,
             key="name",
         )

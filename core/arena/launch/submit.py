@@ -18,13 +18,14 @@ import dataclasses
 import inspect
 import json
 import os
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from arena.errors import ConfigError, LaunchError
+from arena.errors import ConfigError, LaunchError, short_repr
 from arena.launch.base import Submission
 from arena.launch.planning import plan_servers
 
@@ -117,6 +118,12 @@ def run_experiment(
 
     servers = plan_servers(experiment)
     backend = make_backend(experiment)
+    if output_dir is not None and re.search(r"[\x00-\x1f\x7f]", str(output_dir)):
+        raise ConfigError(
+            f"output directory {short_repr(str(output_dir))} holds a control character (a line break?); it enters "
+            "job scripts and logs: choose another --output-dir",
+            file=experiment.source,
+        )
     if dry_run:
         out = Path(output_dir) if output_dir is not None else default_output_dir(experiment)
         _print_dry_run(experiment, servers, backend, out, console)

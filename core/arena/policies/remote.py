@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, field_validator
 
 from arena.errors import ArenaError, ObservationError, PolicyError, TransportError
 from arena.policies.adapters import EmbodimentAdapter, ProtocolViolation
@@ -68,6 +68,15 @@ class RemotePolicyConfig(PolicyConfig):
         description="send the requests of envs due on the same step concurrently (one per connection); "
         "false sends them one after another",
     )
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        from arena.servertask import ENV_NAME
+
+        if value is not None and not ENV_NAME.fullmatch(value):
+            raise ValueError(f"api_key_env {value[:80]!r} is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)")
+        return value
 
     def api_key(self) -> str | None:
         """The key read from the variable named by ``api_key_env``.
