@@ -15,6 +15,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from arena.errors import short_repr
+
 _READINESS = re.compile(r"^(websocket|tcp|zmq-ping|http:/\S*)$")
 #: A task name becomes a log file name and a word of job scripts.
 _TASK_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
@@ -92,7 +94,7 @@ class ServerTask(BaseModel):
     def _known_readiness(cls, value: str) -> str:
         if not _READINESS.match(value):
             raise ValueError(
-                f"unknown readiness {value!r}; expected websocket, tcp, zmq-ping or http:<path>"
+                f"unknown readiness {short_repr(value)}; expected websocket, tcp, zmq-ping or http:<path>"
             )
         return value
 

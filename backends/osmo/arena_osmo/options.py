@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from arena.errors import short_repr
 from arena.launch.base import BackendOptions
 
 _DURATION = re.compile(r"^[0-9]+(\.[0-9]+)?[smhdw]$")
@@ -107,7 +108,7 @@ class OsmoOptions(BackendOptions):
     @classmethod
     def _duration(cls, value: str) -> str:
         if not _DURATION.match(value):
-            raise ValueError(f"{value!r} is not a duration such as '30m', '12h' or '1d'")
+            raise ValueError(f"{short_repr(value)} is not a duration such as '30m', '12h' or '1d'")
         return value
 
     @field_validator("credentials")
@@ -115,5 +116,5 @@ class OsmoOptions(BackendOptions):
     def _env_names(cls, value: dict[str, CredentialRef]) -> dict[str, CredentialRef]:
         for name in value:
             if not _ENV_NAME.match(name):
-                raise ValueError(f"{name!r} is not an environment variable name")
+                raise ValueError(f"{short_repr(name)} is not an environment variable name")
         return value

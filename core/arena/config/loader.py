@@ -273,7 +273,7 @@ def _runs(runs: Any, source: str | None) -> dict[str, Any]:
     for name in runs:
         if not isinstance(name, str) or not RUN_NAME.fullmatch(name):
             raise ConfigError(
-                f"invalid run name {name!r}: expected letters, digits, '_' or '-', not starting with a digit "
+                f"invalid run name {short_repr(name)}: expected letters, digits, '_' or '-', not starting with a digit "
                 f"or '-' ([A-Za-z_][A-Za-z0-9_-]*)",
                 file=source,
                 key=f"runs.{name}",
@@ -286,7 +286,7 @@ def _mapping(value: Any, source: str | None, key: str | None, *, run: str | None
         return {}
     if not isinstance(value, Mapping):
         what = f"'{key}'" if key else "a run"
-        raise ConfigError(f"{what} must be a mapping; got {type(value).__name__} {value!r}", file=source, run=run, key=key)
+        raise ConfigError(f"{what} must be a mapping; got {type(value).__name__} {short_repr(value)}", file=source, run=run, key=key)
     return dict(value)
 
 
@@ -302,7 +302,7 @@ def _check_run_keys(data: Mapping[str, Any], *, source: str | None, run: str | N
             )
         if value is not None and not isinstance(value, Mapping):
             raise ConfigError(
-                f"expected a mapping of {key} fields; got {type(value).__name__} {value!r}",
+                f"expected a mapping of {key} fields; got {type(value).__name__} {short_repr(value)}",
                 file=source,
                 run=run,
                 key=path,
@@ -398,7 +398,7 @@ def _resolve_run(
             )
         if not isinstance(type_name, str):
             raise ConfigError(
-                f"expected a {label} name or package.module:Class; got {type(type_name).__name__} {type_name!r}",
+                f"expected a {label} name or package.module:Class; got {type(type_name).__name__} {short_repr(type_name)}",
                 file=source,
                 run=name,
                 key=f"{section}.type",

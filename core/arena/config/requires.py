@@ -14,7 +14,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from arena.errors import ConfigError
+from arena.errors import ConfigError, short_repr
 
 if TYPE_CHECKING:
     from arena.plugins import PluginManager
@@ -38,12 +38,12 @@ def normalize_requires(requires: Any, *, source: str | None = None) -> dict[str,
     out: dict[str, str] = {}
     for dist, spec in requires.items():
         if not isinstance(dist, str) or not dist.strip():
-            raise ConfigError(f"distribution names are strings; got {dist!r}", file=source, key="requires")
+            raise ConfigError(f"distribution names are strings; got {short_repr(dist)}", file=source, key="requires")
         if spec is None:
             spec = ""
         if not isinstance(spec, str):
             raise ConfigError(
-                f"expected a version specifier string such as '>=0.1' (quote it); got {spec!r}",
+                f"expected a version specifier string such as '>=0.1' (quote it); got {short_repr(spec)}",
                 file=source,
                 key=f"requires.{dist}",
             )
@@ -51,7 +51,7 @@ def normalize_requires(requires: Any, *, source: str | None = None) -> dict[str,
             SpecifierSet(spec)
         except InvalidSpecifier:
             raise ConfigError(
-                f"invalid version specifier {spec!r}; expected e.g. '>=0.1', '==1.2.*' or '' for any",
+                f"invalid version specifier {short_repr(spec)}; expected e.g. '>=0.1', '==1.2.*' or '' for any",
                 file=source,
                 key=f"requires.{dist}",
             ) from None

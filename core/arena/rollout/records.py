@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from arena.errors import short_repr
 from arena.fsutil import write_text_atomic
 
 FORMAT_VERSION = 1
@@ -221,7 +222,7 @@ def read_records(path: str | os.PathLike[str]) -> tuple[list[EpisodeRecord], lis
             version = data.get("format_version", FORMAT_VERSION)
             if version not in KNOWN_FORMAT_VERSIONS:
                 issues.append(
-                    f"{path}:{number}: format_version {version!r} is not one this arena reads "
+                    f"{path}:{number}: format_version {short_repr(version)} is not one this arena reads "
                     f"({', '.join(map(str, KNOWN_FORMAT_VERSIONS))}); upgrade arena-core to read it"
                 )
                 continue
