@@ -338,8 +338,9 @@ class _Scheduler:
 
     # -- shutting down ------------------------------------------------------------------------
     def _cancel_everything(self) -> None:
-        for name in self.pending:
-            _write_status(self.output_dir, name, "cancelled")
+        for name in self.pending:  # never started: none of its episodes ran
+            total = self.experiment.runs[name].rollout_limit.num_episodes
+            _write_status(self.output_dir, name, "cancelled", episodes_total=total)
         self.pending = []
         for slot in self.slots.values():  # all at once, so their grace periods overlap
             if slot.proc is not None and slot.proc.poll() is None:

@@ -184,14 +184,16 @@ MODEL_FIELDS = ("checkpoint", "revision", "image", "image_digest", "server_metad
 def models_differ(run_a: dict[str, Any], run_b: dict[str, Any]) -> list[str] | None:
     """What differs between the models that served two runs of the same policy type.
 
-    ``None`` when the policy types differ (a different model is expected) or nothing is
-    known; else the list of differing fields (empty: the same model as far as recorded).
+    ``None`` when the policy types differ (a different model is expected) or either side
+    recorded no model (a local policy, or a run that never reached its server: unknown is
+    not different); else the list of differing fields (empty: the same model as far as
+    recorded).
     """
     pa, pb = run_a.get("policy") or {}, run_b.get("policy") or {}
     if not pa or pa.get("type") != pb.get("type"):
         return None
     ma, mb = run_a.get("model") or {}, run_b.get("model") or {}
-    if not ma and not mb:
+    if not ma or not mb:
         return None
     return [f for f in MODEL_FIELDS if ma.get(f) != mb.get(f) and (ma.get(f) is not None or mb.get(f) is not None)]
 
