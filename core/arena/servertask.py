@@ -24,6 +24,18 @@ _TASK_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
+def require_env_name(name: str, what: str) -> str:
+    """``name`` when it is an environment variable name (it enters ``export NAME=…`` lines
+    and container flags of generated scripts).
+
+    Raises:
+        ValueError: it is not; the message says ``what`` it was.
+    """
+    if not ENV_NAME.fullmatch(name):
+        raise ValueError(f"{what} {short_repr(name)} is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)")
+    return name
+
+
 class ServerResources(BaseModel):
     """What one server instance needs. Memory is in GiB."""
 
@@ -68,7 +80,7 @@ class ServerTask(BaseModel):
     def _safe_name(cls, value: str) -> str:
         if not _TASK_NAME.fullmatch(value):
             raise ValueError(
-                f"server task name {value[:80]!r} must be letters, digits, '_', '.' or '-', not starting with '.' or "
+                f"server task name {short_repr(value)} must be letters, digits, '_', '.' or '-', not starting with '.' or "
                 "'-' (it names log files and enters job scripts)"
             )
         return value
@@ -77,16 +89,14 @@ class ServerTask(BaseModel):
     @classmethod
     def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
         for key in value:
-            if not ENV_NAME.fullmatch(key):
-                raise ValueError(f"env key {key[:80]!r} is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)")
+            require_env_name(key, "env key")
         return value
 
     @field_validator("secrets")
     @classmethod
     def _secret_names(cls, value: list[str]) -> list[str]:
         for name in value:
-            if not ENV_NAME.fullmatch(name):
-                raise ValueError(f"secret {name[:80]!r} is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)")
+            require_env_name(name, "secret")
         return value
 
     @field_validator("readiness")

@@ -13,9 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from arena.errors import short_repr
 from arena.launch.base import BackendOptions
+from arena.servertask import require_env_name
 
 _DURATION = re.compile(r"^[0-9]+(\.[0-9]+)?[smhdw]$")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class _Strict(BaseModel):
@@ -115,6 +115,5 @@ class OsmoOptions(BackendOptions):
     @classmethod
     def _env_names(cls, value: dict[str, CredentialRef]) -> dict[str, CredentialRef]:
         for name in value:
-            if not _ENV_NAME.match(name):
-                raise ValueError(f"{short_repr(name)} is not an environment variable name")
+            require_env_name(name, "credential")
         return value

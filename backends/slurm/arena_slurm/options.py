@@ -71,7 +71,7 @@ class SlurmOptions(BackendOptions):
     def _one_word(cls, value: str | None) -> str | None:
         # these become `#SBATCH --partition=VALUE` lines: a space or a line break would start another
         if value is not None and not _WORD.fullmatch(value):
-            raise ValueError(f"{value[:80]!r} is not a Slurm name (letters, digits and _ . , : + - only)")
+            raise ValueError(f"{short_repr(value)} is not a Slurm name (letters, digits and _ . , : + - only)")
         return value
 
     @field_validator("time")

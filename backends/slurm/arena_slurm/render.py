@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import jinja2
 
-from arena.errors import ConfigError
+from arena.errors import ConfigError, short_repr
 from arena.launch.shell import DOUBLE_QUOTE_SPECIAL, in_double_quotes, one_line
 from arena_slurm.options import SlurmOptions
 
@@ -58,7 +58,7 @@ def _sbatch_value(value: object) -> str:
     text = str(value)
     if re.search(r"[\s\"'\\\x00-\x1f\x7f]", text):
         raise ConfigError(
-            f"{text[:120]!r} cannot be written into an #SBATCH line (no spaces, quotes, backslashes or control "
+            f"{short_repr(text, 120)} cannot be written into an #SBATCH line (no spaces, quotes, backslashes or control "
             "characters): choose an output directory without them"
         )
     return text

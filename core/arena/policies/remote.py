@@ -72,11 +72,9 @@ class RemotePolicyConfig(PolicyConfig):
     @field_validator("api_key_env")
     @classmethod
     def _env_name(cls, value: str | None) -> str | None:
-        from arena.servertask import ENV_NAME
+        from arena.servertask import require_env_name
 
-        if value is not None and not ENV_NAME.fullmatch(value):
-            raise ValueError(f"api_key_env {value[:80]!r} is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)")
-        return value
+        return None if value is None else require_env_name(value, "api_key_env")
 
     def api_key(self) -> str | None:
         """The key read from the variable named by ``api_key_env``.
@@ -179,7 +177,7 @@ class RemoteChunkReplayPolicy(PolicyBase):
         errors = [f for f in self._pool.map(self._connect_quietly, self._clients) if f]
         if errors:
             raise PolicyError(f"cannot connect to the policy server: {errors[0]}")
-        self._metadata = self._clients[0].metadata
+        self._metadata = getattr(self._clients[0], "metadata", None)
 
     @staticmethod
     def _connect_quietly(client: PolicyClient) -> str | None:
