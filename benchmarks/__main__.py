@@ -1,4 +1,4 @@
-"""``python -m benchmarks [--quick] [--only roundtrip|codec|throughput] [--json PATH]``."""
+"""``python -m benchmarks [--quick] [--only roundtrip|codec|throughput|env_workers] [--json PATH]``."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ TARGETS = {
     "roundtrip": "arena client <= 1.0x openpi-client latency (aim <= 0.7x)",
     "codec": "arena encode+decode >= 1.0x openpi's speed (within 10%)",
     "throughput": "batched + concurrent >= 6x one-after-another at 16 envs",
+    "env_workers": "franka_kitchen with cameras: workers auto >= 8x workers 0 on a 16-core node",
 }
 
 
@@ -25,9 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("http_proxy", "https_proxy", "ws_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
         os.environ.pop(name, None)  # openpi-client would route loopback through a proxy
 
-    from benchmarks import codec, roundtrip, throughput
+    from benchmarks import codec, env_workers, roundtrip, throughput
 
-    modules = {"roundtrip": roundtrip, "codec": codec, "throughput": throughput}
+    modules = {"roundtrip": roundtrip, "codec": codec, "throughput": throughput, "env_workers": env_workers}
     results = []
     began = time.perf_counter()
     for name in args.only or list(modules):

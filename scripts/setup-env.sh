@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prepare this checkout on a fresh machine: system libraries for headless MuJoCo rendering,
-# then a virtual environment in .venv with arena-core (and the given extras) installed
-# editable. Safe to run again: it only installs what changed.
+# then a virtual environment in .venv with arena-core installed editable, with its built-in
+# simulators and video encoding (extra `sim`) and the given extras. Safe to run again: it only
+# installs what changed.
 #   scripts/setup-env.sh            # what `arena run` needs
 #   scripts/setup-env.sh test       # plus the test suite's dependencies
 set -euo pipefail
@@ -29,14 +30,13 @@ shopt -s nullglob
 want="$(cat pyproject.toml plugins/*/pyproject.toml backends/*/pyproject.toml | sha256sum | cut -c1-16)-${extras}"
 stamp=.venv/.arena-installed
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  spec="."
-  [ -n "$extras" ] && spec=".[${extras}]"
+  spec=".[sim${extras:+,$extras}]"
   # The workspace: arena-core plus every plugin and backend package of this repository.
   packages=(-e "$spec")
   for dir in plugins/*/ backends/*/; do
     [ -f "${dir}pyproject.toml" ] && packages+=(-e "${dir%/}")
   done
-  echo "installing arena-core${extras:+ [$extras]} with the workspace packages into .venv"
+  echo "installing arena-core [sim${extras:+,$extras}] with the workspace packages into .venv"
   .venv/bin/python -m pip install -q "${packages[@]}"
   echo "$want" > "$stamp"
 fi

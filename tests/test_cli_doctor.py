@@ -30,9 +30,15 @@ def test_missing_tools_and_packages_come_with_a_fix(monkeypatch):
     monkeypatch.setattr(doctor.shutil, "which", lambda tool: None)
     sbatch = next(c for c in doctor.check_tools() if c.name == "sbatch on PATH")
     assert sbatch.status == "info" and "slurm" in sbatch.detail and sbatch.fix
-    monkeypatch.setattr(doctor, "PACKAGES", (("surely-not-installed-pkg", "testing"),))
+    monkeypatch.setattr(doctor, "PACKAGES", (("surely-not-installed-pkg", "testing", None),))
     missing = doctor.check_packages()[-1]
     assert missing.status == "fail" and missing.fix == "pip install 'surely-not-installed-pkg'"
+
+
+def test_a_missing_simulator_extra_is_information_naming_the_extra(monkeypatch):
+    monkeypatch.setattr(doctor, "PACKAGES", (("surely-not-installed-sim", "a simulator", "sim"),))
+    missing = doctor.check_packages()[-1]
+    assert missing.status == "info" and missing.fix == "pip install 'arena-core[sim]'"
 
 
 def test_a_broken_plugin_fails_with_its_error_and_a_fix(monkeypatch):
@@ -66,3 +72,4 @@ def test_a_busy_default_port_is_a_warning_with_a_fix():
 def test_headless_rendering_renders_one_frame():
     check = doctor.check_rendering()
     assert check.status == "ok", check
+    assert "chosen by arena" in check.detail or "set by you" in check.detail  # which backend, and why

@@ -1,8 +1,10 @@
 """``arena doctor``: is this machine ready to run experiments? Each failed check says how to fix it.
 
-Checks: the Python version; versions of arena-core and the packages it runs on; plugins (loaded
-and broken, with their errors); headless rendering (one Meta-World frame rendered in a child
-process, so a crashing OpenGL driver cannot take arena down); video encoding (PyAV);
+Checks: the Python version; versions of arena-core and the packages it runs on (the built-in
+simulators' and video's are extras: missing ones are ``info`` with the ``pip install``);
+plugins (loaded and broken, with their errors); headless rendering (MuJoCo's OpenGL platform,
+EGL or OSMesa, and who chose it; one Meta-World frame rendered in a child process, so a
+crashing OpenGL driver cannot take arena down); video encoding (PyAV);
 ``sbatch`` / ``osmo`` on ``PATH`` (needed only by those backends); free TCP ports on
 127.0.0.1 (an ephemeral one, and the policy servers' usual defaults).
 
@@ -22,19 +24,20 @@ from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
 
-#: Packages arena-core runs on: (distribution, why).
+#: Packages arena-core runs on: (distribution, why, the extra that installs it or None).
 PACKAGES = (
-    ("numpy", "arrays on the wire and in the simulators"),
-    ("pydantic", "configs"),
-    ("pluggy", "plugins"),
-    ("websockets", "policy client and server"),
-    ("msgpack", "wire format"),
-    ("gymnasium", "action spaces"),
-    ("mujoco", "Meta-World physics and rendering"),
-    ("metaworld", "the built-in CPU environment"),
-    ("av", "episode videos"),
-    ("jinja2", "the HTML report"),
-    ("rich", "terminal output"),
+    ("numpy", "arrays on the wire and in the simulators", None),
+    ("pydantic", "configs", None),
+    ("pluggy", "plugins", None),
+    ("websockets", "policy client and server", None),
+    ("msgpack", "wire format", None),
+    ("gymnasium", "action spaces", None),
+    ("jinja2", "the HTML report", None),
+    ("rich", "terminal output", None),
+    ("mujoco", "physics and rendering of the built-in simulators", "sim"),
+    ("metaworld", "the metaworld environment", "metaworld"),
+    ("gymnasium-robotics", "the franka_kitchen environment", "kitchen"),
+    ("av", "episode videos", "video"),
 )
 #: Ports policy servers listen on by default (openpi/Cosmos 8000, GR00T 5555, DreamZero 5000).
 DEFAULT_SERVER_PORTS = (8000, 5555, 5000)
@@ -66,11 +69,16 @@ def check_packages() -> list[Check]:
         checks.append(Check("arena-core", "ok", core))
     except metadata.PackageNotFoundError:
         checks.append(Check("arena-core", "fail", "not installed as a distribution", "pip install -e . (from the arena checkout)"))
-    for dist, why in PACKAGES:
+    for dist, why, extra in PACKAGES:
         try:
             version = metadata.version(dist)
         except metadata.PackageNotFoundError:
-            checks.append(Check(f"package {dist}", "fail", f"missing ({why})", f"pip install '{dist}'"))
+            if extra is None:
+                checks.append(Check(f"package {dist}", "fail", f"missing ({why})", f"pip install '{dist}'"))
+            else:
+                checks.append(
+                    Check(f"package {dist}", "info", f"not installed: needed only for {why}", f"pip install 'arena-core[{extra}]'")
+                )
             continue
         check = Check(f"package {dist}", "ok", version)
         if dist == "numpy" and int(version.split(".")[0]) >= 2:
@@ -129,7 +137,20 @@ print("frame", frame.shape, int(frame.std() > 0))
 
 
 def check_rendering(timeout_s: float = RENDER_TIMEOUT_S) -> Check:
-    gl = os.environ.get("MUJOCO_GL", "osmesa (arena's default on Linux)")
+    from arena.rendering import configure_headless_rendering, rendering_info
+
+    configure_headless_rendering()
+    info = rendering_info()
+    gl = info["mujoco_gl"] or "unset (MuJoCo's default)"
+    if info["chosen_by"] == "user":
+        gl += " (set by you)"
+    elif info["chosen_by"] == "arena":
+        gl += f" (chosen by arena: {info['reason']})"
+    try:
+        metadata.version("metaworld")
+    except metadata.PackageNotFoundError:
+        return Check("headless rendering", "info", f"MUJOCO_GL={gl}; not tried: Meta-World is not installed",
+                     "pip install 'arena-core[metaworld]'")
     try:
         done = subprocess.run(
             [sys.executable, "-c", _RENDER_SNIPPET], capture_output=True, text=True, timeout=timeout_s, check=False
@@ -148,11 +169,17 @@ def check_rendering(timeout_s: float = RENDER_TIMEOUT_S) -> Check:
 def _render_fix() -> str:
     return (
         "CPU: install OSMesa (apt-get install libosmesa6) and set MUJOCO_GL=osmesa PYOPENGL_PLATFORM=osmesa; "
-        "GPU node: set MUJOCO_GL=egl (needs libEGL from the NVIDIA driver)"
+        "GPU node: arena uses EGL when it finds /dev/nvidiactl and libEGL_nvidia; if EGL fails, "
+        "set MUJOCO_GL=osmesa (or fix the driver's EGL libraries)"
     )
 
 
 def check_video() -> Check:
+    try:
+        metadata.version("av")
+    except metadata.PackageNotFoundError:
+        return Check("video encoding", "info", "PyAV is not installed: needed only for recording",
+                     "pip install 'arena-core[video]'")
     try:
         import numpy as np
 
@@ -165,7 +192,7 @@ def check_video() -> Check:
             writer.close()
             size = (Path(tmp) / "probe.mp4").stat().st_size
     except Exception as exc:
-        return Check("video encoding", "fail", f"{type(exc).__name__}: {exc}", "pip install av  (PyAV bundles FFmpeg with H.264)")
+        return Check("video encoding", "fail", f"{type(exc).__name__}: {exc}", "pip install 'arena-core[video]'  (PyAV bundles FFmpeg with H.264)")
     return Check("video encoding", "ok", f"H.264 MP4 via PyAV ({size} bytes for 2 frames)")
 
 

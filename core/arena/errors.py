@@ -100,6 +100,24 @@ class PolicyError(ArenaError):
         self.env_ids = env_ids
 
 
+class SimulatorError(ArenaError):
+    """Some envs of a vectorized environment failed for reasons of infrastructure (a worker
+    process died, a simulator could not be restarted) while the others are fine.
+
+    ``env_ids`` lists the envs whose episode must end with outcome ``error`` (``None``: every
+    env). ``observation``, when not ``None``, is the batched observation holding the results
+    of the other envs of the same call (``reset_envs`` raises it after resetting them), so
+    their episodes go on. The rollout never counts these as policy failures.
+    """
+
+    def __init__(
+        self, message: str, env_ids: list[int] | None = None, *, observation: dict | None = None
+    ) -> None:
+        super().__init__(message)
+        self.env_ids = env_ids
+        self.observation = observation
+
+
 class LaunchError(ArenaError):
     """A launch backend could not start, wait for or stop something it manages."""
 

@@ -1,14 +1,22 @@
-"""Child processes that never outlive arena: their own session, and killed with their parent.
+"""Child processes that never outlive arena, grandchildren included.
 
-Servers and runners start in their own session (so a Ctrl-C in the terminal reaches arena,
-which stops them in order) and, on Linux, with a parent-death signal (so they stop even when
-arena itself is killed with SIGKILL).
+Everything arena starts — policy servers and runners of the local backend, the watchdog's
+rollout child, environment workers — goes through :func:`spawn`. On Linux the command runs
+under a keeper (:mod:`arena.keeper`): a tiny process that leads a new session and process
+group, runs the command in that group, and stops the whole tree (SIGTERM, then SIGKILL after
+a grace period) when the process that called :func:`spawn` disappears, even by SIGKILL, or
+when the command exits and leaves processes behind. The returned ``Popen`` is the keeper's:
+its ``pid`` is the process group's id and its ``returncode`` the command's.
+
+Elsewhere the command starts in a new session without a keeper (it does not die with arena).
+The new session keeps a Ctrl-C in the terminal from reaching children: arena stops them in
+order itself.
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,33 +25,74 @@ from pathlib import Path
 
 _PR_SET_PDEATHSIG = 1
 
+#: Seconds a keeper waits between SIGTERM and SIGKILL when it stops its tree.
+KEEPER_GRACE_S = 5.0
+_KEEPER = Path(__file__).with_name("keeper.py")
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
+
+def keeper_available() -> bool:
+    """Whether :func:`spawn` runs commands under a keeper here (Linux)."""
+    return sys.platform.startswith("linux") and _KEEPER.is_file()
+
+
+def spawn(
+    argv: Sequence[str],
+    log_path: Path | None,
+    env: Mapping[str, str] | None = None,
+    *,
+    pass_fds: Sequence[int] = (),
+    capture_output: bool = False,
+) -> subprocess.Popen:
+    """Start ``argv`` with stdout and stderr appended to ``log_path`` (``None``: inherited).
+
+    ``pass_fds`` stay open in the command under the same numbers. ``capture_output`` sends
+    stdout and stderr to a pipe (``proc.stdout``) instead of ``log_path``.
+
+    Raises:
+        FileNotFoundError: ``argv[0]`` is not an executable (checked here, as ``Popen`` would).
+    """
+    argv = [str(a) for a in argv]
+    _check_executable(argv[0], env)
+    command = argv
+    if keeper_available():
+        command = [sys.executable, "-I", "-S", str(_KEEPER), str(os.getpid()), str(KEEPER_GRACE_S), *argv]
+    common: dict = dict(
+        stdin=subprocess.DEVNULL,
+        env=dict(env) if env is not None else None,
+        start_new_session=True,
+        pass_fds=tuple(pass_fds),
+    )
+    if capture_output:
+        return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **common)
+    if log_path is None:
+        return subprocess.Popen(command, **common)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, **common)
+
+
+def _die_with_parent() -> None:
+    """``preexec_fn`` for a direct child that must get SIGTERM when the spawning thread exits.
+
+    For processes whose own pid the caller signals (the test doubles of
+    :mod:`arena.testing.doubles`); everything else goes through :func:`spawn`.
+    """
     if sys.platform.startswith("linux"):
         try:
-            libc = ctypes.CDLL("libc.so.6", use_errno=True)
-            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+            import ctypes
+
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
         except OSError:
             pass
 
 
-def spawn(argv: Sequence[str], log_path: Path | None, env: Mapping[str, str] | None = None) -> subprocess.Popen:
-    """Start ``argv`` with stdout and stderr appended to ``log_path`` (``None``: inherited).
-
-    Call from the thread that outlives the child: the parent-death signal fires when the
-    spawning *thread* exits.
-    """
-    common = dict(
-        stdin=subprocess.DEVNULL,
-        env=dict(env) if env is not None else None,
-        start_new_session=True,
-        preexec_fn=_die_with_parent,
-    )
-    if log_path is None:
-        return subprocess.Popen(list(argv), **common)
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "ab") as log:
-        return subprocess.Popen(list(argv), stdout=log, stderr=subprocess.STDOUT, **common)
+def _check_executable(program: str, env: Mapping[str, str] | None) -> None:
+    path = (env if env is not None else os.environ).get("PATH", os.defpath)
+    if os.sep in program:
+        if not (os.path.isfile(program) and os.access(program, os.X_OK)):
+            raise FileNotFoundError(f"no executable {program!r}")
+    elif shutil.which(program, path=path) is None:
+        raise FileNotFoundError(f"{program!r} not found on PATH")
 
 
 def terminate(proc: subprocess.Popen, grace_s: float = 10.0) -> int | None:

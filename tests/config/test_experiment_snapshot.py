@@ -30,7 +30,9 @@ def test_snapshot_has_no_shared_and_every_field(write, manager, valid_text):
     snapshot = load_experiment(write(valid_text), manager=manager).snapshot()
     assert set(snapshot) == {"name", "requires", "launch", "runs"}
     alpha = snapshot["runs"]["alpha"]
-    assert alpha["environment"] == {"type": "fake_env", "task": "reach", "horizon": 100, "options": {}}
+    assert alpha["environment"] == {
+        "type": "fake_env", "task": "reach", "horizon": 100, "options": {}, "workers": 0, "python": None
+    }
     assert alpha["environment_builder"] == {"num_envs": 2, "seed": 0}
     assert alpha["rollout_limit"] == {"num_episodes": 20, "max_episode_steps": None, "terminate_on_success": True}
     assert alpha["recording"]["fps"] == 20

@@ -9,7 +9,6 @@ limit so that a regression fails instead of exhausting the machine.
 
 from __future__ import annotations
 
-import os
 import resource
 import subprocess
 import sys

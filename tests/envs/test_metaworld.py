@@ -143,33 +143,11 @@ def test_camera_frames_are_uint8_of_configured_size():
         env.close()
 
 
-@pytest.mark.slow
-def test_workers_give_the_same_results_as_in_process():
-    config = MetaWorldConfig(task="push-v3")
-    in_process = MetaWorldEnvironment(config, num_envs=3)
-    workers = MetaWorldEnvironment(config.model_copy(update={"workers": 2}), num_envs=3)
-    try:
-        seeds = [4, 9, 13]
-        a = in_process.reset_envs([0, 1, 2], seeds)
-        b = workers.reset_envs([0, 1, 2], seeds)
-        np.testing.assert_array_equal(a["policy"]["state"], b["policy"]["state"])
-        rng = np.random.default_rng(0)
-        for _ in range(30):
-            actions = rng.uniform(-1, 1, (3, 4)).astype(np.float32)
-            ra = in_process.step(actions)
-            rb = workers.step(actions)
-            np.testing.assert_array_equal(ra[0]["policy"]["state"], rb[0]["policy"]["state"])
-            np.testing.assert_array_equal(ra[1], rb[1])
-            np.testing.assert_array_equal(ra[4]["success"], rb[4]["success"])
-        # A partial reset touches only its env, in a worker as in-process.
-        a = in_process.reset_envs([2], [5])
-        b = workers.reset_envs([2], [5])
-        np.testing.assert_array_equal(a["policy"]["state"], b["policy"]["state"])
-        start = time.perf_counter()
-        for _ in range(50):
-            workers.step(np.zeros((3, 4), np.float32))
-        assert time.perf_counter() - start < 30
-    finally:
-        in_process.close()
-        workers.close()
-        workers.close()
+def test_without_meta_world_installed_the_error_names_the_extra(monkeypatch):
+    import sys
+
+    from arena.extras import MissingExtraError
+
+    monkeypatch.setitem(sys.modules, "metaworld", None)
+    with pytest.raises(MissingExtraError, match=r"pip install 'arena-core\[metaworld\]'"):
+        MetaWorldEnvironment(MetaWorldConfig(task="reach-v3"), num_envs=1)

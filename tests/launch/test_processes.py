@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -25,24 +26,108 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_terminate_kills_the_workers_of_a_server_that_already_exited(tmp_path):
-    pid_file = tmp_path / "worker.pid"
-    # The leader starts a worker in its own process group, then exits (a crashed server).
-    script = (
-        "import subprocess, sys, pathlib; "
-        "w = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
-        f"pathlib.Path({str(pid_file)!r}).write_text(str(w.pid))"
+# -- the keeper ------------------------------------------------------------------------------
+
+_FORKER = """
+import os, subprocess, sys, time
+pids = [os.getpid()]
+# a grandchild in the same process group, and one that leaves for a session of its own
+pids.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"]).pid)
+pids.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True).pid)
+open(sys.argv[1] + ".tmp", "w").write(" ".join(map(str, pids)))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+time.sleep(120)
+"""
+
+
+def _wait_for(path: Path, timeout_s: float = 60.0) -> str:
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+    return path.read_text()
+
+
+def _all_gone(pids: list[int], timeout_s: float = 30.0) -> list[int]:
+    deadline = time.monotonic() + timeout_s
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return [p for p in pids if _alive(p)]
+
+
+def _kill_all(pids: list[int]) -> None:
+    for pid in pids:
+        if _alive(pid):
+            os.kill(pid, 9)
+
+
+def test_sigkill_of_the_spawner_stops_children_and_grandchildren(tmp_path):
+    pid_file = tmp_path / "pids"
+    forker = tmp_path / "forker.py"
+    forker.write_text(_FORKER)
+    stand_in = (  # stands in for arena: spawns the forking server, then waits to be killed
+        "import sys, time\n"
+        "from arena.processes import spawn\n"
+        f"spawn([sys.executable, {str(forker)!r}, {str(pid_file)!r}], None)\n"
+        "time.sleep(120)\n"
     )
-    proc = spawn([sys.executable, "-c", script], tmp_path / "server.log")
-    proc.wait(timeout=30)
-    worker = int(pid_file.read_text())
-    assert _alive(worker)
+    arena = subprocess.Popen([sys.executable, "-c", stand_in])
+    pids: list[int] = []
     try:
-        terminate(proc, grace_s=1.0)
-        deadline = time.monotonic() + 5
-        while _alive(worker) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not _alive(worker)
+        pids = [int(p) for p in _wait_for(pid_file).split()]
+        assert all(_alive(p) for p in pids)
+        arena.kill()
+        arena.wait(timeout=10)
+        assert _all_gone(pids) == []
     finally:
-        if _alive(worker):
-            os.kill(worker, 9)
+        arena.kill()
+        _kill_all(pids)
+
+
+def test_a_child_spawned_from_a_thread_that_exits_lives_on():
+    import threading
+
+    procs = []
+    thread = threading.Thread(target=lambda: procs.append(spawn([sys.executable, "-c", "import time; time.sleep(60)"], None)))
+    thread.start()
+    thread.join()
+    proc = procs[0]
+    try:
+        time.sleep(1.0)  # the parent-death signal of the spawning thread would have fired by now
+        assert proc.poll() is None
+    finally:
+        terminate(proc, grace_s=1.0)
+
+
+def test_exit_code_and_signal_read_as_without_a_keeper(tmp_path):
+    assert spawn([sys.executable, "-c", "import sys; sys.exit(7)"], None).wait(timeout=30) == 7
+    crash = "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"
+    assert spawn([sys.executable, "-c", crash], tmp_path / "log").wait(timeout=30) == -11
+    with pytest.raises(FileNotFoundError):
+        spawn(["arena-no-such-program"], None)
+
+
+def test_a_command_that_exits_leaves_nothing_behind(tmp_path):
+    pid_file = tmp_path / "pid"
+    script = (
+        "import subprocess, sys; "
+        "w = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], start_new_session=True); "
+        f"open({str(pid_file)!r}, 'w').write(str(w.pid)); sys.exit(3)"
+    )
+    proc = spawn([sys.executable, "-c", script], None)
+    assert proc.wait(timeout=60) == 3
+    worker = int(pid_file.read_text())
+    try:
+        assert _all_gone([worker]) == []
+    finally:
+        _kill_all([worker])
+
+
+def test_sigterm_from_another_process_is_forwarded_to_the_command(tmp_path):
+    proc = spawn([sys.executable, "-c", "import time; time.sleep(60)"], None)
+    try:
+        time.sleep(0.5)
+        subprocess.run(["kill", "-TERM", str(proc.pid)], check=True)  # the keeper's pid
+        assert proc.wait(timeout=30) == -15
+    finally:
+        terminate(proc, grace_s=1.0)

@@ -17,7 +17,7 @@ import numpy as np
 from pydantic import Field
 
 from arena.envs.base import Environment, EnvironmentConfig
-from arena.errors import PolicyError
+from arena.errors import PolicyError, SimulatorError
 from arena.hookspecs import hookimpl
 from arena.policies.base import PolicyBase, PolicyConfig
 
@@ -27,6 +27,10 @@ class CounterConfig(EnvironmentConfig):
     max_steps: int = Field(6, ge=1)
     #: seconds every step sleeps (to make a run last long enough to be interrupted)
     step_delay_s: float = Field(0.0, ge=0)
+    #: episode seeds whose second step fails in ``info["env_errors"]`` (as a dead worker's envs)
+    fault_seeds: list[int] = Field(default_factory=list)
+    #: episode seeds whose reset fails with a SimulatorError naming that env (the others reset)
+    reset_fault_seeds: list[int] = Field(default_factory=list)
 
 
 class CounterEnv(Environment):
@@ -55,11 +59,17 @@ class CounterEnv(Environment):
 
     def reset_envs(self, env_ids: list[int], seeds: list[int]) -> dict[str, Any]:
         self.resets.append((list(env_ids), list(seeds)))
+        lost = [e for e, s in zip(env_ids, seeds) if s in self.config.reset_fault_seeds]
         for e, s in zip(env_ids, seeds):
+            if e in lost:
+                self.seed[e] = -1
+                continue
             self.counter[e] = 0
             self.steps[e] = 0
             self.seed[e] = s
             self.target[e] = 2 + s % 5
+        if lost:
+            raise SimulatorError(f"worker of envs {lost} died", lost, observation=self._obs())
         return self._obs()
 
     def step(self, actions: np.ndarray):
@@ -74,7 +84,15 @@ class CounterEnv(Environment):
         success = self.counter >= self.target
         terminated = (self.seed % 7 == 3) & (self.steps >= 2) & ~success
         truncated = np.zeros(self.num_envs, dtype=bool)
-        return self._obs(), inc.astype(np.float64), terminated, truncated, {"success": success}
+        info: dict[str, Any] = {"success": success}
+        faults = {int(e): f"worker of env {e} died (signal 9)" for e in range(self.num_envs)
+                  if self.seed[e] in self.config.fault_seeds and self.steps[e] == 2}
+        if faults:
+            info["env_errors"] = faults
+        return self._obs(), inc.astype(np.float64), terminated, truncated, info
+
+    def episode_info(self, env_id: int) -> dict[str, Any]:
+        return {"target": int(self.target[env_id])}
 
     def render(self, env_id: int) -> np.ndarray:
         """A 10x12 frame whose brightness is the env's counter; every call is logged."""

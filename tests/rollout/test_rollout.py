@@ -150,3 +150,48 @@ def test_idle_envs_are_stepped_but_ignored():
     summary, records, env = _run(4, _items(1))
     assert len(records) == 1 and records[0].env_id == 0
     assert np.all(env.counter[1:] == 0)
+
+
+def _against_baseline(num_envs: int, episodes: int, env_config: CounterConfig):
+    """Records by episode index of a run with ``env_config``, and of the same items without it."""
+    items = _items(episodes)
+    baseline = {r.episode_index: r for r in _run(num_envs, items)[1]}
+    summary, records, _ = _run(num_envs, items, env_config=env_config)
+    assert not summary.aborted
+    by_index = {r.episode_index: r for r in records}
+    assert sorted(by_index) == list(range(episodes))
+    return baseline, by_index
+
+
+def test_env_fault_ends_only_that_envs_episode_and_keeps_the_others_step():
+    baseline, by_index = _against_baseline(4, 16, CounterConfig(fault_seeds=[1, 6]))
+    for i, r in by_index.items():
+        if i in (1, 6) and baseline[i].steps > 1:  # episodes that reach their second step
+            assert r.outcome == "error" and r.error == f"worker of env {r.env_id} died (signal 9)"
+            assert r.steps == 1
+        else:
+            assert (r.outcome, r.steps, r.return_) == (baseline[i].outcome, baseline[i].steps, baseline[i].return_)
+
+
+def test_one_env_fault_counts_once_toward_consecutive_errors():
+    # Seeds 0..3 all fault on their second step, together: one fault, four error episodes.
+    summary, records, _ = _run(4, _items(8), env_config=CounterConfig(fault_seeds=[0, 1, 2, 3]),
+                               max_consecutive_errors=2)
+    assert not summary.aborted
+    assert sum(r.outcome == "error" for r in records) == 4 and len(records) == 8
+
+
+def test_reset_fault_ends_the_named_items_and_the_other_envs_start_their_episodes():
+    baseline, by_index = _against_baseline(3, 10, CounterConfig(reset_fault_seeds=[1, 4]))
+    for i, r in by_index.items():
+        if i in (1, 4):
+            assert r.outcome == "error" and r.steps == 0 and "reset failed" in r.error and "died" in r.error
+        else:
+            assert (r.outcome, r.steps) == (baseline[i].outcome, baseline[i].steps)
+
+
+def test_environment_episode_info_lands_in_the_record():
+    _, records, _ = _run(2, _items(4))
+    for r in records:
+        assert r.model_extra["env_extras"] == {"target": 2 + r.seed % 5}
+        assert "env_extras" in r.to_json()

@@ -50,6 +50,7 @@ from arena.config.resolved import ResolvedExperiment, ResolvedRun
 from arena.config.validation import validate_section
 from arena.config.yaml_io import dump_yaml, read_yaml
 from arena.envs.base import Environment, declared_success_key
+from arena.envs.workers.layout import plan_workers
 from arena.errors import ConfigError, PluginError, SuccessSignalError, short_repr
 from arena.fsutil import write_text_atomic
 from arena.policies.base import PolicyBase
@@ -447,6 +448,10 @@ def _resolve_run(
         policy=policy_config,  # type: ignore[arg-type]
         **sections,  # type: ignore[arg-type]
     )
+    try:  # how the envs spread over worker processes (environment.workers / python)
+        plan_workers(env_cls, env_config, run.environment_builder.num_envs)  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise ConfigError(str(exc), file=source, run=name, key="environment.workers") from None
     for section in ("environment", "policy"):
         hook = getattr(getattr(run, section), "validate_run", None)
         if callable(hook):

@@ -9,6 +9,17 @@ Observations use the Arena layout, so adapters move between simulators::
 The environment never resets by itself: the rollout calls ``reset_envs`` with the seeds of
 the episodes it hands out, so totals never depend on which env finished first.
 
+Environment workers (README, "Architecture"): every environment config has ``workers`` and
+``python``; :func:`arena.envs.workers.build_environment` honours them by spreading the envs
+over worker processes, each building this same class for its slice of env ids, behind one
+vectorized ``Environment`` the rollout drives as if it ran in-process. Constructing the class
+directly always runs in this process. Class attributes tell the workers what a simulator
+needs: :attr:`Environment.envs_per_worker` and :attr:`Environment.default_venv`.
+
+Faults of single envs (a worker process that died) are reported per env, so they cost those
+envs' episodes only: ``step`` names them in ``info["env_errors"]`` and ``reset_envs`` raises
+:class:`arena.errors.SimulatorError`.
+
 **Success signal.** Every environment class declares how it reports success with the class
 attribute ``success_key``: the name of the ``info`` key that ``step`` fills with ``bool
 (num_envs,)`` (``"success"`` for the built-ins, ``"is_success"`` for gym-aloha), or ``None``
@@ -21,19 +32,53 @@ the run ``failed`` with the reason (never a silent 0 %); ``None`` runs, but ever
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 import gymnasium as gym
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from arena.errors import SuccessSignalError
 
+#: Key of ``step``'s ``info`` naming envs whose step failed: ``{env_id: reason}``.
+ENV_ERRORS = "env_errors"
+
 
 class EnvironmentConfig(BaseModel):
-    """Base of every environment config. Unknown keys are errors."""
+    """Base of every environment config. Unknown keys are errors.
+
+    Every environment, built-in or plugin, has these two keys:
+
+    - ``workers``: ``0`` runs the envs in the process that runs the rollout; ``N`` spreads them
+      over ``N`` worker processes (at most ``num_envs``), stepped in parallel; ``"auto"`` uses
+      one worker per usable CPU core (``os.sched_getaffinity``), at most ``num_envs``.
+    - ``python``: path of another Python interpreter (a benchmark's own virtual environment,
+      see :mod:`arena.venvs`) to run the workers under; implies at least one worker. Unset:
+      the environment class's :attr:`Environment.default_venv` when that venv exists, else
+      this interpreter.
+    """
 
     model_config = ConfigDict(extra="forbid")
+
+    workers: Annotated[int, Field(ge=0)] | Literal["auto"] = Field(
+        0,
+        description="0: envs run in the rollout's process; N: in N worker processes stepped in "
+        "parallel (pays when a step costs milliseconds, e.g. with cameras); auto: one per usable "
+        "CPU core. Results do not depend on it",
+    )
+    python: str | None = Field(
+        None,
+        description="interpreter to run the workers under (a benchmark's own venv, e.g. "
+        "~/.local/share/arena/venvs/NAME/bin/python); null: the environment's default venv if "
+        "it exists, else this one",
+    )
+
+    @field_validator("workers", mode="before")
+    @classmethod
+    def _workers(cls, value: Any) -> Any:
+        if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+            return value
+        raise ValueError(f"expected 0 (in-process), a number of worker processes or 'auto'; got {value!r}")
 
     def task_name(self) -> str | None:
         """The task this config selects, for records and reports."""
@@ -45,6 +90,13 @@ class Environment:
 
     Subclasses set ``name``, ``Config`` and ``success_key`` and implement the methods below.
     ``action_space`` is a gymnasium ``Box`` of **one** env's action.
+
+    What crosses to a worker process (the worker protocol): observations, rewards,
+    ``terminated``, ``truncated`` and ``info`` made of numpy arrays, numbers, strings, lists
+    and dicts; ``action_space`` (its bounds), ``task_description``,
+    ``default_max_episode_steps`` and :meth:`episode_info`. Every array or list of an
+    observation or ``info`` whose first dimension is the env count is per env (it is split
+    and joined by env id); anything else is shared by the batch.
     """
 
     name: ClassVar[str] = ""
@@ -53,6 +105,16 @@ class Environment:
     #: (num_envs,)``, or ``None`` when the simulator has no success signal (see the module
     #: docstring).
     success_key: ClassVar[str | None]
+    #: How the envs of one batch may be spread over worker processes: ``"any"`` split;
+    #: ``"one"`` env per worker (a simulator that keeps per-env state in module globals, like
+    #: gym-aloha: with ``num_envs > 1`` it always runs in ``num_envs`` workers); ``"all"`` envs
+    #: in one worker (a simulator that vectorizes itself, like Isaac Lab: ``workers`` above 1
+    #: is a configuration error).
+    envs_per_worker: ClassVar[Literal["any", "one", "all"]] = "any"
+    #: Name of a benchmark venv (:func:`arena.venvs.venv_python`) whose interpreter runs this
+    #: environment's workers when the config sets no ``python`` and the venv exists (a plugin
+    #: creates it with :func:`arena.venvs.ensure_venv`, e.g. in its ``arena NAME setup``).
+    default_venv: ClassVar[str | None] = None
 
     def __init__(self, config: EnvironmentConfig, *, num_envs: int, cameras: bool = False) -> None:
         """``cameras`` asks for ``camera_obs`` (rendering costs tens of ms per frame on a CPU)."""
@@ -67,7 +129,13 @@ class Environment:
     default_max_episode_steps: int = 500
 
     def reset_envs(self, env_ids: list[int], seeds: list[int]) -> dict[str, Any]:
-        """Reset ``env_ids`` with episode seeds ``seeds``; return the full batched observation."""
+        """Reset ``env_ids`` with episode seeds ``seeds``; return the full batched observation.
+
+        Raises:
+            arena.errors.SimulatorError: some envs could not be reset (e.g. their worker died);
+                its ``env_ids`` name them and its ``observation`` is the batched observation
+                after the other envs of the call were reset (their episodes go on).
+        """
         raise NotImplementedError
 
     def check_reset(self, env_ids: list[int], seeds: list[int]) -> tuple[list[int], list[int]]:
@@ -95,8 +163,22 @@ class Environment:
         from the benchmark's own success signal (absent when ``success_key`` is ``None``).
         Envs whose episode has ended are stepped too; the rollout ignores them until it
         resets them.
+
+        ``info["env_errors"]`` (optional, :data:`ENV_ERRORS`) maps env ids whose step failed
+        for reasons of infrastructure (a worker process died) to the reason: their episodes end
+        with outcome ``error``, their other values in this step are meaningless, and the other
+        envs' results count as usual. An exception ends every running episode as ``error``.
         """
         raise NotImplementedError
+
+    def episode_info(self, env_id: int) -> dict[str, Any]:
+        """Extra fields for the record of ``env_id``'s episode that just ended.
+
+        E.g. which fixed initial state the episode used. JSON-able values; the record holds
+        them under ``env_extras``. Called once per episode end, before the env is reset; the
+        default has nothing.
+        """
+        return {}
 
     def render(self, env_id: int) -> np.ndarray:
         """Return one ``uint8 (H, W, 3)`` frame of env ``env_id`` (for videos)."""

@@ -43,11 +43,15 @@ start pose plus uniform noise of ``init_joint_noise`` rad, ``numpy`` Generator s
 the episode seed) and seeds the benchmark's reset, so the same seed gives the same episode on
 any env of any batch.
 
-Rendering is software OpenGL (OSMesa) on a CPU, see :mod:`arena.envs.metaworld`. With
+Rendering: EGL on a node with an NVIDIA GPU, software OpenGL (OSMesa) otherwise
+(:mod:`arena.rendering`). With
 ``render_quality: fast`` (the default: no shadows, reflections or multisampling) three
 cameras cost about 0.1-0.2 s per step on one core, nearly independent of the image size (a
 frame's cost is mostly the scene's geometry); physics alone is ~5 ms per step.
-``render_quality: full`` is the benchmark's look and many times slower.
+``render_quality: full`` is the benchmark's look and many times slower. With cameras, spread
+the envs over worker processes (``workers: auto``, :mod:`arena.envs.workers`).
+
+Needs the ``kitchen`` extra: ``pip install 'arena-core[kitchen]'``.
 """
 
 from __future__ import annotations
@@ -60,7 +64,8 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from arena.envs.base import Environment, EnvironmentConfig
-from arena.envs.metaworld import configure_headless_rendering
+from arena.extras import import_extra
+from arena.rendering import configure_headless_rendering
 
 configure_headless_rendering()
 
@@ -114,6 +119,13 @@ _WRIST_CAMERA_QUAT = (0.0, 0.9239, 0.3827, 0.0)
 _WRIST_CAMERA_FOVY = 75.0
 
 
+_WHAT = "the franka_kitchen environment"
+
+
+def _mujoco() -> Any:
+    return import_extra("mujoco", "kitchen", _WHAT)
+
+
 def check_task_name(task: str) -> str:
     """Return the canonical task name (``light switch`` -> ``light_switch``) or raise ``ValueError``."""
     key = task.strip().replace(" ", "_").replace("-", "_")
@@ -161,8 +173,8 @@ def build_model() -> Any:
     """The benchmark's kitchen model with a ``wrist_cam`` camera on the hand (an ``MjModel``)."""
     import os
 
-    import mujoco
-    from gymnasium_robotics.envs.franka_kitchen import kitchen_env
+    mujoco = _mujoco()
+    kitchen_env = import_extra("gymnasium_robotics.envs.franka_kitchen.kitchen_env", "kitchen", _WHAT)
 
     path = os.path.join(
         os.path.dirname(os.path.realpath(kitchen_env.__file__)),
@@ -192,9 +204,7 @@ def _look_at(pos: tuple[float, ...], target: tuple[float, ...]) -> list[float]:
     up = np.cross(right, forward)
     rot = np.stack([right, up, -forward], axis=1)  # columns: camera x, y, z in world
     quat = np.zeros(4)
-    import mujoco
-
-    mujoco.mju_mat2Quat(quat, rot.reshape(-1))
+    _mujoco().mju_mat2Quat(quat, rot.reshape(-1))
     return quat.tolist()
 
 
@@ -214,8 +224,8 @@ class FrankaKitchenEnvironment(Environment):
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         super().__init__(config, num_envs=num_envs, cameras=bool(cameras or config.cameras))
-        import mujoco
-        from gymnasium_robotics.envs.franka_kitchen.kitchen_env import KitchenEnv
+        mujoco = _mujoco()
+        KitchenEnv = import_extra("gymnasium_robotics.envs.franka_kitchen.kitchen_env", "kitchen", _WHAT).KitchenEnv
 
         self.task = config.task
         self._cameras = CAMERA_SETS[config.exterior_cameras]
@@ -305,8 +315,7 @@ class FrankaKitchenEnvironment(Environment):
             raise ValueError(f"env id {env_id} out of range 0..{self.num_envs - 1}")
         if self._frames is not None:
             return self._frames["external_camera_rgb"][env_id].copy()
-        import mujoco
-
+        mujoco = _mujoco()
         frame = np.zeros((self.config.image_height, self.config.image_width, 3), np.uint8)
         with mujoco.Renderer(self._model, self.config.image_height, self.config.image_width) as renderer:
             camera = self._cameras["external_camera_rgb"]
@@ -346,7 +355,7 @@ class FrankaKitchenEnvironment(Environment):
                 self._render_into(data, camera, self._renderer, self._frames[key][e])
 
     def _render_into(self, data: Any, camera: str, renderer: Any, out: np.ndarray) -> None:
-        import mujoco
+        mujoco = _mujoco()
 
         renderer.update_scene(data, camera=camera)
         if self.config.render_quality == "fast":

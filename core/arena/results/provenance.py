@@ -5,7 +5,9 @@ Fields: ``arena_version``, ``python``, ``platform``, ``hostname``, ``argv``, ``c
 ``started_at``, ``git`` (``commit``, ``dirty``, ``root`` of the repository holding the
 experiment file, or ``null`` outside git), ``experiment_file``, ``plugins``
 (``[{name, distribution, version}]`` of the loaded non-builtin plugins), ``broken_plugins``
-(``[{name, error}]``), ``resumes`` (``[{at, hostname, argv, keep_errors}]``). Each run's
+(``[{name, error}]``), ``rendering`` (MuJoCo's OpenGL platform: ``mujoco_gl``, ``chosen_by``
+``user`` or ``arena``, ``reason``; see :mod:`arena.rendering`), ``resumes``
+(``[{at, hostname, argv, keep_errors}]``). Each run's
 ``run_result.json`` adds the ``machine`` it ran on (a cluster node, not the submitting host).
 """
 
@@ -76,7 +78,10 @@ def plugin_versions(manager: Any = None) -> tuple[list[dict[str, Any]], list[dic
 
 def collect_provenance(experiment_file: str | os.PathLike[str] | None = None, manager: Any = None) -> dict[str, Any]:
     """The provenance of an ``arena run`` started now from this process."""
+    from arena.rendering import configure_headless_rendering, rendering_info
+
     plugins, broken = plugin_versions(manager)
+    configure_headless_rendering()  # what the runs started from here inherit
     return {
         "arena_version": arena_version(),
         "python": platform.python_version(),
@@ -89,6 +94,7 @@ def collect_provenance(experiment_file: str | os.PathLike[str] | None = None, ma
         "git": git_info(experiment_file),
         "plugins": plugins,
         "broken_plugins": broken,
+        "rendering": rendering_info(),
         "resumes": [],
     }
 

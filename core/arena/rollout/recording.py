@@ -30,8 +30,10 @@ from arena.errors import ObservationError
 from arena.images import to_uint8
 
 from arena.errors import ArenaError
+from arena.extras import import_extra
 
 VIDEO_DIR = "videos"
+_WHAT = "recording episode videos"
 _PARTIAL_SUFFIX = ".partial.mp4"
 
 
@@ -61,7 +63,7 @@ class VideoWriter:
         self._size: tuple[int, int] | None = None
 
     def add(self, frame: np.ndarray) -> None:
-        import av
+        av = import_extra("av", "video", _WHAT)
 
         frame = np.asarray(frame)
         if frame.ndim != 3 or frame.shape[2] != 3:
@@ -131,6 +133,8 @@ class EpisodeRecorder:
         self._writers: dict[int, tuple[Any, VideoWriter]] = {}
         self._warned = False
         self._render_takes_camera: bool | None = None
+        if config.enabled:
+            import_extra("av", "video", _WHAT)  # fail before the first episode, not at its end
         self._remove_partials()
 
     def wants(self, item: Any) -> bool:

@@ -18,11 +18,16 @@ its warning to :attr:`RolloutSummary.warnings`.
   its ``env_ids`` (all envs when ``None``; every running episode when none of its envs is
   running one), those envs start new items and the rollout asks the policy again for the same
   step — so a policy raising it must not advance per-env state of the envs it did not name.
-  Any other exception from the policy or the env ends every running episode.
+  Envs that the environment names in ``info["env_errors"]`` after a step, or in a
+  :class:`arena.errors.SimulatorError` carrying an ``observation`` from ``reset_envs``, end
+  only their own episodes (e.g. their worker process died); the other envs' results of that
+  step or reset are kept. Any other exception from the policy or the env ends every running
+  episode.
 
 After ``max_consecutive_errors`` error episodes with no successful ``get_action`` between, the
-rollout aborts: it hands out no more work, leaves queued and running items unrecorded (so a
-resume runs them) and returns ``aborted=True`` with the reason.
+rollout aborts (the episodes one environment fault ends together count once): it hands out no
+more work, leaves queued and running items unrecorded (so a resume runs them) and returns
+``aborted=True`` with the reason.
 
 Determinism: each episode resets its env and the policy from the episode's own seed, so an
 episode's outcome depends only on its seed, never on ``num_envs`` or on which env ran it.
@@ -42,8 +47,8 @@ from typing import Any
 
 import numpy as np
 
-from arena.envs.base import read_success, success_warning
-from arena.errors import PolicyError, SuccessSignalError
+from arena.envs.base import ENV_ERRORS, read_success, success_warning
+from arena.errors import PolicyError, SimulatorError, SuccessSignalError
 from arena.rollout.records import OUTCOMES, EpisodeRecord, utc_now
 from arena.rollout.workitems import WorkItem
 
@@ -132,6 +137,25 @@ def _task_of(env: Any) -> str | None:
     config = getattr(env, "config", None)
     task_name = getattr(config, "task_name", None)
     return task_name() if callable(task_name) else None
+
+
+def _env_errors(info: Any, running: list[int]) -> dict[int, str]:
+    """``info["env_errors"]`` restricted to the running envs, as ``{env_id: reason}``."""
+    errors = info.get(ENV_ERRORS) if isinstance(info, dict) else None
+    if not errors:
+        return {}
+    named = {int(e): str(reason) for e, reason in dict(errors).items()}
+    return {e: named[e] for e in running if e in named}
+
+
+def _env_episode_info(env: Any, env_id: int) -> dict[str, Any]:
+    episode_info = getattr(env, "episode_info", None)
+    if not callable(episode_info):
+        return {}
+    try:
+        return dict(episode_info(env_id) or {})
+    except Exception as exc:  # a nicety; never lose the episode over it
+        return {"episode_info_error": _describe(exc)}
 
 
 def _policy_of(policy: Any) -> dict[str, Any]:
@@ -235,10 +259,14 @@ class _Rollout:
             self._fail(running, str(exc), restart=False)
             self._abort(str(exc))
             return
+        faults = _env_errors(info, running)
+        stepped = [e for e in running if e not in faults]
         if self.recorder is not None:
-            self.recorder.capture(self.env, running, obs)
-        ended: list[int] = []
-        for e in running:
+            self.recorder.capture(self.env, stepped, obs)
+        ended: list[int] = list(faults)
+        if faults:
+            self._fail(list(faults), faults, restart=False, one_fault=True)
+        for e in stepped:
             episode = self.active[e]
             episode.steps += 1
             episode.total_reward += float(reward[e])
@@ -284,32 +312,53 @@ class _Rollout:
                     seeds.append(item.seed)
             if not ids:
                 return
+            lost: list[int] = []
             try:
-                self.obs = self.env.reset_envs(ids, seeds)
-                self.policy.reset(ids, seeds)
+                try:
+                    self.obs = self.env.reset_envs(ids, seeds)
+                except SimulatorError as exc:  # some envs lost (a worker died); the others reset
+                    if exc.observation is None or exc.env_ids is None:
+                        raise
+                    lost = [e for e in ids if e in set(exc.env_ids)]
+                    self.obs = exc.observation
+                    self._fail(lost, f"reset failed: {_describe(exc)}", restart=False, one_fault=True)
+                started = [e for e in ids if e not in lost]
+                if started:
+                    self.policy.reset(started, [s for e, s in zip(ids, seeds) if e not in lost])
             except Exception as exc:
                 self._fail(ids, f"reset failed: {_describe(exc)}", restart=False)
                 env_ids = ids
                 continue
             if self.recorder is not None:
-                for e in ids:
+                for e in started:
                     self.recorder.begin(self.env, e, self.active[e].item, self.obs)
-            return
+            if not lost:
+                return
+            env_ids = lost
 
-    def _fail(self, env_ids: list[int], reason: str, *, restart: bool = True) -> None:
+    def _fail(
+        self, env_ids: list[int], reason: str | dict[int, str], *, restart: bool = True, one_fault: bool = False
+    ) -> None:
+        """End the running episodes of ``env_ids`` as ``error`` (``reason``: one for all, or per
+        env); ``one_fault``: they count once toward ``max_consecutive_errors``."""
+        last = None
         for e in env_ids:
             if self.active[e] is not None and not self.stopping:
-                self._finish(e, "error", reason)
+                last = reason[e] if isinstance(reason, dict) else reason
+                self._finish(e, "error", last, count=not one_fault)
+        if one_fault and last is not None and not self.stopping:
+            self._count_error(last)
         if restart and not self.stopping:
             self._start_episodes(env_ids)
 
-    def _finish(self, env_id: int, outcome: str, error: str | None = None) -> None:
+    def _finish(self, env_id: int, outcome: str, error: str | None = None, *, count: bool = True) -> None:
         episode = self.active[env_id]
         self.active[env_id] = None
         try:
             extras = dict(self.policy.episode_info(env_id) or {})
         except Exception as exc:  # stats are a nicety; never lose the episode over them
             extras = {"episode_info_error": _describe(exc)}
+        env_extras = _env_episode_info(self.env, env_id)
         video = self.recorder.end(env_id, outcome) if self.recorder is not None else None
         latency = extras.pop("latency", None)
         server_timing = extras.pop("server_timing", None)
@@ -330,14 +379,18 @@ class _Rollout:
             video=video,
             finished_at=utc_now(),
             **({"policy_extras": extras} if extras else {}),
+            **({"env_extras": env_extras} if env_extras else {}),
         )
         self.on_episode_end(record)
         self.summary.episodes += 1
         self.summary.counts[outcome] += 1
-        if outcome == "error":
-            self.consecutive_errors += 1
-            if self.max_errors is not None and self.consecutive_errors >= self.max_errors:
-                self._abort(f"{self.consecutive_errors} consecutive error episodes; last: {error}")
+        if outcome == "error" and count:
+            self._count_error(error)
+
+    def _count_error(self, error: str | None) -> None:
+        self.consecutive_errors += 1
+        if self.max_errors is not None and self.consecutive_errors >= self.max_errors:
+            self._abort(f"{self.consecutive_errors} consecutive error episodes; last: {error}")
 
     def _abort(self, reason: str) -> None:
         self.stopping = True

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from arena.envs.workers import WorkerEnvironment, build_environment
 from arena.errors import ConfigError, PluginError, unwritable
 from arena.rollout.records import (
     EpisodeRecord,
@@ -142,15 +143,19 @@ def run_one(
 
 
 def machine_info() -> dict[str, Any]:
-    """Where this process runs: ``hostname``, ``platform``, ``python``, ``pid``."""
+    """Where this process runs: ``hostname``, ``platform``, ``python``, ``pid``, ``rendering``
+    (MuJoCo's OpenGL platform and who chose it, :func:`arena.rendering.rendering_info`)."""
     import platform
     import socket
+
+    from arena.rendering import rendering_info
 
     return {
         "hostname": socket.gethostname(),
         "platform": platform.platform(),
         "python": platform.python_version(),
         "pid": os.getpid(),
+        "rendering": rendering_info(),
     }
 
 
@@ -313,19 +318,23 @@ class _Invocation:
         try:
             self.armed = True
             if todo:
+                what = "environment"
                 try:
                     # Recording renders only the recorded envs (env.render), so it never
                     # switches cameras on for the whole batch.
-                    env = self.run.environment_cls(
-                        self.run.environment, num_envs=self.run.environment_builder.num_envs
+                    env = build_environment(
+                        self.run.environment_cls, self.run.environment, num_envs=self.run.environment_builder.num_envs
                     )
+                    if isinstance(env, WorkerEnvironment):
+                        print(f"arena run-one: environment {self.run.environment_type}: {env.describe()}", file=sys.stderr)
+                    what = "policy"
                     policy = self.run.policy_cls(self.run.policy)
                     if self.run.recording.enabled:
                         from arena.rollout.recording import EpisodeRecorder
 
+                        what = "video recorder"
                         recorder = EpisodeRecorder(self.run.recording, self.work_dir, relative_to=self.run_dir)
                 except Exception as exc:  # e.g. a client that cannot reach its server
-                    what = "policy" if env is not None else "environment"
                     state, error = "failed", f"could not build the {what}: {_describe(exc)}"
                 else:
                     summary = rollout(

@@ -19,7 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from arena.envs.metaworld import ACTION_DIM, STATE_DIM, TASKS, configure_headless_rendering
+from arena.envs.metaworld import ACTION_DIM, STATE_DIM, TASKS
+from arena.extras import import_extra
+from arena.rendering import configure_headless_rendering
 from arena.errors import ConfigError
 
 
@@ -46,9 +48,8 @@ class MetaWorldExpertModel:
         """Import Meta-World's expert policies (no weights; experts are built per task lazily)."""
         if self._policy_map is None:
             configure_headless_rendering()
-            from metaworld.policies import ENV_POLICY_MAP
-
-            self._policy_map = dict(ENV_POLICY_MAP)
+            policies = import_extra("metaworld.policies", "metaworld", "the Meta-World expert server")
+            self._policy_map = dict(policies.ENV_POLICY_MAP)
 
     def infer(self, obs: dict[str, Any]) -> dict[str, Any]:
         """Return ``{"actions": float32 (1, 4)}``: the task's expert action for ``obs``."""

@@ -6,6 +6,8 @@ policy server; ``openpi_double`` starts a generic openpi-protocol double; ``run_
 runs a tiny experiment end to end and returns its results; ``reference_server`` starts the
 Meta-World expert server; ``arena_cli`` runs the ``arena`` command in a subprocess.
 :func:`tiny_experiment` builds a one-run Meta-World experiment for any policy.
+:mod:`arena.testing.envs` has small pure-numpy environments (one with a camera, one that
+crashes on demand) that also run in environment workers under other interpreters.
 """
 
 from arena.testing.doubles import OpenPIDouble, RecordingModel

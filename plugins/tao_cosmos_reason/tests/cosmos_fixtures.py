@@ -55,3 +55,60 @@ def task_aware_split(root: Path, name: str, per_task: int = 8) -> tuple[list[Pat
         path.write_text(json.dumps({"format": "tao-vl-reason-v1.0", "metadata": {"task": task}, "items": items}))
         files.append(path)
     return files, media
+
+
+def docker_mounts(script: str) -> list[tuple[str, str, str]]:
+    """``(source, target, options)`` of every ``-v`` of a rendered ``docker run``."""
+    import shlex
+
+    words = shlex.split(script.replace("\\\n", " "), comments=False, posix=True)
+    out = []
+    for flag, value in zip(words, words[1:], strict=False):
+        if flag == "-v":
+            source, target, *options = value.split(":")
+            out.append((source, target, options[0] if options else ""))
+    return out
+
+
+def slurm_mounts(script: str) -> list[tuple[str, str, str]]:
+    """``(source, target, options)`` of the ``--container-mounts=`` of the training ``srun``."""
+    import re
+    import shlex
+
+    values = re.findall(r"--container-mounts=(\S+)", script)
+    out = []
+    for value in values:
+        for mount in shlex.split(value)[0].split(","):
+            source, target, *options = mount.split(":")
+            out.append((source, target, options[0] if options else ""))
+    return out
+
+
+def host_path_of(container_path: str, mounts: list[tuple[str, str, str]]) -> str | None:
+    """The host path a container path reaches through ``mounts`` (longest target wins), or ``None``."""
+    best = None
+    for source, target, _ in mounts:
+        if container_path == target or container_path.startswith(target.rstrip("/") + "/"):
+            if best is None or len(target) > len(best[1]):
+                best = (source, target)
+    if best is None:
+        return None
+    return best[0] + container_path[len(best[1]):]
+
+
+def exported(script: str) -> dict[str, str]:
+    """``NAME -> value`` of the ``export NAME=value`` lines of a SLURM script, or the ``-e NAME=value``
+    of a Docker one (values unquoted)."""
+    import shlex
+
+    env = {}
+    for line in script.splitlines():
+        line = line.strip().rstrip("\\").strip()
+        if line.startswith("export ") and "=" in line:
+            name, _, value = line[len("export "):].partition("=")
+            words = shlex.split(value) if value else [""]
+            env[name] = words[0] if words else ""
+        elif line.startswith("-e ") and "=" in line:
+            name, _, value = shlex.split(line[3:])[0].partition("=")
+            env[name] = value
+    return env

@@ -178,13 +178,62 @@ def test_parity_blocks_a_mismatched_pair(make_request, workspace):
 def test_evaluation_plan_inherits_and_asks_only_for_remaining_inputs(make_request, workspace):
     path = workspace["root"] / "plan.json"
     verbs.plan(make_request(backend="cosmos-framework").model_dump(), str(path))
-    partial = verbs.evaluate(str(path), {"results_dir": "/r"}, None)
+    results = str(workspace["root"] / "eval")
+    partial = verbs.evaluate(str(path), {"results_dir": results}, None)
     assert partial["ok"] is False and "checkpoint_selection" in partial["required_user_inputs"]
     with pytest.raises(CosmosPlanError, match="inherits these from the training plan"):
         verbs.evaluate(str(path), {"system_prompt": "x"}, None)
-    inputs = {"results_dir": "/r", "checkpoint_selection": "final", "generation.max_tokens": "64", "metrics.names": "bleu"}
+    inputs = {"results_dir": results, "checkpoint_selection": "final", "generation.max_tokens": "64", "metrics.names": "bleu"}
     out = workspace["root"] / "eval.json"
     ready = verbs.evaluate(str(path), inputs, str(out))
     assert ready["ready"] is True and ready["generation"]["max_tokens"] == 64
     assert artifact.load(str(out))["spec_bundle"]["execution"]["backend"] == "cosmos-framework"
     assert ready["automated_actions"][0]["action"] == "framework_dcp_export"
+
+
+@pytest.mark.parametrize("kpi,why", [
+    ({"val/avg_loss": 0.5}, "reported val/avg_loss=0.5 differs from val/loss_numerator/val/valid_label_count = 0.1"),
+    ({"val/loss_numerator": math.nan, "val/avg_loss": None}, "is not finite or not weighted"),
+    ({"val/valid_label_count": "many"}, "val/valid_label_count is not a number: 'many'"),
+])
+def test_bad_losses_fail_even_when_partial_results_are_allowed(tmp_path, kpi, why):
+    """§8.2 rules 3-4: an inconsistent or non-finite loss is an error in every mode, never "missing"."""
+    from typer.testing import CliRunner
+
+    from arena_tao_cosmos_reason.cli import app
+
+    records = copy.deepcopy(RECORDS)
+    records[3]["kpi"].update(kpi)
+    with pytest.raises(CosmosPlanError, match=why.replace("(", r"\(").replace(")", r"\)")):
+        extract_metrics(records, None, require_complete=False)
+    status = tmp_path / "status.jsonl"
+    status.write_text("\n".join(json.dumps(r, allow_nan=True) for r in records) + "\n")
+    result = CliRunner().invoke(app, ["extract-metrics", "--status-file", str(status), "--allow-partial"])
+    assert result.exit_code == 2 and "validation loss in status record 3" in result.stderr
+
+
+def test_absent_losses_are_listed_as_missing_when_partial_results_are_allowed():
+    partial = extract_metrics([{"status": "SUCCESS"}], None, require_complete=False)
+    assert partial["missing"] == ["training loss", "validation loss", "accuracy"]
+
+
+def test_finalize_records_failure_for_an_inconsistent_loss_in_every_mode(metadata, tmp_path):
+    records = copy.deepcopy(RECORDS)
+    records[1]["kpi"]["train/avg_loss"] = 0.05  # the job reported a loss its own counts do not give
+    for strict in (False, True):
+        ex, st = _files(tmp_path, status=records)
+        record = finalize_metadata(str(metadata), ex, st, "COMPLETED", strict_completion=strict,
+                                   evaluator={"numerator": 90, "denominator": 100})
+        assert record["terminal_tao_status"] == "FAILURE"
+        assert record["completion"]["complete"] is False
+        assert any("train/avg_loss=0.05 differs" in item for item in record["completion"]["unmet"])
+        assert record["metrics"]["average_training_loss"] is None
+
+
+def test_finalize_never_reports_success_next_to_a_bad_metric(metadata, tmp_path):
+    records = copy.deepcopy(RECORDS)
+    records[3]["kpi"]["val/loss_numerator"] = math.nan
+    records[3]["kpi"].pop("val/avg_loss")
+    ex, st = _files(tmp_path, status=records)
+    record = finalize_metadata(str(metadata), ex, st, "COMPLETED")
+    assert (record["terminal_tao_status"], record["completion"]["complete"]) == ("FAILURE", False)

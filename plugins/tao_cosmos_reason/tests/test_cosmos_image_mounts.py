@@ -1,5 +1,7 @@
 """Spec §10 image, SQSH and mounts: T65-T71."""
 
+from pathlib import Path
+
 import pytest
 
 from arena_tao_cosmos_reason.container_paths import parse_mount
@@ -63,3 +65,31 @@ def test_slurm_alignment_rewrites_container_defaults(make_request):
     plan = build_plan(make_request())
     assert plan["container_paths"] == {"spec_path": "/ws/run/config/train.toml", "results_dir": "/ws/run/results",
                                        "checkpoint_dir": "/ws/run/checkpoints", "cache_dir": "/ws/run/cache"}
+
+
+SOURCE_BUILD = dict(image_runtime_mode="source-build", source_repository="tao-cosmos", source_commit="c0ffee" * 6 + "abcd",
+                    source_tree="f" * 40, source_branch="main", source_base_image="nvcr.io/nvidia/pytorch:25.01-py3",
+                    source_build_context=".", source_build_timestamp="2025-01-01T00:00:00Z",
+                    image_tag="registry.example.com/tao/cosmos:src-c0ffee")
+
+
+def test_source_build_never_reuses_an_sqsh_or_a_prebuilt_image(workspace, make_request):
+    """§3.10: a source build runs only what the clean build produces."""
+    old = workspace["root"] / "sqsh" / "old.sqsh"
+    old.write_bytes(b"an SQSH from an earlier build")
+    with pytest.raises(CosmosPlanError, match=r"source-build runtime mode disallows SQSH reuse: sqsh_path='.*old.sqsh'"):
+        build_plan(make_request(**SOURCE_BUILD, sqsh_path=str(old)))
+    with pytest.raises(CosmosPlanError, match="source-build runtime mode requires image_tag"):
+        build_plan(make_request(**dict(SOURCE_BUILD, image_tag=""), sqsh_path="", sqsh_cache_dir=str(old.parent)))
+    cache = workspace["root"] / "sqsh-cache"
+    cache.mkdir()
+    plan = build_plan(make_request(**SOURCE_BUILD, sqsh_path="", sqsh_cache_dir=str(cache)))
+    sqsh = plan["image"]["sqsh"]
+    assert sqsh["path"] == f"{cache}/cosmos-src-c0ffee-c0ffeec0ffee.sqsh"
+    assert sqsh["conversion_required"] is True and sqsh["reuse_allowed"] is False
+    assert sqsh["command"] == (f"enroot import --output {cache}/cosmos-src-c0ffee-c0ffeec0ffee.sqsh "
+                               "docker://registry.example.com#tao/cosmos:src-c0ffee")
+    assert plan["image"]["tag"] == SOURCE_BUILD["image_tag"]
+    Path(sqsh["path"]).write_bytes(b"converted before this plan")
+    with pytest.raises(CosmosPlanError, match="already exists and SQSH reuse is disallowed for source builds"):
+        build_plan(make_request(**SOURCE_BUILD, sqsh_path="", sqsh_cache_dir=str(cache)))

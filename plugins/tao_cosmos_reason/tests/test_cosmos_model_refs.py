@@ -19,7 +19,7 @@ def test_t13_reference_forms_parse_to_one_repo_id(value):
 def test_t13_url_tree_ref_is_not_used_as_revision(fake_hub):
     rec = resolve_model_reference("https://huggingface.co/nvidia/Cosmos3-Nano/tree/dev")
     assert rec["requested_revision"] == "main"
-    assert fake_hub.seen[0]["path"].endswith("/revision/main")
+    assert fake_hub.revisions[0]["path"].endswith("/revision/main")
 
 
 @pytest.mark.parametrize("value", ["s3://bucket/model", "nvidia/Cosmos3-Nano/extra", "https://huggingface.co/nvidia"])
@@ -36,10 +36,27 @@ def test_t16_branch_resolves_through_hub_api(fake_hub):
     assert rec["resolution_source"] == "huggingface_model_info"
     assert rec["url"].endswith("/api/models/nvidia/Cosmos3-Nano/revision/main")
     assert rec["timeout_s"] == 30
+    assert [s["path"] for s in fake_hub.seen] == ["/api/models/nvidia/Cosmos3-Nano/revision/main"]
     seen = fake_hub.seen[0]
-    assert seen["path"] == "/api/models/nvidia/Cosmos3-Nano/revision/main"
     assert seen["headers"]["accept"] == "application/json"
+    assert seen["headers"]["user-agent"] == "arena-tao-cosmos-reason/0.1"
     assert "authorization" not in seen["headers"]
+
+
+def test_revision_resolution_asks_the_hub_one_question_and_writes_no_cache(fake_hub, isolated_user_dirs, monkeypatch):
+    """Only the revision endpoint is called (no client telemetry, even with the library's telemetry
+    left on, as a user has it), and nothing lands in HF_HOME, XDG_CACHE_HOME or HOME."""
+    import sys
+
+    monkeypatch.delenv("HF_HUB_DISABLE_TELEMETRY", raising=False)
+    if "huggingface_hub.constants" in sys.modules:
+        monkeypatch.setattr(sys.modules["huggingface_hub.constants"], "HF_HUB_DISABLE_TELEMETRY", False)
+    resolve_model_reference("nvidia/Cosmos3-Nano", "release")
+    resolve_model_reference("hf://models/nvidia/Cosmos3-Edge")
+    assert [s["path"] for s in fake_hub.seen] == ["/api/models/nvidia/Cosmos3-Nano/revision/release",
+                                                  "/api/models/nvidia/Cosmos3-Edge/revision/main"]
+    written = [p for p in isolated_user_dirs.rglob("*") if p.is_file()]
+    assert written == []
 
 
 def test_token_is_sent_but_never_returned(fake_hub, monkeypatch):

@@ -6,6 +6,7 @@ import json
 import os
 from pathlib import Path
 
+from arena_tao_cosmos_reason.credentials import find_credentials
 from arena_tao_cosmos_reason.errors import CosmosPlanError
 from arena_tao_cosmos_reason.hashing import atomic_write_text, pretty_json, stable_hash
 
@@ -18,14 +19,31 @@ def _check_local(path: str) -> Path:
     return Path(path).expanduser().absolute()
 
 
+def check_no_credentials(plan: dict) -> None:
+    """Refuse a plan that holds a credential (spec §5.1); the error names where, not what."""
+    leaks = find_credentials(plan)
+    if leaks:
+        raise CosmosPlanError(f"a plan must not contain credentials (pass HF_TOKEN/NGC_KEY by name only): "
+                              f"{'; '.join(leaks[:10])}")
+
+
 def seal(plan: dict, path: str) -> dict:
     """Embed ``plan_artifact = {schema_version: 1, path, sha256}``; the hash excludes that key."""
     target = _check_local(path)
     body = {k: v for k, v in plan.items() if k != "plan_artifact"}
-    try:
-        json.dumps(body.get("planner_request"))
-    except TypeError as exc:
-        raise CosmosPlanError(f"planner request field is not JSON serializable: {exc}") from None
+    request = body.get("planner_request")
+    for name, value in (request.items() if isinstance(request, dict) else ()):
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError):
+            raise CosmosPlanError(f"planner request field {name!r} is not JSON serializable: "
+                                  f"{type(value).__name__}") from None
+    for name, value in body.items():
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise CosmosPlanError(f"plan field {name!r} is not JSON serializable: {exc}") from None
+    check_no_credentials(body)
     sealed = dict(body)
     sealed["plan_artifact"] = {"schema_version": ENVELOPE_VERSION, "path": str(target), "sha256": stable_hash(body)}
     sealed["plan_artifact"]["approved_sha256"] = plan.get("plan_artifact", {}).get("approved_sha256") or sealed["plan_artifact"]["sha256"]

@@ -17,6 +17,7 @@ import yaml
 from pydantic import ValidationError
 
 from arena_tao_cosmos_reason import verbs
+from arena_tao_cosmos_reason.errors import CosmosPlanError
 from arena_tao_cosmos_reason.request import PlanRequest
 
 app = typer.Typer(name="cosmos-reason", no_args_is_help=True,
@@ -27,42 +28,94 @@ Artifact = Annotated[str, typer.Option("--plan-artifact", help="local path of th
 JobId = Annotated[Optional[str], typer.Option("--tao-job-id", help="job record id (names job, folder, container)")]
 
 
+TEXT_SCALARS = ("ok", "ready", "launch_allowed", "backend", "model", "model_name", "experiment_id", "job_id", "kind",
+                "backend_selection_reason", "terminal_tao_status", "terminal_status", "output", "metadata", "sha256")
+TEXT_LISTS = {"errors": "error", "warnings": "warning", "invalid_mismatches": "invalid_mismatch",
+              "required_user_inputs": "required_user_input", "missing": "missing"}
+
+
+def _fmt(value) -> str:
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+def text_summary(result: dict) -> list[str]:
+    """The short ``--format text`` form of a verb's result: one ``key: value`` line per fact.
+
+    Known shapes get a sentence each (losses, accuracy, the written spec, completion); anything
+    else falls back to its top-level scalars, so no verb ever prints nothing.
+    """
+    lines = [f"{k}: {_fmt(result[k])}" for k in TEXT_SCALARS
+             if result.get(k) is not None and not isinstance(result[k], (dict, list))]
+    for key, unit in (("train_loss", "valid label tokens"), ("validation_loss", "valid label tokens")):
+        loss = result.get(key)
+        if isinstance(loss, dict):
+            lines.append(f"{key}: {_fmt(loss['average'])} = {_fmt(loss['numerator'])} / {_fmt(loss['denominator'])} "
+                         f"{unit} ({loss['source_phase']}, status record {loss['record_index']})")
+    accuracy = result.get("accuracy")
+    if isinstance(accuracy, dict):
+        lines.append(f"accuracy: {_fmt(accuracy['average_validation_accuracy'])} = {_fmt(accuracy['numerator'])} / "
+                     f"{_fmt(accuracy['denominator'])} examples ({accuracy['aggregation']})")
+    if "checkpoint_saved" in result:
+        lines.append(f"checkpoint_saved: {result['checkpoint_saved']}")
+    config = result.get("config")
+    if isinstance(config, dict) and config.get("sha256"):
+        lines.append(f"config: {config.get('original')} -> {config.get('container')} sha256={config['sha256']}")
+    for item in result.get("generated_artifacts") or []:
+        lines.append(f"generated: {item.get('output')} ({item.get('record_count')} records)")
+    completion = result.get("completion")
+    if isinstance(completion, dict):
+        strict = "" if completion.get("strict", True) else " (the terminal status does not require it without --strict-completion)"
+        lines.append(f"complete: {completion.get('complete')}{strict if not completion.get('complete') else ''}")
+        lines += [f"unmet: {item}" for item in completion.get("unmet") or []]
+    for key, label in TEXT_LISTS.items():
+        lines += [f"{label}: {item}" for item in result.get(key) or []]
+    if isinstance(result.get("plan_artifact"), dict):
+        envelope = result["plan_artifact"]
+        lines.append(f"plan_artifact: {envelope['path']} sha256={envelope['sha256']}")
+    if isinstance(result.get("node_exclusions"), dict) and result["node_exclusions"].get("validated"):
+        lines.append(f"exclude: {','.join(result['node_exclusions']['validated'])}")
+    if not lines:
+        lines = [f"{k}: {_fmt(v)}" for k, v in sorted(result.items()) if not isinstance(v, (dict, list))]
+    return lines or [json.dumps(result, sort_keys=True, default=str)]
+
+
 def _emit(result, fmt: str) -> None:
     if isinstance(result, str):
         sys.stdout.write(result)
-        return
-    if fmt == "text":
-        if isinstance(result, dict):
-            for key in ("ok", "backend", "model", "model_name", "experiment_id", "backend_selection_reason", "output",
-                        "sha256", "launch_allowed", "ready"):
-                if key in result and not isinstance(result[key], (dict, list)):
-                    print(f"{key}: {result[key]}")
-            for key in ("errors", "warnings", "invalid_mismatches", "required_user_inputs"):
-                for item in result.get(key) or []:
-                    print(f"{key[:-1]}: {item}")
-            if "plan_artifact" in result:
-                print(f"plan_artifact: {result['plan_artifact']['path']} sha256={result['plan_artifact']['sha256']}")
-        else:
-            print(result)
-        return
-    print(json.dumps(result, indent=2, sort_keys=True, default=str))
+    elif fmt == "text":
+        print("\n".join(text_summary(result)) if isinstance(result, dict) else result)
+    else:
+        print(json.dumps(result, indent=2, sort_keys=True, default=str))
+
+
+def _validation_message(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors():
+        loc = ".".join(str(p) for p in error["loc"]) or "request"
+        parts.append(f"{loc}: {error['msg']}")
+    return "invalid planner request: " + "; ".join(parts)
 
 
 def verb(fn):
-    """Map errors to exit 2 and ``ok: false`` results to exit 1."""
+    """Map errors to exit 2 (``ERROR: …`` on stderr, never a traceback) and ``ok: false`` to exit 1."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         fmt = kwargs.get("fmt", "json")
         try:
+            if fmt not in ("json", "text"):
+                raise CosmosPlanError(f"--format must be json or text, got {fmt!r}")
             result = fn(*args, **kwargs)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            loc = ".".join(str(p) for p in first["loc"])
-            typer.echo(f"ERROR: {loc}: {first['msg']}", err=True)
+            typer.echo(f"ERROR: {_validation_message(exc)}", err=True)
             raise typer.Exit(2) from None
-        except (ValueError, TypeError, OSError, KeyError) as exc:
+        except (ValueError, TypeError, OSError, KeyError, yaml.YAMLError) as exc:
             typer.echo(f"ERROR: {exc}", err=True)
+            raise typer.Exit(2) from None
+        except Exception as exc:  # noqa: BLE001 - spec §0.3: an error message, never a traceback
+            typer.echo(f"ERROR: unexpected {type(exc).__name__} in {fn.__name__.replace('_', '-')}: {exc} "
+                       "(this is a bug in arena-plugin-tao-cosmos-reason; please report it with the command line)",
+                       err=True)
             raise typer.Exit(2) from None
         _emit(result, fmt)
         if isinstance(result, dict) and result.get("ok") is False:
@@ -74,7 +127,7 @@ def verb(fn):
 def _coerce(name: str, raw: str):
     field = PlanRequest.model_fields.get(name)
     if field is None:
-        raise ValueError(f"unknown planner field: {name}")
+        raise CosmosPlanError(f"unknown planner field: {name} (--set {name}=...)")
     try:
         value = json.loads(raw)
     except ValueError:
@@ -88,14 +141,20 @@ def request_fields(request: Optional[Path], sets: list[str]) -> dict:
     """Merge a JSON/YAML request file with ``--set KEY=VALUE`` (lists: repeat the key)."""
     fields: dict = {}
     if request:
-        loaded = yaml.safe_load(request.read_text(encoding="utf-8"))
+        try:
+            loaded = yaml.safe_load(request.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise CosmosPlanError(f"cannot read request file {request}: {exc.strerror or exc}") from None
+        except yaml.YAMLError as exc:
+            raise CosmosPlanError(f"request file {request} is not valid JSON or YAML: {exc}") from None
         if not isinstance(loaded, dict):
-            raise ValueError(f"request file must hold a mapping: {request}")
+            raise CosmosPlanError(f"request file {request} must hold a mapping of planner fields, "
+                                  f"got {type(loaded).__name__}")
         fields.update(loaded)
     for item in sets:
         key, sep, raw = item.partition("=")
         if not sep:
-            raise ValueError(f"--set expects KEY=VALUE, got {item!r}")
+            raise CosmosPlanError(f"--set expects KEY=VALUE, got {item!r}")
         key = key.strip().replace("-", "_")
         value = _coerce(key, raw)
         if "list" in str(PlanRequest.model_fields[key].annotation):
@@ -152,20 +211,25 @@ def materialize(plan_artifact: Artifact, fmt: Format = "json"):
     return verbs.materialize_verb(plan_artifact)
 
 
+RenderOutput = Annotated[Optional[str], typer.Option("--render-output", help="write the script here (else stdout)")]
+MetadataOutput = Annotated[Optional[str], typer.Option(
+    "--metadata-output", help="write the job's PENDING metadata record here (training plans; for finalize-metadata)")]
+
+
 @app.command("render-slurm")
 @verb
-def render_slurm(plan_artifact: Artifact, tao_job_id: JobId = None,
-                 render_output: Annotated[Optional[str], typer.Option("--render-output")] = None, fmt: Format = "json"):
-    """Render the sbatch script (verifies the materialized spec first)."""
-    return verbs.render_slurm_verb(plan_artifact, tao_job_id, render_output)
+def render_slurm(plan_artifact: Artifact, tao_job_id: JobId = None, render_output: RenderOutput = None,
+                 metadata_output: MetadataOutput = None, fmt: Format = "json"):
+    """Render the sbatch script of a training or evaluation plan (verifies the materialized spec first)."""
+    return verbs.render_slurm_verb(plan_artifact, tao_job_id, render_output, metadata_output)
 
 
 @app.command("render-docker")
 @verb
-def render_docker(plan_artifact: Artifact, tao_job_id: JobId = None,
-                  render_output: Annotated[Optional[str], typer.Option("--render-output")] = None, fmt: Format = "json"):
-    """Render the single-node Docker submit script."""
-    return verbs.render_docker_verb(plan_artifact, tao_job_id, render_output)
+def render_docker(plan_artifact: Artifact, tao_job_id: JobId = None, render_output: RenderOutput = None,
+                  metadata_output: MetadataOutput = None, fmt: Format = "json"):
+    """Render the single-node Docker submit script of a training or evaluation plan."""
+    return verbs.render_docker_verb(plan_artifact, tao_job_id, render_output, metadata_output)
 
 
 @app.command("retry-plan")
@@ -195,9 +259,7 @@ def parity(first: Annotated[str, typer.Argument()], second: Annotated[str, typer
 @verb
 def validate_metadata(metadata: Annotated[Path, typer.Argument()], fmt: Format = "json"):
     """Validate a job-metadata record."""
-    from arena_tao_cosmos_reason.job_metadata import validate_metadata as check
-
-    return check(json.loads(metadata.read_text(encoding="utf-8")))
+    return verbs.validate_metadata_verb(metadata)
 
 
 @app.command("finalize-metadata")
@@ -214,13 +276,8 @@ def finalize_metadata(metadata: Annotated[str, typer.Argument()],
                       strict_completion: Annotated[bool, typer.Option("--strict-completion")] = False,
                       fmt: Format = "json"):
     """Decide the terminal state and rewrite the metadata file in place."""
-    from arena_tao_cosmos_reason.job_metadata import finalize_metadata as finalize
-
-    if allocated_node is None:
-        allocated_node = []
-    ev = json.loads(evaluator.read_text(encoding="utf-8")) if evaluator else None
-    return finalize(metadata, child_exit_file, status_file, scheduler_state, scheduler_reason, scheduler_exit_code,
-                    allocated_node, job_id, ev, strict_completion)
+    return verbs.finalize_metadata_verb(metadata, child_exit_file, status_file, scheduler_state, scheduler_reason,
+                                        scheduler_exit_code, allocated_node or [], job_id, evaluator, strict_completion)
 
 
 @app.command("verify-provenance")
@@ -246,12 +303,14 @@ def extract_metrics(status_file: Annotated[str, typer.Option("--status-file")],
 @verb
 def evaluate(plan_artifact: Artifact, input_: Annotated[list[str], typer.Option("--input", help="KEY=VALUE of the "
              "required evaluation intake (results_dir, checkpoint_selection, generation.max_tokens, ...)")] = None,
-             output: Annotated[Optional[str], typer.Option("--output")] = None, fmt: Format = "json"):
-    """Build the evaluation plan inherited from a sealed training plan."""
-    if input_ is None:
-        input_ = []
+             output: Annotated[Optional[str], typer.Option("--output", help="seal the evaluation plan here; render it "
+                                                           "with render-slurm/render-docker and a new --tao-job-id")] = None,
+             fmt: Format = "json"):
+    """Build the evaluation plan inherited from a sealed training plan (exit 1 while inputs are missing)."""
     inputs = {}
-    for item in input_:
-        key, _, value = item.partition("=")
-        inputs[key] = value
+    for item in input_ or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise CosmosPlanError(f"--input expects KEY=VALUE, got {item!r}")
+        inputs[key.strip()] = value
     return verbs.evaluate(plan_artifact, inputs, output)

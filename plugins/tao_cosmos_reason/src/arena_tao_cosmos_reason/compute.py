@@ -16,19 +16,20 @@ def timeout_seconds(value: str) -> int:
     """``HH:MM:SS`` -> seconds (minutes and seconds < 60, total > 0)."""
     match = re.fullmatch(r"(\d+):(\d\d):(\d\d)", value or "")
     if not match:
-        raise CosmosPlanError("child timeout must use HH:MM:SS format")
+        raise CosmosPlanError(f"child timeout must use HH:MM:SS format: timeout={value!r}")
     hours, minutes, seconds = (int(g) for g in match.groups())
     if minutes >= 60 or seconds >= 60:
-        raise CosmosPlanError("child timeout must use valid HH:MM:SS fields")
+        raise CosmosPlanError(f"child timeout must use valid HH:MM:SS fields: timeout={value!r}")
     total = hours * 3600 + minutes * 60 + seconds
     if total <= 0:
-        raise CosmosPlanError("child timeout must be greater than zero")
+        raise CosmosPlanError(f"child timeout must be greater than zero: timeout={value!r}")
     return total
 
 
 def check_gpu_architecture(value: str) -> None:
     if value.strip().casefold() not in GPU_ARCHITECTURES:
-        raise CosmosPlanError(f"unsupported or unvalidated GPU architecture: {value!r}")
+        raise CosmosPlanError(f"unsupported or unvalidated GPU architecture: gpu_architecture={value!r} "
+                              f"(one of {', '.join(GPU_ARCHITECTURES)})")
 
 
 def docker_gpus(requested: int, env=None, run=subprocess.run) -> list[str]:
@@ -65,5 +66,6 @@ def docker_gpus(requested: int, env=None, run=subprocess.run) -> list[str]:
     eligible = [g["index"] for g in gpus if g["memory_mib"] >= MIN_DOCKER_GPU_MIB]
     want = requested if requested > 0 else len(eligible)
     if want == 0 or len(eligible) < want:
-        raise CosmosPlanError(f"Docker host has {len(eligible)} eligible GPUs (>=16 GiB); {want} requested")
+        raise CosmosPlanError(f"Docker host has {len(eligible)} eligible GPUs (>=16 GiB); {want} requested "
+                              f"(gpus_per_node={requested}, 0 = every eligible GPU)")
     return eligible[:want]

@@ -75,16 +75,20 @@ def inspect_split(
             20), missing media (first 20), duplicates, or an empty task selection.
     """
     if not annotation_paths:
-        raise CosmosPlanError(f"{split} annotation is required")
+        raise CosmosPlanError(f"{split} annotation is required ({split}_annotation)")
     if len(media_roots) not in (1, len(annotation_paths)):
-        raise CosmosPlanError("supply one shared media root or one media root per annotation")
+        raise CosmosPlanError(f"supply one shared media root or one media root per annotation: {split}_media_root has "
+                              f"{len(media_roots)} entries for {len(annotation_paths)} {split}_annotation files")
     for root in media_roots:
         if not Path(root).expanduser().is_dir():
-            raise CosmosPlanError(f"media root is inaccessible: {root}")
+            raise CosmosPlanError(f"media root is inaccessible: {root} ({split}_media_root)")
     wanted = {ann.normalize_task(t) for t in tasks or []}
     loaded, families = [], set()
     for path in annotation_paths:
-        records, metadata = ann.load_annotation(path)
+        try:
+            records, metadata = ann.load_annotation(path)
+        except CosmosPlanError as exc:
+            raise CosmosPlanError(f"{exc} ({split}_annotation)") from None
         detected = ann.detect_family(records, metadata)
         if family != "auto" and detected != family:
             raise CosmosPlanError(f"dataset schema validation failed: {path}: detected {detected}, requested {family}")
@@ -104,6 +108,7 @@ def inspect_split(
     task_metric_names: dict[str, set] = {}
     media_sizes: dict[str, int] = {}
     widths, heights, fpss, durations = [], [], [], []
+    absolute_dirs: set[str] = set()
     manifest, selected_records = [], []
     for index, (path, records, metadata) in enumerate(loaded):
         root = media_roots[0] if len(media_roots) == 1 else media_roots[index]
@@ -120,6 +125,7 @@ def inspect_split(
             fields = ann.CANONICAL_TASK_MEDIA if fam == ann.TASK_AWARE else ann.MEDIA_FIELDS
             values = ann.media_values(record, fields)
             resolved = [v if os.path.isabs(v) else os.path.join(os.path.abspath(os.path.expanduser(root)), v) for v in values]
+            absolute_dirs.update(os.path.dirname(os.path.normpath(v)) for v in values if os.path.isabs(v))
             for value, full in zip(values, resolved, strict=False):
                 if full in media_sizes:
                     continue
@@ -202,6 +208,7 @@ def inspect_split(
         "annotation_manifest": manifest,
         "media_manifest": media_manifest,
         "media_fingerprint_mode": "path_and_size" if fast_media else "full_content",
+        "absolute_media_dirs": sorted(absolute_dirs),
         "record_keys_sha256": stable_hash(sorted_keys),
         "record_key_set": sorted_keys,
         "media_fingerprint": stable_hash(media_manifest),
@@ -221,20 +228,31 @@ def check_splits(train: dict, validation: dict, total_gpus: int) -> None:
         raise CosmosPlanError(f"train/validation overlap contains {len(overlap)} logical records")
     if train["record_count"] < total_gpus or validation["record_count"] < total_gpus:
         raise CosmosPlanError(
-            f"train and validation datasets must each contain at least one record per global GPU (total_gpus={total_gpus})"
+            "train and validation datasets must each contain at least one record per global GPU "
+            f"(total_gpus={total_gpus} = nodes x gpus_per_node; train has {train['record_count']} records, validation "
+            f"{validation['record_count']}): use at most {min(train['record_count'], validation['record_count'])} GPUs "
+            "or add records"
         )
 
 
 def materialize_manifest(records: list[dict], family: str, output: str, sample_limit: int | None,
-                         selected_tasks: list[str], sources: list[str]) -> dict:
-    """Write a merged or subset manifest atomically (spec §4.10); never over a source file."""
-    out = Path(output)
-    if any(os.path.realpath(out) == os.path.realpath(s) for s in sources):
-        raise CosmosPlanError("materialized output must not overwrite a source annotation")
+                         selected_tasks: list[str], sources: list[str], write=None) -> dict:
+    """Write a merged or subset manifest atomically (spec §4.10); never over a source file.
+
+    ``write(path, text) -> sha256`` writes into the compute frame (default: the local atomic
+    writer; a remote frame passes its ssh writer).
+    """
+    if any(os.path.realpath(output) == os.path.realpath(s) or os.path.normpath(output) == os.path.normpath(s)
+           for s in sources):
+        raise CosmosPlanError(f"materialized output must not overwrite a source annotation: {output}")
     chosen = records[:sample_limit] if sample_limit else list(records)
     payload = ({"format": ann.TASK_AWARE_FORMAT, "metadata": {"task": "mixed"}, "items": chosen}
                if family == ann.TASK_AWARE else chosen)
     text = pretty_json(payload)
-    atomic_write_text(out, text)
-    return {"record_count": len(chosen), "sha256": sha256_bytes(text.encode("utf-8")), "sample_limit": sample_limit,
-            "selected_tasks": selected_tasks, "dataset_family": family, "output": str(out)}
+    if write is None:
+        atomic_write_text(output, text)
+        digest = sha256_bytes(text.encode("utf-8"))
+    else:
+        digest = write(output, text)
+    return {"record_count": len(chosen), "sha256": digest, "sample_limit": sample_limit,
+            "selected_tasks": selected_tasks, "dataset_family": family, "output": str(output)}

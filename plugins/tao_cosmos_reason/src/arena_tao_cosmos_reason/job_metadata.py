@@ -13,15 +13,15 @@ from pathlib import Path
 
 import jsonschema
 
+from arena_tao_cosmos_reason.credentials import find_credentials
 from arena_tao_cosmos_reason.errors import CosmosPlanError
 from arena_tao_cosmos_reason.hashing import atomic_write_text, pretty_json
 from arena_tao_cosmos_reason.launch_env import metadata_environment
-from arena_tao_cosmos_reason.metrics import completion, extract_metrics, read_status_file, terminal_status
+from arena_tao_cosmos_reason.metrics import collect_metrics, completion, read_status_file, terminal_status
 
 SLURM_FIELDS = ("job_id", "submission_host", "cluster", "partition", "account", "qos", "reservation",
                 "requested_resources", "allocated_resources", "node_list", "master_address", "master_port",
                 "requeue", "exclusive", "time_limit", "timeout")
-CREDENTIAL_MARKERS = ("hf_", "nvapi-")
 
 
 def _schema() -> dict:
@@ -80,7 +80,7 @@ def initial_metadata(plan: dict, job_id: str | None) -> dict:
 def validate_metadata(record: dict) -> dict:
     """Check required fields, the schema and the consistency rules; return ``{ok: true}``."""
     if not isinstance(record, dict):
-        raise CosmosPlanError("SLURM metadata must be a JSON object")
+        raise CosmosPlanError(f"SLURM metadata must be a JSON object, got a JSON {type(record).__name__}")
     required = _schema()["required"]
     missing = [k for k in required if k not in record]
     if missing:
@@ -104,23 +104,33 @@ def validate_metadata(record: dict) -> dict:
         raise CosmosPlanError("scheduler COMPLETED is invalid without a captured child-process exit code")
     if status == "SUCCESS" and (state != "COMPLETED" or child != 0):
         raise CosmosPlanError("TAO SUCCESS requires scheduler COMPLETED and child-process exit code zero")
-    text = json.dumps(record)
-    for marker in ("HF_TOKEN=", "NGC_KEY=", "Bearer "):
-        if marker in text:
-            raise CosmosPlanError("SLURM metadata must not contain credentials")
+    leaks = find_credentials(record)
+    if leaks:
+        raise CosmosPlanError(f"SLURM metadata must not contain credentials: {'; '.join(leaks[:10])}")
     return {"ok": True}
 
 
 def finalize_metadata(path: str, child_exit_file: str, status_file: str, scheduler_state: str,
                       scheduler_reason: str | None = None, scheduler_exit_code: str | None = None,
                       allocated_nodes: list[str] | None = None, job_id: str | None = None,
-                      evaluator: dict | None = None, strict_completion: bool = False) -> dict:
-    """Decide the terminal state and rewrite the metadata file in place (sorted JSON)."""
+                      evaluator: dict | None = None, strict_completion: bool = False,
+                      evaluator_source: str = "evaluator result") -> dict:
+    """Decide the terminal state and rewrite the metadata file in place (sorted JSON).
+
+    The terminal state is SUCCESS only with child exit 0, scheduler COMPLETED and a final SUCCESS
+    record; losses that are present but inconsistent or non-finite make it FAILURE in every mode;
+    with ``strict_completion`` every condition of spec §8.3 (losses, checkpoint, evaluator metric)
+    must hold too.
+    """
     file = Path(path)
     try:
         record = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise CosmosPlanError(f"cannot read job metadata {path}: {exc}") from None
+    try:
+        validate_metadata(record)
+    except CosmosPlanError as exc:
+        raise CosmosPlanError(f"job metadata {path}: {exc}") from None
     exit_path = Path(child_exit_file)
     if not exit_path.is_file():
         raise CosmosPlanError("child-process exit-code file is missing; scheduler completion is not sufficient")
@@ -139,19 +149,19 @@ def finalize_metadata(path: str, child_exit_file: str, status_file: str, schedul
     record["scheduler"] = {"state": state, "reason": scheduler_reason, "exit_code": scheduler_exit_code}
     record["child_process"] = {"exit_code": child}
     record["timestamps"]["finished"] = now_iso()
-    metrics = extract_metrics(records, evaluator, require_complete=False)
+    metrics = collect_metrics(records, evaluator, evaluator_source=evaluator_source)
     record["metrics"] = {
         "average_training_loss": (metrics["train_loss"] or {}).get("average"),
         "average_validation_loss": (metrics["validation_loss"] or {}).get("average"),
         "average_validation_accuracy": (metrics["accuracy"] or {}).get("average_validation_accuracy"),
     }
     verdict = completion(child, state, records, metrics)
-    record["completion"] = verdict
+    record["completion"] = verdict | {"strict": strict_completion}
     final = status
     if child != 0 or state != "COMPLETED" or status != "SUCCESS":
         final = "FAILURE"
-    if strict_completion and not verdict["complete"]:
-        final = "FAILURE"
+    if metrics["invalid"] or (strict_completion and not verdict["complete"]):
+        final = "FAILURE"  # inconsistent or non-finite losses fail in every mode (spec §8.2 rules 3-4)
     record["terminal_tao_status"] = final
     validate_metadata(record)
     atomic_write_text(file, pretty_json(record))

@@ -28,8 +28,8 @@ def environment(ctx: dict, job_id: str) -> dict[str, str]:
         "TAO_JOB_ID": job_id, "TAO_API_JOB_ID": job_id, "TAO_RESULTS_ROOT": cont["results_dir"],
         "TAO_API_RESULTS_DIR": cont["results_dir"], "TAO_STATUS_FILE": f"{cont['results_dir']}/{job_id}/status.json",
     }
-    if req.video_override_map:
-        env["TAO_VIDEO_OVERRIDE_MAP"] = req.video_override_map
+    if ctx["decoder_artifact"]["container_map"]:
+        env["TAO_VIDEO_OVERRIDE_MAP"] = ctx["decoder_artifact"]["container_map"]
     rt, data = ctx["video_runtime"], ctx["container_data"]
     if ctx["backend"] == FRAMEWORK:
         prof = ctx["profile"]

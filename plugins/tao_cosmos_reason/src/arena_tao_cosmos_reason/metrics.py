@@ -57,79 +57,144 @@ def terminal_status(records: list[dict]) -> str | None:
     return None
 
 
-def _weighted(records: list[dict], phases: tuple[str, ...], prefix: str, label: str) -> dict:
+def _weighted(records: list[dict], phases: tuple[str, ...], prefix: str, label: str) -> dict | None:
+    """The last ``phases`` record carrying both ``<prefix>/loss_numerator`` and
+    ``<prefix>/valid_label_count``, recomputed; ``None`` when no record carries them.
+
+    Raises:
+        CosmosPlanError: the record's values are not numbers, not finite, the denominator is not
+            positive, or a reported ``<prefix>/avg_loss`` disagrees with numerator/denominator.
+            A bad value is never "missing": it fails in every mode (spec §8.2 rules 3-4).
+    """
+    num_key, den_key, avg_key = f"{prefix}/loss_numerator", f"{prefix}/valid_label_count", f"{prefix}/avg_loss"
     for index in range(len(records) - 1, -1, -1):
         record = records[index]
         kpi = _kpi(record)
         if _phase(record) not in phases:
             continue
-        num, den = kpi.get(f"{prefix}/loss_numerator"), kpi.get(f"{prefix}/valid_label_count")
-        if num is None or den is None:
+        if kpi.get(num_key) is None or kpi.get(den_key) is None:
             continue
-        try:
-            num, den = float(num), float(den)
-        except (TypeError, ValueError):
-            raise CosmosPlanError(f"{label} numerator/denominator are not numbers (record {index})") from None
+        where = f"{label} in status record {index} ({_phase(record)})"
+        values = {}
+        for key in (num_key, den_key) + ((avg_key,) if kpi.get(avg_key) is not None else ()):
+            raw = kpi[key]
+            if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
+                raise CosmosPlanError(f"{where}: {key} is not a number: {raw!r}")
+            try:
+                values[key] = float(raw)
+            except ValueError:
+                raise CosmosPlanError(f"{where}: {key} is not a number: {raw!r}") from None
+        num, den = values[num_key], values[den_key]
         if not (math.isfinite(num) and math.isfinite(den)) or den <= 0:
-            raise CosmosPlanError(f"{label} is not finite or not weighted: numerator={num}, denominator={den} (record {index})")
+            raise CosmosPlanError(f"{where} is not finite or not weighted: {num_key}={num}, {den_key}={den}")
         average = num / den
-        reported = kpi.get(f"{prefix}/avg_loss")
-        if reported is not None and not math.isclose(float(reported), average, rel_tol=REL_TOL, abs_tol=1e-12):
-            raise CosmosPlanError(f"{label} reported {reported} differs from numerator/denominator {average}")
+        if avg_key in values:
+            reported = values[avg_key]
+            if not math.isfinite(reported) or not math.isclose(reported, average, rel_tol=REL_TOL, abs_tol=1e-12):
+                raise CosmosPlanError(f"{where}: reported {avg_key}={reported} differs from {num_key}/{den_key} = "
+                                      f"{average} (relative tolerance {REL_TOL})")
         return {"average": average, "numerator": num, "denominator": den, "source_phase": _phase(record),
                 "record_index": index}
-    raise CosmosPlanError(f"no token-weighted {label} ({'/'.join(phases)} record with {prefix}/loss_numerator and "
-                          f"{prefix}/valid_label_count)")
+    return None
 
 
-def evaluator_metric(result: dict, coverage: dict | None = None) -> dict:
+def _number(value, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise CosmosPlanError(f"{where} must be a number, got {value!r}")
+    return float(value)
+
+
+def evaluator_metric(result, coverage: dict | None = None, source: str = "evaluator result") -> dict:
     """Example-weighted accuracy over accuracy-defined tasks from an evaluator result.
 
     Accepts ``{per_task: {task: {correct, total}}}`` or ``{numerator, denominator}``.
+
+    Raises:
+        CosmosPlanError: the result is not such an object (naming ``source`` and the field), or the
+            accuracy is not finite or has a zero denominator.
     """
+    if not isinstance(result, dict):
+        raise CosmosPlanError(f"{source} must be a JSON object with per_task or numerator/denominator, "
+                              f"got a JSON {type(result).__name__ if not isinstance(result, list) else 'array'}")
     accuracy_tasks = set((coverage or {}).get("accuracy_tasks") or [])
     per_task, excluded = {}, []
-    if isinstance(result.get("per_task"), dict):
+    if "per_task" in result:
+        if not isinstance(result["per_task"], dict):
+            raise CosmosPlanError(f"{source}: per_task must be an object of {{task: {{correct, total}}}}")
         num = den = 0.0
         for task, row in sorted(result["per_task"].items()):
             if accuracy_tasks and task not in accuracy_tasks:
                 excluded.append(task)
                 continue
-            correct, total = float(row["correct"]), float(row["total"])
+            if not isinstance(row, dict):
+                raise CosmosPlanError(f"{source}: per_task.{task} must be an object with correct and total")
+            correct = _number(row.get("correct"), f"{source}: per_task.{task}.correct")
+            total = _number(row.get("total"), f"{source}: per_task.{task}.total")
             per_task[task] = {"accuracy": correct / total if total else None, "correct": correct, "total": total}
             num, den = num + correct, den + total
     else:
-        num, den = result.get("numerator"), result.get("denominator")
-        if num is None or den is None:
-            raise CosmosPlanError("evaluator result has no accuracy numerator/denominator")
-        num, den = float(num), float(den)
+        if "numerator" not in result or "denominator" not in result:
+            raise CosmosPlanError(f"{source} has no accuracy numerator/denominator (or per_task)")
+        num = _number(result["numerator"], f"{source}: numerator")
+        den = _number(result["denominator"], f"{source}: denominator")
     if not den or not math.isfinite(num) or not math.isfinite(den):
-        raise CosmosPlanError("evaluator accuracy is not finite or has a zero denominator")
+        raise CosmosPlanError(f"{source}: accuracy is not finite or has a zero denominator")
     return {"average_validation_accuracy": num / den, "numerator": num, "denominator": den, "per_task": per_task,
             "excluded_tasks": excluded, "aggregation": "example_weighted_over_accuracy_defined_tasks",
             "coverage": coverage}
 
 
-def extract_metrics(records: list[dict], evaluator: dict | None = None, coverage: dict | None = None,
-                    require_complete: bool = True) -> dict:
-    """The metrics summary; with ``require_complete`` every missing piece is an error."""
-    out: dict = {"train_loss": None, "validation_loss": None, "accuracy": None, "missing": []}
-    for key, phases, prefix, label in (("train_loss", TRAIN_PHASES, "train", "training loss"),
-                                       ("validation_loss", (VAL_PHASE,), "val", "validation loss")):
+LOSSES = (("train_loss", TRAIN_PHASES, "train", "training loss"),
+          ("validation_loss", (VAL_PHASE,), "val", "validation loss"))
+
+
+def collect_metrics(records: list[dict], evaluator: dict | None = None, coverage: dict | None = None,
+                    evaluator_source: str = "evaluator result") -> dict:
+    """Every metric the records and evaluator result hold, without judging completeness.
+
+    Returns ``{train_loss, validation_loss, accuracy, missing[], invalid[], checkpoint_saved,
+    terminal_status}``: ``missing`` names what is absent, ``invalid`` says what is present but
+    inconsistent or non-finite (never counted as missing).
+
+    Raises:
+        CosmosPlanError: the evaluator result is malformed (an input error, not a job outcome).
+    """
+    out: dict = {"train_loss": None, "validation_loss": None, "accuracy": None, "missing": [], "invalid": []}
+    for key, phases, prefix, label in LOSSES:
         try:
             out[key] = _weighted(records, phases, prefix, label)
-        except CosmosPlanError:
-            if require_complete:
-                raise
+        except CosmosPlanError as exc:
+            out["invalid"].append(str(exc))
+            continue
+        if out[key] is None:
             out["missing"].append(label)
     if evaluator is not None:
-        out["accuracy"] = evaluator_metric(evaluator, coverage)
-    elif require_complete and (coverage or {}).get("accuracy_tasks"):
-        raise CosmosPlanError("evaluator accuracy is required: the validation contract lists accuracy tasks")
+        out["accuracy"] = evaluator_metric(evaluator, coverage, evaluator_source)
     else:
         out["missing"].append("accuracy")
     out["checkpoint_saved"] = any(_phase(r) == "checkpoint_saved" for r in records)
     out["terminal_status"] = terminal_status(records)
+    return out
+
+
+def extract_metrics(records: list[dict], evaluator: dict | None = None, coverage: dict | None = None,
+                    require_complete: bool = True, evaluator_source: str = "evaluator result") -> dict:
+    """The metrics summary (spec §8.2).
+
+    A metric that is absent is listed in ``missing`` (and is an error with ``require_complete``);
+    a metric that is present but inconsistent or non-finite is an error in every mode.
+    """
+    out = collect_metrics(records, evaluator, coverage, evaluator_source)
+    if out["invalid"]:
+        raise CosmosPlanError("; ".join(out["invalid"]))
+    if require_complete:
+        for key, phases, prefix, label in LOSSES:
+            if out[key] is None:
+                raise CosmosPlanError(f"no token-weighted {label} ({'/'.join(phases)} record with "
+                                      f"{prefix}/loss_numerator and {prefix}/valid_label_count)")
+        if out["accuracy"] is None and (coverage or {}).get("accuracy_tasks"):
+            raise CosmosPlanError("evaluator accuracy is required: the validation contract lists accuracy tasks")
+    del out["invalid"]
     return out
 
 
@@ -142,6 +207,7 @@ def completion(child_exit: int | None, scheduler_state: str | None, records: lis
         failed.append("scheduler state is not COMPLETED")
     if terminal_status(records) != "SUCCESS":
         failed.append("last TAO status record is not SUCCESS")
+    failed.extend(metrics.get("invalid") or [])
     if not metrics.get("train_loss") or not metrics.get("validation_loss"):
         failed.append("finite token-weighted training and validation losses")
     if not metrics.get("checkpoint_saved"):

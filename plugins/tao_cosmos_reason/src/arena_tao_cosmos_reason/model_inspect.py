@@ -168,8 +168,9 @@ def check_prepared_checkpoint(path: str, tier: str) -> dict:
     """Validate an explicit ``prepared_checkpoint_path`` (spec §3.7)."""
     root = Path(path).expanduser()
     if not root.is_dir():
-        raise CosmosPlanError(f"prepared checkpoint is inaccessible: {path}")
+        raise CosmosPlanError(f"prepared checkpoint is inaccessible: prepared_checkpoint_path={path!r}")
     model_type = read_config(root).get("model_type")
     if model_type not in PREPARED_TYPES[tier]:
-        raise CosmosPlanError(f"prepared_checkpoint_path has incompatible model_type={model_type}")
+        raise CosmosPlanError(f"prepared_checkpoint_path has incompatible model_type={model_type} "
+                              f"(expected one of {list(PREPARED_TYPES[tier])}): {path}")
     return {"path": str(path), "model_type": model_type}

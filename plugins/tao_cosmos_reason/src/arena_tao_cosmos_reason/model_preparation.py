@@ -72,7 +72,8 @@ def model_preparation(req, tier, backend, fmt, model, revision, mounts, strict, 
     if reuse:
         arch_rev = reuse["model"].get("vlm_architecture_revision_resolution")
     else:
-        arch_rev = resolve_model_reference(arch_ref, req.vlm_architecture_revision, resolver)
+        arch_rev = resolve_model_reference(arch_ref, req.vlm_architecture_revision, resolver,
+                                           field="vlm_architecture_model_path_or_uri")
     if arch_rev["kind"] == "huggingface_model" and not arch_rev["resolved_revision"]:
         raise CosmosPlanError("immutable architecture-model revision is required for a URI/identifier")
     model["vlm_architecture_revision_resolution"] = arch_rev

@@ -5,6 +5,10 @@ model ID/URL. A Hub branch or tag is resolved read-only to its 40-hex commit thr
 ``GET {endpoint}/api/models/{repo}/revision/{ref}`` using ``huggingface_hub``'s HTTP session;
 the endpoint comes from ``HF_ENDPOINT`` (passed explicitly, never read implicitly by the
 library) and a token from ``HF_TOKEN``/``HUGGING_FACE_HUB_TOKEN`` is sent but never returned.
+The headers are exactly the ones spec §3.3 lists (``Accept: application/json``, a fixed
+User-Agent, ``Authorization`` only with a token): the library's own header builder is not used,
+because newer releases (2.x) fetch an agent registry from the endpoint and cache it under
+``HF_HOME`` while building their User-Agent, which a read-only resolution must not do.
 """
 
 from __future__ import annotations
@@ -89,11 +93,12 @@ class HubRevisionResolver:
                 network errors/timeouts/bad JSON, or a reply without a 40-hex commit.
         """
         from huggingface_hub.errors import HfHubHTTPError
-        from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
+        from huggingface_hub.utils import get_session, hf_raise_for_status
 
         token = hub_token(self.env)
-        headers = build_hf_headers(token=token or False, user_agent=USER_AGENT)
-        headers["Accept"] = "application/json"
+        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
         url = self.url(repo, ref)
         try:
             response = get_session().get(url, headers=headers, timeout=self.timeout_s, follow_redirects=True)
@@ -109,6 +114,8 @@ class HubRevisionResolver:
             if code == 404:
                 raise CosmosPlanError(f"Hugging Face model or revision was not found: {repo}@{ref}") from None
             raise CosmosPlanError(f"Hugging Face revision resolution failed for {repo}@{ref}: HTTP {code}") from None
+        except ImportError:  # a broken installation is not a Hub outage
+            raise
         except Exception as exc:  # network error, timeout, bad JSON
             raise CosmosPlanError(
                 f"Hugging Face revision resolution failed for {repo}@{ref}; retry when Hub access is available "
@@ -124,18 +131,23 @@ def resolve_model_reference(
     value: str,
     revision: str | None = None,
     resolver: HubRevisionResolver | None = None,
+    field: str = "base_model_path_or_uri",
 ) -> dict:
     """Classify ``value`` and resolve its revision (the table of spec §3.3).
 
     Returns ``{kind, reference, repo_id, requested_revision, resolved_revision,
     resolution_source}`` (plus ``url``/``timeout_s``/``token_sent`` after a Hub call).
+    ``field`` names the request field in a reference error.
     """
     ref = (revision or "").strip() or None
     if value and "://" not in value and Path(value).expanduser().exists():
         return _record("local_snapshot", value, None, ref, None, "content_fingerprint")
     if value and "://" not in value and os.path.isabs(value):
         return _record("target_compute_local_snapshot", value, None, ref, None, "target_compute_content_fingerprint")
-    repo = parse_repo_id(value)
+    try:
+        repo = parse_repo_id(value)
+    except CosmosPlanError as exc:
+        raise CosmosPlanError(f"{exc} ({field})") from None
     if ref and HEX40.match(ref):
         return _record("huggingface_model", value, repo, ref, ref.lower(), "user_supplied_commit")
     ref = ref or "main"

@@ -40,12 +40,12 @@ def node_exclusions(requested: list[str], auto: bool, inventory_file: str, parti
                 "auto_exclusion_reasons": {}, "inventory": None}
     bad = [n for n in names if not NODE_NAME.match(n)]
     if bad:
-        raise CosmosPlanError(f"invalid SLURM node exclusion names: {bad}")
+        raise CosmosPlanError(f"invalid SLURM node exclusion names: {bad} (exclude_node)")
     if not inventory_file:
         raise CosmosPlanError("--slurm-node-inventory-file is required when node exclusions are requested")
     path = Path(inventory_file)
     if not path.is_file():
-        raise CosmosPlanError(f"SLURM node inventory is inaccessible: {inventory_file}")
+        raise CosmosPlanError(f"SLURM node inventory is inaccessible: slurm_node_inventory_file={inventory_file!r}")
     raw = path.read_bytes()
     nodes = parse_inventory(raw.decode("utf-8", "replace"))
     known = {n["NodeName"] for n in nodes}

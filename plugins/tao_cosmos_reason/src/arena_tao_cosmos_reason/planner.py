@@ -10,7 +10,8 @@ import os
 
 from arena_tao_cosmos_reason import SCHEMA_VERSION
 from arena_tao_cosmos_reason.compute import docker_gpus, timeout_seconds
-from arena_tao_cosmos_reason.container_paths import parse_mount, path_identity, translate
+from arena_tao_cosmos_reason.container_paths import (INPUT, OUTPUT, Access, access_records, parse_mount, path_identity,
+                                                     runtime_mounts, translate)
 from arena_tao_cosmos_reason.dataset_inspect import check_splits
 from arena_tao_cosmos_reason.errors import CosmosPlanError
 from arena_tao_cosmos_reason.hashing import sha256_bytes, stable_hash
@@ -82,6 +83,46 @@ def _inputs_missing_locally(req: PlanRequest) -> bool:
              *req.validation_media_root]
     return any(p and "://" not in p and os.path.isabs(os.path.expanduser(p)) and not os.path.exists(os.path.expanduser(p))
                for p in paths)
+
+
+def _align_container_paths(req: PlanRequest, mounts: list[dict], strict: bool) -> dict:
+    """The container's spec/results/checkpoint/cache paths; on SLURM the translations of their
+    host paths, which an explicit container path must agree with (spec §3.14)."""
+    container = {"spec_path": req.container_spec_path, "results_dir": req.container_results_dir,
+                 "checkpoint_dir": req.container_checkpoint_dir, "cache_dir": req.container_cache_dir}
+    if not strict:
+        return container
+    defaults = PlanRequest.model_fields
+    for key, field, host_field in (("spec_path", "container_spec_path", "write_spec"),
+                                   ("results_dir", "container_results_dir", "results_dir"),
+                                   ("checkpoint_dir", "container_checkpoint_dir", "checkpoint_dir"),
+                                   ("cache_dir", "container_cache_dir", "cache_dir")):
+        host = getattr(req, host_field)
+        mapped = translate(host, mounts, strict=True, field=host_field)
+        given = getattr(req, field)
+        if given != defaults[field].default and given != mapped:
+            raise CosmosPlanError(f"{field}={given!r} does not match the explicit mount mapping for {host}")
+        container[key] = mapped
+    return container
+
+
+def container_accesses(req: PlanRequest, train: dict, validation: dict, model_local: bool) -> list[Access]:
+    """Every host path the training container reads or writes (see :mod:`container_paths`)."""
+    accesses = [Access("results_dir", req.results_dir, OUTPUT), Access("checkpoint_dir", req.checkpoint_dir, OUTPUT),
+                Access("cache_dir", req.cache_dir, OUTPUT), Access("write_spec", req.write_spec, INPUT)]
+    if model_local:
+        accesses.append(Access("base_model_path_or_uri", req.base_model_path_or_uri, INPUT))
+    for field in ("prepared_checkpoint_path", "vlm_architecture_model_path_or_uri", "video_override_map",
+                  "video_override_manifest"):
+        value = getattr(req, field)
+        expanded = os.path.expanduser(value)
+        if value and "://" not in value and (os.path.isabs(expanded) or os.path.exists(expanded)):
+            accesses.append(Access(field, value, INPUT))
+    for split, report in (("train", train), ("validation", validation)):
+        accesses += [Access(f"{split}_annotation", p, INPUT) for p in getattr(req, f"{split}_annotation")]
+        accesses += [Access(f"{split}_media_root", p, INPUT) for p in getattr(req, f"{split}_media_root")]
+        accesses += [Access(f"{split}_annotation", d, INPUT, same_path=True) for d in report.get("absolute_media_dirs", [])]
+    return accesses
 
 
 def build_plan(req: PlanRequest, resolver=None, transport=None, env=None, reuse: dict | None = None) -> dict:
@@ -159,22 +200,23 @@ def build_plan(req: PlanRequest, resolver=None, transport=None, env=None, reuse:
 
     selected = run_mode_limits(req, train["record_count"], validation["record_count"], total_gpus)
 
-    # path alignment
-    mounts = [parse_mount(m) for m in req.container_mount]
+    # path alignment: what the container sees, and the mounts that make it so
     strict = req.platform == "slurm"
-    container = {"spec_path": req.container_spec_path, "results_dir": req.container_results_dir,
-                 "checkpoint_dir": req.container_checkpoint_dir, "cache_dir": req.container_cache_dir}
-    if strict:
-        defaults = PlanRequest.model_fields
-        for key, host, field in (("spec_path", req.write_spec, "container_spec_path"),
-                                 ("results_dir", req.results_dir, "container_results_dir"),
-                                 ("checkpoint_dir", req.checkpoint_dir, "container_checkpoint_dir"),
-                                 ("cache_dir", req.cache_dir, "container_cache_dir")):
-            mapped = translate(host, mounts, strict=True)
-            given = getattr(req, field)
-            if given != defaults[field].default and given != mapped:
-                raise CosmosPlanError(f"{field}={given!r} does not match the explicit mount mapping for {host}")
-            container[key] = mapped
+    container = _align_container_paths(req, [parse_mount(m) for m in req.container_mount], strict)
+    accesses = container_accesses(req, train, validation, model_local)
+    docker_defaults = [("results_dir", req.results_dir, container["results_dir"], False),
+                       ("checkpoint_dir", req.checkpoint_dir, container["checkpoint_dir"], False),
+                       ("cache_dir", req.cache_dir, container["cache_dir"], False),
+                       ("write_spec", os.path.dirname(os.path.abspath(req.write_spec)),
+                        os.path.dirname(container["spec_path"]), True)]
+    mounts = runtime_mounts(req.platform, req.container_mount, accesses, docker_defaults)
+    # what is sealed is what runs (spec §0.2, §5.3): the request records the resolved values
+    req = req.model_copy(update={"container_spec_path": container["spec_path"],
+                                 "container_results_dir": container["results_dir"],
+                                 "container_checkpoint_dir": container["checkpoint_dir"],
+                                 "container_cache_dir": container["cache_dir"],
+                                 "container_mount": [m["text"] for m in mounts],
+                                 "stdout_path": stdout, "stderr_path": stderr})
 
     # model checks and preparation
     fmt, fmt_source = choose_base_model_format(tier, req.base_model_format, local_type)
@@ -189,7 +231,8 @@ def build_plan(req: PlanRequest, resolver=None, transport=None, env=None, reuse:
         for split in ("train", "validation"):
             roots = getattr(req, f"{split}_media_root")
             if len(getattr(req, f"{split}_annotation")) > 1 and len(roots) != 1:
-                raise CosmosPlanError("Cosmos-RL requires one explicit shared media root per split when annotations are merged")
+                raise CosmosPlanError("Cosmos-RL requires one explicit shared media root per split when annotations are "
+                                      f"merged: {split}_media_root has {len(roots)} entries")
 
     validate_sampling(req, backend)
     profile = processor_profile(req, tier, train, validation)
@@ -205,7 +248,10 @@ def build_plan(req: PlanRequest, resolver=None, transport=None, env=None, reuse:
                 else rl_video_runtime(req, family, train, validation, shard))
     decoder_artifact = {"enabled": bool(req.video_override_map), "required": False,
                         "map": req.video_override_map or None, "manifest": req.video_override_manifest or None,
-                        "fingerprint": req.video_override_fingerprint or None}
+                        "fingerprint": req.video_override_fingerprint or None,
+                        "container_map": translate(req.video_override_map, mounts, strict, "video_override_map") or None,
+                        "container_manifest": translate(req.video_override_manifest, mounts, strict,
+                                                        "video_override_manifest") or None}
 
     processor_fp = stable_hash({"processor_revision": revision.get("resolved_revision"), "profile": profile["profile"],
                                 "decoder_artifact": decoder_artifact,
@@ -220,8 +266,8 @@ def build_plan(req: PlanRequest, resolver=None, transport=None, env=None, reuse:
     manifests = []
     data = {}
     for split, report in (("train", train), ("validation", validation)):
-        anns = [translate(a, mounts, strict) for a in getattr(req, f"{split}_annotation")]
-        roots = [translate(r, mounts, strict) for r in getattr(req, f"{split}_media_root")]
+        anns = [translate(a, mounts, strict, f"{split}_annotation") for a in getattr(req, f"{split}_annotation")]
+        roots = [translate(r, mounts, strict, f"{split}_media_root") for r in getattr(req, f"{split}_media_root")]
         if len(roots) == 1 and len(anns) > 1:
             roots = roots * len(anns)
         limit = selected["limits"].get(split)
@@ -229,7 +275,7 @@ def build_plan(req: PlanRequest, resolver=None, transport=None, env=None, reuse:
         if needs:
             suffix = "smoke" if req.run_mode != "full" else "merged"
             output = os.path.join(spec_dir, f"{split}_{suffix}.json")
-            manifests.append({"split": split, "output": output, "container": translate(output, mounts, strict),
+            manifests.append({"split": split, "output": output, "container": translate(output, mounts, strict, "write_spec"),
                               "sample_limit": limit, "dataset_family": family, "selected_tasks": report["selected_tasks"],
                               "sources": getattr(req, f"{split}_annotation"), "records": report.get("_records", [])})
         data[f"{split}_annotations"] = anns
@@ -244,7 +290,7 @@ def build_plan(req: PlanRequest, resolver=None, transport=None, env=None, reuse:
     ctx = {"req": req, "tier": tier, "backend": backend, "family": family, "contract": contract, "geometry": geometry,
            "rl_batch": batch, "profile": profile, "video_runtime": video_rt, "container": container,
            "container_data": data, "prepared_model_container_path": preparation["container_path"],
-           "cache_keys": cache_keys, "selected": selected, "image": image}
+           "cache_keys": cache_keys, "selected": selected, "image": image, "decoder_artifact": decoder_artifact}
     spec = framework_spec(ctx) if backend == FRAMEWORK else rl_spec(ctx)
     if backend == RL:
         spec = _replace_placeholders(spec, {m["split"]: m["container"] for m in manifests})
@@ -288,6 +334,7 @@ def build_plan(req: PlanRequest, resolver=None, transport=None, env=None, reuse:
         | {"base_model": path_identity(req.base_model_path_or_uri) if model_local else {"original": req.base_model_path_or_uri}},
         "container_paths": container,
         "container_mounts": [m["text"] for m in mounts],
+        "container_access": access_records(accesses, mounts, strict),
         "image": image,
         "sqsh": (image.get("sqsh") or {}).get("path"),
         "model_preparation_sqsh": (image.get("sqsh") or {}).get("path") if preparation["record"]["required"] else None,

@@ -12,7 +12,9 @@ import shutil
 import subprocess
 
 from arena_tao_cosmos_reason.compute import check_gpu_architecture
+from arena_tao_cosmos_reason.container_paths import check_accesses
 from arena_tao_cosmos_reason.errors import CosmosPlanError
+from arena_tao_cosmos_reason.frame_files import LocalFrame
 
 ASSERTION_TAGS = ("cuda_available", "device_count", "backend_import", "converter_import", "decoder_profile",
                   "gpu_memory", "nccl_probe")
@@ -73,51 +75,64 @@ def preflight_contract(ctx: dict) -> dict:
     }
 
 
-def _writable_parent(path: str) -> bool:
-    probe = os.path.abspath(os.path.expanduser(path))
-    while not os.path.exists(probe):
-        parent = os.path.dirname(probe)
-        if parent == probe:
-            return False
-        probe = parent
-    return os.access(probe, os.W_OK)
+def run_preflight(plan: dict, frame=None, which=shutil.which, run=subprocess.run, probe_limit: int = 4) -> dict:
+    """Read-only readiness checks; ``ok`` is false when any error is found.
 
-
-def run_preflight(plan: dict, which=shutil.which, run=subprocess.run, probe_limit: int = 4) -> dict:
-    """Read-only readiness checks for a local frame; ``ok`` is false when any error is found."""
+    Checks the submission host's tools and SSH key; that every host path the container reads or
+    writes is covered by the mounts the render will use, at the path the plan uses; that the
+    inputs are readable and the outputs have a writable parent in the plan's compute frame (over
+    ssh for a remote frame); the SQSH; the GPU architecture; and, on a local frame, decodes a few
+    media files with ``ffprobe``.
+    """
+    if plan.get("kind") == "cosmos_evaluation_plan":
+        raise CosmosPlanError("preflight checks a sealed training plan; an evaluation plan inherits its checks")
+    frame = frame or LocalFrame()
     req = plan["planner_request"]
     errors, warnings = [], []
     slurm = req["platform"] == "slurm"
-    host_frame = "target SLURM frame" if plan["input_frame"]["kind"] == "slurm_remote" else "submission host"
+    local = plan["input_frame"]["kind"] == "submission_host"
+    where = "submission host" if local else f"target SLURM frame ({plan['input_frame']['verified_host']})"
     if slurm and not which("ssh"):
         errors.append("submission host: ssh is not installed")
     if not slurm and not which("docker"):
         errors.append("submission host: docker is not installed")
     if slurm and req["ssh_key_path"] and not os.path.isfile(os.path.expanduser(req["ssh_key_path"])):
         errors.append(f"submission host: ssh_key_path is inaccessible: {req['ssh_key_path']}")
-    for key in ("results_dir", "checkpoint_dir", "cache_dir", "sqsh_cache_dir"):
-        value = req.get(key)
-        if value and plan["input_frame"]["kind"] == "submission_host" and not _writable_parent(value):
-            errors.append(f"runtime path has no writable parent on {host_frame}: {key}={value}")
+    access = plan.get("container_access")
+    if access is None:
+        errors.append("the plan records no container access list (planned by an older version); plan it again")
+        access = []
+    errors += [f"container mounts: {p}" for p in check_accesses(access, plan["container_mounts"])]
+    readable = [a for a in access if a["role"] == "input" and a["field"] != "write_spec"]
+    try:
+        unreadable = set(frame.unreadable([a["host"] for a in readable]))
+        errors += [f"{a['field']} is not readable on the {where}: {a['host']}" for a in readable if a["host"] in unreadable]
+        outputs = [(k, req[k]) for k in ("results_dir", "checkpoint_dir", "cache_dir", "sqsh_cache_dir") if req.get(k)]
+        unwritable = set(frame.unwritable([v for _, v in outputs]))
+        errors += [f"runtime path has no writable parent on {where}: {k}={v}" for k, v in outputs if v in unwritable]
+        sqsh = plan["image"].get("sqsh") or {}
+        sqsh_missing = bool(sqsh) and bool(frame.unreadable([sqsh["path"]]))
+    except CosmosPlanError as exc:  # the login host could not be asked
+        errors.append(f"{where}: {exc}")
+        sqsh, sqsh_missing = plan["image"].get("sqsh") or {}, False
     if req.get("gpu_architecture"):
         try:
             check_gpu_architecture(req["gpu_architecture"])
         except CosmosPlanError as exc:
             errors.append(str(exc))
-    sqsh = (plan["image"].get("sqsh") or {})
     if sqsh:
         if not sqsh["path"].endswith(".sqsh"):
-            errors.append("sqsh_path must name a .sqsh artifact")
+            errors.append(f"sqsh_path must name a .sqsh artifact: {sqsh['path']}")
         elif sqsh.get("conversion_required"):
             warnings.append(f"planned SQSH {sqsh['path']} must be converted once through tao-run-on-slurm before the "
                             f"GPU job is submitted: {sqsh['command']}")
-        elif plan["input_frame"]["kind"] == "submission_host" and not os.path.exists(sqsh["path"]):
+        elif sqsh_missing:
             if plan["image"]["mode"] == "existing-sqsh":
                 errors.append(f"existing SQSH {sqsh['path']} is missing on the target compute frame; no historical or "
                               "default replacement will be selected")
             else:
                 errors.append(f"planned SQSH is inaccessible on the target compute frame: {sqsh['path']}")
-    if plan["input_frame"]["kind"] == "submission_host":
+    if local:
         media = [m["path"] for split in ("train", "validation") for m in plan["datasets"][split]["media_manifest"]]
         if media and not which("ffprobe"):
             warnings.append("ffprobe is not installed; media decode probes were skipped")

@@ -7,10 +7,11 @@ the sealed ``planner_request`` (spec §5.3).
 
 from __future__ import annotations
 
+import os
 import uuid
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from arena_tao_cosmos_reason.routing import normalize_backend
 
@@ -27,6 +28,14 @@ def _split_csv(values: list[str] | str | None) -> list[str]:
     for value in values:
         out.extend(part.strip() for part in str(value).split(",") if part.strip())
     return out
+
+
+def _plain(value):
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
 
 
 class PlanRequest(BaseModel):
@@ -192,6 +201,15 @@ class PlanRequest(BaseModel):
     container_results_dir: str = "/results"
     container_checkpoint_dir: str = "/results/checkpoints"
     container_cache_dir: str = "/cache"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _paths_as_strings(cls, data):
+        """``os.PathLike`` values (top level or inside a list/tuple) become ``str``; tuples become
+        lists, so the sealed request is plain JSON (spec §5.3)."""
+        if not isinstance(data, dict):
+            return data
+        return {key: _plain(value) for key, value in data.items()}
 
     @field_validator("backend")
     @classmethod

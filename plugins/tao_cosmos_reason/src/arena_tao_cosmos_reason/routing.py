@@ -72,7 +72,7 @@ def normalize_backend(name: str | None) -> str:
     """
     key = (name or "auto").strip().casefold()
     if key not in BACKEND_ALIASES:
-        raise CosmosPlanError("backend must be cosmos-framework, cosmos-rl, or auto")
+        raise CosmosPlanError(f"backend must be cosmos-framework, cosmos-rl, or auto (or an alias), got {name!r}")
     return BACKEND_ALIASES[key]
 
 
@@ -80,7 +80,7 @@ def normalize_action(action: str | None) -> str:
     """Case-fold an action and check it is one of :data:`ACTIONS`."""
     key = (action or "train").strip().casefold()
     if key not in ACTIONS:
-        raise CosmosPlanError(f"unsupported Cosmos action: {action}")
+        raise CosmosPlanError(f"unsupported Cosmos action: {action} (action must be one of {', '.join(ACTIONS)})")
     return key
 
 
@@ -95,7 +95,7 @@ def model_tier(name: str) -> str:
         return "nano"
     if "edge" in folded:
         return "edge"
-    raise CosmosPlanError(f"unsupported Cosmos family: {name!r}")
+    raise CosmosPlanError(f"unsupported Cosmos family: {name!r} (model must name Cosmos3-Nano or Cosmos3-Edge)")
 
 
 def backend_contract(backend: str) -> dict:

@@ -103,8 +103,8 @@ def rl_spec(ctx: dict) -> dict:
               "validation_cache_frontload_batch_size": req.rl_validation_cache_frontload_batch_size,
               "validation_cache_frontload_unique_per_batch": req.rl_validation_cache_frontload_unique_per_batch,
               "system_prompt": c["system_prompt"]}
-    if req.video_override_map:
-        custom["video_override_map"] = req.video_override_map
+    if ctx["decoder_artifact"]["container_map"]:
+        custom["video_override_map"] = ctx["decoder_artifact"]["container_map"]
     return {
         "train": {"resume": False, "epoch": c["epochs"], "compile": False,
                   "train_batch_per_replica": batch["train_batch_per_replica"],

@@ -59,7 +59,8 @@ def rl_video_runtime(req, family: str, train: dict, validation: dict, shard: str
     if profile == "auto":
         profile = "pynv-device-rgbp" if family == CONVERSATION else "system-pyav"
     if profile not in RL_PROFILES:
-        raise CosmosPlanError(f"unsupported Cosmos-RL video profile: {profile}")
+        raise CosmosPlanError(f"unsupported Cosmos-RL video profile: rl_video_profile={profile!r} "
+                              f"(auto, {', '.join(RL_PROFILES)})")
     pynv = profile == "pynv-device-rgbp"
     if not pynv and (req.rl_video_cache_size or req.rl_decoder_cache_size):
         raise CosmosPlanError("PyNV cache overrides require the pynv-device-rgbp Cosmos-RL video profile")
