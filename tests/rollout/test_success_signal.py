@@ -147,3 +147,78 @@ def test_read_success_checks_one_value_per_env():
     with pytest.raises(SuccessSignalError, match="one per env"):
         read_success(fake, {"is_success": np.zeros(3)}, 2)
     assert read_success(type("N", (), {"success_key": None})(), {}, 2).tolist() == [False, False]
+
+
+WORKER_ENVS = '''
+from arena.testing.envs import ToyReachEnv
+
+
+class IsSuccessToy(ToyReachEnv):
+    name = "is_success_toy"
+    success_key = "is_success"
+
+    def step(self, actions):
+        obs, reward, terminated, truncated, info = super().step(actions)
+        return obs, reward, terminated, truncated, {"is_success": info["success"]}
+
+
+class MisdeclaredToy(IsSuccessToy):
+    name = "misdeclared_toy"
+    success_key = "success"
+'''
+
+
+@pytest.mark.parametrize(("cls_name", "fails"), [("IsSuccessToy", False), ("MisdeclaredToy", True)])
+def test_envs_in_worker_processes_report_success_under_the_declared_key(tmp_path, monkeypatch, cls_name, fails):
+    """The same contract when the envs run in worker processes (environment.workers)."""
+    import importlib
+    import os
+    import sys
+
+    from arena.envs.workers import build_environment
+    from arena.rollout.rollout import rollout
+    from arena.rollout.workitems import WorkItem
+    from arena.testing.envs import ToyReachConfig
+
+    (tmp_path / "toy_success_envs.py").write_text(WORKER_ENVS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    cls = getattr(importlib.import_module("toy_success_envs"), cls_name)
+    env = build_environment(cls, ToyReachConfig(workers=2, image_size=8, success_radius=2.0), num_envs=2)
+    policy = _ZeroPolicy()
+    records = []
+    try:
+        summary = rollout(env, policy, [WorkItem(run="r", episode_index=i, seed=i) for i in range(4)],
+                          None, on_episode_end=records.append)
+    finally:
+        env.close()
+        sys.modules.pop("toy_success_envs", None)
+    if fails:
+        assert summary.aborted and "'success'" in summary.error and "is_success" in summary.error
+        assert {r.outcome for r in records} == {"error"}
+    else:
+        assert not summary.aborted and [r.outcome for r in records] == ["success"] * 4  # radius 2: at once
+
+
+class _ZeroPolicy:
+    """Zero actions of the toy env (it succeeds by itself with a wide radius)."""
+
+    name = "zeros"
+
+    def start(self, env):
+        self.n = env.num_envs
+
+    def set_task_description(self, text):
+        return text
+
+    def set_active(self, env_ids):
+        pass
+
+    def reset(self, env_ids=None, seeds=None):
+        pass
+
+    def get_action(self, env, observation):
+        return np.zeros((self.n, 2), np.float32)
+
+    def episode_info(self, env_id):
+        return {}
