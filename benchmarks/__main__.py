@@ -1,4 +1,6 @@
-"""``python -m benchmarks [--quick] [--only roundtrip|codec|throughput|env_workers] [--json PATH]``."""
+"""``python -m benchmarks [--quick] [--only roundtrip|codec|throughput|env_workers] [--json PATH]``;
+``python -m benchmarks --gpu [--smoke] [--openpi-server PATH] [--clients 1,8,...]`` (see
+:mod:`benchmarks.gpu`)."""
 
 from __future__ import annotations
 
@@ -22,9 +24,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer iterations (under a minute)")
     parser.add_argument("--only", action="append", choices=sorted(TARGETS), help="run only these")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    gpu = parser.add_argument_group("GPU serving benchmark (python -m benchmarks --gpu)")
+    gpu.add_argument("--gpu", action="store_true", help="serve a pi0.5-DROID-sized torch model instead")
+    gpu.add_argument("--smoke", action="store_true", help="toy sizes on the CPU (also the default without CUDA)")
+    gpu.add_argument("--openpi-server", type=Path, default=None,
+                     help="openpi's src/openpi/serving/websocket_policy_server.py, for its row of the table")
+    gpu.add_argument("--clients", default=None, help="comma-separated client counts (default 1,8,32,64,128)")
+    gpu.add_argument("--duration-s", type=float, default=None, help="measured seconds per row")
+    gpu.add_argument("--no-e2e", action="store_true", help="skip the end-to-end franka_kitchen case")
     args = parser.parse_args(argv)
     for name in ("http_proxy", "https_proxy", "ws_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
         os.environ.pop(name, None)  # openpi-client would route loopback through a proxy
+
+    if args.gpu or args.smoke:
+        from benchmarks import gpu as gpu_benchmark
+
+        if args.openpi_server is not None and not args.openpi_server.is_file():
+            parser.error(f"--openpi-server {args.openpi_server}: no such file")
+        clients = tuple(int(n) for n in args.clients.split(",")) if args.clients else None
+        began = time.perf_counter()
+        result = gpu_benchmark.run(args.smoke, args.openpi_server, clients, args.duration_s, e2e=not args.no_e2e)
+        result["seconds"] = time.perf_counter() - began
+        print("\n" + result["table"] + f"\n\ntotal {result['seconds']:.0f} s", flush=True)
+        if args.json is not None:
+            args.json.write_text(json.dumps([result], indent=2, default=str))
+        return 0
 
     from benchmarks import codec, env_workers, roundtrip, throughput
 

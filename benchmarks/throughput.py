@@ -66,7 +66,7 @@ def run(quick: bool) -> dict[str, Any]:
     repeats = 5
     rows = []
     ratios = {}
-    with ServerProcess("arena", *model) as plain, ServerProcess(
+    with ServerProcess("arena", *model, "--max-batch-size", "1") as plain, ServerProcess(
         "arena", *model, "--max-batch-size", "32", "--max-wait-ms", "5"
     ) as batching:
         for n in NUM_ENVS:

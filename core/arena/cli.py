@@ -428,25 +428,46 @@ def doctor(
 # -- servers ---------------------------------------------------------------------------------
 @app.command()
 def serve(
-    name: Annotated[str, typer.Argument(help="registered server model, e.g. metaworld-expert")],
+    name: Annotated[str, typer.Argument(help="registered server model (e.g. metaworld-expert) or package.module:factory")],
     host: Annotated[str, typer.Option(help="bind address (0.0.0.0 exposes the server)")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="port", min=0, max=65535)] = 8000,
     option: Annotated[Optional[list[str]], typer.Option("--option", "-o", help="model option KEY=VALUE")] = None,
     api_key_env: Annotated[Optional[str], typer.Option(help="NAME of the variable holding the API key")] = None,
-    max_batch_size: Annotated[int, typer.Option(help="group concurrent requests (models with infer_batch)")] = 1,
-    max_wait_ms: Annotated[float, typer.Option(help="how long a batch waits to fill, ms")] = 2.0,
+    max_batch_size: Annotated[Optional[int], typer.Option(
+        help="requests per infer_batch call (default: 64 for models with infer_batch, else 1; 1 turns batching off)",
+        show_default=False, min=1)] = None,
+    max_wait_ms: Annotated[float, typer.Option(help="how long the first request of a batch waits for company, ms")] = 2.0,
+    max_connections: Annotated[int, typer.Option(
+        help="WebSocket connections served at once (runs x num_envs sharing this server); more get HTTP 503",
+        min=1)] = 1024,
+    handshake_timeout_s: Annotated[float, typer.Option(help="close connections that have not completed the handshake by then, s")] = 10.0,
+    inline_below_ms: Annotated[float, typer.Option(
+        help="run a request on the event-loop thread while recent inferences took less than this, ms (0: never)",
+        min=0)] = 100.0,
+    concurrent_batches: Annotated[Optional[int], typer.Option(
+        help="batches in the model at once, for thread-safe models (default: the model's concurrent_batches, else 1)",
+        show_default=False, min=1)] = None,
 ) -> None:
     """Serve a registered model with arena's policy server (openpi websocket protocol)."""
     import os
 
     import yaml
 
-    from arena.plugins import get_registry
-    from arena.transport.server import serve_model
+    from arena.plugins import get_plugin_manager
+    from arena.transport.server import PolicyServer
 
-    registry = get_registry()
-    if name not in registry.servers:
-        raise _fail(ConfigError(f"unknown server '{name}' (registered: {', '.join(sorted(registry.servers)) or 'none'})"))
+    manager = get_plugin_manager()
+    registry = manager.registry
+    if name not in registry.servers and ":" not in name:
+        raise _fail(ConfigError(
+            f"unknown server '{name}' (registered: {', '.join(sorted(registry.servers)) or 'none'}; "
+            f"or use package.module:factory)"
+        ))
+    try:
+        # a module named on this command line is the user's own choice, not an experiment file's
+        factory = manager.resolve_class("servers", name, allow_import=True)
+    except ArenaError as exc:
+        raise _fail(exc) from None
     options = {}
     for item in option or []:
         key, sep, value = item.partition("=")
@@ -459,9 +480,17 @@ def serve(
         if api_key is None:
             raise _fail(ConfigError(f"--api-key-env names {api_key_env}, which is not set"))
     try:
-        model = registry.servers[name](**options)
-        err.print(f"serving {name} on ws://{host}:{port} (healthz: http://{host}:{port}/healthz)")
-        serve_model(model, host, port, api_key=api_key, max_batch_size=max_batch_size, max_wait_ms=max_wait_ms)
+        server = PolicyServer(
+            factory(**options), host, port, api_key=api_key, max_batch_size=max_batch_size,
+            max_wait_ms=max_wait_ms, max_connections=max_connections,
+            handshake_timeout_s=handshake_timeout_s, concurrent_batches=concurrent_batches,
+            inline_below_ms=inline_below_ms,
+        )
+        err.print(
+            f"serving {name} on ws://{host}:{port} (healthz: http://{host}:{port}/healthz; "
+            f"{server.describe()})", highlight=False,
+        )
+        server.run()
     except ArenaError as exc:
         raise _fail(exc) from None
     except OSError as exc:  # e.g. the port is taken

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import time
 from typing import Any
 
 import msgpack
@@ -16,6 +17,7 @@ from openpi_client import msgpack_numpy as openpi
 
 from arena.errors import TransportError
 from arena.transport import CodecError, Packer, packb, unpackb
+from arena.transport.codec import object_budget
 
 V1_HEX = (
     "84"
@@ -400,3 +402,63 @@ def test_fuzz_10000_random_or_mutated_messages_decode_or_raise_codec_error() -> 
             counts["decoded"] += 1
     # Both outcomes must be well represented, or the fuzzer is not exploring.
     assert counts["decoded"] > 500 and counts["refused"] > 500, counts
+
+
+# ---- decoding amplification: what a message may build is bounded by its size ---------------
+
+
+def _empty_arrays(count: int) -> bytes:
+    """One msgpack array of ``count`` empty arrays (``0xdd``, length, ``0x90`` x count)."""
+    return b"\xdd" + count.to_bytes(4, "big") + b"\x90" * count
+
+
+def test_a_64_mib_frame_of_67_million_empty_arrays_is_refused_at_once() -> None:
+    frame = _empty_arrays(64 * 2**20 - 5)
+    started = time.monotonic()
+    with pytest.raises(CodecError, match=r"67,108,864 bytes that holds more than 1,048,576 msgpack objects"):
+        unpackb(frame)
+    assert time.monotonic() - started < 2.0  # openpi's decoder: ~4.8 GB of lists and ~30 s
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        b"\xdc\x00\x40" + _empty_arrays(2**20 - 16) * 64,  # nested under a small outer array
+        b"\xdd" + (300_000).to_bytes(4, "big") + b"\x9f" + b"\x90" * 15 * 1 + b"\x9f" + b"\x90" * 15,
+        b"\xdf" + (2**20).to_bytes(4, "big") + b"\xa1k\x80" * 2**20,  # a map of empty maps
+    ],
+    ids=["nested", "truncated-lists", "map-of-maps"],
+)
+def test_nested_or_truncated_amplification_is_a_codec_error(frame: bytes) -> None:
+    with pytest.raises(CodecError):
+        unpackb(frame)
+
+
+def test_a_message_of_scalars_in_plain_lists_still_decodes() -> None:
+    message = {"state": [float(i) for i in range(100_000)], "ids": list(range(3_000)), "prompt": "x"}
+    assert unpackb(packb(message)) == message
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {f"observation/{k}": np.zeros((224, 224, 3), np.uint8) for k in ("a", "b", "c")},
+        {f"observation/{k}": np.zeros((720, 1280, 3), np.uint8) for k in ("a", "b", "c")},
+        {"a": np.ones(32 * 2**20, np.uint8), "b": np.ones(32 * 2**20 - 512, np.uint8), "prompt": "go"},
+    ],
+    ids=["droid-three-cameras", "720p-three-cameras", "64-mib-of-arrays"],
+)
+def test_large_legitimate_requests_decode(message: dict[str, Any]) -> None:
+    back = unpackb(packb(message))
+    assert back.keys() == message.keys()
+    for key, value in message.items():
+        if isinstance(value, np.ndarray):
+            assert back[key].shape == value.shape and back[key].dtype == value.dtype
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(min_value=0, max_value=2**16), st.integers(min_value=1, max_value=2**22))
+def test_the_object_budget_grows_with_the_frame_and_is_capped(nbytes: int, cap: int) -> None:
+    budget = object_budget(nbytes, cap)
+    assert budget <= cap and budget <= 4096 + nbytes // 8
+    assert budget == cap or budget == 4096 + nbytes // 8

@@ -135,3 +135,21 @@ class GarbageTcpServer:
 
     def __exit__(self, *exc: object) -> None:
         self.sock.close()
+
+
+class BatchSizeModel:
+    """``arena serve transport_fakes:BatchSizeModel``: replies with the size of the batch each
+    request was inferred in (``{"batch": n}``); every batch takes 50 ms."""
+
+    def metadata(self) -> dict[str, Any]:
+        return {}
+
+    def load(self) -> None:
+        pass
+
+    def infer(self, obs: dict[str, Any]) -> dict[str, Any]:
+        return {"batch": 0}
+
+    def infer_batch(self, batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        time.sleep(0.05)
+        return [{"batch": len(batch)} for _ in batch]

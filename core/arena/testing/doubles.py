@@ -241,14 +241,24 @@ def chunk_model_from_args(args: argparse.Namespace) -> Any:
 def main(argv: list[str] | None = None) -> None:
     """``python -m arena.testing.doubles``: arena's policy server around a ChunkModel."""
     parser = chunk_model_arguments("arena policy server double (inference off the event loop)")
-    parser.add_argument("--max-batch-size", type=int, default=1)
+    parser.add_argument("--max-batch-size", type=int, default=None,
+                        help="requests per infer_batch call (default: the server's; 1 turns batching off)")
     parser.add_argument("--max-wait-ms", type=float, default=2.0)
+    parser.add_argument("--max-connections", type=int, default=None)
+    parser.add_argument("--handshake-timeout-s", type=float, default=None)
+    parser.add_argument("--ping-interval-s", type=float, default=None)
+    parser.add_argument("--inline-below-ms", type=float, default=None)
     parser.add_argument("--api-key-env", default=None, help="NAME of the variable holding the API key")
     args = parser.parse_args(argv)
     api_key = os.environ[args.api_key_env] if args.api_key_env else None
+    options = {
+        name: value
+        for name in ("max_connections", "handshake_timeout_s", "ping_interval_s", "inline_below_ms")
+        if (value := getattr(args, name)) is not None
+    }
     server = PolicyServer(
         chunk_model_from_args(args), args.host, args.port, api_key=api_key,
-        max_batch_size=args.max_batch_size, max_wait_ms=args.max_wait_ms,
+        max_batch_size=args.max_batch_size, max_wait_ms=args.max_wait_ms, **options,
     )
 
     serve_until_signalled(

@@ -185,8 +185,10 @@ class PolicyClient:
             except InvalidStatus as exc:
                 status = exc.response.status_code
                 hint = " (missing or wrong api_key)" if status in (401, 403) else ""
+                body = (exc.response.body or b"")[:300].decode("utf-8", "replace").strip()
                 raise HandshakeError(
                     f"{self.endpoint}: server answered the handshake with HTTP {status}{hint}"
+                    f"{': ' + body if body else ''}"
                 ) from exc
             except (InvalidHandshake, InvalidURI) as exc:
                 raise HandshakeError(

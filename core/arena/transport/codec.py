@@ -16,7 +16,10 @@ Differences from openpi, all on the safe side:
 * torch tensors (and jax arrays) become numpy first; bfloat16 becomes float32;
 * decoded arrays are writable copies that own their memory;
 * malformed input raises :class:`CodecError` only; object dtypes are never decoded and nothing
-  is ever unpickled.
+  is ever unpickled;
+* what a message may make the decoder build is bounded by its size (:func:`object_budget`):
+  openpi's decoder turns a 64 MiB frame of one array of 67 million empty arrays into ~4.8 GB of
+  Python lists (half a minute of work); this one refuses it at once with :class:`CodecError`.
 """
 
 from __future__ import annotations
@@ -29,11 +32,18 @@ import numpy as np
 
 from arena.transport.errors import CodecError
 
-__all__ = ["Packer", "packb", "unpackb"]
+__all__ = ["DEFAULT_MAX_OBJECTS", "Packer", "object_budget", "packb", "unpackb", "unpackb_bounded"]
+
+DEFAULT_MAX_OBJECTS = 2**20
+"""The most msgpack objects one message may hold, whatever its size (see :func:`object_budget`)."""
+_BUDGET_BASE = 4096
+_BYTES_PER_OBJECT = 8
+_CONTAINER_COST = 16
 
 _REFUSED_KINDS = frozenset("cOV")
 # Kinds whose buffer msgpack can read directly (saves the tobytes() copy).
 _BUFFER_KINDS = frozenset("biuf")
+_KEEP_PACKER_BYTES = 4 * 2**20
 _NDARRAY = b"__ndarray__"
 _NPGENERIC = b"__npgeneric__"
 
@@ -90,10 +100,15 @@ class Packer:
 
     def pack(self, obj: Any) -> bytes:
         try:
-            return self._packer.pack(obj)
+            packed = self._packer.pack(obj)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a CodecError
             self._packer.reset()
             raise _encode_error(obj, exc) from None
+        if len(packed) > _KEEP_PACKER_BYTES:
+            # msgpack's Packer keeps its buffer at the largest size it ever needed: start afresh
+            # rather than hold twice the biggest message for the life of the connection.
+            self._packer = msgpack.Packer(default=_default, use_bin_type=True)
+        return packed
 
 
 def packb(obj: Any) -> bytes:
@@ -105,19 +120,106 @@ def packb(obj: Any) -> bytes:
     return Packer().pack(obj)
 
 
-def unpackb(data: bytes | bytearray | memoryview) -> Any:
+def object_budget(nbytes: int, max_objects: int = DEFAULT_MAX_OBJECTS) -> int:
+    """How many msgpack objects a message of ``nbytes`` bytes may hold: ``4096 + nbytes // 8``,
+    at most ``max_objects``.
+
+    An array or a map counts 16 (a Python container costs ~60 bytes and work for the garbage
+    collector) plus one per element (two per map entry), so what a message builds stays within a
+    small multiple of its own size, in memory and in time. numpy arrays travel as ``bin``
+    payloads and count as a handful of objects however large they are: a DROID request spends
+    ~100 of its ~41,000; a message of float64 scalars in plain lists (9 bytes each) fits too.
+    Send bulk numbers as numpy arrays, not lists.
+    """
+    return min(max_objects, _BUDGET_BASE + nbytes // _BYTES_PER_OBJECT)
+
+
+def unpackb_bounded(
+    data: bytes | bytearray | memoryview,
+    object_hook: Any = None,
+    *,
+    max_objects: int = DEFAULT_MAX_OBJECTS,
+    **options: Any,
+) -> Any:
+    """``msgpack.unpackb`` with the object budget of :func:`object_budget` enforced.
+
+    ``object_hook`` and ``options`` (``raw``, ``strict_map_key``, ...) go to msgpack; no
+    single array or map may declare more elements than the budget, and the arrays and maps
+    built so far are counted as they complete, so decoding stops after at most twice the
+    budget's worth of objects. Used by the openpi codec here and by the plugins' own codecs
+    (GR00T's), so every decoder of untrusted bytes has the same bound.
+
+    Raises:
+        CodecError: the message holds more objects than its budget (the message says how
+            many bytes and which limit), or msgpack rejected it.
+    """
+    nbytes = len(data)
+    budget = object_budget(nbytes, max_objects)
+    left = budget
+    hook = object_hook if object_hook is not None else _identity
+
+    def on_list(items: list[Any]) -> list[Any]:
+        nonlocal left
+        left -= _CONTAINER_COST + len(items)
+        if left < 0:
+            raise _OverBudget
+        return items
+
+    def on_map(obj: dict[Any, Any]) -> Any:
+        nonlocal left
+        left -= _CONTAINER_COST + 2 * len(obj)
+        if left < 0:
+            raise _OverBudget
+        return hook(obj)
+
+    try:
+        return msgpack.unpackb(
+            data,
+            object_hook=on_map,
+            list_hook=on_list,
+            max_array_len=budget,
+            max_map_len=budget,
+            **options,
+        )
+    except _OverBudget:
+        raise _too_many(nbytes, budget, max_objects) from None
+    except CodecError:
+        raise
+    except ValueError as exc:
+        if "exceeds max_array_len" in str(exc) or "exceeds max_map_len" in str(exc):
+            raise _too_many(nbytes, budget, max_objects) from None
+        raise CodecError(f"malformed message (ValueError: {exc})") from exc
+    except Exception as exc:  # noqa: BLE001 - msgpack raises many types; callers see one
+        raise CodecError(f"malformed message ({type(exc).__name__}: {exc})") from exc
+
+
+def _identity(obj: Any) -> Any:
+    return obj
+
+
+class _OverBudget(Exception):
+    """Internal: raised from the msgpack hooks once a message spent its object budget."""
+
+
+def _too_many(nbytes: int, budget: int, max_objects: int) -> CodecError:
+    return CodecError(
+        f"refusing a message of {nbytes:,} bytes that holds more than {budget:,} msgpack objects "
+        f"(the limit for its size: {_BUDGET_BASE} + bytes/{_BYTES_PER_OBJECT}, at most "
+        f"{max_objects:,}); send bulk numbers as numpy arrays"
+    )
+
+
+def unpackb(data: bytes | bytearray | memoryview, *, max_objects: int = DEFAULT_MAX_OBJECTS) -> Any:
     """Decode one message. Arrays come back writable and owning their memory.
 
     Only str and bytes map keys are accepted (msgpack ``strict_map_key``). A map with **str**
-    keys ``"__ndarray__"`` is not an array and stays a dict. Raises :class:`CodecError` on any
-    malformed input.
+    keys ``"__ndarray__"`` is not an array and stays a dict. What the message may build is
+    bounded by its size (:func:`object_budget`; ``max_objects`` caps it).
+
+    Raises:
+        CodecError: malformed input, or more objects than the message's budget.
     """
-    try:
-        return msgpack.unpackb(data, object_hook=_object_hook, raw=False, strict_map_key=True)
-    except CodecError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - msgpack raises many types; callers see one
-        raise CodecError(f"malformed message ({type(exc).__name__}: {exc})") from exc
+    return unpackb_bounded(data, _object_hook, max_objects=max_objects, raw=False, strict_map_key=True)
 
 
 def _object_hook(obj: dict[Any, Any]) -> Any:

@@ -140,3 +140,43 @@ def test_an_n15_request_to_an_n16_server_is_an_error_reply():
 def test_core_zmq_ping_readiness_probe_accepts_the_double():
     with Gr00tDouble() as server:
         probe_once("zmq-ping", "127.0.0.1", server.port, 2.0)
+
+
+def _empty_arrays_reply(count: int) -> bytes:
+    """One msgpack array of ``count`` empty arrays: 5 + count bytes, count Python lists."""
+    return b"\xdd" + count.to_bytes(4, "big") + b"\x90" * count
+
+
+def test_a_reply_of_millions_of_empty_arrays_is_refused_at_once():
+    started = time.monotonic()
+    with pytest.raises(CodecError, match="more than 1,048,576 msgpack objects"):
+        unpackb(_empty_arrays_reply(16 * 2**20))
+    assert time.monotonic() - started < 2.0  # openpi-style decoding: ~1.3 GB and seconds
+
+
+def test_a_hostile_server_reply_is_a_protocol_error_and_the_client_stays_small():
+    import threading
+
+    import zmq
+
+    from arena.transport.errors import ProtocolError
+
+    context = zmq.Context.instance()
+    rep = context.socket(zmq.REP)
+    rep.setsockopt(zmq.LINGER, 0)
+    port = rep.bind_to_random_port("tcp://127.0.0.1")
+
+    def serve() -> None:
+        rep.recv()
+        rep.send(_empty_arrays_reply(16 * 2**20))
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    client = Gr00tClient("127.0.0.1", port, request_timeout_s=10)
+    try:
+        with pytest.raises(ProtocolError, match="undecodable reply to 'ping'.*msgpack objects"):
+            client.call("ping")
+    finally:
+        client.close()
+        thread.join(5)
+        rep.close(linger=0)

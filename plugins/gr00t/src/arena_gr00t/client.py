@@ -46,6 +46,9 @@ class Gr00tClient:
         first_request_timeout_s: seconds for the first ``get_action`` and for the first one
             after a timeout or a lost connection (a restarted server warms up again);
             ``None`` uses ``request_timeout_s``.
+        max_message_bytes: largest reply accepted (ZeroMQ ``MAXMSGSIZE``: a bigger one drops
+            the connection, which surfaces as a :class:`RequestTimeout`); what a reply may
+            build when decoded is bounded by its size (:func:`arena_gr00t.codec.unpackb`).
     """
 
     def __init__(
@@ -56,8 +59,10 @@ class Gr00tClient:
         api_token: str | None = None,
         request_timeout_s: float = 60.0,
         first_request_timeout_s: float | None = None,
+        max_message_bytes: int = 64 * 2**20,
     ) -> None:
         self.endpoint = f"tcp://{host}:{port}"
+        self.max_message_bytes = max_message_bytes
         self.api_token = api_token
         self.request_timeout_s = request_timeout_s
         self.first_request_timeout_s = first_request_timeout_s
@@ -71,6 +76,7 @@ class Gr00tClient:
         if self._socket is None:
             sock = self._context.socket(zmq.REQ)
             sock.setsockopt(zmq.LINGER, 0)
+            sock.setsockopt(zmq.MAXMSGSIZE, self.max_message_bytes)
             sock.connect(self.endpoint)
             self._socket = sock
         return self._socket

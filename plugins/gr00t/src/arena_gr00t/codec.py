@@ -23,6 +23,7 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from arena.transport.codec import unpackb_bounded
 from arena.transport.errors import CodecError
 
 __all__ = ["ModalityConfig", "packb", "unpackb"]
@@ -122,12 +123,14 @@ def packb(obj: Any) -> bytes:
 def unpackb(data: bytes) -> Any:
     """Decode one GR00T msgpack document (arrays and ModalityConfigs restored).
 
+    What a reply may build is bounded by its size, as in arena's own codec
+    (:func:`arena.transport.codec.object_budget`).
+
     Raises:
-        CodecError: malformed msgpack or a refused ``.npy`` payload.
+        CodecError: malformed msgpack, more objects than the reply's budget, or a refused
+            ``.npy`` payload.
     """
     try:
-        return msgpack.unpackb(data, object_hook=_object_hook, raw=False, strict_map_key=False)
-    except CodecError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - any malformed input is a codec error
+        return unpackb_bounded(data, _object_hook, raw=False, strict_map_key=False)
+    except CodecError as exc:
         raise CodecError(f"undecodable GR00T message: {exc}") from exc
