@@ -346,9 +346,10 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
     ci95 [low, high], ci_method, errors, episodes_total, episodes_recorded,
     missing_episodes, partial (the run's numbers cover less than planned: not completed,
     episodes missing or error episodes), partial_note (why, see
-    :func:`arena.rollout.records.partial_note`), server, server_log, issues, latency, seeds, num_envs, videos,
-    restarts, machine, warnings, model (what answered, see :func:`arena.rollout.run_one.model_record`)}}``, ``by_task`` (task -> run names), ``by_policy`` (pooled and macro
-    rates per policy), ``comparisons`` (every pair of policies on one task: difference and
+    :func:`arena.rollout.records.partial_note`), server, server_log, issues, latency, seeds,
+    num_envs, videos, restarts, machine, warnings, model (what answered, see
+    :func:`arena.rollout.run_one.model_record`)}}``, ``by_task`` (task -> run names),
+    ``by_policy`` (pooled and macro rates per policy), ``comparisons`` (every pair of policies on one task: difference and
     its Newcombe interval, see :func:`compare_runs`), ``provenance`` (``provenance.json``)
     and ``overall`` (pooled
     counts, ``n``, ``k``, ``success_rate``, ``ci95``, ``macro_success_rate``: the mean of

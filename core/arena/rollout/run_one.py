@@ -10,8 +10,9 @@ Writes into ``<output_dir>/<run>/`` (shard ``K``: ``<output_dir>/<run>/shards/<K
   ``episodes_total``, ``success_rate`` (k/n over non-error episodes; ``null`` when n = 0),
   ``ci95`` (Wilson), ``error``, ``started_at``, ``finished_at``, ``server``, ``shard``,
   ``machine`` (host name, platform, Python of the process that ran it), ``warnings``
-  (caveats of the numbers, e.g. an environment without a success signal; also in
-  ``status.json``);
+  (caveats of the numbers, e.g. an environment without a success signal or a fixed
+  ``remote_port`` arena did not use; also in ``status.json``), ``model`` (what answered a
+  remote policy, :func:`model_record`);
 - ``videos/``: one file per recorded episode when ``recording.enabled`` (see
   :mod:`arena.rollout.recording`).
 
