@@ -177,3 +177,10 @@ def test_python_m_arena_does_not_import_from_the_working_directory(tmp_path):
     done = _arena("validate", exp, cwd=workdir, env=_env())
     assert done.returncode == 0, done.stderr[-2000:]
     assert not marker.exists()
+
+
+def test_arena_s_own_modules_need_no_opt_in_and_are_not_recorded():
+    experiment = load_experiment_dict({"runs": {"a": {
+        "environment": {"type": "arena.testing.envs:ToyReachEnv"}, "policy": {"type": "zero_action"}}}})
+    assert experiment.runs["a"].environment_cls.__name__ == "ToyReachEnv"
+    assert experiment.imports == [] and "allow_imports" not in experiment.snapshot()

@@ -9,7 +9,9 @@ modules the user allowed, by any of:
 - ``$ARENA_ALLOW_IMPORTS=MODULE,MODULE`` (comma-separated).
 
 An entry allows that module and its submodules (``my_lab`` allows ``my_lab.policies``);
-``*`` allows any module. An experiment file cannot allow its own imports.
+``*`` allows any module. arena's own modules (``arena.…``, e.g.
+``arena.testing.envs:ToyReachEnv``) are always allowed: they are the code already running.
+An experiment file cannot allow its own imports.
 
 Runs executed elsewhere inherit the opt-in through the snapshot: the output directory's
 ``experiment.yaml`` lists, under the top-level ``allow_imports``, exactly the modules the
@@ -51,7 +53,12 @@ class ImportPolicy:
 
     def allows(self, module: str) -> bool:
         """Whether ``module`` (e.g. ``my_lab.policies``) may be imported."""
-        return any(a == "*" or module == a or module.startswith(a + ".") for a in self.allowed)
+        return is_arena_module(module) or any(a == "*" or module == a or module.startswith(a + ".") for a in self.allowed)
+
+
+def is_arena_module(module: str) -> bool:
+    """Whether ``module`` is part of arena-core itself (always allowed, never recorded)."""
+    return module == "arena" or module.startswith("arena.")
 
 
 def module_of(type_name: str) -> str | None:

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from arena.config.imports import SNAPSHOT_KEY, ImportPolicy, module_of, refusal
+from arena.config.imports import SNAPSHOT_KEY, ImportPolicy, is_arena_module, module_of, refusal
 from arena.config.merge import deep_merge, has_path, leaves
 from arena.config.models import (
     EnvironmentBuilderConfig,
@@ -343,7 +343,8 @@ class _Imports:
             if not self.trusted and self.listed.allows(module):
                 message += f" (the file's own '{SNAPSHOT_KEY}' is honoured only in the snapshots arena runs)"
             raise ValueError(message)
-        self.used.append(module)
+        if not is_arena_module(module):
+            self.used.append(module)
         return True
 
 
