@@ -102,6 +102,9 @@ class PolicyServer:
             ``concurrent_batches`` attribute, else 1. More than 1 needs a thread-safe model.
         inline_below_ms: run a request on the event-loop thread while recent inferences took
             less than this (ms) and there is nobody to batch with; ``None`` or 0 never does.
+            The trade-off: a model that hangs during an inline call blocks the loop, so
+            handshakes and health checks then time out (clients report a blocked event loop
+            and give up within their reconnect bound) instead of being answered.
         max_connections: WebSocket connections served at once; the next handshake gets HTTP
             503 with the reason. TCP connections beyond this plus 128 still in their handshake
             are closed at once.
