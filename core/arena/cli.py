@@ -448,11 +448,11 @@ def serve(
             handshake_timeout_s=handshake_timeout_s, concurrent_batches=concurrent_batches,
             inline_below_ms=inline_below_ms,
         )
-        err.print(
-            f"serving {name} on ws://{host}:{port} (healthz: http://{host}:{port}/healthz; "
-            f"{server.describe()})", highlight=False,
-        )
-        server.run()
+        # Said once the socket is bound (a taken port fails before it), with the real port (--port 0).
+        server.run(on_bound=lambda bound: err.print(
+            f"serving {name} on ws://{host}:{bound.port} (healthz: http://{host}:{bound.port}/healthz; "
+            f"{bound.describe()})", highlight=False,
+        ))
     except ArenaError as exc:
         raise _fail(exc) from None
     except OSError as exc:  # e.g. the port is taken
