@@ -78,7 +78,7 @@ def run_experiment(
         _print_dry_run(experiment, servers, backend, out, console)
         return EXIT_OK
     if out.exists() and any(out.iterdir()):
-        raise ConfigError(f"output directory {out} is not empty; choose another --output-dir", file=experiment.source)
+        raise _not_empty(out, experiment.source)
     backend.check(experiment, servers)
     out.mkdir(parents=True, exist_ok=True)
     write_snapshot(experiment, out / "experiment.yaml")
@@ -88,13 +88,24 @@ def run_experiment(
     return _submit_and_report(experiment, servers, backend, out, wait, console, {})
 
 
+def _not_empty(out: Path, source: str | None) -> ConfigError:
+    """The error for a non-empty ``--output-dir``; an earlier experiment's output gets the
+    ``--resume`` that finishes it."""
+    message = f"output directory {out} is not empty; choose another --output-dir"
+    if (out / "experiment.yaml").is_file() and (out / "manifest.json").is_file():
+        message += f", or finish the experiment it holds with: arena run --resume {out}"
+    return ConfigError(message, file=source)
+
+
 def _submit_and_report(experiment, servers, backend, out: Path, wait: bool, console, resume_kwargs: dict) -> int:
     totals = {name: int(run.rollout_limit.num_episodes) for name, run in experiment.runs.items()}
+    policies = {name: run.policy_type for name, run in experiment.runs.items()}
     try:
-        with _progress(backend, out, list(experiment.runs), console, totals):
+        with _progress(backend, out, list(experiment.runs), console, totals, policies):
             submission = backend.submit(experiment, servers, out, wait=wait, console=console, **resume_kwargs)
     except KeyboardInterrupt:
         _finish_report(out, console)
+        _say(console, f"interrupted: finished episodes are kept; run the rest with: arena run --resume {out}")
         return EXIT_INTERRUPTED
     if backend.name != "local" and not wait:
         _say(console, f"submitted to {backend.name}; follow it with `arena status {out}`")
@@ -103,7 +114,7 @@ def _submit_and_report(experiment, servers, backend, out: Path, wait: bool, cons
     return _finish_report(out, console)
 
 
-def _progress(backend, out: Path, runs: list[str], console, totals: dict[str, int]):
+def _progress(backend, out: Path, runs: list[str], console, totals: dict[str, int], policies: dict[str, str]):
     """Progress display for backends whose runs write status.json where this process sees it."""
     import contextlib
 
@@ -111,7 +122,7 @@ def _progress(backend, out: Path, runs: list[str], console, totals: dict[str, in
 
     if console is None or not (backend.name == "local" or getattr(backend, "shared_filesystem", False)):
         return contextlib.nullcontext()
-    return ProgressWatcher(out, runs, console, totals=totals)
+    return ProgressWatcher(out, runs, console, totals=totals, policies=policies)
 
 
 def _write_provenance(out: Path, source: str | None, servers: dict[str, Any]) -> None:

@@ -34,8 +34,10 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+import os
 import resource
 import signal
+import sys
 import threading
 import time
 import traceback
@@ -325,9 +327,19 @@ class PolicyServer:
             await asyncio.wait(handlers)
 
     def run(self, on_bound: Callable[[PolicyServer], None] | None = None) -> None:
-        """Serve in the foreground until SIGINT or SIGTERM (for ``arena serve``)."""
+        """Serve in the foreground until SIGINT or SIGTERM (for ``arena serve``).
+
+        Stopped while ``model.load()`` (or an inference) still runs on its thread, the process
+        ends here, at once: that thread cannot be interrupted, and an interpreter shutting down
+        under a thread inside a C extension (MuJoCo, torch) crashes with SIGSEGV.
+        """
         serve_until_signalled(lambda: self.serve(on_bound=on_bound))
         log.info("policy server on %s stopped", self.endpoint)
+        if self._engine is not None and not self._engine.join(timeout_s=2.0):
+            logging.shutdown()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
 
     def start_in_thread(self) -> PolicyServer:
         """Serve on a background thread; return once bound (:attr:`port` is then real).
