@@ -1,8 +1,12 @@
 import os
+from pathlib import Path
 
 # Headless MuJoCo for every test process and the subprocesses they start.
 os.environ.setdefault("MUJOCO_GL", "osmesa")
 os.environ.setdefault("PYOPENGL_PLATFORM", "osmesa")
+# Benchmark venvs (arena.venvs): the ones `scripts/setup-env.sh test` creates in this checkout,
+# for the tests and for the env workers of the `arena run` they start.
+os.environ.setdefault("ARENA_VENVS", str(Path(__file__).resolve().parent / ".venvs"))
 
 try:
     from hypothesis import HealthCheck, settings

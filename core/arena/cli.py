@@ -12,16 +12,21 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from arena.clihelp import ArenaGroup
 from arena.errors import ArenaError, ConfigError, LaunchError, unwritable
 
 app = typer.Typer(
     name="arena",
+    cls=ArenaGroup,
     help="Evaluate robot foundation-model policies in simulation.",
+    epilog="Exit codes, for every command: 0 success; 1 a check failed (doctor, probe); 2 a configuration or usage "
+    "error; 3 the work failed (a run, an I/O error, a taken port); 130 interrupted. Each command's --help says which "
+    "it uses.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-plugins_app = typer.Typer(help="List installed plugins (bare) or work with plugins.", invoke_without_command=True)
+plugins_app = typer.Typer(invoke_without_command=True)  # its help: the docstring of plugins() below
 app.add_typer(plugins_app, name="plugins")
 
 out = Console(soft_wrap=True)
@@ -61,7 +66,12 @@ def validate(
     list_overrides: Annotated[bool, typer.Option("--list-overrides", help="print every overridable key")] = False,
     allow_import: AllowImportOpt = None,
 ) -> None:
-    """Check an experiment file without running anything (exit 2 on a configuration error)."""
+    """Check an experiment file without running anything.
+
+    Exit codes:
+    0  the file is valid (warnings, e.g. a missing scheduler tool, do not change that)
+    2  a configuration error, naming the file, the run and the key
+    """
     from arena.config import load_experiment
     from arena.launch.planning import plan_servers
     from arena.launch.submit import make_backend
@@ -123,9 +133,14 @@ def run(
 ) -> None:
     """Run an experiment: every run, with its policy servers started and stopped by arena.
 
-    `arena run --resume OUTPUT_DIR` continues an interrupted experiment from its snapshot:
-    only work items without a finished record run (error episodes are retried unless
-    --keep-errors); the report is rebuilt from all records.
+    `arena run --resume OUTPUT_DIR` continues an interrupted experiment from its snapshot: only work items without a finished record run (error episodes are retried unless --keep-errors); the report is rebuilt from all records.
+
+    Exit codes:
+    0    every run completed without error episodes
+         (a cluster backend without --wait: every run submitted)
+    2    a configuration error, or --output-dir is not empty
+    3    a run failed or has error episodes, or the output could not be written
+    130  interrupted (Ctrl-C); `arena run --resume OUTPUT_DIR` finishes it
     """
     from arena.config import load_experiment
     from arena.launch.submit import resume_experiment, run_experiment
@@ -172,6 +187,12 @@ def run_one(
     output_dir: Annotated[Path, typer.Option("--output-dir", help="experiment output directory")],
     server_host: Annotated[Optional[str], typer.Option("--server-host", envvar="ARENA_SERVER_HOST")] = None,
     server_port: Annotated[Optional[int], typer.Option("--server-port", envvar="ARENA_SERVER_PORT")] = None,
+    server_api_key_env: Annotated[
+        Optional[str],
+        typer.Option(
+            "--server-api-key-env", envvar="ARENA_SERVER_API_KEY_ENV", help="NAME of the variable holding the server's key"
+        ),
+    ] = None,
     shard: Annotated[Optional[str], typer.Option("--shard", help="K/N: the work items whose index ≡ K mod N")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="skip work items that already have a finished record")] = False,
     keep_errors: Annotated[bool, typer.Option("--keep-errors", help="with --resume: do not retry `error` episodes")] = False,
@@ -180,6 +201,11 @@ def run_one(
     """Execute one run (or one shard of it) from a snapshot; every backend runs runs through this.
 
     The snapshot's own `allow_imports` (written by `arena run`) is honoured.
+
+    Exit codes:
+    0  the run (or shard) completed without error episodes
+    2  a configuration error in the snapshot or the options
+    3  the run failed or has error episodes
     """
     from arena.rollout.run_one import run_one as _run_one
 
@@ -198,6 +224,7 @@ def run_one(
         output_dir,
         server_host=server_host,
         server_port=server_port,
+        server_api_key_env=server_api_key_env,
         shard=shard_t,
         resume=resume,
         keep_errors=keep_errors,
@@ -209,7 +236,13 @@ def run_one(
 # -- submissions -----------------------------------------------------------------------------
 @app.command()
 def status(output_dir: Annotated[Path, typer.Argument(help="experiment output directory")]) -> None:
-    """Show the state of every run of a submission."""
+    """Show the state of every run of a submission.
+
+    Exit codes:
+    0  shown
+    2  not an arena output directory
+    3  the scheduler could not be asked
+    """
     from arena.launch.submit import submission_status
 
     try:
@@ -245,7 +278,13 @@ def status(output_dir: Annotated[Path, typer.Argument(help="experiment output di
 
 @app.command()
 def cancel(output_dir: Annotated[Path, typer.Argument(help="experiment output directory")]) -> None:
-    """Cancel a running submission; finished episodes are kept."""
+    """Cancel a running submission; finished episodes are kept.
+
+    Exit codes:
+    0  cancel requested, or nothing left to cancel
+    2  not an arena output directory
+    3  the scheduler refused or could not be reached
+    """
     from arena.launch.submit import cancel_submission, submission_status
 
     try:
@@ -266,7 +305,13 @@ def cancel(output_dir: Annotated[Path, typer.Argument(help="experiment output di
 
 @app.command()
 def collect(output_dir: Annotated[Path, typer.Argument(help="experiment output directory")]) -> None:
-    """Gather a submission's outputs and build experiment_result.json and index.html."""
+    """Gather a submission's outputs and build experiment_result.json and index.html.
+
+    Exit codes:
+    0  gathered and reported
+    2  not an arena output directory
+    3  the outputs could not be fetched or the report could not be written
+    """
     from arena.launch.submit import collect_submission
 
     try:
@@ -280,7 +325,13 @@ def collect(output_dir: Annotated[Path, typer.Argument(help="experiment output d
 
 @app.command()
 def report(output_dir: Annotated[Path, typer.Argument(help="experiment output directory")]) -> None:
-    """Rebuild experiment_result.json and index.html from the records (any record format_version this arena knows)."""
+    """Rebuild experiment_result.json and index.html from the records (any record format_version this arena knows).
+
+    Exit codes:
+    0  rebuilt
+    2  not an arena output directory
+    3  the report could not be written
+    """
     from arena.results.report import write_report
 
     _require_output_dir(output_dir)
@@ -319,6 +370,11 @@ def compare(
     seeds and rollout limits agree (exit 2 naming what differs; --force compares anyway and
     prints the differences first). Exit 3 when a compared run is partial (cancelled, failed,
     still running, episodes missing or error episodes).
+
+    Exit codes:
+    0  compared
+    2  A or B is not an arena output directory, or compared runs differ (without --force)
+    3  a compared run is partial
     """
     from arena.results.compare import compare_experiments, describe_value
 
@@ -408,7 +464,12 @@ def doctor(
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
     render: Annotated[bool, typer.Option("--render/--no-render", help="render one Meta-World frame headless")] = True,
 ) -> None:
-    """Check this machine: versions, plugins, headless rendering, schedulers, ports (each failure with a fix)."""
+    """Check this machine: versions, plugins, headless rendering, schedulers, ports (each failure with a fix).
+
+    Exit codes:
+    0  no check failed (warnings and information allowed)
+    1  at least one check failed
+    """
     from arena.doctor import run_checks
 
     checks = run_checks(render=render)
@@ -448,7 +509,13 @@ def serve(
         help="batches in the model at once, for thread-safe models (default: the model's concurrent_batches, else 1)",
         show_default=False, min=1)] = None,
 ) -> None:
-    """Serve a registered model with arena's policy server (openpi websocket protocol)."""
+    """Serve a registered model with arena's policy server (openpi websocket protocol).
+
+    Exit codes:
+    0  stopped by Ctrl-C or SIGTERM
+    2  an unknown model, a malformed --option or an unset --api-key-env variable
+    3  the model could not be built, or the address cannot be bound (a taken port)
+    """
     import os
 
     import yaml
@@ -486,11 +553,11 @@ def serve(
             handshake_timeout_s=handshake_timeout_s, concurrent_batches=concurrent_batches,
             inline_below_ms=inline_below_ms,
         )
-        err.print(
-            f"serving {name} on ws://{host}:{port} (healthz: http://{host}:{port}/healthz; "
-            f"{server.describe()})", highlight=False,
-        )
-        server.run()
+        # Said once the socket is bound (a taken port fails before it), with the real port (--port 0).
+        server.run(on_bound=lambda bound: err.print(
+            f"serving {name} on ws://{host}:{bound.port} (healthz: http://{host}:{bound.port}/healthz; "
+            f"{bound.describe()})", highlight=False,
+        ))
     except ArenaError as exc:
         raise _fail(exc) from None
     except OSError as exc:  # e.g. the port is taken
@@ -506,7 +573,13 @@ def probe(
     timeout: Annotated[float, typer.Option("--timeout", help="seconds to wait until ready")] = 60.0,
     api_key_env: Annotated[Optional[str], typer.Option(help="NAME of the variable holding the API key")] = None,
 ) -> None:
-    """Wait until a policy server is ready (exit 0) or the timeout passes (exit 1)."""
+    """Wait until a policy server is ready, or the timeout passes.
+
+    Exit codes:
+    0  ready
+    1  not ready within --timeout
+    2  an unknown probe kind
+    """
     import os
 
     from arena.transport.probe import wait_until_ready
@@ -528,7 +601,12 @@ def plugins(
     ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
 ) -> None:
-    """List plugins: name, distribution, version, hooks, what each registered, broken plugins."""
+    """List plugins: name, distribution, version, what each registered (policies, commands, ...), and each plugin that failed to load, with its traceback.
+
+    Exit codes:
+    0  listed (a plugin that failed to load is listed, not an error)
+    3  two plugins register the same name
+    """
     if ctx.invoked_subcommand is not None:
         return
     from arena.plugins import get_plugin_manager
@@ -550,7 +628,10 @@ def plugins(
             }
             for i in manager.infos.values()
         ],
-        "broken": [{"name": b.name, "distribution": b.distribution, "error": b.error} for b in manager.broken],
+        "broken": [
+            {"name": b.name, "distribution": b.distribution, "error": b.error, "traceback": b.traceback}
+            for b in manager.broken
+        ],
     }
     if as_json:
         out.print_json(json.dumps(data))
@@ -560,8 +641,9 @@ def plugins(
         reg = "; ".join(f"{k}: {', '.join(v)}" for k, v in p["registered"].items())
         table.add_row(p["name"], p["distribution"] or "-", p["version"] or "-", reg or "-")
     out.print(table)
-    for b in data["broken"]:
+    for b in data["broken"]:  # the traceback is what its author needs; this is where hints send users
         err.print(f"[red]broken plugin[/] {b['name']} ({b['distribution']}): {b['error']}", highlight=False)
+        err.print(b["traceback"].rstrip(), style="dim", highlight=False, markup=False)
 
 
 @plugins_app.command("new")
@@ -572,7 +654,12 @@ def plugins_new(
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="write into an existing non-empty directory")] = False,
 ) -> None:
-    """Create a plugin package: policy, adapter, server task, servable model, tests and README."""
+    """Create a plugin package: policy, adapter, server task, servable model, tests and README.
+
+    Exit codes:
+    0  created
+    2  an invalid name, or the directory exists and is not empty (without --force)
+    """
     from arena.scaffold import create_plugin
 
     try:

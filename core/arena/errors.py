@@ -93,11 +93,20 @@ class PolicyError(ArenaError):
 
     ``env_ids`` lists the envs whose current episode must end with outcome ``error``;
     ``None`` means every env. The rollout never counts these as policy failures.
+    ``env_errors`` optionally gives each env its own reason (one fault may reach several envs
+    in different ways); :meth:`for_env` is what an env's episode record says.
     """
 
-    def __init__(self, message: str, env_ids: list[int] | None = None) -> None:
+    def __init__(
+        self, message: str, env_ids: list[int] | None = None, env_errors: dict[int, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.env_ids = env_ids
+        self.env_errors = dict(env_errors or {})
+
+    def for_env(self, env_id: int) -> str:
+        """``env <env_id>: <reason>``: this env's own reason, else the message."""
+        return f"env {env_id}: {self.env_errors.get(env_id, str(self))}"
 
 
 class SimulatorError(ArenaError):

@@ -6,6 +6,14 @@ with ``{host}`` (the bind address), ``{port}``, ``{python}`` (this interpreter) 
 of ``fields``. ``checkpoint`` and ``revision`` (templated with ``fields`` too) say which model
 the server loads; every run's ``run_result.json`` records them with the image and the
 server's metadata frame, so results name the model that answered.
+
+Network exposure: the backend chooses the bind address (``{host}``): loopback when server and
+simulation share a node, all interfaces where they cannot. A command without ``{host}`` binds
+where the server decides (``bind``; openpi's ``serve_policy.py`` has no host option and binds
+0.0.0.0). ``api_key_args`` are the arguments that make the server require an API key (arena's
+own ``arena serve``: ``--api-key-env {api_key_env}``); a server without them cannot require
+one, so when it is exposed anyone who reaches the node can use it
+(:mod:`arena.launch.exposure` decides and describes this).
 """
 
 from __future__ import annotations
@@ -75,6 +83,20 @@ class ServerTask(BaseModel):
     )
     revision: str | None = Field(None, description="the checkpoint's revision or version, if known (templated), for the record")
 
+    api_key_args: list[str] | None = Field(
+        None,
+        description="arguments appended to make the server require an API key, templated with {api_key_env} "
+        "(the NAME of the variable holding it); null or []: the server cannot require one",
+    )
+    bind: str | None = Field(
+        None, description="address the server binds when its command has no {host}; null: assumed 0.0.0.0"
+    )
+    gpus: list[str] | None = Field(
+        None,
+        description="local backend: the GPUs (CUDA indices or UUIDs) this server gets as CUDA_VISIBLE_DEVICES; "
+        "null: resources.gpu of the free ones",
+    )
+
     @field_validator("name")
     @classmethod
     def _safe_name(cls, value: str) -> str:
@@ -108,9 +130,18 @@ class ServerTask(BaseModel):
             )
         return value
 
-    def render(self, argv: list[str], *, host: str, port: int, python: str = "python") -> list[str]:
-        """Fill ``{host}``, ``{port}``, ``{python}`` and ``fields`` into each argument."""
+    def render(
+        self, argv: list[str], *, host: str, port: int, python: str = "python", api_key_env: str | None = None
+    ) -> list[str]:
+        """Fill ``{host}``, ``{port}``, ``{python}`` and ``fields`` into each argument; with
+        ``api_key_env`` (a variable NAME) ``api_key_args`` are appended, filled with it."""
         values = {**self.fields, "host": host, "port": str(port), "python": python}
+        if api_key_env is not None:
+            if not self.api_key_args:
+                raise ValueError(f"server task '{self.name}' cannot require an API key (it has no api_key_args)")
+            if self.api_key_args[0] not in argv:  # a command may already pass one
+                argv = [*argv, *self.api_key_args]
+            values["api_key_env"] = api_key_env
         return [arg.format_map(values) for arg in argv]
 
     def model_identity(self) -> dict[str, str | None]:
@@ -128,9 +159,39 @@ class ServerTask(BaseModel):
 
         return {"checkpoint": fill(self.checkpoint), "revision": fill(self.revision)}
 
+    def bind_address(self, argv: list[str], requested: str) -> str:
+        """Where ``argv`` (``command`` or ``local_command``) binds when the backend asks for
+        ``requested``: that address if the command takes ``{host}``, else ``bind`` (or
+        0.0.0.0: a server that chooses its own address is assumed to listen everywhere)."""
+        if any("{host}" in arg for arg in argv):
+            return requested
+        return self.bind or "0.0.0.0"
+
+    @property
+    def gpu_count(self) -> int:
+        """GPUs this server needs: ``len(gpus)`` when pinned, else ``resources.gpu``."""
+        return len(self.gpus) if self.gpus is not None else self.resources.gpu
+
     def identity(self) -> str:
         """A key equal for two tasks that may share one instance (the description, sans name)."""
         return self.model_dump_json(exclude={"name"})
+
+
+def arena_server_task(model: str, *, startup_timeout_s: float = 60.0) -> ServerTask:
+    """The task of ``arena serve MODEL`` (a model registered with ``arena_register_servers``):
+    arena's own policy server, on the CPU, quick to start and shareable between runs and envs."""
+    argv = ["serve", model, "--host", "{host}", "--port", "{port}"]
+    return ServerTask(
+        name=model,
+        command=["arena", *argv],
+        local_command=["{python}", "-m", "arena", *argv],
+        port=8000,
+        readiness="websocket",
+        startup_timeout_s=startup_timeout_s,
+        resources=ServerResources(cpu=1, gpu=0, memory=1.0),
+        shareable=True,
+        api_key_args=["--api-key-env", "{api_key_env}"],
+    )
 
 
 class ServerOverrides(BaseModel):
@@ -154,11 +215,31 @@ class ServerOverrides(BaseModel):
     fields: dict[str, str] | None = None
     checkpoint: str | None = None
     revision: str | None = None
+    api_key_args: list[str] | None = None
+    bind: str | None = None
+    gpus: list[str] | None = Field(
+        None, description="local backend: pin the server to these GPUs (CUDA_VISIBLE_DEVICES entries)"
+    )
+
+    @field_validator("gpus", mode="before")
+    @classmethod
+    def _gpu_names(cls, value: object) -> object:
+        if isinstance(value, list):
+            return [str(v) for v in value]
+        return value
 
     def apply(self, task: ServerTask) -> ServerTask:
-        """Return ``task`` with every override that is set."""
+        """Return ``task`` with every override that is set.
+
+        ``api_key_args`` and ``bind`` describe a command's options, so a run that replaces
+        ``command`` or ``local_command`` drops them unless it gives them again.
+        """
         data = task.model_dump()
-        for key, value in self.model_dump(exclude={"external"}, exclude_none=True).items():
+        given = self.model_dump(exclude={"external"}, exclude_none=True)
+        if "command" in given or "local_command" in given:
+            data["api_key_args"] = None
+            data["bind"] = None
+        for key, value in given.items():
             if isinstance(value, dict) and isinstance(data.get(key), dict):
                 data[key] = {**data[key], **value}
             else:

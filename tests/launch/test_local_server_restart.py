@@ -72,7 +72,7 @@ def test_a_server_killed_mid_episode_is_restarted_and_every_episode_is_recorded(
 
 def test_without_restarts_the_episodes_cut_short_are_errors_never_failures(tmp_path: Path) -> None:
     marker = tmp_path / "server-died-once"
-    policy = {"connect_timeout_s": 1, "max_reconnect_attempts": 1}
+    policy = {"connect_timeout_s": 1, "reconnect_timeout_s": 1, "max_reconnect_attempts": 1}
     result, out = _run(tmp_path, marker, restarts=0, policy=policy)
     assert marker.exists()
     assert "server metaworld-expert failed" in result.stdout, result.stdout

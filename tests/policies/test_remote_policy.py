@@ -222,6 +222,23 @@ class _TinyEnv:
         return self._obs(), np.zeros(n), np.zeros(n, bool), np.zeros(n, bool), {"success": actions[:, 0] >= 0}
 
 
+def _rollout_records(port: int, num_envs: int) -> list[Any]:
+    """The records of ``num_envs`` episodes of ``_TinyEnv`` against the server on ``port``."""
+    from arena.rollout.rollout import rollout
+    from arena.rollout.workitems import WorkItem
+
+    cfg = RemotePolicyConfig(remote_port=port, embodiment="counter", connect_timeout_s=5,
+                             request_timeout_s=5, first_request_timeout_s=5)
+    policy = CounterPolicy(cfg, adapter=CounterAdapter())
+    records: list[Any] = []
+    items = [WorkItem(run="r", episode_index=i, seed=i) for i in range(num_envs)]
+    try:
+        rollout(_TinyEnv(num_envs), policy, items, None, on_episode_end=records.append, max_consecutive_errors=None)
+    finally:
+        policy.close()
+    return records
+
+
 @pytest.mark.parametrize(
     ("reply", "needle"),
     [
@@ -231,24 +248,24 @@ class _TinyEnv:
     ],
 )
 def test_bad_replies_end_episodes_as_errors_naming_key_and_expected_shape(openpi_double, reply, needle):
-    from arena.rollout.rollout import rollout
-    from arena.rollout.workitems import WorkItem
-
     double = openpi_double(lambda obs: reply)
-    cfg = RemotePolicyConfig(remote_port=double.port, embodiment="counter", connect_timeout_s=5,
-                             request_timeout_s=5, first_request_timeout_s=5)
-    policy = CounterPolicy(cfg, adapter=CounterAdapter())
-    records = []
-    items = [WorkItem(run="r", episode_index=i, seed=i) for i in range(2)]
-    try:
-        summary = rollout(_TinyEnv(2), policy, items, None, on_episode_end=records.append, max_consecutive_errors=None)
-    finally:
-        policy.close()
-    assert [r.outcome for r in records] == ["error", "error"], summary
+    records = _rollout_records(double.port, num_envs=2)
+    assert [r.outcome for r in records] == ["error", "error"], records
     for record in records:
         assert needle in record.error and "'actions'" in record.error
         assert "(H, 3)" in record.error, record.error
     assert len(double.model.requests) == 2  # a protocol violation is not retried
+
+
+def test_one_fault_reaching_several_envs_names_each_env_in_its_own_record(openpi_double):
+    double = openpi_double(lambda obs: {"actions": np.zeros((4, 5))})  # wrong width for every env
+    records = _rollout_records(double.port, num_envs=3)
+    assert sorted(r.env_id for r in records) == [0, 1, 2]
+    for record in records:
+        assert record.outcome == "error"
+        assert f"env {record.env_id}: protocol violation" in record.error, record.error
+        others = {0, 1, 2} - {record.env_id}
+        assert not any(f"env {e}:" in record.error for e in others), record.error
 
 
 def test_requests_of_envs_due_together_are_batched_by_the_server(policy_server):
@@ -299,10 +316,14 @@ class _ScriptedClient:
     def __init__(self, host: str, port: int, **options: Any) -> None:
         self.endpoint = f"ws://{host}:{port}"
         self.connected = False
+        self.saw_server_down = False
 
-    def connect(self) -> dict:
+    def connect(self, timeout_s: float | None = None) -> dict:
         self.connected = True
         return {}
+
+    def expect_warmup(self) -> None:
+        pass
 
     def close(self) -> None:
         self.connected = False

@@ -124,3 +124,21 @@ def test_report_shows_runs_numbers_and_escapes_everything(output_dir):
     good_section = html[html.index('id="run-1"'):html.index('id="run-2"')]
     assert good_section.index("failure") < good_section.index("success")
     assert (output_dir / "experiment_result.json").exists()
+
+
+def test_expanded_runs_are_reported_per_suite_with_interval_and_per_task(tmp_path):
+    out = tmp_path / "out"
+    _manifest(out, {"spatial.0": 10, "spatial.1": 10, "alone": 10})
+    outcomes = {"spatial.0": ["success"] * 9 + ["timeout"], "spatial.1": ["success"] * 5 + ["timeout"] * 5, "alone": ["success"] * 10}
+    for run, listed in outcomes.items():
+        _write(out / run / "episodes.jsonl", [_rec(run, i, o) for i, o in enumerate(listed)])
+        write_json_atomic(out / run / "run_result.json", {"run": run, "state": "completed", "error": None})
+    result = build_experiment_result(out)
+    assert list(result["by_group"]) == ["spatial"]  # a run that was not expanded is no group
+    suite = result["by_group"]["spatial"]
+    assert suite["runs"] == ["spatial.0", "spatial.1"] and (suite["k"], suite["n"]) == (14, 20)
+    assert suite["success_rate"] == pytest.approx(0.7) and suite["macro_success_rate"] == pytest.approx(0.7)
+    assert suite["ci95"][0] == pytest.approx(0.4810, abs=1e-3) and suite["ci95"][1] == pytest.approx(0.8545, abs=1e-3)
+    assert suite["partial"] is False
+    html = write_report(out, result).read_text()
+    assert 'id="groups"' in html and "By suite" in html and "14/20" in html

@@ -101,3 +101,12 @@ def test_run_one_records_video_paths_relative_to_the_run_directory(tmp_path, sha
     assert sorted(r.episode_index for r in records if r.video) == [i for i in sorted(r.episode_index for r in records) if i < 3]
     # the env was built without cameras: recording renders only the recorded envs
     assert CounterEnv.instances[-1].cameras is False
+
+
+def test_cameras_a_simulator_renders_upside_down_are_recorded_upright(tmp_path):
+    frame = np.arange(4 * 6 * 3, dtype=np.uint8).reshape(1, 4, 6, 3)
+    observation = {"camera_obs": {"flipped": frame, "plain": frame}}
+    env = SimpleNamespace(upside_down_cameras=frozenset({"flipped"}))
+    for camera, expected in (("flipped", frame[0, ::-1, ::-1]), ("plain", frame[0])):
+        recorder = EpisodeRecorder(RecordingConfig(enabled=True, camera=camera), tmp_path)
+        assert np.array_equal(recorder._frame(env, 0, observation), expected)

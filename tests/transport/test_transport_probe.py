@@ -12,7 +12,7 @@ import pytest
 from transport_fakes import EchoModel, free_port
 
 from arena.errors import ConfigError
-from arena.transport import NotReady, PolicyServer, ReadinessTimeout, probe_once, wait_until_ready
+from arena.transport import NotReady, PolicyServer, ReadinessTimeout, Unauthorized, probe_once, wait_until_ready
 
 Start = Callable[..., PolicyServer]
 
@@ -53,9 +53,44 @@ def test_readyz_probe_waits_for_model_load(start_server: Start) -> None:
 
 def test_websocket_probe_passes_the_api_key(start_server: Start) -> None:
     server = start_server(EchoModel(), api_key="k")
-    with pytest.raises(NotReady, match="401"):
+    with pytest.raises(Unauthorized, match="401"):
         probe_once("websocket", "127.0.0.1", server.port, 2.0)
     wait_until_ready("websocket", "127.0.0.1", server.port, 5.0, api_key="k")
+
+
+@pytest.mark.parametrize("key", [None, "wrong"])
+def test_a_refused_key_fails_the_wait_at_once_naming_401(start_server: Start, key: str | None) -> None:
+    server = start_server(EchoModel(), api_key="k")
+    # Unauthorized, not ReadinessTimeout: the wait stops at the first answer instead of
+    # retrying for the 600 s a model server may take to load.
+    with pytest.raises(Unauthorized, match="HTTP 401") as info:
+        wait_until_ready("websocket", "127.0.0.1", server.port, 600.0, api_key=key)
+    assert ("with a key" if key else "without one") in str(info.value)
+
+
+def test_an_http_probe_refused_with_401_says_so() -> None:
+    import http.server
+
+    class Keyed(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            ok = self.headers.get("Authorization") == "Api-Key k"
+            self.send_response(200 if ok else 401)
+            self.end_headers()
+            self.wfile.write(b"OK\n" if ok else b"no\n")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    httpd = http.server.HTTPServer(("127.0.0.1", 0), Keyed)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with pytest.raises(Unauthorized, match="answered HTTP 401"):
+            wait_until_ready("http:/healthz", "127.0.0.1", httpd.server_address[1], 600.0)
+        wait_until_ready("http:/healthz", "127.0.0.1", httpd.server_address[1], 5.0, api_key="k")
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
 
 
 def test_timeout_message_names_kind_endpoint_seconds_and_last_error() -> None:

@@ -7,26 +7,41 @@ the output directory is written; ``submit`` writes each workflow to ``OUTPUT/osm
 and submits it with ``osmo workflow submit … --format-type json``; ``status``, ``cancel`` and
 ``collect`` work from ``submission.json`` alone (the core builds the backend with default
 options for them), so everything they need is recorded there.
+
+arena's own policy servers are exposed on OSMO (their own tasks), so they require a key
+generated at submit time: it goes into a new OSMO credential (``osmo credential set`` reads
+it from standard input) named in ``submission.json`` (the name, never the key), and is
+deleted by ``cancel`` and by ``collect`` once every workflow has finished.
 """
 
 from __future__ import annotations
 
+import secrets
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from arena.errors import ConfigError, LaunchError
 from arena.launch.base import LaunchBackend, Submission
+from arena.launch.exposure import generate_key
 from arena_osmo import osmo_cli
 from arena_osmo.collect import collect_workflow, resolve_url
 from arena_osmo.options import OsmoOptions
-from arena_osmo.render import COLLECTOR_TASK, RenderedWorkflow, render_workflows
+from arena_osmo.render import (
+    COLLECTOR_TASK,
+    KEY_CREDENTIAL_KEY,
+    KEY_CREDENTIAL_PLACEHOLDER,
+    RenderedWorkflow,
+    render_workflows,
+    server_exposures,
+)
 from arena_osmo.states import run_state, workflow_finished
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from arena.config import ResolvedExperiment
+    from arena.launch.exposure import Exposure
     from arena.launch.planning import ServerPlan
 
 _LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "0.0.0.0")
@@ -44,11 +59,21 @@ class OsmoBackend(LaunchBackend):
 
     # -- planning ------------------------------------------------------------------------------
     def render(
-        self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan], *, placeholders: bool
+        self,
+        experiment: ResolvedExperiment,
+        servers: dict[str, ServerPlan],
+        *,
+        placeholders: bool,
+        key_credential: str = KEY_CREDENTIAL_PLACEHOLDER,
     ) -> list[RenderedWorkflow]:
         """The workflows of ``experiment`` (see :func:`arena_osmo.render.render_workflows`)."""
         self._check_external(experiment, servers)
-        return render_workflows(experiment, servers, self.options, placeholders=placeholders)
+        return render_workflows(
+            experiment, servers, self.options, placeholders=placeholders, key_credential=key_credential
+        )
+
+    def exposures(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan]) -> dict[str, Exposure]:
+        return server_exposures(experiment, servers)
 
     def plan(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan], output_dir: Path) -> str:
         workflows = self.render(experiment, servers, placeholders=True)
@@ -84,10 +109,16 @@ class OsmoBackend(LaunchBackend):
         wait: bool = False,
         console: Console | None = None,
     ) -> Submission:
-        workflows = self.render(experiment, servers, placeholders=False)
+        submission = Submission(backend=self.name, experiment=experiment.name, output_dir=str(output_dir))
+        key_credential = KEY_CREDENTIAL_PLACEHOLDER
+        if any(e.key == "generated" for e in self.exposures(experiment, servers).values()):
+            key_credential = f"arena-key-{secrets.token_hex(6)}"
+            osmo_cli.set_secret_credential(key_credential, KEY_CREDENTIAL_KEY, generate_key())
+            submission.extra = {"key_credential": key_credential}
+            _say(console, f"created OSMO credential {key_credential} with the servers' API key (deleted after collect)")
+        workflows = self.render(experiment, servers, placeholders=False, key_credential=key_credential)
         spec_dir = Path(output_dir) / "osmo"
         spec_dir.mkdir(parents=True, exist_ok=True)
-        submission = Submission(backend=self.name, experiment=experiment.name, output_dir=str(output_dir))
         entries: list[dict[str, Any]] = []
         for wf in workflows:
             path = spec_dir / f"{wf.name}.yaml"
@@ -108,10 +139,10 @@ class OsmoBackend(LaunchBackend):
             entries.append(entry)
             for t in wf.runs:
                 submission.ids[t.run] = {"0": workflow_id}
-            submission.extra = {"workflows": entries}
+            submission.extra = {**submission.extra, "workflows": entries}
             submission.save()
             _say(console, f"workflow [bold]{wf.name}[/] submitted as {workflow_id} ({len(wf.runs)} run(s), pool {wf.pool})")
-        submission.extra = {"workflows": entries}
+        submission.extra = {**submission.extra, "workflows": entries}
         submission.save()
         if wait:
             self._wait(submission, console)
@@ -127,8 +158,9 @@ class OsmoBackend(LaunchBackend):
                 note = f"; cancelled the workflows already submitted ({', '.join(ids)})"
             except LaunchError as cancel_exc:
                 note = f"; could not cancel the workflows already submitted ({', '.join(ids)}): {cancel_exc}"
-            submission.extra = {"workflows": entries, "aborted": str(exc)}
+            submission.extra = {**submission.extra, "workflows": entries, "aborted": str(exc)}
             submission.save()
+        _drop_key_credential(submission)
         raise LaunchError(f"{exc}{note}") from None
 
     def _wait(self, submission: Submission, console) -> None:
@@ -175,12 +207,32 @@ class OsmoBackend(LaunchBackend):
         ids = [e["id"] for e in _workflows(submission)]
         if ids:
             osmo_cli.cancel(ids, f"arena cancel {submission.output_dir}")
+        _drop_key_credential(submission)
 
     def collect(self, submission: Submission) -> Path:
         output_dir = Path(submission.output_dir)
         for entry in _workflows(submission):
             collect_workflow(entry, output_dir, say=lambda text: print(_plain(text)))
+        if submission.extra.get("key_credential"):
+            finished = all(
+                workflow_finished(osmo_cli.query(entry["id"]).get("status", "")) for entry in _workflows(submission)
+            )
+            if finished:  # a task still queued would need it to start
+                _drop_key_credential(submission)
         return output_dir
+
+
+def _drop_key_credential(submission: Submission) -> None:
+    """Delete the submission's key credential (best effort: a leftover holds a dead key)."""
+    name = submission.extra.get("key_credential")
+    if not name:
+        return
+    try:
+        osmo_cli.delete_credential(name)
+    except LaunchError:
+        return
+    submission.extra = {k: v for k, v in submission.extra.items() if k != "key_credential"}
+    submission.save()
 
 
 def _workflows(submission: Submission) -> list[dict[str, Any]]:

@@ -10,6 +10,9 @@ Commands used (NVIDIA/OSMO ``src/cli/workflow.py`` and ``src/cli/data.py``):
 - ``osmo workflow cancel ID... --message M --format-type json``.
 - ``osmo workflow logs ID --task T``: a header line, then the task's log.
 - ``osmo data download URL DIR``.
+- ``osmo credential set NAME --type GENERIC --payload-file KEY=PATH`` (the value is read from
+  the file; arena passes ``/dev/stdin`` so a secret is never on a command line or on disk)
+  and ``osmo credential delete NAME`` (``src/cli/credential.py``).
 """
 
 from __future__ import annotations
@@ -43,15 +46,18 @@ def executable() -> str:
     return path
 
 
-def run(args: list[str], *, timeout_s: float = 300.0) -> str:
-    """Run ``osmo ARGS``; return its stdout.
+def run(args: list[str], *, timeout_s: float = 300.0, stdin: str | None = None) -> str:
+    """Run ``osmo ARGS`` (with ``stdin`` as its standard input); return its stdout.
 
     Raises:
         OsmoCliError: not installed, non-zero exit (with its stderr), or timed out.
     """
     argv = [executable(), *args]
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
+        proc = subprocess.run(
+            argv, capture_output=True, text=True, timeout=timeout_s, check=False, input=stdin,
+            stdin=None if stdin is not None else subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired:
         raise OsmoCliError(f"`osmo {' '.join(args)}` did not answer within {timeout_s:g} s") from None
     if proc.returncode != 0:
@@ -101,3 +107,14 @@ def task_logs(workflow_id: str, task: str) -> str:
 def data_download(url: str, local_dir: str) -> None:
     """Download the objects under ``url`` into ``local_dir``."""
     run(["data", "download", url, local_dir], timeout_s=3600.0)
+
+
+def set_secret_credential(name: str, key: str, value: str) -> None:
+    """Create (or replace) the GENERIC credential ``name`` holding ``key`` = ``value``; the
+    value goes through standard input, never the command line."""
+    run(["credential", "set", name, "--type", "GENERIC", "--payload-file", f"{key}=/dev/stdin"], stdin=value)
+
+
+def delete_credential(name: str) -> None:
+    """Delete the credential ``name``."""
+    run(["credential", "delete", name])

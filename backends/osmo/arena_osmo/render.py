@@ -9,7 +9,13 @@ One group per run, in the experiment's order:
 - ``<group>-server`` (remote runs only) is the run's own policy server, derived from the
   ServerTask its policy's plugin registers, so runs of different models mix in one workflow.
   The runner reaches it at ``{{host:<server task>}}`` and the ServerTask's port, after
-  ``arena probe`` says it is ready. OSMO stops it when the lead ends.
+  ``arena probe`` says it is ready. OSMO stops it when the lead ends. Server and runner are
+  separate tasks, so the server binds all interfaces: exposed. arena's own server then
+  requires a key generated for the submission, kept in an OSMO credential the backend
+  creates at submit time (``key_credential``) and given to both tasks as
+  ``$ARENA_SERVER_API_KEY``; the workflow file names the credential, never the key. A
+  third-party server without authentication is reachable by whatever reaches its pod; the
+  header says so.
 
 Then a CPU-only ``collect`` group whose one task takes every runner's output as task inputs,
 merges them, builds the report and uploads it to ``launch.osmo.output_url``.
@@ -33,6 +39,7 @@ import yaml
 from pydantic import ValidationError
 
 from arena.errors import ConfigError
+from arena.launch.exposure import GENERATED_KEY_ENV, Exposure, decide_exposure
 from arena.launch.shell import in_double_quotes, one_line
 from arena_osmo.placement import Placements, place
 from arena_osmo.spec import validate_workflow
@@ -50,6 +57,10 @@ COLLECT_FILE = "/tmp/arena/collect.json"
 COLLECTOR_GROUP = "collect"
 COLLECTOR_TASK = "collect-outputs"
 PLACEHOLDER = "<unset: launch.osmo.{}>"
+#: Stands for the name of the key credential, which ``submit`` creates with a fresh name.
+KEY_CREDENTIAL_PLACEHOLDER = "arena-key-created-at-submit"
+#: The key's name inside that credential.
+KEY_CREDENTIAL_KEY = "api_key"
 
 
 @dataclass
@@ -104,17 +115,31 @@ def slug(text: str, limit: int = 40) -> str:
     return s[:limit].rstrip("-") or "x"
 
 
+def server_exposures(experiment: ResolvedExperiment, servers: dict[str, ServerPlan]) -> dict[str, Exposure]:
+    """Per run with a server task: it binds 0.0.0.0 (its own task, reached over the network)
+    and arena's own server requires a key (the user's, else a generated one)."""
+    out = {}
+    for run, plan in servers.items():
+        if plan.task is not None:
+            policy_key_env = getattr(experiment.runs[run].policy, "api_key_env", None)
+            out[run] = decide_exposure(plan.task, plan.task.command, "0.0.0.0", policy_key_env)
+    return out
+
+
 def render_workflows(
     experiment: ResolvedExperiment,
     servers: dict[str, ServerPlan],
     options: OsmoOptions,
     *,
     placeholders: bool,
+    key_credential: str = KEY_CREDENTIAL_PLACEHOLDER,
 ) -> list[RenderedWorkflow]:
     """Render ``experiment`` as one or more OSMO workflows.
 
     ``placeholders``: where ``runner_image`` or ``output_url`` is unset, write a visible
-    ``<unset: launch.osmo.…>`` (``--dry-run``) instead of refusing.
+    ``<unset: launch.osmo.…>`` (``--dry-run``) instead of refusing. ``key_credential``: the
+    OSMO credential holding the generated server key (``api_key``), for runs whose server
+    requires one.
 
     Raises:
         ConfigError: a required option is unset (without ``placeholders``), a placement the
@@ -141,15 +166,19 @@ def render_workflows(
             "would overwrite each other's report; add {{workflow_id}} to the URL",
             file=experiment.source, key="launch.osmo.output_url",
         )
+    exposures = server_exposures(experiment, servers)
     workflows = []
     for k, (pool, runs) in enumerate(shards):
         name = base if len(shards) == 1 else f"{base}-{k + 1}"
-        ctx = _Context(experiment, servers, options, placements, image, url, pool)
+        ctx = _Context(experiment, servers, options, placements, image, url, pool, exposures, key_credential)
         wf = ctx.workflow(name, [(index[r], r) for r in runs])
         wf.header = [
             f"arena experiment '{experiment.name}': workflow {k + 1} of {len(shards)} (pool {pool}), "
             f"{len(runs)} run(s), {sum(len(g['tasks']) for g in wf.spec['workflow']['groups'])} task(s)",
-            *(f"  {t.group}: run '{t.run}'" + (" with its policy server" if t.server else "") for t in wf.runs),
+            *(
+                f"  {t.group}: run '{t.run}'" + (f" with its {exposures[t.run].describe()}" if t.server else "")
+                for t in wf.runs
+            ),
             f"submit: {' '.join(submit_argv('WORKFLOW.yaml', pool, options.priority))}",
         ]
         try:
@@ -234,8 +263,13 @@ def _gi(gb: float) -> str:
 class _Context:
     """Renders the groups of one workflow."""
 
-    def __init__(self, experiment, servers, options, placements: Placements, image: str, url: str, pool: str) -> None:
+    def __init__(
+        self, experiment, servers, options, placements: Placements, image: str, url: str, pool: str,
+        exposures: dict[str, Exposure], key_credential: str,
+    ) -> None:
         self.experiment = experiment
+        self.exposures = exposures
+        self.key_credential = key_credential
         self.servers = servers
         self.options: OsmoOptions = options
         self.placements = placements
@@ -294,10 +328,14 @@ class _Context:
             "MUJOCO_GL": "egl" if o.runner.gpu else "osmesa",
             "PYOPENGL_PLATFORM": "egl" if o.runner.gpu else "osmesa",
         }
-        if rt.server:
+        exposure = self.exposures.get(rt.run) if rt.server else None
+        if rt.server and exposure is not None:
             env["ARENA_SERVER_INFO"] = json.dumps(
-                {"task": rt.server, "host": _host(rt.server), "port": plan.task.port, "log": "server.log", "image": plan.task.image}
+                {"task": rt.server, "host": _host(rt.server), "port": plan.task.port, "log": "server.log",
+                 "image": plan.task.image, "bind": exposure.bind, "exposed": exposure.exposed, "api_key": exposure.key}
             )
+            if exposure.key == "generated":
+                env["ARENA_SERVER_API_KEY_ENV"] = GENERATED_KEY_ENV  # run-one reads the key by this name
         task: dict[str, Any] = {
             "name": rt.runner,
             "lead": True,
@@ -307,6 +345,8 @@ class _Context:
             "environment": env,
         }
         creds = _credentials(o, list(o.credentials))
+        if exposure is not None and exposure.key == "generated":
+            creds.setdefault(self.key_credential, {})[GENERATED_KEY_ENV] = KEY_CREDENTIAL_KEY
         if creds:
             task["credentials"] = creds
         task["files"] = [
@@ -347,7 +387,7 @@ class _Context:
             task = plan.task
             timeout = f"{task.startup_timeout_s:g}"
             probe = f"arena probe {q(task.readiness)} \"$HOST\" \"$PORT\" --timeout {timeout}"
-            api_env = getattr(self.experiment.runs[rt.run].policy, "api_key_env", None)
+            api_env = self.exposures[rt.run].client_key_env
             if api_env:
                 probe += f" --api-key-env {q(api_env)}"
             reason = (
@@ -382,15 +422,19 @@ class _Context:
                 key="server.command",
             )
         placement = self.placements.runs[rt.run]
+        exposure = self.exposures[rt.run]
         out: dict[str, Any] = {
             "name": rt.server,
             "lead": False,
             "image": task.image,
-            "command": task.render(task.command, host="0.0.0.0", port=task.port),
+            "command": task.render(task.command, host=exposure.bind, port=task.port, api_key_env=exposure.server_key_env),
         }
         if task.env:
             out["environment"] = dict(task.env)
-        creds = _credentials(self.options, task.secrets)
+        secrets = [*task.secrets, *([exposure.server_key_env] if exposure.key == "user" else [])]
+        creds = _credentials(self.options, list(dict.fromkeys(secrets)))
+        if exposure.key == "generated":
+            creds.setdefault(self.key_credential, {})[GENERATED_KEY_ENV] = KEY_CREDENTIAL_KEY
         if creds:
             out["credentials"] = creds
         r = task.resources

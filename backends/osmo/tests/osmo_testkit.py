@@ -241,6 +241,16 @@ elif args[:2] == ["workflow", "logs"]:
     wid, task = args[2], args[args.index("--task") + 1]
     print(f"Workflow {{wid}} has logs:")
     print(state.get("logs", {{}}).get(task, f"log of {{task}}"))
+elif args[:2] == ["credential", "set"]:
+    payload = args[args.index("--payload-file") + 1]
+    key, _, path = payload.partition("=")
+    creds = state.setdefault("credentials", {{}})
+    creds[args[2]] = {{key: open(path).read()}}
+    (home / "state.json").write_text(json.dumps(state))
+    print(json.dumps({{"name": args[2]}}))
+elif args[:2] == ["credential", "delete"]:
+    state.setdefault("credentials", {{}}).pop(args[2], None)
+    (home / "state.json").write_text(json.dumps(state))
 elif args[:2] == ["data", "download"]:
     src = state["data"][args[2]]
     shutil.copytree(src, Path(args[3]) / Path(src).name, dirs_exist_ok=True)

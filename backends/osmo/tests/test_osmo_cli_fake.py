@@ -231,3 +231,43 @@ def test_cancelled_workflow_shows_cancelled_runs(fake_models, fake_osmo, tmp_pat
     states = submission_status(out)
     assert states["pi"]["state"] == "cancelled"
     assert states["zero"]["state"] == "cancelled"
+
+
+ARENA_SERVER = {"server": {"image": "registry.example/arena:0.1"}}
+
+
+def test_arenas_own_exposed_server_requires_a_key_from_a_credential_made_at_submit(fake_models, fake_osmo, tmp_path):
+    runs = {"expert": {**run("metaworld_expert_remote"), **ARENA_SERVER}}
+    out = submitted(tmp_path, fake_osmo, runs=runs)
+    set_call = next(c for c in fake_osmo.calls if c[:2] == ["credential", "set"])
+    name = set_call[2]
+    assert name.startswith("arena-key-") and set_call[3:] == ["--type", "GENERIC", "--payload-file", "api_key=/dev/stdin"]
+    key = fake_osmo.load()["credentials"][name]["api_key"]
+    assert len(key) == 64  # came through standard input, never a command line
+    for file in (p for p in out.rglob("*") if p.is_file()):
+        assert key not in file.read_text(errors="replace"), f"the key leaked into {file}"
+    spec = yaml.safe_load((out / "osmo" / "arena-exp.yaml").read_text())
+    tasks = {t["name"]: t for g in spec["workflow"]["groups"] for t in g["tasks"]}
+    server, runner = tasks["r0-expert-server"], tasks["r0-expert-runner"]
+    assert server["command"][-4:] == ["--port", "8000", "--api-key-env", "ARENA_SERVER_API_KEY"]
+    assert "0.0.0.0" in server["command"]
+    assert server["credentials"][name] == {"ARENA_SERVER_API_KEY": "api_key"}
+    assert runner["credentials"][name] == {"ARENA_SERVER_API_KEY": "api_key"}
+    assert runner["environment"]["ARENA_SERVER_API_KEY_ENV"] == "ARENA_SERVER_API_KEY"
+    assert "--api-key-env ARENA_SERVER_API_KEY" in runner["files"][1]["contents"]  # the probe presents it
+    assert "requires an API key generated for this run" in (out / "osmo" / "arena-exp.yaml").read_text()
+    assert json.loads((out / "submission.json").read_text())["extra"]["key_credential"] == name
+    provenance = json.loads((out / "provenance.json").read_text())["servers"]["expert"]
+    assert provenance["exposed"] is True and provenance["key"] == "generated"
+
+    result = cli.invoke(app, ["cancel", str(out)])
+    assert result.exit_code == 0, result.output
+    assert ["credential", "delete", name] in fake_osmo.calls
+    assert name not in fake_osmo.load()["credentials"]
+
+
+def test_a_third_party_server_on_osmo_is_said_to_be_exposed_without_authentication(fake_models, fake_osmo, tmp_path):
+    result = cli.invoke(app, ["run", str(write_experiment(tmp_path)), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "openpi-server binds 0.0.0.0: EXPOSED to the network, WITHOUT authentication" in result.output
+    assert not any(c[:2] == ["credential", "set"] for c in fake_osmo.calls)

@@ -20,12 +20,13 @@ from arena.rollout.records import StatusWriter
 
 from arena_slurm import jobstate, scheduler
 from arena_slurm.options import SlurmOptions
-from arena_slurm.render import render_collect_script, render_run_script
+from arena_slurm.render import render_collect_script, render_run_script, server_exposure
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from arena.config import ResolvedExperiment
+    from arena.launch.exposure import Exposure
     from arena.launch.planning import ServerPlan
 
 SCRIPTS_DIR = "slurm"
@@ -50,12 +51,13 @@ class SlurmBackend(LaunchBackend):
         Raises:
             ConfigError: a server task has neither a usable image nor a local_command; a
                 hetjob run is sharded (Slurm has no het-job arrays); a run is sharded into
-                more shards than it has episodes.
+                more shards than it has episodes; a hetjob server would bind loopback.
         """
         for run, plan in servers.items():
             task = plan.task
             if task is None:
                 continue
+            server_exposure(experiment, run, plan, self.options)
             if not (task.image and self.options.containers) and not task.local_command:
                 why = "launch.slurm.containers is false" if task.image else "it has no image"
                 raise ConfigError(
@@ -102,6 +104,10 @@ class SlurmBackend(LaunchBackend):
         }
         texts["collect.sbatch"] = render_collect_script(experiment, self.options, output_dir)
         return texts
+
+    def exposures(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan]) -> dict[str, Exposure]:
+        found = {run: server_exposure(experiment, run, plan, self.options) for run, plan in servers.items()}
+        return {run: exposure for run, exposure in found.items() if exposure is not None}
 
     def plan(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan], output_dir: Path) -> str:
         self.check(experiment, servers)

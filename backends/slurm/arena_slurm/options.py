@@ -4,6 +4,10 @@ Resources describe the *runner* (the simulator and policy client). A run's polic
 takes its resources from its ServerTask (``resources.cpu``, ``gpu``, ``memory``): in the
 ``same-allocation`` layout they are added to the runner's, in the ``hetjob`` layout they form
 the job's first component (facts on het jobs: ``slurm.schedmd.com/heterogeneous_jobs.html``).
+
+Binding: in ``same-allocation`` server and runner run on the same node, so the server binds
+loopback and nothing else on the network reaches it; in ``hetjob`` they are on different
+nodes and the server must bind all interfaces (``server_bind`` overrides either, visibly).
 """
 
 from __future__ import annotations
@@ -62,7 +66,12 @@ class SlurmOptions(BackendOptions):
     array_parallelism: int | None = Field(None, ge=1, description="at most this many shards of a run at once (--array=...%P)")
     arena: str = Field("arena", description="command that runs arena on the nodes and in the runner image")
     python: str = Field("python3", description="fills {python} of a ServerTask's local_command")
-    server_bind: str = Field("0.0.0.0", description="address the policy server binds to ({host} of its command)")
+    server_bind: str | None = Field(
+        None,
+        description="address the policy server binds to ({host} of its command); null: 127.0.0.1 when server and "
+        "runner share a node (same-allocation), 0.0.0.0 in a hetjob (exposed: arena's own server then requires a "
+        "per-job API key)",
+    )
     job_name_prefix: str = Field("arena", description="job names are <prefix>-<experiment>-<run>")
     poll_interval_s: float = Field(10.0, gt=0, description="seconds between squeue polls while `--wait`ing")
 

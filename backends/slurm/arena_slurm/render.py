@@ -6,8 +6,17 @@ runner step ``arena run-one``. A sharded run is a job array whose element K runs
 with its own server. ``collect.sbatch.j2`` is the final aggregation job. Facts used:
 pyxis flags (``NVIDIA/pyxis`` README: ``--container-image``, ``--container-mounts``,
 ``--container-env`` takes names only), het jobs (``#SBATCH hetjob``, ``srun --het-group``,
-``SLURM_JOB_NODELIST_HET_GROUP_0``), ``srun --overlap`` (a step sharing the allocation's
-resources, so the runner step is not blocked behind the server).
+``SLURM_JOB_NODELIST_HET_GROUP_0``; the batch script runs on the first node of component 0),
+``srun --overlap`` (a step sharing the allocation's resources, so the runner step is not
+blocked behind the server).
+
+Who can reach the server (:mod:`arena.launch.exposure`): in ``same-allocation`` the server
+binds loopback and the runner and probe steps are pinned to its node; in ``hetjob`` it binds
+all interfaces and arena's own server requires an API key the job generates at run time
+(``$ARENA_SERVER_API_KEY``: in the job's environment only, never in the script). The script
+runs on the server's node, so after the probe it checks that the socket listening on the port
+belongs to the server step (its processes carry ``$ARENA_SERVER_INSTANCE``, a value unique to
+the attempt) and, when something else answered, starts the server again on another port.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 
 from arena.errors import ConfigError, short_repr
+from arena.launch.exposure import GENERATED_KEY_ENV, Exposure, decide_exposure, is_loopback
 from arena.launch.shell import DOUBLE_QUOTE_SPECIAL, in_double_quotes, one_line
 from arena_slurm.options import SlurmOptions
 
@@ -31,6 +41,8 @@ if TYPE_CHECKING:
 
 _PORT_TOKEN = "\x00ARENA_PORT\x00"
 _NAME_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+#: Marks the server step's processes, so the script can tell them from an impostor on the port.
+INSTANCE_ENV = "ARENA_SERVER_INSTANCE"
 
 
 @lru_cache(maxsize=1)
@@ -125,6 +137,31 @@ def _container_flags(image: str | None, mounts: list[str], env_names: list[str])
     return flags
 
 
+def server_exposure(experiment: ResolvedExperiment, run_name: str, plan: ServerPlan | None, options: SlurmOptions) -> Exposure | None:
+    """Where the server of ``run_name`` binds and whether it requires a key (``None``: no
+    server arena starts). Loopback in ``same-allocation``, all interfaces in ``hetjob``,
+    unless ``server_bind`` says otherwise.
+
+    Raises:
+        ConfigError: a loopback ``server_bind`` in a hetjob (the runner is on another node).
+    """
+    task = plan.task if plan is not None and not plan.external else None
+    if task is None:
+        return None
+    hetjob = options.layout == "hetjob"
+    requested = options.server_bind or ("0.0.0.0" if hetjob else "127.0.0.1")
+    if hetjob and is_loopback(requested):
+        raise ConfigError(
+            f"launch.slurm.server_bind={requested} is loopback, but in a hetjob the runner runs on another node; "
+            "leave it unset (0.0.0.0) or use the same-allocation layout",
+            file=experiment.source, run=run_name, key="launch.slurm.server_bind",
+        )
+    in_container = bool(task.image) and options.containers
+    argv = task.command if in_container else (task.local_command or [])
+    policy_key_env = getattr(experiment.runs[run_name].policy, "api_key_env", None)
+    return decide_exposure(task, argv, requested, policy_key_env)
+
+
 def run_context(
     experiment: ResolvedExperiment,
     run_name: str,
@@ -139,16 +176,22 @@ def run_context(
     hetjob = options.layout == "hetjob" and task is not None
     out = str(output_dir)
     api_key_env = getattr(run.policy, "api_key_env", None)
+    exposure = server_exposure(experiment, run_name, plan, options)
+    generated = exposure is not None and exposure.key == "generated"
 
     runner_mounts = [*options.container_mounts, f"{out}:{out}"]
     runner_env = [api_key_env] if api_key_env else []
+    if generated:
+        runner_env.append(GENERATED_KEY_ENV)
     runner_container = _container_flags(options.runner_image, runner_mounts, runner_env)
     group = ["--het-group=1"] if hetjob else []
-    runner_flags = [*group, "--nodes=1", "--ntasks=1", f"--cpus-per-task={options.cpus}"]
+    # same-allocation: the runner shares the server's node (its loopback address)
+    pin = ['--nodelist="$SERVER_NODE"'] if task is not None and not hetjob else []
+    runner_flags = [*group, "--nodes=1", *pin, "--ntasks=1", f"--cpus-per-task={options.cpus}"]
     if options.gpus:
         runner_flags.append(f"--gpus={options.gpus}")
     runner_flags += runner_container
-    probe_flags = [*group, "--overlap", "--nodes=1", "--ntasks=1", "--cpus-per-task=1", *runner_container]
+    probe_flags = [*group, "--overlap", "--nodes=1", *pin, "--ntasks=1", "--cpus-per-task=1", *runner_container]
 
     common = _common_lines(options)
     extra = [_sbatch_escape(line) for line in options.extra_sbatch]
@@ -161,13 +204,15 @@ def run_context(
     else:
         res = task.resources
         server_cpus = max(1, res.cpu)
+        assert exposure is not None
         in_container = bool(task.image) and options.containers
         argv = task.command if in_container else (task.local_command or [])
-        rendered = task.render(argv, host=options.server_bind, port=_PORT_TOKEN, python=options.python)  # type: ignore[arg-type]
-        exports = [f"{key}={shlex.quote(value)}" for key, value in sorted(task.env.items())]
-        container = _container_flags(
-            task.image if in_container else None, options.container_mounts, [*task.secrets, *task.env]
+        rendered = task.render(
+            argv, host=exposure.bind, port=_PORT_TOKEN, python=options.python, api_key_env=exposure.server_key_env  # type: ignore[arg-type]
         )
+        exports = [f"{key}={shlex.quote(value)}" for key, value in sorted(task.env.items())]
+        names = [*task.secrets, *task.env, INSTANCE_ENV, *([GENERATED_KEY_ENV] if generated else [])]
+        container = _container_flags(task.image if in_container else None, options.container_mounts, names)
         if hetjob:
             components = [
                 [*_resource_lines(options.server_partition or options.partition, 1, False, server_cpus, res.gpu, res.memory), *common, *extra],
@@ -190,12 +235,17 @@ def run_context(
                     *extra,
                 ]
             ]
-            server_flags = ["--overlap", "--nodes=1", "--ntasks=1", '--nodelist="$SERVER_HOST"', f"--cpus-per-task={server_cpus}"]
+            server_flags = ["--overlap", "--nodes=1", "--ntasks=1", '--nodelist="$SERVER_NODE"', f"--cpus-per-task={server_cpus}"]
             nodelist = '"$SLURM_JOB_NODELIST"'
             where = "srun --overlap step in this allocation, first node"
             layout_note = "server and runner steps in one allocation"
         if res.gpu:
             server_flags.append(f"--gpus={res.gpu}")
+        wildcard = exposure.bind in ("0.0.0.0", "::")
+        if not hetjob and (wildcard or is_loopback(exposure.bind)):
+            client_host = "127.0.0.1"  # same node: loopback reaches it, whatever it binds
+        else:
+            client_host = "$SERVER_NODE" if wildcard else exposure.bind
         server = {
             "name": task.name,
             "where": where,
@@ -205,7 +255,10 @@ def run_context(
             "exports": exports,
             "readiness": task.readiness,
             "timeout": _seconds(task.startup_timeout_s),
-            "api_key_env": api_key_env,
+            "api_key_env": exposure.client_key_env,
+            "client_host": client_host,
+            "exposure": exposure.describe(),
+            "generated_key": generated,
         }
     array = None
     if shards > 1:
@@ -226,6 +279,8 @@ def run_context(
         "server": server,
         "external": plan is not None and plan.external,
         "runner": {"srun_flags": runner_flags, "probe_flags": probe_flags},
+        "key_env": GENERATED_KEY_ENV,
+        "instance_env": INSTANCE_ENV,
     }
 
 

@@ -91,7 +91,7 @@ def test_remote_policy_with_server_image_renders_pyxis_steps(tmp_path):
     check_golden("remote_server_image.sbatch", text)
     bash_syntax_ok(text, tmp_path)
     assert "--container-image=nvcr.io#nvidia/arena-pi0-server:1.0" in text
-    assert "--container-env=HF_TOKEN,XLA_PYTHON_CLIENT_MEM_FRACTION" in text
+    assert "--container-env=ARENA_SERVER_INSTANCE,HF_TOKEN,XLA_PYTHON_CLIENT_MEM_FRACTION" in text
     assert "HF_TOKEN=" not in text  # secret names only, never values
 
 
@@ -104,8 +104,9 @@ def test_local_policy_run_has_no_server_step(tmp_path):
 
 
 def test_hetjob_layout_puts_the_server_in_component_0(tmp_path):
+    keyed = {**SERVER_IMAGE, "api_key_args": ["--api-key-env", "{api_key_env}"]}  # the command can require a key
     exp = experiment(
-        {"pi0": {"environment": REACH, "policy": {"type": "metaworld_expert_remote"}, "server": SERVER_IMAGE}},
+        {"pi0": {"environment": REACH, "policy": {"type": "metaworld_expert_remote"}, "server": keyed}},
         {"layout": "hetjob", "partition": "cpu", "server_partition": "gpu", "cpus": 4, "time": "60"},
     )
     text = render(exp, "pi0")
@@ -116,6 +117,54 @@ def test_hetjob_layout_puts_the_server_in_component_0(tmp_path):
     assert "--partition=gpu" in server_part and "--gpus-per-node=1" in server_part
     assert "--partition=cpu" in runner_part and "--cpus-per-task=4" in runner_part
     assert "$SLURM_JOB_NODELIST_HET_GROUP_0" in text and "--het-group=1" in text
+
+
+def test_server_and_runner_on_one_node_bind_loopback_without_a_key(tmp_path):
+    exp = experiment({"expert": {"environment": REACH, "policy": {"type": "metaworld_expert_remote"}}})
+    text = render(exp, "expert")
+    assert "--host 127.0.0.1" in text and "0.0.0.0" not in text
+    assert "binds 127.0.0.1 (loopback: reachable from its own node only), no API key" in text
+    assert "SERVER_HOST=127.0.0.1" in text and "ARENA_SERVER_API_KEY" not in text
+    runner = next(line for line in text.splitlines() if line.startswith("srun") and "--overlap" not in line)
+    probe = next(line for line in text.splitlines() if "--overlap" in line and "--cpus-per-task=1" in line)
+    assert '--nodelist="$SERVER_NODE"' in runner and '--nodelist="$SERVER_NODE"' in probe
+
+
+def test_a_hetjob_server_is_exposed_and_arenas_own_requires_a_key_made_at_run_time(tmp_path):
+    exp = experiment(
+        {"expert": {"environment": REACH, "policy": {"type": "metaworld_expert_remote"}}}, {"layout": "hetjob"}
+    )
+    text = render(exp, "expert")
+    bash_syntax_ok(text, tmp_path)
+    assert "--host 0.0.0.0" in text and "--api-key-env ARENA_SERVER_API_KEY" in text
+    assert "EXPOSED to the network, requires an API key generated for this run" in text
+    assert "ARENA_SERVER_API_KEY=$(od -An -N32 -tx1 /dev/urandom" in text  # made by the job, not written here
+    probe = next(line for line in text.splitlines() if " probe " in line)
+    assert probe.endswith("--api-key-env ARENA_SERVER_API_KEY \\")  # the probe presents it
+    assert "--server-api-key-env ARENA_SERVER_API_KEY)" in text  # the runner reads it by name
+    assert exp.launch.options("slurm").layout == "hetjob"
+    backend = SlurmBackend(exp.launch.options("slurm"))
+    exposure = backend.exposures(exp, plan_servers(exp))["expert"]
+    assert exposure.exposed and exposure.key == "generated"
+
+
+def test_a_third_party_server_without_authentication_is_said_to_be_exposed_without_it(tmp_path):
+    exp = experiment(
+        {"pi0": {"environment": REACH, "policy": {"type": "metaworld_expert_remote"}, "server": {**SERVER_IMAGE, "api_key_args": []}}},
+        {"layout": "hetjob"},
+    )
+    text = render(exp, "pi0")
+    assert "binds 0.0.0.0: EXPOSED to the network, WITHOUT authentication" in text
+    assert "ARENA_SERVER_API_KEY" not in text
+
+
+def test_a_loopback_bind_in_a_hetjob_is_refused():
+    exp = experiment(
+        {"expert": {"environment": REACH, "policy": {"type": "metaworld_expert_remote"}}},
+        {"layout": "hetjob", "server_bind": "127.0.0.1"},
+    )
+    with pytest.raises(ConfigError, match="server_bind=127.0.0.1 is loopback"):
+        render(exp, "expert")
 
 
 def test_sharded_run_is_a_job_array_with_a_server_per_element(tmp_path):

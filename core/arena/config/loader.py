@@ -1,10 +1,18 @@
 """Load an experiment file: overrides, ``requires``, merging, validation, resolved runs.
 
 Top-level keys are ``name``, ``requires``, ``launch``, ``shared`` and ``runs`` (required, a
-non-empty mapping; run names match ``[A-Za-z_][A-Za-z0-9_-]*``), and in snapshots arena
-writes ``allow_imports`` (:mod:`arena.config.imports`: a ``package.module:Class`` type imports
-its module only when the user allowed it). Run keys are ``environment``,
-``policy``, ``environment_builder``, ``rollout_limit``, ``server`` and ``recording``.
+non-empty mapping; run names match ``[A-Za-z_][A-Za-z0-9_-]*``, optionally followed by one
+``.<suffix>``: the name of an expanded run), and in snapshots arena writes ``allow_imports``
+(:mod:`arena.config.imports`: a ``package.module:Class`` type imports its module only when the
+user allowed it). Run keys are ``environment``, ``policy``, ``environment_builder``,
+``rollout_limit``, ``server`` and ``recording``.
+
+**Expansion.** A run whose environment config's ``expand()`` returns ``{suffix: updates}``
+(a LIBERO suite given without a task) is replaced, in place, by one run ``NAME.<suffix>`` per
+entry, each resolved as if its ``environment`` section held ``updates``.
+``runs.NAME.<key>=...`` overrides apply to all of them, ``runs.NAME.<suffix>.<key>=...`` to
+one. The snapshot holds the expanded runs, so ``--dry-run``, ``--list-overrides``, the
+manifest and ``arena run-one --run NAME.<suffix>`` see them.
 
 Precedence, lowest first: field defaults < ``shared`` < ``shared.<path>=<value>`` overrides <
 the run's own values < ``runs.<name>.<path>=<value>`` overrides. Mappings merge key by key;
@@ -27,6 +35,7 @@ hooks run (cross-section constraints; a ``ValueError`` becomes a ConfigError nam
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -61,7 +70,8 @@ if TYPE_CHECKING:
 
 TOP_LEVEL_KEYS = ("name", "requires", "launch", "shared", "runs", SNAPSHOT_KEY)
 RUN_KEYS = ("environment", "policy", "environment_builder", "rollout_limit", "server", "recording")
-RUN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+RUN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)?")
+_SUFFIX = re.compile(r"[A-Za-z0-9_-]+")
 #: An experiment name becomes ``outputs/<name>/``, job names and lines of job scripts.
 EXPERIMENT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
@@ -138,9 +148,9 @@ def load_experiment_dict(
         overrides = [overrides]
     raw = _top_level(data, source)
     runs_raw = _runs(raw.get("runs"), source)
-    parsed = [parse_override(token, file=source) for token in overrides]
+    parsed = [_expanded_target(parse_override(token, file=source)) for token in overrides]
     for override in parsed:
-        if override.scope == "runs" and override.run not in runs_raw:
+        if override.scope == "runs" and override.run not in runs_raw and _parent(override.run) not in runs_raw:
             raise ConfigError(
                 f"override '{override.token}' names run '{override.run}', which is not in the experiment "
                 f"(runs: {', '.join(runs_raw)}); overrides cannot add runs",
@@ -166,7 +176,7 @@ def load_experiment_dict(
         own = _mapping(run_raw, source, None, run=name)
         run_overrides = [o for o in parsed if o.scope == "runs" and o.run == name]
         own = apply_overrides(own, run_overrides, file=source)
-        runs[name] = _resolve_run(
+        run = _resolve_run(
             name,
             shared,
             own,
@@ -175,6 +185,21 @@ def load_experiment_dict(
             overrides=run_overrides + _scope(parsed, "shared"),
             imports=imports,
         )
+        for child_name, child in _expand(run, shared, own, parsed, source=source, manager=manager, imports=imports):
+            if child_name in runs or (child_name != name and child_name in runs_raw):
+                raise ConfigError(
+                    f"run '{name}' expands into '{child_name}', which is already a run of the experiment",
+                    file=source,
+                    key=f"runs.{child_name}",
+                )
+            runs[child_name] = child
+    for override in parsed:
+        if override.scope == "runs" and override.run not in runs and override.run not in runs_raw:
+            raise ConfigError(
+                f"override '{override.token}' names run '{override.run}', which run "
+                f"'{_parent(override.run)}' does not expand into (runs: {', '.join(runs)})",
+                file=source,
+            )
 
     name = raw.get("name")
     if name is None:
@@ -275,7 +300,7 @@ def _runs(runs: Any, source: str | None) -> dict[str, Any]:
         if not isinstance(name, str) or not RUN_NAME.fullmatch(name):
             raise ConfigError(
                 f"invalid run name {short_repr(name)}: expected letters, digits, '_' or '-', not starting with a digit "
-                f"or '-' ([A-Za-z_][A-Za-z0-9_-]*)",
+                f"or '-' ([A-Za-z_][A-Za-z0-9_-]*; an expanded run adds one '.<suffix>')",
                 file=source,
                 key=f"runs.{name}",
             )
@@ -346,6 +371,62 @@ class _Imports:
         if not is_arena_module(module):
             self.used.append(module)
         return True
+
+
+def _expanded_target(override: Override) -> Override:
+    """``runs.NAME.SUFFIX.<key>=...`` targets the expanded run ``NAME.SUFFIX`` (run keys are known)."""
+    if override.scope == "runs" and len(override.path) > 1 and override.path[0] not in RUN_KEYS:
+        return dataclasses.replace(override, run=f"{override.run}.{override.path[0]}", path=override.path[1:])
+    return override
+
+
+def _parent(name: str | None) -> str | None:
+    return name.split(".", 1)[0] if name else name
+
+
+def _expand(
+    run: ResolvedRun,
+    shared: Mapping[str, Any],
+    own: Mapping[str, Any],
+    parsed: list[Override],
+    *,
+    source: str | None,
+    manager: PluginManager,
+    imports: _Imports,
+) -> list[tuple[str, ResolvedRun]]:
+    """``[(name, run)]``: the run itself, or the runs its environment config expands into."""
+    try:
+        parts = run.environment.expand()
+    except ValueError as exc:
+        raise ConfigError(str(exc), file=source, run=run.name, key="environment") from None
+    if not parts:
+        return [(run.name, run)]
+    if "." in run.name:
+        raise ConfigError(
+            "an expanded run's environment expands again; give it the field that selects one variant",
+            file=source,
+            run=run.name,
+            key="environment",
+        )
+    out: list[tuple[str, ResolvedRun]] = []
+    for suffix, updates in parts.items():
+        if not _SUFFIX.fullmatch(str(suffix)):
+            raise ConfigError(f"environment expands into an invalid run suffix {short_repr(suffix)}", file=source, run=run.name)
+        name = f"{run.name}.{suffix}"
+        child_overrides = [o for o in parsed if o.scope == "runs" and o.run == name]
+        child_own = apply_overrides(deep_merge(own, {"environment": dict(updates)}), child_overrides, file=source)
+        overrides = child_overrides + [o for o in parsed if o.scope == "runs" and o.run == run.name] + _scope(parsed, "shared")
+        child = _resolve_run(name, shared, child_own, source=source, manager=manager, overrides=overrides, imports=imports)
+        if child.environment.expand():
+            raise ConfigError(
+                f"expanded run '{name}' would expand again; its environment's expand() must return None "
+                "once the updates it returned are applied",
+                file=source,
+                run=name,
+                key="environment",
+            )
+        out.append((name, child))
+    return out
 
 
 # -- one run ------------------------------------------------------------------------------------

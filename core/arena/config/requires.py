@@ -14,6 +14,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from arena.distributions import install_hint
 from arena.errors import ConfigError, short_repr
 
 if TYPE_CHECKING:
@@ -65,8 +66,8 @@ def check_requires(
     """Check every required distribution is installed, matches its specifier and loaded.
 
     Raises:
-        ConfigError: for the first distribution that is not installed (with the ``pip
-            install`` command), whose installed version does not satisfy the specifier (both
+        ConfigError: for the first distribution that is not installed (with the command that
+            installs it, :func:`arena.distributions.install_hint`), whose installed version does not satisfy the specifier (both
             versions named), or whose ``arena`` entry point failed to load (with its error).
     """
     if manager is None:
@@ -80,11 +81,11 @@ def check_requires(
             installed = version(dist)
         except PackageNotFoundError:
             raise ConfigError(
-                f"requires {wanted}, which is not installed: pip install '{wanted}'", file=source, key=key
+                f"requires {wanted}, which is not installed: {install_hint(wanted)}", file=source, key=key
             ) from None
         if spec and not _satisfies(installed, spec):
             raise ConfigError(
-                f"requires {wanted}, but {dist} {installed} is installed: pip install '{wanted}'",
+                f"requires {wanted}, but {dist} {installed} is installed: {install_hint(wanted)}",
                 file=source,
                 key=key,
             )

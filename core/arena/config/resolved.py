@@ -90,8 +90,11 @@ class ResolvedExperiment:
             data["allow_imports"] = list(self.imports)
         return data
 
-    def with_policy_endpoint(self, run: str, host: str, port: int) -> ResolvedExperiment:
-        """A copy whose run ``run`` has its policy's ``remote_host`` / ``remote_port`` set.
+    def with_policy_endpoint(
+        self, run: str, host: str, port: int, *, api_key_env: str | None = None
+    ) -> ResolvedExperiment:
+        """A copy whose run ``run`` has its policy's ``remote_host`` / ``remote_port`` set (and
+        ``api_key_env``, the NAME of the variable holding the server's key, when given).
 
         A policy config without those fields (a local policy) is left as it is.
 
@@ -109,6 +112,8 @@ class ResolvedExperiment:
             data[_alias(fields, "remote_host")] = host
         if "remote_port" in fields:
             data[_alias(fields, "remote_port")] = port
+        if api_key_env is not None and "api_key_env" in fields:
+            data[_alias(fields, "api_key_env")] = api_key_env
         policy = validate_section(type(resolved.policy), data, file=self.source, run=run, key="policy")
         runs = dict(self.runs)
         runs[run] = dataclasses.replace(resolved, policy=policy)

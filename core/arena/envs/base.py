@@ -84,6 +84,17 @@ class EnvironmentConfig(BaseModel):
         """The task this config selects, for records and reports."""
         return getattr(self, "task", None)
 
+    def expand(self) -> dict[str, dict[str, Any]] | None:
+        """Split the run into several runs, or ``None`` (the default) to keep it whole.
+
+        Returns ``{suffix: field updates}``: the experiment loader replaces the run ``NAME``
+        by one run ``NAME.<suffix>`` per entry, each resolved as if its ``environment``
+        section held those updates (e.g. a LIBERO suite without a task becomes one run per
+        task, ``{"0": {"task": 0}, ...}``). A suffix is letters, digits, ``_`` or ``-``. The
+        expanded configs must not expand again.
+        """
+        return None
+
 
 class Environment:
     """A batch of ``num_envs`` simulator instances of one task.
@@ -115,6 +126,9 @@ class Environment:
     #: environment's workers when the config sets no ``python`` and the venv exists (a plugin
     #: creates it with :func:`arena.venvs.ensure_venv`, e.g. in its ``arena NAME setup``).
     default_venv: ClassVar[str | None] = None
+    #: Cameras whose ``camera_obs`` frames come upside down, as the simulator renders them
+    #: (LIBERO): policies get them so, videos are rotated upright.
+    upside_down_cameras: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, config: EnvironmentConfig, *, num_envs: int, cameras: bool = False) -> None:
         """``cameras`` asks for ``camera_obs`` (rendering costs tens of ms per frame on a CPU)."""

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from arena.config import ResolvedExperiment
+    from arena.launch.exposure import Exposure
     from arena.launch.planning import ServerPlan
 
 SUBMISSION_FILE = "submission.json"
@@ -94,6 +95,12 @@ class LaunchBackend:
     def plan(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan], output_dir: Path) -> str:
         """Return the rendered spec (what ``--dry-run`` prints)."""
         raise NotImplementedError
+
+    def exposures(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan]) -> dict[str, Exposure]:
+        """Per run with a server arena starts: where it binds and whether it requires an API
+        key (:mod:`arena.launch.exposure`); ``--dry-run`` and ``provenance.json`` show it.
+        The default knows nothing (``{}``)."""
+        return {}
 
     def submit(
         self,

@@ -4,6 +4,13 @@
 ServerTask's ``local_command`` on a free port, waits for its readiness check, points the run
 at it and stops it once no run needs it any more — also on Ctrl-C, on errors and when a
 runner dies. Runs whose ServerTasks are identical and ``shareable`` use one instance.
+
+Servers bind ``launch.local.host`` (loopback by default: server and simulation share this
+machine). Binding another address exposes the server, and then arena's own server requires
+an API key generated for the run, handed to the server and the runner as
+``$ARENA_SERVER_API_KEY`` and never written to a file (:mod:`arena.launch.exposure`).
+Each server gets the GPUs it asks for as ``CUDA_VISIBLE_DEVICES`` (:mod:`arena.launch.gpus`);
+one whose GPUs are held by another server waits for them.
 """
 
 from __future__ import annotations
@@ -24,8 +31,11 @@ from pydantic import Field
 
 from arena.errors import ConfigError
 from arena.launch.base import BackendOptions, LaunchBackend, Submission
-from arena.launch.local_server import LocalServer, free_port
+from arena.launch.exposure import GENERATED_KEY_ENV, Exposure, decide_exposure, generate_key
+from arena.launch.gpus import GpuPool, discover_gpus
+from arena.launch.local_server import LocalServer
 from arena.processes import signal_group, spawn, terminate
+from arena.rollout.run_one import SERVER_API_KEY_ENV_ENV
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -36,7 +46,11 @@ if TYPE_CHECKING:
 
 class LocalOptions(BackendOptions):
     jobs: int = Field(1, ge=1, description="runs executed at the same time")
-    host: str = Field("127.0.0.1", description="address policy servers bind to")
+    host: str = Field(
+        "127.0.0.1",
+        description="address policy servers bind to; a non-loopback one exposes them (arena's own server then "
+        "requires a per-run API key)",
+    )
     poll_interval_s: float = Field(0.1, gt=0, description="seconds between scheduler ticks")
     server_restarts: int = Field(
         2, ge=0, description="times a policy server that exits while runs still need it is restarted (same port)"
@@ -45,12 +59,14 @@ class LocalOptions(BackendOptions):
 
 @dataclass
 class _Instance:
-    """A server instance and the runs that still need it."""
+    """A server instance, the runs that still need it, and who can reach it."""
 
     key: str
     server: LocalServer | None
+    exposure: Exposure | None = None
     users: set[str] = field(default_factory=set)
     all_users: list[str] = field(default_factory=list)
+    waiting_note: str | None = None  # said once while it waits for GPUs
 
 
 @dataclass
@@ -91,32 +107,52 @@ class LocalBackend(LaunchBackend):
     def plan(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan], output_dir: Path) -> str:
         self.check(experiment, servers)
         lines = [f"# local backend: {self.options.jobs} run(s) at a time; output {output_dir}"]
-        for key, inst in self._instances(servers).items():
-            if inst.server is None:
+        pool = GpuPool(*discover_gpus())
+        for inst in self._instances(experiment, servers).values():
+            if inst.server is None or inst.exposure is None:
                 continue
             task = inst.server.task
-            argv = task.render(task.local_command or [], host=self.options.host, port=0, python=sys.executable)
+            argv = inst.server.argv(port=0)
             lines.append(
                 f"server {task.name} for {', '.join(inst.all_users)}: {' '.join(argv)}  (port chosen at start; "
                 f"readiness {task.readiness}, timeout {task.startup_timeout_s:g} s)"
             )
+            lines.append(f"  {inst.exposure.describe()}")
+            lines.append(f"  {_gpu_plan(pool, task, inst.key)}")
         for run in experiment.runs:
             lines.append(f"run {run}: {' '.join(self._runner_argv(output_dir, run, None))}")
         return "\n".join(lines)
 
-    def _instances(self, servers: dict[str, ServerPlan]) -> dict[str, _Instance]:
+    def exposures(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan]) -> dict[str, Exposure]:
+        return {
+            run: inst.exposure
+            for inst in self._instances(experiment, servers).values()
+            if inst.exposure is not None
+            for run in inst.all_users
+        }
+
+    def _instances(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan]) -> dict[str, _Instance]:
         instances: dict[str, _Instance] = {}
         for run, plan in servers.items():
             if plan.task is None:
                 continue
-            key = plan.task.identity() if plan.task.shareable else f"{run}:{plan.task.name}"
+            policy_key_env = getattr(experiment.runs[run].policy, "api_key_env", None)
+            exposure = decide_exposure(plan.task, plan.task.local_command or [], self.options.host, policy_key_env)
+            share = f"{plan.task.identity()}|{exposure.client_key_env}"  # one key per instance
+            key = share if plan.task.shareable else f"{run}:{plan.task.name}"
             inst = instances.get(key)
             if inst is None:
                 inst = instances[key] = _Instance(
                     key=key,
                     server=LocalServer(
-                        plan.task, self.options.host, 0, Path(os.devnull), max_restarts=self.options.server_restarts
+                        plan.task,
+                        self.options.host,
+                        0,
+                        Path(os.devnull),
+                        max_restarts=self.options.server_restarts,
+                        api_key_env=exposure.server_key_env,
                     ),
+                    exposure=exposure,
                 )
             inst.users.add(run)
             inst.all_users.append(run)
@@ -172,6 +208,20 @@ class LocalBackend(LaunchBackend):
             os.kill(int(pid), signal.SIGTERM)
 
 
+def _gpu_plan(pool: GpuPool, task, owner: str) -> str:
+    """What ``--dry-run`` says about a server's GPUs (servers take them in this order)."""
+    wanted = task.gpu_count
+    if wanted == 0 and task.gpus is None:
+        return "GPUs: none asked for (CUDA_VISIBLE_DEVICES left as it is)"
+    shortage = pool.shortage(wanted, task.gpus)
+    if shortage:
+        return f"GPUs: cannot start: {shortage}; its runs would fail"
+    taken = pool.take(owner, wanted, task.gpus)
+    if taken is None:
+        return f"GPUs: {wanted} wanted, held by {', '.join(pool.held_by(task.gpus, wanted))}: queued until they are free"
+    return f"GPUs: CUDA_VISIBLE_DEVICES={','.join(taken)} (of {', '.join(pool.devices)}; {pool.source})"
+
+
 def _pid_alive(pid: Any) -> bool:
     if not pid:
         return False
@@ -198,7 +248,9 @@ class _Scheduler:
         self.submission = submission
         self.console = console
         self.resume_flags = resume_flags
-        self.instances = backend._instances(servers)
+        self.instances = backend._instances(experiment, servers)
+        self.gpus = GpuPool(*discover_gpus())
+        self.keys: dict[str, str] = {}  # instance key -> generated API key (memory only)
         self.by_run: dict[str, _Instance] = {r: i for i in self.instances.values() for r in i.all_users}
         self.pending: list[str] = list(experiment.runs)
         self.slots: dict[str, _RunSlot] = {}
@@ -245,15 +297,50 @@ class _Scheduler:
             if inst is not None and inst.server is not None:
                 _write_status(self.output_dir, name, "starting_server")
                 if inst.server.state == "pending":
-                    self._start_server(inst, name)
+                    self._start_server(inst)
 
-    def _start_server(self, inst: _Instance, first_run: str) -> None:
+    def _start_server(self, inst: _Instance) -> None:
+        """Start the instance's server once its GPUs are free (it stays ``pending`` until then;
+        one that can never get them fails)."""
         server = inst.server
-        assert server is not None
-        server.port = free_port(self.options.host)
-        server.log_path = self.output_dir / "servers" / f"{server.task.name}-{list(self.instances).index(inst.key)}.log"
-        self.say(f"starting server [bold]{server.task.name}[/] on {server.host}:{server.port} for {', '.join(inst.all_users)}")
+        assert server is not None and inst.exposure is not None
+        task = server.task
+        shortage = self.gpus.shortage(task.gpu_count, task.gpus)
+        if shortage:
+            server.state, server.error = "failed", f"server '{task.name}' cannot start on this machine: {shortage}"
+            return
+        gpus: list[str] | None = None
+        if task.gpu_count or task.gpus is not None:
+            gpus = self.gpus.take(inst.key, task.gpu_count, task.gpus)
+            if gpus is None:
+                if inst.waiting_note is None:
+                    holders = [self.instances[k].server.task.name for k in self.gpus.held_by(task.gpus, task.gpu_count)]
+                    inst.waiting_note = f"server {task.name} waits for {task.gpu_count} GPU(s) held by {', '.join(holders)}"
+                    self.say(inst.waiting_note)
+                return
+            server.env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
+            server.gpus = gpus
+        if inst.exposure.key == "generated":
+            key = self.keys.setdefault(inst.key, generate_key())
+            server.env[GENERATED_KEY_ENV] = key
+        server.probe_key = self._client_key(inst)
+        server.log_path = self.output_dir / "servers" / f"{task.name}-{list(self.instances).index(inst.key)}.log"
         server.start()
+        gpu_note = f", CUDA_VISIBLE_DEVICES={server.env['CUDA_VISIBLE_DEVICES']}" if gpus is not None else ""
+        server.note(f"{inst.exposure.describe()}{gpu_note}")
+        self.say(
+            f"starting server [bold]{task.name}[/] on {server.host}:{server.port} for {', '.join(inst.all_users)}{gpu_note}"
+        )
+        if inst.exposure.exposed:
+            self.say(f"[yellow]{inst.exposure.describe()}[/]")
+
+    def _client_key(self, inst: _Instance) -> str | None:
+        """The key the clients of ``inst`` (and its readiness probe) present."""
+        assert inst.exposure is not None
+        if inst.exposure.key == "generated":
+            return self.keys.get(inst.key)
+        name = inst.exposure.client_key_env
+        return os.environ.get(name) if name else None
 
     def _watch_servers(self) -> None:
         """Poll the servers of running runners: a crashed one is restarted (bounded)."""
@@ -285,13 +372,15 @@ class _Scheduler:
                 if server is None:
                     self._launch_runner(slot, None)
                     continue
+                if server.state == "pending":  # waiting for its GPUs
+                    self._start_server(slot.instance)
                 state = server.poll()
                 if state == "ready":
                     self._launch_runner(slot, server)
                 elif state in ("failed", "stopped"):
                     reason = server.error or f"server '{server.task.name}' is not running"
                     self.say(f"[red]run {name} failed[/]: {reason}")
-                    _write_failed_result(self.output_dir, name, reason, server)
+                    _write_failed_result(self.output_dir, name, reason, server, slot.instance.exposure if slot.instance else None)
                     self._finish(slot)
             elif slot.proc.poll() is not None:
                 code = slot.proc.returncode
@@ -301,12 +390,12 @@ class _Scheduler:
 
     def _launch_runner(self, slot: _RunSlot, server: LocalServer | None) -> None:
         env = dict(os.environ)
-        if server is not None:
-            env["ARENA_SERVER_INFO"] = json.dumps(
-                # image: null, the local backend runs the task's local_command, never its container
-                {"task": server.task.name, "host": server.host, "port": server.port, "log": "server.log", "pid": server.pid,
-                 "image": None}
-            )
+        inst = slot.instance
+        if server is not None and inst is not None:
+            env["ARENA_SERVER_INFO"] = json.dumps(_server_info(server, inst.exposure))
+            if inst.exposure is not None and inst.exposure.key == "generated":
+                env[GENERATED_KEY_ENV] = self.keys[inst.key]
+                env[SERVER_API_KEY_ENV_ENV] = GENERATED_KEY_ENV
         argv = self.backend._runner_argv(self.output_dir, slot.name, server, self.resume_flags)
         slot.proc = spawn(argv, self.output_dir / slot.name / "runner.log", env)
         self.submission.ids[slot.name] = {"0": str(slot.proc.pid)}
@@ -320,8 +409,7 @@ class _Scheduler:
             return
         inst.users.discard(slot.name)
         if not inst.users:
-            inst.server.stop()
-            self._copy_server_log(inst)
+            self._stop_server(inst)
 
     def _copy_server_log(self, inst: _Instance) -> None:
         assert inst.server is not None
@@ -353,11 +441,17 @@ class _Scheduler:
                 _write_status(self.output_dir, name, "cancelled")
             self._finish(slot)
 
+    def _stop_server(self, inst: _Instance) -> None:
+        assert inst.server is not None
+        inst.server.stop()
+        if inst.server.gpus:
+            self.gpus.give_back(inst.server.gpus)
+        self._copy_server_log(inst)
+
     def _stop_all_servers(self) -> None:
         for inst in self.instances.values():
             if inst.server is not None and inst.server.state in ("starting", "ready"):
-                inst.server.stop()
-                self._copy_server_log(inst)
+                self._stop_server(inst)
 
 
 def _raise_keyboard_interrupt(signum, frame):  # SIGTERM (arena cancel) behaves like Ctrl-C
@@ -389,15 +483,29 @@ def _write_status(output_dir: Path, run: str, state: str, **fields: Any) -> None
     StatusWriter(path).write(**current)
 
 
-def _write_failed_result(output_dir: Path, run: str, reason: str, server: LocalServer | None) -> None:
+def _write_failed_result(
+    output_dir: Path, run: str, reason: str, server: LocalServer | None, exposure: Exposure | None
+) -> None:
     """A run that never started: failed status and run_result, no episode records."""
     from arena.rollout.records import write_run_result
 
     _write_status(output_dir, run, "failed", error=reason)
-    server_info = None
-    if server is not None:
-        server_info = {"task": server.task.name, "host": server.host, "port": server.port, "log": "server.log"}
+    server_info = _server_info(server, exposure) if server is not None else None
     write_run_result(output_dir / run, run=run, state="failed", error=reason, server=server_info)
+
+
+def _server_info(server: LocalServer, exposure: Exposure | None) -> dict[str, Any]:
+    """What ``run_result.json`` records about the server: endpoint, log, pid, who can reach
+    it (bind, exposed, whether it requires a key: names, never the key) and its GPUs."""
+    info: dict[str, Any] = {
+        "task": server.task.name, "host": server.host, "port": server.port, "log": "server.log", "pid": server.pid,
+        "image": None,  # the local backend runs the task's local_command, never its container
+    }
+    if exposure is not None:
+        info.update(bind=exposure.bind, exposed=exposure.exposed, api_key=exposure.key)
+    if server.gpus is not None:
+        info["gpus"] = list(server.gpus)
+    return info
 
 
 def _ensure_final_state(output_dir: Path, run: str, code: int | None, cancelled: bool = False) -> None:

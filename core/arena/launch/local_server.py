@@ -4,6 +4,16 @@ The local backend's scheduler runs in one thread and polls; a server is ``starti
 readiness check passes (``ready``), its process exits, or ``startup_timeout_s`` runs out
 (``failed``, with the reason). Never a fixed sleep.
 
+Ready means three things: the readiness probe passes (presenting the API key the clients
+use: a server that refuses it fails at once, naming the HTTP 401), the process arena started
+is alive, and the socket listening on the port belongs to that process, its process group
+or its descendants (:mod:`arena.launch.listeners`). A probe answered by anything else — an
+impostor that took the port between choosing and binding — never makes a server ready:
+before the server was first ready it is started again on another port (at most
+``MAX_PORT_MOVES`` times); afterwards clients know the port, so the server fails with the
+impostor's pid and command. A server that exits before it is ready fails with the last lines
+of its log (the bind error, e.g. "address already in use").
+
 A ``ready`` server whose process exits (a crash, the OOM killer) is started again on the same
 host and port, at most ``max_restarts`` times, after a back-off of 0.5 s doubling to 5 s; it
 is ``starting`` again until its readiness check passes. Clients reconnect to the same endpoint.
@@ -18,8 +28,13 @@ import time
 from pathlib import Path
 
 from arena.errors import TransportError
+from arena.launch.listeners import foreign_listeners
 from arena.processes import spawn, terminate
 from arena.servertask import ServerTask
+from arena.transport.errors import Unauthorized
+
+#: Times a server not yet ready moves to a new port when its port turns out to be taken.
+MAX_PORT_MOVES = 2
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -29,19 +44,58 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
-class LocalServer:
-    """A ServerTask's ``local_command`` running on this machine, logging to ``log_path``."""
+def log_tail(path: Path, lines: int = 3, limit: int = 400) -> str:
+    """The last non-empty lines of a log, joined with `` | `` (for failure messages)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 8192))
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    tail = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("[arena]")][-lines:]
+    joined = " | ".join(tail)
+    return joined if len(joined) <= limit else "..." + joined[-limit:]
 
-    def __init__(self, task: ServerTask, host: str, port: int, log_path: Path, *, max_restarts: int = 0) -> None:
+
+class LocalServer:
+    """A ServerTask's ``local_command`` running on this machine, logging to ``log_path``.
+
+    ``api_key_env`` (a variable NAME) makes the server require that key (the task's
+    ``api_key_args``); ``probe_key`` is the key the readiness probe presents (the clients');
+    ``env`` adds variables to the server's environment (a generated key, ``CUDA_VISIBLE_DEVICES``).
+    ``port`` 0 picks a free port at start, and lets the server move to another one when its
+    port turns out to be taken before it was first ready; a given port never moves.
+    """
+
+    def __init__(
+        self,
+        task: ServerTask,
+        host: str,
+        port: int,
+        log_path: Path,
+        *,
+        max_restarts: int = 0,
+        api_key_env: str | None = None,
+        probe_key: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.task = task
         self.host = host
         self.port = port
         self.log_path = log_path
         self.max_restarts = max_restarts
+        self.api_key_env = api_key_env
+        self.probe_key = probe_key
+        self.env = dict(env or {})
         self.restarts = 0
+        self.port_moves = 0
         self.state = "pending"  # pending | starting | ready | failed | stopped
         self.error: str | None = None
         self.last_exit: str | None = None  # why the last restart happened
+        self.gpus: list[str] | None = None  # CUDA_VISIBLE_DEVICES entries it was given
+        self._ever_ready = False
+        self._movable = port == 0
         self._proc = None
         self._deadline = 0.0
         self._next_probe = 0.0
@@ -51,14 +105,31 @@ class LocalServer:
     def pid(self) -> int | None:
         return self._proc.pid if self._proc else None
 
+    def argv(self, port: int | None = None) -> list[str]:
+        """The command line, rendered for ``port`` (default: the current one)."""
+        return self.task.render(
+            self.task.local_command or [],
+            host=self.host,
+            port=self.port if port is None else port,
+            python=sys.executable,
+            api_key_env=self.api_key_env,
+        )
+
     def start(self) -> None:
-        """Start the process (state ``starting``)."""
-        argv = self.task.render(self.task.local_command or [], host=self.host, port=self.port, python=sys.executable)
-        env = {**os.environ, **self.task.env}
-        self._proc = spawn(argv, self.log_path, env)
+        """Start the process (state ``starting``); a port of 0 becomes a free one first."""
+        if self.port == 0:
+            self.port = free_port(self.host)
+        env = {**os.environ, **self.task.env, **self.env}
+        self._proc = spawn(self.argv(), self.log_path, env)
         self._spawn_at = None
         self._deadline = time.monotonic() + self.task.startup_timeout_s
         self.state = "starting"
+
+    def note(self, text: str) -> None:
+        """Append an ``[arena]`` line to the server's log."""
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "a") as log:
+            log.write(f"\n[arena] {text}\n")
 
     def poll(self) -> str:
         """Advance the readiness check by at most one short probe, or notice that a ready
@@ -80,11 +151,10 @@ class LocalServer:
             delay = min(5.0, 0.5 * 2 ** (self.restarts - 1))
             self._spawn_at = time.monotonic() + delay
             self.state = "starting"
-            with open(self.log_path, "a") as log:
-                log.write(
-                    f"\n[arena] server exited with code {code}; restart {self.restarts}/{self.max_restarts} "
-                    f"on {self.host}:{self.port} in {delay:g} s\n"
-                )
+            self.note(
+                f"server exited with code {code}; restart {self.restarts}/{self.max_restarts} "
+                f"on {self.host}:{self.port} in {delay:g} s"
+            )
             return self.state
         if self.state != "starting":
             return self.state
@@ -96,7 +166,15 @@ class LocalServer:
         code = self._proc.poll()
         if code is not None:
             terminate(self._proc, grace_s=0)
-            self._fail(f"server '{self.task.name}' exited with code {code} before it was ready (see {self.log_path})")
+            held = self._foreign()
+            if held and self._move_port(f"port {self.port} is held by {held}"):
+                return self.state
+            tail = log_tail(self.log_path)
+            why = f": {tail}" if tail else ""
+            taken = f"; port {self.port} is held by {held}" if held else ""
+            self._fail(
+                f"server '{self.task.name}' exited with code {code} before it was ready{why}{taken} (see {self.log_path})"
+            )
             return self.state
         now = time.monotonic()
         if now >= self._deadline:
@@ -110,13 +188,50 @@ class LocalServer:
             return self.state
         from arena.transport.probe import probe_once
 
+        timeout = min(2.0, max(0.1, self._deadline - now))
         try:
-            probe_once(self.task.readiness, self.host, self.port, timeout_s=min(2.0, max(0.1, self._deadline - now)))
+            probe_once(self.task.readiness, self.host, self.port, timeout_s=timeout, api_key=self.probe_key)
+        except Unauthorized as exc:
+            self.stop()
+            self._fail(f"server '{self.task.name}' refused the readiness probe's API key: {exc} (see {self.log_path})")
+            return self.state
         except (TransportError, OSError):
             self._next_probe = time.monotonic() + 0.2
             return self.state
+        held = self._foreign()
+        if held:
+            # The probe was answered, but not by the process arena started.
+            if self._move_port(f"the readiness probe on port {self.port} was answered by {held}"):
+                return self.state
+            self.stop()
+            self._fail(
+                f"port {self.port} on {self.host} is held by {held}, not by server '{self.task.name}' "
+                f"(pid {self.pid}): it never answers arena's clients (see {self.log_path})"
+            )
+            return self.state
         self.state = "ready"
+        self._ever_ready = True
         return self.state
+
+    def _foreign(self) -> str | None:
+        """Who else listens on the port (``None``: nobody, or no ``/proc`` to tell)."""
+        if self._proc is None:
+            return None
+        others = foreign_listeners(self.port, self._proc.pid, self.host)
+        return others[0].describe() if others else None
+
+    def _move_port(self, reason: str) -> bool:
+        """Start again on a new port (only before the server was ever ready, and boundedly)."""
+        if not self._movable or self._ever_ready or self.port_moves >= MAX_PORT_MOVES:
+            return False
+        assert self._proc is not None
+        terminate(self._proc, grace_s=2.0)
+        old = self.port
+        self.port = free_port(self.host)
+        self.port_moves += 1
+        self.note(f"{reason}, not by this server: starting it again on port {self.port} (was {old})")
+        self.start()
+        return True
 
     def _fail(self, reason: str) -> None:
         self.state = "failed"

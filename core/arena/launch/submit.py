@@ -129,23 +129,34 @@ def run_experiment(
         _print_dry_run(experiment, servers, backend, out, console)
         return EXIT_OK
     if output_dir is not None and Path(output_dir).is_dir() and any(Path(output_dir).iterdir()):
-        raise ConfigError(f"output directory {output_dir} is not empty; choose another --output-dir", file=experiment.source)
+        raise _not_empty(Path(output_dir), experiment.source)
     backend.check(experiment, servers)
     out = claim_output_dir(experiment, output_dir)
     write_snapshot(experiment, out / CLAIM_FILE)
     write_manifest(experiment, out)
-    _write_provenance(out, experiment.source)
+    _write_provenance(out, experiment.source, _exposure_dicts(backend, experiment, servers))
     _say(console, f"experiment [bold]{experiment.name}[/]: {len(experiment.runs)} run(s) -> {out}")
     return _submit_and_report(experiment, servers, backend, out, wait, console, {})
 
 
+def _not_empty(out: Path, source: str | None) -> ConfigError:
+    """The error for a non-empty ``--output-dir``; an earlier experiment's output gets the
+    ``--resume`` that finishes it."""
+    message = f"output directory {out} is not empty; choose another --output-dir"
+    if (out / "experiment.yaml").is_file() and (out / "manifest.json").is_file():
+        message += f", or finish the experiment it holds with: arena run --resume {out}"
+    return ConfigError(message, file=source)
+
+
 def _submit_and_report(experiment, servers, backend, out: Path, wait: bool, console, resume_kwargs: dict) -> int:
     totals = {name: int(run.rollout_limit.num_episodes) for name, run in experiment.runs.items()}
+    policies = {name: run.policy_type for name, run in experiment.runs.items()}
     try:
-        with _progress(backend, out, list(experiment.runs), console, totals):
+        with _progress(backend, out, list(experiment.runs), console, totals, policies):
             submission = backend.submit(experiment, servers, out, wait=wait, console=console, **resume_kwargs)
     except KeyboardInterrupt:
         _finish_report(out, console)
+        _say(console, f"interrupted: finished episodes are kept; run the rest with: arena run --resume {out}")
         return EXIT_INTERRUPTED
     if backend.name != "local" and not wait:
         _say(console, f"submitted to {backend.name}; follow it with `arena status {out}`")
@@ -154,7 +165,7 @@ def _submit_and_report(experiment, servers, backend, out: Path, wait: bool, cons
     return _finish_report(out, console)
 
 
-def _progress(backend, out: Path, runs: list[str], console, totals: dict[str, int]):
+def _progress(backend, out: Path, runs: list[str], console, totals: dict[str, int], policies: dict[str, str]):
     """Progress display for backends whose runs write status.json where this process sees it."""
     import contextlib
 
@@ -162,16 +173,21 @@ def _progress(backend, out: Path, runs: list[str], console, totals: dict[str, in
 
     if console is None or not (backend.name == "local" or getattr(backend, "shared_filesystem", False)):
         return contextlib.nullcontext()
-    return ProgressWatcher(out, runs, console, totals=totals)
+    return ProgressWatcher(out, runs, console, totals=totals, policies=policies)
 
 
-def _write_provenance(out: Path, source: str | None) -> None:
+def _write_provenance(out: Path, source: str | None, servers: dict[str, Any]) -> None:
     from arena.results.provenance import write_provenance
 
     try:
-        write_provenance(out, source)
+        write_provenance(out, source, servers=servers)
     except OSError:  # provenance is a nicety; never block a run on it
         pass
+
+
+def _exposure_dicts(backend, experiment, servers) -> dict[str, Any]:
+    """Per run: who can reach the server arena starts for it (names, never a key)."""
+    return {run: exposure.as_dict() for run, exposure in backend.exposures(experiment, servers).items()}
 
 
 def remaining_work(output_dir: Path, keep_errors: bool = False) -> dict[str, list[int]]:
@@ -349,6 +365,7 @@ def _say(console: Console | None, text: str) -> None:
 
 
 def _print_dry_run(experiment, servers, backend, out: Path, console: Console | None) -> None:
+    exposures = backend.exposures(experiment, servers)
     doc = {
         "backend": backend.name,
         "output_dir": str(out),
@@ -358,6 +375,8 @@ def _print_dry_run(experiment, servers, backend, out: Path, console: Console | N
             for name, p in servers.items()
         },
     }
+    if exposures:
+        doc["exposure"] = {name: exposure.describe() for name, exposure in exposures.items()}
     text = yaml.safe_dump(doc, sort_keys=False)
     spec = backend.plan(experiment, servers, out)
     if console is None:

@@ -15,7 +15,7 @@ from pydantic import AliasChoices, Field
 
 from arena.policies.adapters import EmbodimentAdapter
 from arena.policies.remote import RemoteChunkReplayPolicy, RemotePolicyConfig
-from arena.servertask import ServerResources, ServerTask
+from arena.servertask import ServerTask, arena_server_task
 
 
 class MetaWorldStateAdapter(EmbodimentAdapter):
@@ -62,14 +62,4 @@ class MetaWorldExpertRemotePolicy(RemoteChunkReplayPolicy):
 
 def metaworld_expert_server_task(config: MetaWorldExpertRemoteConfig) -> ServerTask:
     """The reference server: CPU only, quick to start, shareable between runs and envs."""
-    argv = ["serve", "metaworld-expert", "--host", "{host}", "--port", "{port}"]
-    return ServerTask(
-        name="metaworld-expert",
-        command=["arena", *argv],
-        local_command=["{python}", "-m", "arena", *argv],
-        port=8000,
-        readiness="websocket",
-        startup_timeout_s=60.0,
-        resources=ServerResources(cpu=1, gpu=0, memory=1.0),
-        shareable=True,
-    )
+    return arena_server_task("metaworld-expert")

@@ -12,11 +12,19 @@ go out concurrently, each connection strictly one request, one reply.
 Reconnects: a dropped connection is re-opened with backoff, at most ``max_reconnect_attempts``
 times per request; every cached chunk of every env is discarded on a reconnect, so a stale
 chunk is never replayed against a server that may have lost its state.
+
+Give-up time (how long a fault takes to become an ``error`` episode; see
+:meth:`RemotePolicyConfig.give_up_bound_s`): a server process that dies closes its sockets,
+so the client notices at once, then waits ``reconnect_timeout_s`` for a server to accept
+connections again; if none does, the episode is an error. A server that answers again after
+refusing connections was restarted and gets ``first_request_timeout_s`` for its first
+inference; one that never went away gets ``request_timeout_s``.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -45,8 +53,11 @@ class RemotePolicyConfig(PolicyConfig):
     connect_timeout_s: float = Field(
         120.0, gt=0, description="seconds to wait for a server that is still starting"
     )
+    reconnect_timeout_s: float = Field(
+        120.0, gt=0, description="seconds a reconnect waits for a server that went away; none back: the episode is an error"
+    )
     first_request_timeout_s: float = Field(
-        600.0, gt=0, description="seconds for the first inference on a connection (it may compile)"
+        600.0, gt=0, description="seconds for the first inference after the server (re)started (it may compile)"
     )
     request_timeout_s: float = Field(60.0, gt=0, description="seconds for every later inference")
     ping_interval_s: float | None = Field(30.0, gt=0, description="seconds between keepalive pings; null = off")
@@ -76,6 +87,30 @@ class RemotePolicyConfig(PolicyConfig):
 
         return None if value is None else require_env_name(value, "api_key_env")
 
+    def give_up_bound_s(self) -> float:
+        """Worst-case seconds from a fault to the ``error`` episode, for one request.
+
+        ``first_request_timeout_s`` for the request in flight, then per reconnect attempt (at
+        most ``max_reconnect_attempts``) a back-off of at most 2 s, ``reconnect_timeout_s`` to
+        reach the server and, if it restarted, ``first_request_timeout_s`` for its warm-up. A
+        server that died and stays down costs only about ``reconnect_timeout_s``; one that is
+        up but hung ``request_timeout_s`` per attempt (it is not warming up again).
+        """
+        attempt = 2.0 + self.reconnect_timeout_s + self.first_request_timeout_s
+        return self.first_request_timeout_s + self.max_reconnect_attempts * attempt
+
+    def client_options(self) -> dict[str, Any]:
+        """Keyword arguments of :class:`~arena.transport.PolicyClient` (and its subclasses)
+        from these settings, the key read from ``api_key_env``."""
+        return {
+            "api_key": self.api_key(),
+            "connect_timeout_s": self.connect_timeout_s,
+            "request_timeout_s": self.request_timeout_s,
+            "first_request_timeout_s": self.first_request_timeout_s,
+            "ping_interval_s": self.ping_interval_s,
+            "ping_timeout_s": self.ping_timeout_s,
+        }
+
     def api_key(self) -> str | None:
         """The key read from the variable named by ``api_key_env``.
 
@@ -90,6 +125,38 @@ class RemotePolicyConfig(PolicyConfig):
                 f"api_key_env names {self.api_key_env}, which is not set in this environment"
             )
         return value
+
+
+class ChunkLength:
+    """The rows every action chunk from one server must have.
+
+    ``expected`` is known in advance (a model's published horizon) or ``None``: then the
+    first reply's length is taken and any later change is refused, so a client never runs on
+    against a server that started answering for another model. Thread-safe (envs fetch
+    concurrently). ``source`` says where ``expected`` comes from, for the error message.
+    """
+
+    def __init__(self, expected: int | None = None, source: str = "") -> None:
+        self.expected = expected
+        self.source = source
+        self._lock = threading.Lock()
+
+    def check(self, rows: int, key: str) -> None:
+        """Accept a chunk of ``rows`` rows under reply key ``key``.
+
+        Raises:
+            ProtocolViolation: ``rows`` differs from the expected (or first seen) length;
+                the message names both.
+        """
+        with self._lock:
+            if self.expected is None:
+                self.expected = rows
+                self.source = "the server's first reply"
+                return
+            if rows != self.expected:
+                raise ProtocolViolation(
+                    f"'{key}' has {rows} rows; expected {self.expected} ({self.source})"
+                )
 
 
 class _LatencyLog:
@@ -116,7 +183,8 @@ class RemoteChunkReplayPolicy(PolicyBase):
 
     Subclasses set ``name``, ``Config`` (a :class:`RemotePolicyConfig`), ``adapter_family``
     (the registry family of their embodiment adapters, e.g. ``"openpi"``) and
-    ``server_response_actions_key`` (``"actions"`` for openpi, ``"action"`` for Cosmos).
+    ``server_response_actions_key`` (``"actions"`` for openpi, ``"action"`` for Cosmos), and
+    may set :attr:`chunk_length` (a :class:`ChunkLength`) to refuse chunks of another length.
     """
 
     Config: ClassVar[type[PolicyConfig]] = RemotePolicyConfig
@@ -136,6 +204,7 @@ class RemoteChunkReplayPolicy(PolicyBase):
         self._pool: ThreadPoolExecutor | None = None
         self.reconnects = 0
         self._metadata: dict[str, Any] | None = None
+        self.chunk_length: ChunkLength | None = None
 
     @classmethod
     def make_adapter(cls, config: RemotePolicyConfig) -> EmbodimentAdapter:
@@ -151,16 +220,7 @@ class RemoteChunkReplayPolicy(PolicyBase):
     # -- connections -------------------------------------------------------------------------
     def _new_client(self) -> PolicyClient:
         c = self.config
-        return self.client_cls(
-            c.remote_host,
-            c.remote_port,
-            api_key=c.api_key(),
-            connect_timeout_s=c.connect_timeout_s,
-            request_timeout_s=c.request_timeout_s,
-            first_request_timeout_s=c.first_request_timeout_s,
-            ping_interval_s=c.ping_interval_s,
-            ping_timeout_s=c.ping_timeout_s,
-        )
+        return self.client_cls(c.remote_host, c.remote_port, **c.client_options())
 
     def start(self, env: Environment) -> None:
         """Open one connection per env, concurrently, and read each server's metadata.
@@ -188,11 +248,17 @@ class RemoteChunkReplayPolicy(PolicyBase):
         return None
 
     def _reconnect(self, env_id: int) -> None:
-        """Re-open env ``env_id``'s connection and drop every env's cached chunk."""
-        self._clients[env_id].close()
-        self._clients[env_id] = self._new_client()
-        self._metadata = self._clients[env_id].connect()  # the server may have restarted with another model
+        """Re-open env ``env_id``'s connection (waiting ``reconnect_timeout_s``) and drop every
+        env's cached chunk. A server that refused connections meanwhile was restarted: every
+        connection's next inference may wait ``first_request_timeout_s`` for its warm-up."""
+        client = self._clients[env_id]
+        client.close()
+        # the server may have restarted with another model: keep the metadata it sends now
+        self._metadata = client.connect(timeout_s=self.config.reconnect_timeout_s)
         self.reconnects += 1
+        if client.saw_server_down:
+            for other in self._clients:
+                other.expect_warmup()
         for i in range(len(self._chunks)):
             self._chunks[i] = None
             self._steps[i] = 0
@@ -257,7 +323,8 @@ class RemoteChunkReplayPolicy(PolicyBase):
         failed = [(i, err) for i, err in results if err is not None]
         if failed:
             ids = [i for i, _ in failed]
-            raise PolicyError(f"env {ids[0]}: {failed[0][1]}", env_ids=ids)
+            more = f" (and {len(ids) - 1} more env(s))" if len(ids) > 1 else ""
+            raise PolicyError(f"env {ids[0]}: {failed[0][1]}{more}", env_ids=ids, env_errors=dict(failed))
 
     def _fetch(self, env_id: int, request: dict[str, Any]) -> tuple[int, str | None]:
         """Request a chunk for ``env_id`` and cache it; returns ``(env_id, error or None)``."""
@@ -270,6 +337,8 @@ class RemoteChunkReplayPolicy(PolicyBase):
                     raise _NotConnected()
                 response = client.infer(request)
                 chunk = self.adapter.unpack_actions(response, self.server_response_actions_key)
+                if self.chunk_length is not None:
+                    self.chunk_length.check(len(chunk), self.server_response_actions_key)
             except _NotConnected:
                 pass
             except (ProtocolViolation, ProtocolError, CodecError) as exc:
@@ -295,8 +364,8 @@ class RemoteChunkReplayPolicy(PolicyBase):
             try:
                 self._reconnect(env_id)
             except TransportError as exc:
-                if attempt >= self.config.max_reconnect_attempts:
-                    return env_id, f"reconnect failed: {exc}"
+                # Nothing answered for reconnect_timeout_s: another attempt would wait as long.
+                return env_id, f"reconnect failed: {type(exc).__name__}: {exc}"
 
     def server_metadata(self) -> dict[str, Any] | None:
         """The metadata frame the server sent on connect (the latest, after a reconnect)."""

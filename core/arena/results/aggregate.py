@@ -289,25 +289,57 @@ def task_comparisons(
     return pairs
 
 
+def _pooled(members: list[dict[str, Any]]) -> dict[str, Any]:
+    """Pooled ``k``/``n``, ``errors``, ``success_rate`` with its Wilson ``ci95`` and the macro
+    rate (the mean of the members' rates) of several run summaries."""
+    k = sum(run["k"] for run in members)
+    n = sum(run["n"] for run in members)
+    rates = [run["success_rate"] for run in members if run["success_rate"] is not None]
+    return {
+        "k": k,
+        "n": n,
+        "errors": sum(run["errors"] for run in members),
+        "success_rate": success_rate(k, n),
+        "ci95": list(wilson_interval(k, n)),
+        "macro_success_rate": sum(rates) / len(rates) if rates else None,
+    }
+
+
 def by_policy(runs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per policy: its runs, pooled k/n with a Wilson interval, and the macro average over runs."""
-    out: dict[str, dict[str, Any]] = {}
+    members: dict[str, list[str]] = {}
     for name, run in runs.items():
-        label = policy_label(run.get("policy"))
-        entry = out.setdefault(label, {"runs": [], "tasks": [], "k": 0, "n": 0, "errors": 0, "_rates": []})
-        entry["runs"].append(name)
-        if run.get("task") not in entry["tasks"]:
-            entry["tasks"].append(run.get("task"))
-        entry["k"] += run["k"]
-        entry["n"] += run["n"]
-        entry["errors"] += run["errors"]
-        if run["success_rate"] is not None:
-            entry["_rates"].append(run["success_rate"])
-    for entry in out.values():
-        rates = entry.pop("_rates")
-        entry["success_rate"] = success_rate(entry["k"], entry["n"])
-        entry["ci95"] = list(wilson_interval(entry["k"], entry["n"]))
-        entry["macro_success_rate"] = sum(rates) / len(rates) if rates else None
+        members.setdefault(policy_label(run.get("policy")), []).append(name)
+    out: dict[str, dict[str, Any]] = {}
+    for label, names in members.items():
+        tasks = list(dict.fromkeys(runs[name].get("task") for name in names))
+        out[label] = {"runs": names, "tasks": tasks, **_pooled([runs[name] for name in names])}
+    return out
+
+
+def by_group(runs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Expanded runs (``NAME.<suffix>``, e.g. a LIBERO suite's tasks) grouped under ``NAME``.
+
+    Per group, as benchmark papers report a suite: ``runs`` and ``tasks`` (in run order),
+    ``policy``, pooled ``k``/``n`` with ``success_rate`` and its Wilson ``ci95``,
+    ``macro_success_rate`` (the mean of the per-task rates, the suite's figure when tasks
+    have unequal n), ``errors`` and ``partial`` (any of its runs is partial or unfinished).
+    """
+    members: dict[str, list[str]] = {}
+    for name in runs:
+        group, dot, _ = name.partition(".")
+        if dot:
+            members.setdefault(group, []).append(name)
+    out: dict[str, dict[str, Any]] = {}
+    for group, names in members.items():
+        listed = [runs[name] for name in names]
+        out[group] = {
+            "runs": names,
+            "tasks": [run.get("task") for run in listed],
+            "policy": listed[0].get("policy"),
+            "partial": any(bool(run.get("partial")) or run.get("state") != "completed" for run in listed),
+            **_pooled(listed),
+        }
     return out
 
 
@@ -349,7 +381,8 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
     :func:`arena.rollout.records.partial_note`), server, server_log, issues, latency, seeds,
     num_envs, videos, restarts, machine, warnings, model (what answered, see
     :func:`arena.rollout.run_one.model_record`)}}``, ``by_task`` (task -> run names),
-    ``by_policy`` (pooled and macro rates per policy), ``comparisons`` (every pair of policies on one task: difference and
+    ``by_policy`` (pooled and macro rates per policy), ``by_group`` (expanded runs under their
+    parent run, e.g. a LIBERO suite's tasks: see :func:`by_group`), ``comparisons`` (every pair of policies on one task: difference and
     its Newcombe interval, see :func:`compare_runs`), ``provenance`` (``provenance.json``)
     and ``overall`` (pooled
     counts, ``n``, ``k``, ``success_rate``, ``ci95``, ``macro_success_rate``: the mean of
@@ -384,6 +417,7 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
         "runs": runs,
         "by_task": by_task(runs),
         "by_policy": by_policy(runs),
+        "by_group": by_group(runs),
         "comparisons": task_comparisons(output_dir, runs, records_of),
         "provenance": read_provenance(output_dir),
         "overall": {

@@ -7,8 +7,10 @@ experiment file, or ``null`` outside git), ``experiment_file``, ``plugins``
 (``[{name, distribution, version}]`` of the loaded non-builtin plugins), ``broken_plugins``
 (``[{name, error}]``), ``rendering`` (MuJoCo's OpenGL platform: ``mujoco_gl``, ``chosen_by``
 ``user`` or ``arena``, ``reason``; see :mod:`arena.rendering`), ``resumes``
-(``[{at, hostname, argv, keep_errors}]``). Each run's
-``run_result.json`` adds the ``machine`` it ran on (a cluster node, not the submitting host).
+(``[{at, hostname, argv, keep_errors}]``), ``servers`` (per run with a server arena starts:
+``bind``, ``exposed``, ``api_key`` — ``generated``, ``user`` or ``none`` — ``authenticated``
+and the variable names involved; never a key). Each run's ``run_result.json`` adds the
+``machine`` it ran on (a cluster node, not the submitting host).
 """
 
 from __future__ import annotations
@@ -76,8 +78,11 @@ def plugin_versions(manager: Any = None) -> tuple[list[dict[str, Any]], list[dic
     return plugins, broken
 
 
-def collect_provenance(experiment_file: str | os.PathLike[str] | None = None, manager: Any = None) -> dict[str, Any]:
-    """The provenance of an ``arena run`` started now from this process."""
+def collect_provenance(
+    experiment_file: str | os.PathLike[str] | None = None, manager: Any = None, servers: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The provenance of an ``arena run`` started now from this process (``servers``: the
+    exposure of each run's server, see the module doc)."""
     from arena.rendering import configure_headless_rendering, rendering_info
 
     plugins, broken = plugin_versions(manager)
@@ -95,13 +100,17 @@ def collect_provenance(experiment_file: str | os.PathLike[str] | None = None, ma
         "plugins": plugins,
         "broken_plugins": broken,
         "rendering": rendering_info(),
+        "servers": dict(servers or {}),
         "resumes": [],
     }
 
 
-def write_provenance(output_dir: str | os.PathLike[str], experiment_file: str | None = None) -> Path:
+def write_provenance(
+    output_dir: str | os.PathLike[str], experiment_file: str | None = None, *, servers: dict[str, Any] | None = None
+) -> Path:
     """Write ``<output_dir>/provenance.json`` for a new run of the experiment."""
-    return write_json_atomic(Path(output_dir) / PROVENANCE_NAME, collect_provenance(experiment_file))
+    data = collect_provenance(experiment_file, servers=servers)
+    return write_json_atomic(Path(output_dir) / PROVENANCE_NAME, data)
 
 
 def note_resume(output_dir: str | os.PathLike[str], keep_errors: bool) -> Path:

@@ -3,7 +3,8 @@
 Opt-in per run (``recording: {enabled, camera, fps, max_episodes}``). Only the envs running a
 recorded episode are rendered — through ``env.render(env_id)``, or from
 ``observation["camera_obs"][camera]`` when the env already produces that camera — so turning
-recording on never switches cameras on for every env.
+recording on never switches cameras on for every env. Cameras an environment lists in its
+``upside_down_cameras`` attribute (LIBERO renders upside down) are rotated upright.
 
 Which episodes: those with ``episode_index < max_episodes`` (all when ``max_episodes`` is
 null). The choice depends only on the work item, so a resume records the same episodes.
@@ -208,7 +209,9 @@ class EpisodeRecorder:
         if camera:
             cams = observation.get("camera_obs") if isinstance(observation, dict) else None
             if isinstance(cams, dict) and camera in cams:
-                return np.asarray(cams[camera][env_id])
+                frame = np.asarray(cams[camera][env_id])
+                # A simulator that renders a camera upside down (LIBERO) says so; videos are upright.
+                return frame[::-1, ::-1] if camera in getattr(env, "upside_down_cameras", ()) else frame
             if self._render_takes_camera is None:
                 try:
                     self._render_takes_camera = "camera" in inspect.signature(env.render).parameters

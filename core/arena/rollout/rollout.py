@@ -237,7 +237,7 @@ class _Rollout:
         except PolicyError as exc:
             named = range(self.num_envs) if exc.env_ids is None else exc.env_ids
             failed = [e for e in named if 0 <= e < self.num_envs and self.active[e] is not None] or running
-            self._fail(failed, _describe(exc))
+            self._fail(failed, {e: f"{type(exc).__name__}: {exc.for_env(e)}" for e in failed})
             return
         except Exception as exc:
             self._fail(running, f"policy failed: {_describe(exc)}")

@@ -58,6 +58,8 @@ WATCHDOG_CHILD_ENV = "ARENA_WATCHDOG_CHILD"
 
 SERVER_HOST_ENV = "ARENA_SERVER_HOST"
 SERVER_PORT_ENV = "ARENA_SERVER_PORT"
+#: NAME of the variable holding the key of the server a backend started (a generated one).
+SERVER_API_KEY_ENV_ENV = "ARENA_SERVER_API_KEY_ENV"
 #: JSON describing the server a backend started for this run (task name, host, port, log).
 SERVER_INFO_ENV = "ARENA_SERVER_INFO"
 #: Seconds between ``last_progress_at`` updates while steps progress without episode ends.
@@ -88,6 +90,7 @@ def run_one(
     *,
     server_host: str | None = None,
     server_port: int | None = None,
+    server_api_key_env: str | None = None,
     shard: tuple[int, int] | None = None,
     resume: bool = False,
     keep_errors: bool = False,
@@ -98,7 +101,9 @@ def run_one(
     """Execute run ``run_name`` of the snapshot ``snapshot_path``; return the exit code.
 
     ``server_host`` / ``server_port`` (else ``$ARENA_SERVER_HOST`` / ``$ARENA_SERVER_PORT``)
-    override a remote policy's ``remote_host`` / ``remote_port``. ``shard=(K, N)`` runs the
+    override a remote policy's ``remote_host`` / ``remote_port``; ``server_api_key_env`` (else
+    ``$ARENA_SERVER_API_KEY_ENV``) its ``api_key_env``: the NAME of the variable holding the key
+    of the server the backend started (the key itself never reaches a file). ``shard=(K, N)`` runs the
     work items whose index is ``K`` mod ``N``. ``resume`` skips items that already have a
     non-error record in this invocation's ``episodes.jsonl`` (``keep_errors``: any record,
     so ``error`` episodes are not retried); without it an existing file is moved aside to
@@ -108,7 +113,9 @@ def run_one(
     snapshot's ``allow_imports`` lets ``package.module:Class`` types import.
     """
     try:
-        loaded = _load_run(snapshot_path, run_name, server_host, server_port, manager, allow_imports)
+        loaded = _load_run(
+            snapshot_path, run_name, server_host, server_port, server_api_key_env, manager, allow_imports
+        )
         run, server, watchdog_config = loaded.run, loaded.server, loaded.watchdog
         items = plan_work_items(run)
         if shard is not None:
@@ -126,6 +133,8 @@ def run_one(
             argv += ["--server-host", str(server_host)]
         if server_port is not None:
             argv += ["--server-port", str(server_port)]
+        if server_api_key_env is not None:
+            argv += ["--server-api-key-env", server_api_key_env]
         if shard is not None:
             argv += ["--shard", f"{shard[0]}/{shard[1]}"]
         if keep_errors:
@@ -169,7 +178,9 @@ class _Loaded:
     notes: list[str]  # caveats known before the run starts
 
 
-def _load_run(snapshot_path, run_name, server_host, server_port, manager, allow_imports=()) -> _Loaded:
+def _load_run(
+    snapshot_path, run_name, server_host, server_port, server_api_key_env, manager, allow_imports=()
+) -> _Loaded:
     from arena.config import load_experiment
 
     experiment = load_experiment(
@@ -189,10 +200,11 @@ def _load_run(snapshot_path, run_name, server_host, server_port, manager, allow_
         except ValueError:
             raise ConfigError(f"server port {port_text!r} is not an integer", run=run_name) from None
     written_port = getattr(run.policy, "remote_port", None)
-    if remote and (host is not None or port is not None):
+    key_env = server_api_key_env or os.environ.get(SERVER_API_KEY_ENV_ENV) or None
+    if remote and (host is not None or port is not None or key_env is not None):
         host = host if host is not None else run.policy.remote_host
         port = port if port is not None else run.policy.remote_port
-        experiment = experiment.with_policy_endpoint(run_name, host, port)
+        experiment = experiment.with_policy_endpoint(run_name, host, port, api_key_env=key_env)
         run = experiment.runs[run_name]
     server: dict | None = None
     info = os.environ.get(SERVER_INFO_ENV)

@@ -105,10 +105,13 @@ class OpenPIDouble:
 
 
 class FaultInjector:
-    """Wraps a Model: blocks the first (``first_delay_s``) or every (``delay_s``) inference, and
-    kills the whole process with ``os._exit(exit_code)`` on request ``exit_on_request``
-    (1-based, counted per process) — only once across restarts when ``exit_marker`` is given
-    (the file is created just before exiting)."""
+    """Wraps a Model: blocks the first (``first_delay_s``) or every (``delay_s``) inference,
+    hangs for good from request ``hang_from_request`` on (a hung model whose server still
+    answers handshakes and health checks, as long as the server runs it off the event loop:
+    ``--inline-below-ms 0``), and kills the whole process with
+    ``os._exit(exit_code)`` on request ``exit_on_request`` (1-based, counted per process) —
+    only once across restarts when ``exit_marker`` is given (the file is created just before
+    exiting)."""
 
     def __init__(
         self,
@@ -119,8 +122,10 @@ class FaultInjector:
         exit_on_request: int | None = None,
         exit_marker: str | Path | None = None,
         exit_code: int = 137,
+        hang_from_request: int | None = None,
     ) -> None:
         self.model = model
+        self.hang_from_request = hang_from_request
         self.first_delay_s = first_delay_s
         self.delay_s = delay_s
         self.exit_on_request = exit_on_request
@@ -145,6 +150,8 @@ class FaultInjector:
                 if self.exit_marker is not None:
                     self.exit_marker.touch()
                 os._exit(self.exit_code)
+        if self.hang_from_request is not None and n >= self.hang_from_request:
+            threading.Event().wait()  # never answers
         delay = self.first_delay_s if n == count and self.first_delay_s else self.delay_s
         if delay:
             time.sleep(delay)
@@ -215,6 +222,7 @@ def chunk_model_arguments(description: str) -> argparse.ArgumentParser:
     p.add_argument("--delay-s", type=float, default=0.0, help="every inference blocks this long")
     p.add_argument("--exit-on-request", type=int, default=None, help="os._exit on this request (1-based)")
     p.add_argument("--exit-marker", default=None, help="exit only if this file does not exist (creates it)")
+    p.add_argument("--hang-from-request", type=int, default=None, help="this request and later ones never answer")
     return p
 
 
@@ -227,13 +235,14 @@ def chunk_model_from_args(args: argparse.Namespace) -> Any:
         model = ChunkModel(
             tuple(args.action_shape), args.dtype, cost_ms=args.cost_ms, per_item_ms=args.per_item_ms
         )
-    if args.first_delay_s or args.delay_s or args.exit_on_request is not None:
+    if args.first_delay_s or args.delay_s or args.exit_on_request is not None or args.hang_from_request is not None:
         model = FaultInjector(
             model,
             first_delay_s=args.first_delay_s,
             delay_s=args.delay_s,
             exit_on_request=args.exit_on_request,
             exit_marker=args.exit_marker,
+            hang_from_request=args.hang_from_request,
         )
     return model
 
@@ -271,7 +280,9 @@ if __name__ == "__main__":
 
 
 class ServerProcess:
-    """A double in its own process: ``ServerProcess("arena" | "openpi-like", *cli_args)``.
+    """A double in its own process: ``ServerProcess("arena" | "openpi-like", *cli_args)``, or
+    any module whose ``main()`` serves and prints ``listening on SCHEME://HOST:PORT`` (a
+    plugin's double, e.g. ``ServerProcess("arena_gr00t.testing")``).
 
     A context manager; ``port`` is read from the ``listening on`` line. ``kill()`` sends
     SIGKILL (a crash), ``stop()`` SIGTERM then SIGKILL. The child gets a parent-death signal.
@@ -283,7 +294,7 @@ class ServerProcess:
                  start_timeout_s: float = 60.0, log_path: str | Path | None = None) -> None:
         self.kind = kind
         self.host = host
-        entry = f"from {self.MODULES[kind]} import main; main()"  # -c: no runpy double import
+        entry = f"from {self.MODULES.get(kind, kind)} import main; main()"  # -c: no runpy double import
         self.argv = [sys.executable, "-c", entry, "--host", host, "--port", str(port), *args]
         self.start_timeout_s = start_timeout_s
         self.log_path = Path(log_path) if log_path else None
@@ -308,7 +319,7 @@ class ServerProcess:
             if chunk:
                 buffer += chunk
                 for line in buffer.decode(errors="replace").splitlines():
-                    if line.startswith("listening on ws://"):
+                    if line.startswith("listening on ") and "://" in line:
                         self.port = int(line.rsplit(":", 1)[1])
                         return self
             time.sleep(0.02)

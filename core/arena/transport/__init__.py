@@ -24,6 +24,7 @@ from arena.transport.errors import (
     ServerUnavailable,
     StringReply,
     TransportError,
+    Unauthorized,
     UnexpectedTextFrame,
 )
 from arena.transport.probe import probe_once, wait_until_ready
@@ -49,6 +50,7 @@ __all__ = [
     "ServerUnavailable",
     "StringReply",
     "TransportError",
+    "Unauthorized",
     "UnexpectedTextFrame",
     "endpoint_uri",
     "packb",

@@ -39,6 +39,7 @@ from arena.transport.errors import (
     ServerUnavailable,
     StringReply,
     TransportError,
+    Unauthorized,
     UnexpectedTextFrame,
 )
 
@@ -83,10 +84,20 @@ class PolicyClient:
             connections are retried with backoff 0.1 s doubling to 2 s), handshake and the
             metadata frame (a server still loading its model sends it late).
         request_timeout_s: seconds to wait for each reply.
-        first_request_timeout_s: seconds for the first reply on a connection (JIT compiles);
-            ``None`` uses ``request_timeout_s``.
+        first_request_timeout_s: seconds for the first inference after the server started
+            (it may compile for minutes); ``None`` uses ``request_timeout_s``. "Started" is
+            what this client can tell: before its first reply; after a connection dropped
+            without a close frame (the server process died: the kernel closed its socket);
+            after a :meth:`connect` that found the server down (connection refused) before
+            it answered again; after :meth:`expect_warmup`. Reconnecting to a server that
+            stayed up does not reset it, so a hung server costs ``request_timeout_s`` per
+            attempt, not more.
         ping_interval_s, ping_timeout_s: keepalive; ``None`` disables it.
         max_message_bytes: largest reply accepted; ``None`` for no limit.
+
+    After :meth:`connect`, :attr:`saw_server_down` says whether the server refused
+    connections on the way (it was restarting); :attr:`server_warm` whether an inference has
+    been answered since the server last (re)started.
     """
 
     def __init__(
@@ -116,7 +127,8 @@ class PolicyClient:
         self._conn: ClientConnection | None = None
         self._packer = Packer()
         self._lock = threading.Lock()
-        self._requests_on_connection = 0
+        self.server_warm = False
+        self.saw_server_down = False
         self._version_options: dict[str, Any] = dict(_LEGACY_KW)
         if "proxy" in _CONNECT_OPTIONS:
             self._version_options["proxy"] = None
@@ -130,13 +142,16 @@ class PolicyClient:
     def connected(self) -> bool:
         return self._conn is not None
 
-    def connect(self) -> dict[str, Any]:
+    def connect(self, timeout_s: float | None = None) -> dict[str, Any]:
         """Open the connection and read the metadata frame; returns (and stores) the metadata.
+
+        ``timeout_s`` replaces ``connect_timeout_s`` for this call (e.g. a reconnect's wait).
 
         Raises:
             ServerUnavailable: nothing accepted the connection within ``connect_timeout_s``.
-            HandshakeError: the handshake failed (bad HTTP status such as 401, not a WebSocket
-                server, proxy error) or timed out.
+            Unauthorized: the server answered the handshake with HTTP 401 or 403.
+            HandshakeError: the handshake failed (bad HTTP status, not a WebSocket server,
+                proxy error) or timed out.
             MissingMetadata: no metadata frame came in time, the server closed normally
                 before sending one, or the frame is not a map.
             ServerTraceback: the server sent its traceback (then close 1011) instead.
@@ -146,20 +161,23 @@ class PolicyClient:
         """
         with self._lock:
             self._discard()
-            deadline = time.monotonic() + self.connect_timeout_s
-            conn = self._open(deadline)
+            self.saw_server_down = False
+            budget = self.connect_timeout_s if timeout_s is None else timeout_s
+            deadline = time.monotonic() + budget
+            conn = self._open(deadline, budget)
             try:
-                metadata = self._read_metadata(conn, deadline)
+                metadata = self._read_metadata(conn, deadline, budget)
             except BaseException:
                 self._conn = conn
                 self._discard()
                 raise
             self._conn = conn
-            self._requests_on_connection = 0
+            if self.saw_server_down:
+                self.server_warm = False  # a restarted server warms up (compiles) again
             self.metadata = metadata
             return metadata
 
-    def _open(self, deadline: float) -> ClientConnection:
+    def _open(self, deadline: float, budget: float) -> ClientConnection:
         headers = {"Authorization": f"Api-Key {self.api_key}"} if self.api_key else None
         delay = _BACKOFF_START_S
         while True:
@@ -178,16 +196,21 @@ class PolicyClient:
                 if "handshake" in str(exc):
                     raise HandshakeError(
                         f"{self.endpoint}: handshake timed out after "
-                        f"{self.connect_timeout_s:.3g} s "
+                        f"{budget:.3g} s "
                         f"(is the server's event loop blocked?)"
                     ) from exc
-                raise self._unavailable(exc) from exc
+                raise self._unavailable(exc, budget) from exc
             except InvalidStatus as exc:
                 status = exc.response.status_code
-                hint = " (missing or wrong api_key)" if status in (401, 403) else ""
+                if status in (401, 403):
+                    sent = "with a key" if self.api_key else "without one"
+                    raise Unauthorized(
+                        f"{self.endpoint}: server answered the handshake with HTTP {status} "
+                        f"(missing or wrong api_key: this client connected {sent})"
+                    ) from exc
                 body = (exc.response.body or b"")[:300].decode("utf-8", "replace").strip()
                 raise HandshakeError(
-                    f"{self.endpoint}: server answered the handshake with HTTP {status}{hint}"
+                    f"{self.endpoint}: server answered the handshake with HTTP {status}"
                     f"{': ' + body if body else ''}"
                 ) from exc
             except (InvalidHandshake, InvalidURI) as exc:
@@ -196,25 +219,26 @@ class PolicyClient:
                     f"listening there? an openpi or arena server answers GET /healthz with OK)"
                 ) from exc
             except OSError as exc:  # ConnectionRefusedError and friends: server not up yet
+                self.saw_server_down = True
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise self._unavailable(exc) from exc
+                    raise self._unavailable(exc, budget) from exc
                 time.sleep(min(delay, remaining))
                 delay = min(delay * 2, _BACKOFF_MAX_S)
 
-    def _unavailable(self, exc: BaseException) -> ServerUnavailable:
+    def _unavailable(self, exc: BaseException, budget: float) -> ServerUnavailable:
         return ServerUnavailable(
             f"{self.endpoint}: no server accepted the connection within "
-            f"{self.connect_timeout_s:.3g} s (last error: {exc})"
+            f"{budget:.3g} s (last error: {exc})"
         )
 
-    def _read_metadata(self, conn: ClientConnection, deadline: float) -> dict[str, Any]:
+    def _read_metadata(self, conn: ClientConnection, deadline: float, budget: float) -> dict[str, Any]:
         remaining = max(deadline - time.monotonic(), 0.001)
         try:
             frame = conn.recv(timeout=remaining)
         except TimeoutError as exc:
             raise MissingMetadata(
-                f"{self.endpoint}: no metadata frame within {self.connect_timeout_s:.3g} s of "
+                f"{self.endpoint}: no metadata frame within {budget:.3g} s of "
                 f"connecting (is the model still loading? is this an openpi-protocol server?)"
             ) from exc
         except ConnectionClosed as exc:
@@ -292,8 +316,17 @@ class PolicyClient:
 
     # ---- requests -----------------------------------------------------------------------
 
-    def request(self, message: dict[str, Any]) -> Any:
+    def expect_warmup(self) -> None:
+        """Give the next inference ``first_request_timeout_s``: the server was restarted (e.g.
+        another connection to it saw it down)."""
+        self.server_warm = False
+
+    def request(self, message: dict[str, Any], *, inference: bool = True) -> Any:
         """Send one message and return the decoded reply (any msgpack value).
+
+        ``inference``: the message runs the model. The first inference after a server start
+        waits ``first_request_timeout_s`` and its reply marks the server warm; other messages
+        (a protocol's reset) always wait ``request_timeout_s``.
 
         Raises:
             CodecError: ``message`` holds a value that cannot travel (nothing was sent).
@@ -310,13 +343,8 @@ class PolicyClient:
             conn = self._conn
             if conn is None:
                 raise ConnectionLost(f"{self.endpoint}: not connected (call connect() first)")
-            first = self._requests_on_connection == 0
-            timeout = (
-                self.first_request_timeout_s
-                if first and self.first_request_timeout_s is not None
-                else self.request_timeout_s
-            )
-            self._requests_on_connection += 1
+            first = inference and not self.server_warm and self.first_request_timeout_s is not None
+            timeout = self.first_request_timeout_s if first else self.request_timeout_s
             try:
                 conn.send(payload)
                 reply = conn.recv(timeout=timeout)
@@ -324,17 +352,23 @@ class PolicyClient:
                 self._discard()
                 raise RequestTimeout(
                     f"{self.endpoint}: no reply within {timeout:.3g} s"
-                    f"{' (first request on this connection)' if first else ''}; "
+                    f"{' (first inference after the server started)' if first else ''}; "
                     f"connection closed"
                 ) from exc
             except ConnectionClosed as exc:
                 self._discard()
-                raise self._closed_error(exc) from exc
+                error = self._closed_error(exc)
+                if exc.rcvd is None and not isinstance(error, KeepaliveTimeout):
+                    self.server_warm = False  # its process died: back, it warms up again
+                raise error from exc
             except OSError as exc:
                 self._discard()
+                self.server_warm = False  # reset by the peer: its process died, most likely
                 raise ConnectionLost(f"{self.endpoint}: connection failed: {exc}") from exc
             if reply.__class__ is str:
                 return self._on_text_frame(reply)
+            if inference:
+                self.server_warm = True
         try:
             return unpackb(reply)
         except TransportError as exc:

@@ -27,6 +27,7 @@ __all__ = [
     "ServerUnavailable",
     "StringReply",
     "TransportError",
+    "Unauthorized",
     "UnexpectedTextFrame",
 ]
 
@@ -76,6 +77,12 @@ class KeepaliveTimeout(ConnectionLost):
 class HandshakeError(TransportError):
     """The WebSocket handshake failed or timed out: bad HTTP response (e.g. 401 for a wrong
     API key, 426), something that is not a policy server on the port, or a proxy error."""
+
+
+class Unauthorized(HandshakeError):
+    """The server refused the credentials: HTTP 401 or 403 on the handshake (or a readiness
+    GET), or GR00T's ``Unauthorized`` error reply. Retrying with the same key cannot help:
+    check ``api_key_env`` (the variable it names must hold the server's key)."""
 
 
 class ServerUnavailable(TransportError):

@@ -8,6 +8,11 @@ Kinds:
 * ``http:<path>``: ``GET <path>`` answers 200 (e.g. ``http:/readyz``, ``http:/healthz``);
 * ``zmq-ping``: a ZeroMQ REQ ``{"endpoint": "ping"}`` gets a reply without ``"error"``
   (GR00T servers; needs pyzmq).
+
+With an API key every probe presents it as the clients do (``Authorization: Api-Key KEY`` on
+the websocket handshake and on HTTP GETs, ``api_token`` in GR00T requests). A server that
+refuses the key (HTTP 401/403, GR00T ``Unauthorized``) raises
+:class:`~arena.transport.errors.Unauthorized` at once: waiting longer cannot make it ready.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from typing import Any, Callable
 
 from arena.errors import ConfigError
 from arena.transport.client import PolicyClient
-from arena.transport.errors import NotReady, ReadinessTimeout, TransportError
+from arena.transport.errors import NotReady, ReadinessTimeout, TransportError, Unauthorized
 
 __all__ = ["KINDS", "probe_once", "wait_until_ready"]
 
@@ -35,6 +40,7 @@ def probe_once(
 
     Raises:
         NotReady: it is not (the cause is chained and named in the message).
+        Unauthorized: the server refused ``api_key`` (or its absence).
         ConfigError: unknown ``kind``.
     """
     endpoint = f"{host}:{port}"
@@ -49,12 +55,12 @@ def probe_once(
             path = path if path.startswith("/") else f"/{path}"
             _probe_http(host, port, path, timeout_s, api_key)
         elif kind == "zmq-ping":
-            _probe_zmq(host, port, timeout_s)
+            _probe_zmq(host, port, timeout_s, api_key)
         else:
             raise ConfigError(
                 f"unknown readiness probe kind {kind!r}; expected one of {', '.join(KINDS)}"
             )
-    except (ConfigError, NotReady):
+    except (ConfigError, NotReady, Unauthorized):
         raise
     except (TransportError, OSError, http.client.HTTPException) as exc:
         raise NotReady(f"{kind} probe of {endpoint}: {type(exc).__name__}: {exc}") from exc
@@ -78,6 +84,7 @@ def wait_until_ready(
     Raises:
         ReadinessTimeout: not ready in time, or aborted; the message names the kind, the
             endpoint, the seconds waited and the last error seen.
+        Unauthorized: the server refused the key (at the first answer, not after the timeout).
     """
     start = time.monotonic()
     deadline = start + timeout_s
@@ -128,12 +135,18 @@ def _probe_http(host: str, port: int, path: str, timeout_s: float, api_key: str 
         body = response.read(200)
     finally:
         conn.close()
+    text = body.decode("utf-8", "replace").strip()
+    if response.status in (401, 403):
+        sent = "with an API key" if api_key else "without an API key"
+        raise Unauthorized(
+            f"GET http://{host}:{port}{path} answered HTTP {response.status} {text!r} "
+            f"(missing or wrong API key; the probe asked {sent})"
+        )
     if response.status != 200:
-        text = body.decode("utf-8", "replace").strip()
         raise NotReady(f"GET http://{host}:{port}{path} answered {response.status} {text!r}")
 
 
-def _probe_zmq(host: str, port: int, timeout_s: float) -> None:
+def _probe_zmq(host: str, port: int, timeout_s: float, api_key: str | None) -> None:
     try:
         import zmq
     except ImportError as exc:
@@ -151,7 +164,10 @@ def _probe_zmq(host: str, port: int, timeout_s: float) -> None:
         sock.setsockopt(zmq.SNDTIMEO, timeout_ms)
         sock.connect(f"tcp://{host}:{port}")
         try:
-            sock.send(msgpack.packb({"endpoint": "ping"}))
+            request = {"endpoint": "ping"}
+            if api_key:
+                request["api_token"] = api_key  # GR00T checks its token on every endpoint
+            sock.send(msgpack.packb(request))
             raw = sock.recv()
         except zmq.Again as exc:
             raise NotReady(f"no reply to a zmq ping within {timeout_s:g} s") from exc
@@ -162,4 +178,8 @@ def _probe_zmq(host: str, port: int, timeout_s: float) -> None:
     except Exception as exc:  # noqa: BLE001 - any garbage means not an answering GR00T server
         raise NotReady(f"zmq ping reply is not msgpack: {exc}") from exc
     if isinstance(reply, dict) and "error" in reply:
-        raise NotReady(f"zmq ping answered with an error: {reply['error']}")
+        error = str(reply["error"])
+        if error.startswith("Unauthorized"):  # GR00T: "Unauthorized: Invalid API token"
+            sent = "with an api_token" if api_key else "without an api_token"
+            raise Unauthorized(f"tcp://{host}:{port}: zmq ping answered {error!r} (the probe asked {sent})")
+        raise NotReady(f"zmq ping answered with an error: {error}")

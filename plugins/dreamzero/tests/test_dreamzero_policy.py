@@ -137,3 +137,49 @@ def test_first_inference_after_the_episode_reset_gets_the_warm_up_timeout():
         policy.close()
     assert [r.outcome for r in records] == ["timeout"]
     assert policy.reconnects == 0 and server.connections == 1
+
+
+@pytest.mark.slow
+def test_a_server_hung_after_its_warm_up_costs_the_request_timeout_per_retry_not_the_warm_up_timeout():
+    import threading
+    import time
+
+    with DreamZeroDouble(hang_from_request=2) as server:
+        policy = make_policy(server.port, open_loop_horizon=1, request_timeout_s=0.5, first_request_timeout_s=900,
+                             reconnect_timeout_s=3, max_reconnect_attempts=2)
+        box = {}
+
+        def run():
+            box["out"] = run_items(policy, 1, steps=5, max_consecutive_errors=None)
+
+        started = time.monotonic()
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        thread.join(90)
+        elapsed = time.monotonic() - started
+        policy.close()
+    assert not thread.is_alive(), "a reconnect to a server that stayed up waited first_request_timeout_s"
+    _, records, _ = box["out"]
+    assert [r.outcome for r in records] == ["error"] and "no reply within 0.5 s" in records[0].error
+    assert records[0].error.startswith("PolicyError: env 0: DreamZero server: RequestTimeout")
+    assert policy.reconnects == 2 and elapsed < 3 * 0.5 + 2 * 2 + 10
+
+
+@pytest.mark.slow
+def test_a_dreamzero_server_that_is_gone_ends_the_episode_after_one_reconnect_timeout():
+    import time
+
+    server = DreamZeroDouble().start()
+    policy = make_policy(server.port, open_loop_horizon=1, request_timeout_s=900, first_request_timeout_s=900,
+                         reconnect_timeout_s=2, max_reconnect_attempts=3)
+    env = DroidFakeEnv(1)
+    policy.start(env)
+    obs = env.reset_envs([0], [0])
+    policy.reset([0])
+    policy.get_action(env, obs)
+    server.stop()
+    started = time.monotonic()
+    with pytest.raises(Exception, match="reconnect failed.*within 2 s"):
+        policy.get_action(env, obs)
+    assert time.monotonic() - started < 2 + 2 + 10
+    policy.close()

@@ -21,7 +21,7 @@ from arena.testing.droid import DroidFakeEnv
 
 def make_policy(port: int, **fields) -> Gr00tRemotePolicy:
     fields = {"remote_host": "127.0.0.1", "remote_port": port, "connect_timeout_s": 5, "request_timeout_s": 2,
-              "first_request_timeout_s": 2, **fields}
+              "first_request_timeout_s": 2, "reconnect_timeout_s": 2, **fields}
     return Gr00tRemotePolicy(Gr00tRemoteConfig(**fields))
 
 
@@ -34,7 +34,7 @@ def run_items(env, policy, n: int, steps: int, **kw):
     return summary, records
 
 
-@pytest.mark.parametrize("generation", ["n1.6", "n1.5"])
+@pytest.mark.parametrize("generation", ["n1.6", "n1.6-sim", "n1.5"])
 def test_one_batched_request_serves_every_env(generation):
     env = DroidFakeEnv(3)
     with Gr00tDouble(generation=generation) as server:
@@ -53,8 +53,54 @@ def test_one_batched_request_serves_every_env(generation):
     if generation == "n1.6":
         assert set(gets[0]["data"]) == {"observation", "options"}
         assert gets[0]["data"]["observation"]["language"]["annotation.language.language_instruction"] == [[env.task_description]] * 3
+    elif generation == "n1.6-sim":
+        assert set(gets[0]["data"]) == {"observation", "options"}
+        flat = gets[0]["data"]["observation"]
+        assert flat["video.wrist_image_left"].shape[:2] == (3, 1) and flat["state.joint_position"].shape == (3, 1, 7)
+        assert flat["annotation.language.language_instruction"] == [env.task_description] * 3
     else:
         assert "video.wrist_image_left" in gets[0]["data"]
+
+
+@pytest.mark.parametrize(
+    ("client", "message"),
+    [("n1.6", "Video key 'video.exterior_image_1_left' must be in observation"), ("n1.5", "unexpected keyword argument")],
+)
+def test_a_sim_wrapper_server_refuses_the_other_wire_modes_as_the_real_one_does(client, message):
+    env = DroidFakeEnv(2)
+    with Gr00tDouble(generation="n1.6-sim") as server:
+        policy = make_policy(server.port, wire_generation=client)
+        summary, records = run_items(env, policy, 2, steps=3, max_consecutive_errors=None)
+        policy.close()
+    assert [r.outcome for r in records] == ["error", "error"]
+    assert message in records[0].error
+
+
+def test_the_sim_wrapper_accepts_the_legacy_coarse_action_key_for_task():
+    from arena_gr00t.adapters import DROID_MODALITY
+    from arena_gr00t.codec import ModalityConfig
+
+    from arena_gr00t.client import Gr00tClient
+
+    modality = {**DROID_MODALITY, "language": ModalityConfig((0,), ("task",))}
+    with Gr00tDouble(generation="n1.6-sim", modality=modality) as server:
+        client = Gr00tClient("127.0.0.1", server.port, request_timeout_s=5)
+        try:
+            action, info = client.get_action(_flat_observation(2, "annotation.human.coarse_action"), generation="n1.6-sim")
+        finally:
+            client.close()
+    assert set(action) == {"action.joint_position", "action.gripper_position"} and info == {}
+    assert action["action.joint_position"].shape == (2, 32, 7)
+
+
+def _flat_observation(batch: int, language_key: str) -> dict:
+    return {
+        "video.exterior_image_1_left": np.zeros((batch, 1, 180, 320, 3), np.uint8),
+        "video.wrist_image_left": np.zeros((batch, 1, 180, 320, 3), np.uint8),
+        "state.joint_position": np.zeros((batch, 1, 7), np.float32),
+        "state.gripper_position": np.zeros((batch, 1, 1), np.float32),
+        language_key: ["open the door"] * batch,
+    }
 
 
 def test_api_token_comes_from_the_variable_named_by_api_key_env(monkeypatch):
@@ -93,7 +139,8 @@ def test_server_restart_mid_episode_loses_nothing():
 def test_a_server_that_never_replies_ends_episodes_as_errors_and_records_every_one():
     env = DroidFakeEnv(2)
     with Gr00tDouble(hang_from_request=1) as server:
-        policy = make_policy(server.port, request_timeout_s=0.2, first_request_timeout_s=0.2, max_reconnect_attempts=1)
+        policy = make_policy(server.port, request_timeout_s=0.2, first_request_timeout_s=0.2, max_reconnect_attempts=1,
+                             reconnect_timeout_s=0.5)
         summary, records = run_items(env, policy, 3, steps=5, max_consecutive_errors=None)
         policy.close()
     assert [r.outcome for r in records] == ["error"] * 3
@@ -139,17 +186,21 @@ def test_scheduler_and_chunk_length_are_config_fields():
         load_experiment_dict(_experiment(scheduler="eager"))
 
 
-def test_server_task_binds_all_interfaces_on_5555_with_one_gpu():
+def test_server_task_binds_where_the_backend_says_on_5555_with_one_gpu():
     exp = load_experiment_dict(_experiment(model_path="/ckpt/gr00t", embodiment_tag="OXE_DROID"))
     task = plan_servers(exp)["g"].task
     assert task.port == 5555 and task.readiness == "zmq-ping" and task.resources.gpu == 1
-    argv = task.render(task.command, host="10.0.0.1", port=5555)
+    argv = task.render(task.command, host="0.0.0.0", port=5555)
     assert argv[argv.index("--host") + 1] == "0.0.0.0"
     assert argv[argv.index("--model_path") + 1] == "/ckpt/gr00t"
     assert argv[argv.index("--embodiment_tag") + 1] == "OXE_DROID"
+    assert "--use-sim-policy-wrapper" not in argv
     local = task.render(task.local_command, host="127.0.0.1", port=6000)
     assert local[local.index("--host") + 1] == "127.0.0.1" and local[-1] == "6000"
     assert gr00t_server_task(Gr00tRemoteConfig()).shareable
+    assert task.api_key_args is None  # run_gr00t_server.py takes no api_token
+    sim = gr00t_server_task(Gr00tRemoteConfig(wire_generation="n1.6-sim"))
+    assert sim.command[-1] == "--use-sim-policy-wrapper"
 
 
 def test_a_server_that_never_answers_ping_fails_start_within_connect_timeout():

@@ -180,3 +180,14 @@ def test_a_hostile_server_reply_is_a_protocol_error_and_the_client_stays_small()
         client.close()
         thread.join(5)
         rep.close(linger=0)
+
+
+def test_core_zmq_ping_probe_sends_the_api_token_and_names_a_refusal():
+    from arena.transport import Unauthorized, wait_until_ready
+
+    with Gr00tDouble(api_token="tok") as server:
+        wait_until_ready("zmq-ping", "127.0.0.1", server.port, 5.0, api_key="tok")
+        with pytest.raises(Unauthorized, match="Unauthorized: Invalid API token.*without an api_token"):
+            wait_until_ready("zmq-ping", "127.0.0.1", server.port, 600.0)
+        with pytest.raises(Unauthorized, match="with an api_token"):
+            wait_until_ready("zmq-ping", "127.0.0.1", server.port, 600.0, api_key="nope")

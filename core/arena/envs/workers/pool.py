@@ -231,9 +231,11 @@ def _worker_env(python: str) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONFAULTHANDLER"] = "1"  # a segfault prints the worker's Python traceback
-    if os.path.realpath(python) == os.path.realpath(sys.executable):
+    if os.path.abspath(python) == os.path.abspath(sys.executable):
         # Same interpreter: whatever this process can import (a test's or a script's modules),
-        # the worker can too. Another interpreter keeps its own paths.
+        # the worker can too. Another interpreter keeps its own paths. Symlinks are not
+        # resolved: every venv's bin/python links to its base interpreter, so resolved paths
+        # would give a benchmark venv's worker this venv's packages (another MuJoCo).
         paths = [p for p in sys.path if p and os.path.isdir(p)]
         env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     return env
@@ -268,6 +270,7 @@ class WorkerEnvironment(Environment):
         self.name = env_cls.name
         self.env_cls = env_cls
         self.success_key = declared_success_key(env_cls)  # the workers' envs report success there
+        self.upside_down_cameras = env_cls.upside_down_cameras
         self.plan = plan
         self._build_message = {
             "op": "build",

@@ -11,9 +11,10 @@ DreamZero serves through a RoboArena-style server (``reference/protocols.md`` se
 * ``reset`` answers the **text** frame ``"reset successful"`` -- the only text frame that is
   not a traceback; it is handled through the core client's ``_on_text_frame`` extension point.
 
-``first_request_timeout_s`` covers the first **inference** on a connection (the model's
-warm-up takes minutes), not merely the first message: the policy sends ``reset`` before the
-first ``infer`` of every episode, and that quick acknowledgement must not use up the long wait.
+``first_request_timeout_s`` covers the first **inference** after the server started (the
+model's warm-up takes minutes), not merely the first message: the policy sends ``reset``
+before the first ``infer`` of every episode, and that quick acknowledgement neither uses up
+the long wait nor counts as the warm-up.
 """
 
 from __future__ import annotations
@@ -71,13 +72,6 @@ class ServerConfig:
 class DreamZeroClient(PolicyClient):
     """:class:`arena.transport.PolicyClient` speaking DreamZero's dialect (see module doc)."""
 
-    _inferred_on_connection = False
-
-    def connect(self) -> dict[str, Any]:
-        metadata = super().connect()
-        self._inferred_on_connection = False
-        return metadata
-
     def _on_text_frame(self, text: str) -> Any:
         if text == RESET_ACK:
             return RESET_ACK
@@ -97,15 +91,7 @@ class DreamZeroClient(PolicyClient):
                 ``reset successful`` acknowledgement.
             and everything :meth:`PolicyClient.request` raises.
         """
-        later_timeout = self.request_timeout_s
-        if not self._inferred_on_connection and self.first_request_timeout_s is not None:
-            # The first inference warms the model up, even when a reset went first.
-            self.request_timeout_s = max(later_timeout, self.first_request_timeout_s)
-        try:
-            reply = self.request({**request, "endpoint": "infer"})
-        finally:
-            self.request_timeout_s = later_timeout
-        self._inferred_on_connection = True
+        reply = self.request({**request, "endpoint": "infer"})
         if isinstance(reply, dict) and "actions" in reply:
             reply = reply["actions"]
         if not isinstance(reply, np.ndarray):
@@ -118,6 +104,6 @@ class DreamZeroClient(PolicyClient):
         Raises:
             ProtocolError: any other reply; and everything :meth:`PolicyClient.request` raises.
         """
-        reply = self.request({"endpoint": "reset"})
+        reply = self.request({"endpoint": "reset"}, inference=False)
         if reply != RESET_ACK:
             raise ProtocolError(f"{self.endpoint}: reset answered {reply!r:.80} instead of {RESET_ACK!r}")

@@ -15,7 +15,10 @@ shards, each with its own server), and:
 * the reply's first ``open_loop_horizon`` (24) rows are replayed, then the next request goes.
 
 Connecting waits up to ``connect_timeout_s`` (a 14B model loads and warms up for minutes);
-reconnects wait ``reconnect_timeout_s``.
+reconnects wait ``reconnect_timeout_s``, and a reconnect that finds no server ends the
+episode as an error at once. The first inference after the server (re)started waits
+``first_request_timeout_s``; after a reconnect to a server that stayed up, ``request_timeout_s``
+(bound: :meth:`~arena.policies.remote.RemotePolicyConfig.give_up_bound_s`).
 """
 
 from __future__ import annotations
@@ -59,7 +62,6 @@ class DreamZeroRemoteConfig(RemotePolicyConfig):
     connect_timeout_s: float = Field(
         1800.0, gt=0, description="seconds the first connection waits for a server that is loading its model"
     )
-    reconnect_timeout_s: float = Field(120.0, gt=0, description="seconds a reconnect waits for the server")
     first_request_timeout_s: float = Field(900.0, gt=0, description="seconds for the first inference (warm-up takes minutes)")
     request_timeout_s: float = Field(120.0, gt=0, description="seconds for every later inference (about 3 s on an H100)")
     ping_interval_s: float | None = Field(60.0, gt=0, description="seconds between keepalive pings; null = off")
@@ -136,19 +138,10 @@ class DreamZeroRemotePolicy(PolicyBase):
     # -- connection -----------------------------------------------------------------------
     def _connect(self, timeout_s: float) -> None:
         c = self.config
-        if self.client is not None:
-            self.client.close()
-        self.client = DreamZeroClient(
-            c.remote_host,
-            c.remote_port,
-            api_key=c.api_key(),
-            connect_timeout_s=timeout_s,
-            request_timeout_s=c.request_timeout_s,
-            first_request_timeout_s=c.first_request_timeout_s,
-            ping_interval_s=c.ping_interval_s,
-            ping_timeout_s=c.ping_timeout_s,
-        )
-        self._greeting = self.client.connect()
+        if self.client is None:
+            self.client = DreamZeroClient(c.remote_host, c.remote_port, **c.client_options())
+        self.client.close()
+        self._greeting = self.client.connect(timeout_s=timeout_s)
         self.server = self.client.server_config
         if self.server.action_space != "joint_position":
             # never leave a connection to a server we refuse: a retry would infer against it
@@ -221,7 +214,7 @@ class DreamZeroRemotePolicy(PolicyBase):
             try:
                 self._history[i].append(self.adapter.frames(observation, i))
             except ProtocolViolation as exc:
-                raise PolicyError(f"env {i}: {exc}", env_ids=[i]) from exc
+                raise PolicyError(str(exc), env_ids=[i]) from exc
         for i in active:
             chunk = self._chunks[i]
             if chunk is None or self._steps[i] >= len(chunk):
@@ -244,7 +237,7 @@ class DreamZeroRemotePolicy(PolicyBase):
         try:
             state = self.adapter.state(observation, env_id)
         except ProtocolViolation as exc:
-            raise PolicyError(f"env {env_id}: {exc}", env_ids=[env_id]) from exc
+            raise PolicyError(str(exc), env_ids=[env_id]) from exc
         attempt = 0
         while True:
             assert self.client is not None
@@ -261,26 +254,33 @@ class DreamZeroRemotePolicy(PolicyBase):
             except _RETRYABLE as exc:
                 attempt += 1
                 if attempt > c.max_reconnect_attempts:
-                    raise PolicyError(f"env {env_id}: DreamZero server: {type(exc).__name__}: {exc}", env_ids=[env_id]) from exc
-                self._reconnect(exc)
+                    raise PolicyError(f"DreamZero server: {type(exc).__name__}: {exc}", env_ids=[env_id]) from exc
+                try:
+                    self._reconnect()
+                except TransportError as gone:  # no server for reconnect_timeout_s: stop waiting
+                    raise PolicyError(
+                        f"DreamZero server: reconnect failed: {type(gone).__name__}: {gone} (after {type(exc).__name__}: {exc})",
+                        env_ids=[env_id],
+                    ) from gone
                 continue
             except TransportError as exc:  # ServerError (traceback), ProtocolError, ProtocolViolation
-                raise PolicyError(f"env {env_id}: {type(exc).__name__}: {exc}", env_ids=[env_id]) from exc
+                raise PolicyError(f"{type(exc).__name__}: {exc}", env_ids=[env_id]) from exc
             self._latency[env_id].append((time.perf_counter() - started) * 1e3)
             self._session_requests[env_id] += 1
             self._chunks[env_id] = chunk[: c.open_loop_horizon]
             self._steps[env_id] = 0
             return
 
-    def _reconnect(self, cause: Exception) -> None:
-        """Re-open the connection (``reconnect_timeout_s``); every env starts a new session."""
-        try:
-            self._connect(self.config.reconnect_timeout_s)
-        except TransportError:
-            pass  # counted as a failed attempt: the next try finds the client not connected
+    def _reconnect(self) -> None:
+        """Re-open the connection (``reconnect_timeout_s``); every env starts a new session.
+
+        Raises:
+            TransportError: no server accepted the connection in time.
+        """
         self.reconnects += 1
         for i in range(self.num_envs):
             self._new_session(i)
+        self._connect(self.config.reconnect_timeout_s)
 
     def server_metadata(self) -> dict[str, Any] | None:
         """The server's greeting (RoboArena ``PolicyServerConfig``), as last received."""

@@ -16,7 +16,9 @@ DreamZero's RoboArena server (``reference/protocols.md`` sections 4 and 9.2):
   via ``calls`` (one :class:`InferCall` per inference);
 * a failing request: traceback text frame, then close 1011.
 
-Fault knobs: ``never_reply`` (requests are read but never answered), ``infer_delay_s`` /
+Fault knobs: ``never_reply`` (requests are read but never answered), ``hang_from_request``
+(from that 1-based inference on, inferences are never answered; resets still are),
+``infer_delay_s`` /
 ``first_delay_s``, ``fail_on_request`` (1-based inference number answered with a traceback),
 ``restart_on_request`` (that inference is dropped, the server restarts on the same port
 and loses its history), and :meth:`DreamZeroDouble.restart`.
@@ -74,6 +76,7 @@ class DreamZeroDouble:
         first_delay_s: float | None = None,
         fail_on_request: int | None = None,
         restart_on_request: int | None = None,
+        hang_from_request: int | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
@@ -86,6 +89,7 @@ class DreamZeroDouble:
         self.first_delay_s = first_delay_s
         self.fail_on_request = fail_on_request
         self.restart_on_request = restart_on_request
+        self.hang_from_request = hang_from_request
         self.host = host
         self.port = port
         self.greeting = {
@@ -178,6 +182,8 @@ class DreamZeroDouble:
                 except _Restart:
                     threading.Thread(target=self.restart, daemon=True).start()
                     return
+                except _Hung:
+                    return
                 except Exception:  # noqa: BLE001 - like the real server: traceback, then 1011
                     ws.send(traceback.format_exc())
                     ws.close(1011, "Internal server error. Traceback included in previous frame.")
@@ -201,6 +207,9 @@ class DreamZeroDouble:
             n = self.infer_count
         if n == self.restart_on_request:
             raise _Restart()
+        if self.hang_from_request is not None and n >= self.hang_from_request:
+            self._stopping.wait()  # a hung model: this connection never hears back
+            raise _Hung()
         delay = self.first_delay_s if (n == 1 and self.first_delay_s is not None) else self.infer_delay_s
         if delay:
             time.sleep(delay)
@@ -249,4 +258,8 @@ class DreamZeroDouble:
 
 
 class _Restart(Exception):
+    pass
+
+
+class _Hung(Exception):
     pass

@@ -9,8 +9,9 @@ and horizons sent are the ones the model reads (``reference/isaaclab-arena.md`` 
        "state":    {key: float32 (N, T_s, D)},
        "language": {key: [[instruction]] * N}}
 
-* N1.5 (flat): ``video.<key>``, ``state.<key>`` with the same arrays, and the language key
-  mapped to ``[instruction] * N``.
+* flat (N1.5, and N1.6 behind ``--use-sim-policy-wrapper``): ``video.<key>``,
+  ``state.<key>`` with the same arrays, and the language key mapped to ``[instruction] * N``
+  (Isaac-GR00T ``gr00t/policy/gr00t_policy.py``, ``Gr00tSimPolicyWrapper``).
 
 Keys may arrive bare (``joint_position``, N1.6) or prefixed (``state.joint_position``, N1.5);
 both are understood. Replies map action groups (``joint_position`` or

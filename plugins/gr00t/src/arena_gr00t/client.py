@@ -10,6 +10,14 @@ Unlike GR00T's own client, timeouts really apply (``RCVTIMEO``/``SNDTIMEO``): af
 REQ socket is stuck waiting for the lost reply (``EFSM`` on the next send), so it is closed
 with ``LINGER=0`` and recreated; closing never blocks on an undelivered request.
 
+A ZeroMQ REQ socket never reports that its server died: a request to a dead server simply
+waits. So while it waits for a reply the client checks every ``_LIVENESS_INTERVAL_S`` that
+something still accepts TCP connections on the port; a refused connection means the server
+process is gone, and the request fails at once (:class:`ConnectionLost`) instead of after
+its timeout. :meth:`Gr00tClient.wait_for_server` then waits for it to come back and tells a
+restarted server (it refused connections meanwhile) from one that stayed up: only the
+former gets ``first_request_timeout_s`` again.
+
     client = Gr00tClient("127.0.0.1", 5555)
     client.wait_until_ready(60)
     modality = client.get_modality_config()
@@ -18,6 +26,7 @@ with ``LINGER=0`` and recreated; closing never blocks on an undelivered request.
 
 from __future__ import annotations
 
+import socket
 import time
 from typing import Any, Literal
 
@@ -29,7 +38,9 @@ from arena_gr00t.codec import ModalityConfig, packb, unpackb
 
 __all__ = ["Generation", "Gr00tClient", "Gr00tServerError"]
 
-Generation = Literal["n1.6", "n1.5"]
+Generation = Literal["n1.6", "n1.5", "n1.6-sim"]
+#: Seconds between the checks that the server still listens while a reply is awaited.
+_LIVENESS_INTERVAL_S = 2.0
 
 
 class Gr00tServerError(ServerError):
@@ -43,8 +54,9 @@ class Gr00tClient:
         host, port: the server (``tcp://host:port``).
         api_token: sent as ``api_token`` in every request when set.
         request_timeout_s: seconds to wait for each reply.
-        first_request_timeout_s: seconds for the first ``get_action`` and for the first one
-            after a timeout or a lost connection (a restarted server warms up again);
+        first_request_timeout_s: seconds for the first ``get_action`` after the server
+            started: the first one this client sends, and the first after
+            :meth:`wait_for_server` found the server restarted (it warms up again);
             ``None`` uses ``request_timeout_s``.
         max_message_bytes: largest reply accepted (ZeroMQ ``MAXMSGSIZE``: a bigger one drops
             the connection, which surfaces as a :class:`RequestTimeout`); what a reply may
@@ -61,6 +73,7 @@ class Gr00tClient:
         first_request_timeout_s: float | None = None,
         max_message_bytes: int = 64 * 2**20,
     ) -> None:
+        self.host, self.port = host, port
         self.endpoint = f"tcp://{host}:{port}"
         self.max_message_bytes = max_message_bytes
         self.api_token = api_token
@@ -69,7 +82,7 @@ class Gr00tClient:
         self.recreated_sockets = 0
         self._context = zmq.Context.instance()
         self._socket: zmq.Socket | None = None
-        self._warm = False
+        self.server_warm = False
 
     # ---- socket ---------------------------------------------------------------------------
     def _sock(self) -> zmq.Socket:
@@ -87,7 +100,6 @@ class Gr00tClient:
         if sock is not None:
             sock.close(linger=0)
             self.recreated_sockets += 1
-        self._warm = False
 
     def close(self) -> None:
         """Close the socket without waiting for undelivered requests; idempotent."""
@@ -103,7 +115,8 @@ class Gr00tClient:
             CodecError: ``data`` cannot be encoded (nothing was sent).
             RequestTimeout: no reply within ``timeout_s`` (default ``request_timeout_s``);
                 the socket was recreated.
-            ConnectionLost: a ZeroMQ error; the socket was recreated.
+            ConnectionLost: a ZeroMQ error, or the server stopped listening while the reply
+                was awaited; the socket was recreated.
             Gr00tServerError: the server answered ``{"error": ...}`` or ``b"ERROR"``.
             ProtocolError: the reply is not decodable.
         """
@@ -118,9 +131,8 @@ class Gr00tClient:
         sock = self._sock()
         try:
             sock.setsockopt(zmq.SNDTIMEO, timeout_ms)
-            sock.setsockopt(zmq.RCVTIMEO, timeout_ms)
             sock.send(payload)
-            raw = sock.recv()
+            raw = self._receive(sock, endpoint, timeout)
         except zmq.Again as exc:
             self._recreate()
             raise RequestTimeout(
@@ -138,6 +150,74 @@ class Gr00tClient:
         if isinstance(reply, dict) and "error" in reply:
             raise Gr00tServerError(f"{self.endpoint}: server error on '{endpoint}': {reply['error']}", str(reply["error"]))
         return reply
+
+    def _receive(self, sock: zmq.Socket, endpoint: str, timeout_s: float) -> bytes:
+        """The reply, awaited in slices between which the server's port is checked.
+
+        Raises:
+            zmq.Again: no reply within ``timeout_s``.
+            ConnectionLost: the port refused a TCP connection (the server process is gone).
+        """
+        deadline = time.monotonic() + timeout_s
+        while True:
+            remaining = deadline - time.monotonic()
+            slice_s = min(remaining, _LIVENESS_INTERVAL_S)
+            sock.setsockopt(zmq.RCVTIMEO, max(1, int(slice_s * 1000)))
+            try:
+                return sock.recv()
+            except zmq.Again:
+                if deadline - time.monotonic() <= 0:
+                    raise
+            if not self._listening():
+                self._recreate()
+                self.server_warm = False  # its process is gone: a successor warms up again
+                raise ConnectionLost(
+                    f"{self.endpoint}: the server stopped listening while '{endpoint}' awaited its reply "
+                    "(connection refused); socket recreated"
+                )
+
+    def _listening(self) -> bool:
+        """False only when the port refuses a TCP connection (nothing listens there); a slow or
+        unreachable host counts as listening (it may be a network hiccup)."""
+        try:
+            with socket.create_connection((self.host, self.port), timeout=1.0):
+                return True
+        except ConnectionRefusedError:
+            return False
+        except OSError:
+            return True
+
+    def wait_for_server(self, timeout_s: float) -> bool:
+        """After a fault: wait until the server answers ``ping`` again; return whether it was
+        restarted (its port refused connections meanwhile), which makes the next
+        ``get_action`` wait ``first_request_timeout_s`` for the warm-up.
+
+        Raises:
+            ServerUnavailable: no answer within ``timeout_s``.
+            Gr00tServerError: the server answered with an error (e.g. a wrong api_token).
+        """
+        deadline = time.monotonic() + timeout_s
+        restarted = False
+        last = "no attempt"
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ServerUnavailable(
+                    f"{self.endpoint}: the server did not answer again within {timeout_s:g} s ({last})"
+                )
+            if not self._listening():
+                restarted = True
+                last = "connection refused"
+                time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
+                continue
+            try:
+                self.call("ping", timeout_s=min(5.0, remaining))
+            except (RequestTimeout, ConnectionLost) as exc:
+                last = str(exc)
+                continue
+            if restarted:
+                self.server_warm = False
+            return restarted
 
     def ping(self, timeout_s: float = 5.0) -> bool:
         """True when the server answers ``ping`` within ``timeout_s`` (a dead server: False)."""
@@ -182,20 +262,21 @@ class Gr00tClient:
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Request actions for ``observation``; returns ``(action_dict, info)``.
 
-        N1.6 sends ``data={"observation": ..., "options": ...}`` and gets ``[action, info]``;
-        N1.5 sends the observation itself as ``data`` and gets the action dict (``info`` is
-        ``{}``). Either reply shape is accepted whatever the generation.
+        N1.6 (and N1.6 behind ``--use-sim-policy-wrapper``, ``"n1.6-sim"``, whose observation
+        is flat) sends ``data={"observation": ..., "options": ...}`` and gets ``[action,
+        info]``; N1.5 sends the observation itself as ``data`` and gets the action dict
+        (``info`` is ``{}``). Either reply shape is accepted whatever the generation.
 
         Raises:
             ProtocolError: the reply is neither an action map nor ``[action, info]``.
             and everything :meth:`call` raises.
         """
-        data = {"observation": observation, "options": options} if generation == "n1.6" else observation
+        data = observation if generation == "n1.5" else {"observation": observation, "options": options}
         timeout = self.request_timeout_s
-        if not self._warm and self.first_request_timeout_s is not None:
+        if not self.server_warm and self.first_request_timeout_s is not None:
             timeout = self.first_request_timeout_s
         reply = self.call("get_action", data, timeout_s=timeout)
-        self._warm = True
+        self.server_warm = True
         if isinstance(reply, (list, tuple)) and len(reply) == 2 and isinstance(reply[0], dict):
             info = reply[1] if isinstance(reply[1], dict) else {}
             return reply[0], info

@@ -5,10 +5,24 @@ due; a fetch sends **one** batched request holding every env's observation (mapp
 server's modality config by the embodiment adapter) and maps the reply's action groups back
 into the simulator's action slots.
 
-Faults: a request that times out (or hits a ZeroMQ error) recreates the REQ socket, drops
-every env's buffered chunk and is retried, at most ``max_reconnect_attempts`` times; then the
-envs that needed a chunk end their episodes as ``error``. An ``{"error": ...}`` reply or a
-malformed one is not retried (the same request would fail again).
+Wire modes (``wire_generation``): ``n1.6`` (nested observation inside ``{observation,
+options}``, reply ``[action, info]``), ``n1.6-sim`` (a server started with
+``--use-sim-policy-wrapper``: flat ``video.<camera>`` / ``state.<group>`` keys and the
+language key as ``[text] * N`` inside ``{observation, options}``, reply ``[{"action.<group>":
+...}, info]``) and ``n1.5`` (the flat observation itself as ``data``, reply the action map).
+
+Faults: a request that times out, hits a ZeroMQ error or finds the server's port closed
+recreates the REQ socket and drops every env's buffered chunk; the client then waits up to
+``reconnect_timeout_s`` for the server to answer ``ping`` again (none: the envs that needed a
+chunk end their episodes as ``error`` at once) and retries, at most
+``max_reconnect_attempts`` times. Only a server that restarted meanwhile gets
+``first_request_timeout_s`` again; one that stayed up gets ``request_timeout_s``. A killed
+server is noticed within about 2 s even during a long wait, so it becomes an error episode
+after about ``reconnect_timeout_s`` (bound: ``RemotePolicyConfig.give_up_bound_s``). An
+``{"error": ...}`` reply or a malformed one is not retried (the same request would fail again).
+
+GR00T's own ``run_gr00t_server.py`` passes no ``api_token`` to its server, so the servers
+arena starts are unauthenticated; ``api_key_env`` is for servers started with a token.
 """
 
 from __future__ import annotations
@@ -44,8 +58,11 @@ class Gr00tRemoteConfig(RemotePolicyConfig):
         description="GR00T embodiment adapter name (registered in family 'gr00t')",
         validation_alias=AliasChoices("embodiment", "gr00t_embodiment_adapter"),
     )
-    wire_generation: Literal["n1.6", "n1.5"] = Field(
-        "n1.6", description="n1.6: nested observation in {observation, options}, reply [action, info]; n1.5: flat observation, reply action map"
+    wire_generation: Literal["n1.6", "n1.6-sim", "n1.5"] = Field(
+        "n1.6",
+        description="n1.6: nested observation in {observation, options}, reply [action, info]; n1.6-sim: a server "
+        "started with --use-sim-policy-wrapper (flat video./state. keys in {observation, options}); n1.5: flat "
+        "observation, reply action map",
     )
     scheduler: Literal["chunk", "synced_batch"] = Field(
         "chunk", description="action scheduler: chunk (fetch when any env is due) or synced_batch (when all are; hold the others)"
@@ -150,7 +167,7 @@ class Gr00tRemotePolicy(PolicyBase):
         if self.active_envs is not None:
             self.scheduler.set_active(sorted(self.active_envs))
         self._logs = [_EnvLog() for _ in range(self.num_envs)]
-        if c.wire_generation == "n1.6":
+        if c.wire_generation != "n1.5":
             try:
                 self.client.reset()
             except TransportError as exc:
@@ -188,7 +205,7 @@ class Gr00tRemotePolicy(PolicyBase):
         assert self.client is not None and self.adapter is not None and self.scheduler is not None
         c = self.config
         try:
-            request = self.adapter.observation(observation, self.task_description, flat=c.wire_generation == "n1.5")
+            request = self.adapter.observation(observation, self.task_description, flat=c.wire_generation != "n1.6")
         except ProtocolViolation as exc:
             raise PolicyError(f"cannot build the GR00T observation: {exc}", env_ids=self._due()) from exc
         attempt = 0
@@ -203,6 +220,13 @@ class Gr00tRemotePolicy(PolicyBase):
                 self.reconnects += 1
                 if attempt > c.max_reconnect_attempts:
                     raise PolicyError(f"GR00T server: {type(exc).__name__}: {exc}", env_ids=self._due()) from exc
+                try:
+                    self.client.wait_for_server(c.reconnect_timeout_s)
+                except TransportError as gone:  # nothing answered for reconnect_timeout_s
+                    raise PolicyError(
+                        f"GR00T server: {type(gone).__name__}: {gone} (after {type(exc).__name__}: {exc})",
+                        env_ids=self._due(),
+                    ) from gone
                 continue
             except Gr00tServerError as exc:
                 raise PolicyError(f"GR00T server error: {exc}", env_ids=self._due()) from exc

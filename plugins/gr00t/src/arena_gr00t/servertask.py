@@ -1,9 +1,12 @@
 """The GR00T policy server as a ServerTask (``gr00t/eval/run_gr00t_server.py`` of Isaac-GR00T).
 
-``run_gr00t_server.py`` binds 127.0.0.1 unless told otherwise, so the container command binds
-``--host 0.0.0.0`` (reachable from the simulation's node); the local command binds the
-backend's ``{host}``. Readiness is a ZeroMQ ``ping``. GR00T's ``Gr00tPolicy`` keeps no
-per-client state, so one server may serve several runs (``shareable``).
+``run_gr00t_server.py`` binds 127.0.0.1 unless told otherwise, so both commands pass
+``--host {host}``: the launch backend decides the address (loopback when the simulation runs
+on the same node, all interfaces where it cannot). A client in the ``n1.6-sim`` wire mode gets
+a server started with ``--use-sim-policy-wrapper``. Readiness is a ZeroMQ ``ping``. GR00T's
+``Gr00tPolicy`` keeps no per-client state, so one server may serve several runs
+(``shareable``). ``run_gr00t_server.py`` has no ``api_token`` option: the server is
+unauthenticated, and an exposed one is reachable by anyone who can reach the node.
 """
 
 from __future__ import annotations
@@ -15,22 +18,23 @@ from arena_gr00t.policy import Gr00tRemoteConfig
 __all__ = ["gr00t_server_task"]
 
 
-def _argv(bind: str) -> list[str]:
+def _argv(sim_wrapper: bool) -> list[str]:
     return [
         "uv", "run", "--directory", "{repo_dir}", "python", "gr00t/eval/run_gr00t_server.py",
         "--model_path", "{model_path}", "--embodiment_tag", "{embodiment_tag}",
-        "--host", bind, "--port", "{port}",
-    ]  # fmt: skip
+        "--host", "{host}", "--port", "{port}",
+    ] + (["--use-sim-policy-wrapper"] if sim_wrapper else [])  # fmt: skip
 
 
 def gr00t_server_task(config: Gr00tRemoteConfig) -> ServerTask:
     """The server of ``config``: its model path and embodiment tag, port 5555, one GPU."""
     tag = config.embodiment_tag.lower().replace("_", "-")
+    argv = _argv(config.wire_generation == "n1.6-sim")
     return ServerTask(
         name=f"gr00t-{tag}",
         image=config.server_image,
-        command=_argv("0.0.0.0"),
-        local_command=_argv("{host}"),
+        command=argv,
+        local_command=argv,
         port=5555,
         readiness="zmq-ping",
         startup_timeout_s=600.0,

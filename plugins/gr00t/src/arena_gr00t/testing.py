@@ -11,7 +11,13 @@
 * ``get_action`` checks the observation like ``Gr00tPolicy`` in strict mode (keys from the
   modality config; ``video`` uint8 ``(B, T, H, W, 3)``; ``state`` float32 ``(B, T, D)``;
   ``language`` ``[[str]] * B``; N1.5 flat keys) and answers ``[action, info]`` (N1.6) or the
-  ``action.<group>`` map (N1.5), each group ``float32 (B, T_a, d)``.
+  ``action.<group>`` map (N1.5), each group ``float32 (B, T_a, d)``;
+* ``generation="n1.6-sim"`` is an N1.6 server started with ``--use-sim-policy-wrapper``
+  (``Gr00tSimPolicyWrapper``): ``{observation, options}`` whose observation is flat
+  (``video.<camera>``, ``state.<group>``, the language key — or the legacy
+  ``annotation.human.coarse_action`` for ``task`` — as ``[str] * B``), reply ``[{"action.<group>":
+  ...}, info]``. A nested N1.6 observation fails like the wrapper does ("Video key
+  'video.…' must be in observation"), a flat N1.5 request on the unexpected keyword.
 
 Fault knobs: ``never_reply`` (a hung server: requests are never read), ``hang_from_request``
 (from that 1-based ``get_action`` on, the server hangs for good), ``hang_requests``
@@ -39,7 +45,10 @@ import zmq
 from arena_gr00t.adapters import DROID_MODALITY
 from arena_gr00t.codec import ModalityConfig, packb, unpackb
 
-__all__ = ["DROID_STATE_DIMS", "Gr00tDouble"]
+__all__ = ["DROID_STATE_DIMS", "GENERATIONS", "Gr00tDouble", "main"]
+
+#: The wire generations the double speaks (``Gr00tRemoteConfig.wire_generation``).
+GENERATIONS = ("n1.6", "n1.6-sim", "n1.5")
 
 #: Width of each DROID state and action group.
 DROID_STATE_DIMS = {"joint_position": 7, "gripper_position": 1, "eef_position": 3, "eef_rotation": 3}
@@ -92,8 +101,8 @@ class Gr00tDouble:
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
-        if generation not in ("n1.6", "n1.5"):
-            raise ValueError(f"generation must be n1.6 or n1.5; got {generation!r}")
+        if generation not in GENERATIONS:
+            raise ValueError(f"generation must be one of {', '.join(GENERATIONS)}; got {generation!r}")
         self.generation = generation
         self.modality = dict(modality or DROID_MODALITY)
         self.state_dims = dict(state_dims or DROID_STATE_DIMS)
@@ -225,7 +234,7 @@ class Gr00tDouble:
                 return None
             if endpoint == "get_modality_config":
                 return self._modality_reply()
-            if endpoint == "reset" and self.generation == "n1.6":
+            if endpoint == "reset" and self.generation != "n1.5":
                 return {}
             if endpoint == "get_action":
                 if self.get_action_count in self.error_requests:
@@ -238,7 +247,7 @@ class Gr00tDouble:
             return {"error": str(exc)}
 
     def _modality_reply(self) -> dict[str, Any]:
-        if self.generation == "n1.6":
+        if self.generation != "n1.5":
             return dict(self.modality)
         return {
             part: {"__ModalityConfig_class__": True, "as_json": json.dumps(mc.to_json())}
@@ -247,22 +256,47 @@ class Gr00tDouble:
 
     # ---- get_action ---------------------------------------------------------------------
     def _get_action(self, data: Any) -> Any:
-        if self.generation == "n1.6":
+        if self.generation == "n1.5":
+            video, state, language = self._flat(data)
+        else:
             if not isinstance(data, dict) or "observation" not in data:
                 raise TypeError("get_action() got an unexpected keyword argument (expected observation, options)")
             unexpected = set(data) - {"observation", "options"}
             if unexpected:
                 raise TypeError(f"get_action() got an unexpected keyword argument '{sorted(unexpected)[0]}'")
-            video, state, language = self._nested(data["observation"])
-        else:
-            video, state, language = self._flat(data)
+            if self.generation == "n1.6":
+                video, state, language = self._nested(data["observation"])
+            else:
+                video, state, language = self._sim_wrapped(data["observation"])
         batch = self._check(video, state, language)
         horizon = self.modality["action"].horizon
         groups = self.action_fn(state, batch, horizon)
         self.batches.append(batch)
         if self.generation == "n1.6":
             return [{k: np.asarray(v, np.float32) for k, v in groups.items()}, {}]
-        return {f"action.{k}": np.asarray(v, np.float32) for k, v in groups.items()}
+        flat = {f"action.{k}": np.asarray(v, np.float32) for k, v in groups.items()}
+        return [flat, {}] if self.generation == "n1.6-sim" else flat
+
+    def _sim_wrapped(self, obs: Any) -> tuple[dict, dict, dict]:
+        """What ``Gr00tSimPolicyWrapper`` reads: flat keys, each looked up by the modality config."""
+        if not isinstance(obs, dict):
+            raise ValueError(f"observation must be a map; got {type(obs).__name__}")
+        video, state, language = {}, {}, {}
+        for part, out in (("video", video), ("state", state)):
+            for key in self.modality[part].modality_keys:
+                flat = f"{part}.{_bare(key)}"
+                if flat not in obs:
+                    raise KeyError(f"{part.capitalize()} key '{flat}' must be in observation")
+                out[_bare(key)] = obs[flat]
+        for key in self.modality["language"].modality_keys:
+            source = "annotation.human.coarse_action" if key == "task" and "annotation.human.coarse_action" in obs else key
+            if source not in obs:
+                raise KeyError(f"Language key '{source}' must be in observation")
+            texts = obs[source]
+            if not isinstance(texts, (list, tuple)) or not texts or not isinstance(texts[0], str):
+                raise ValueError(f"Language key '{source}' must be a tuple or list of strings")
+            language[key] = list(texts)
+        return video, state, language
 
     @staticmethod
     def _nested(obs: Any) -> tuple[dict, dict, dict]:
@@ -314,3 +348,33 @@ class Gr00tDouble:
 
 def _bad_language(key: str) -> str:
     raise ValueError(f"language.{key}: each env's entry must be a list holding exactly one string")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m arena_gr00t.testing``: the double in its own process (for fault tests that
+    kill a real server). Prints ``listening on tcp://HOST:PORT`` once bound; SIGTERM stops it."""
+    import argparse
+    import os
+    import signal
+
+    parser = argparse.ArgumentParser(description="GR00T policy-server double (ZeroMQ REP)")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port (printed once bound)")
+    parser.add_argument("--generation", default="n1.6", choices=GENERATIONS)
+    parser.add_argument("--api-token-env", default=None, help="NAME of the variable holding the api_token")
+    parser.add_argument("--infer-delay-s", type=float, default=0.0, help="every get_action blocks this long")
+    args = parser.parse_args(argv)
+    token = os.environ[args.api_token_env] if args.api_token_env else None
+    double = Gr00tDouble(
+        generation=args.generation, api_token=token, infer_delay_s=args.infer_delay_s, host=args.host, port=args.port
+    ).start()
+    stopped = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stopped.set())
+    print(f"listening on tcp://{args.host}:{double.port}", flush=True)
+    stopped.wait()
+    double.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -43,8 +43,16 @@ IMAGE_SIZE = 224
 
 
 class OpenPIAdapter(EmbodimentAdapter):
-    """Base of the openpi adapters: adds the per-variant open-loop horizon table."""
+    """Base of the openpi adapters: adds the per-variant chunk length and open-loop horizon.
 
+    openpi's metadata does not state the chunk length (``reference/protocols.md`` section
+    2.2), so each adapter keeps the ``action_horizon`` of the openpi training configs its
+    checkpoints were trained with (openpi ``src/openpi/training/config.py`` and
+    ``training/misc/polaris_config.py`` at 15a9616; ``Pi0Config`` defaults to 50).
+    """
+
+    #: ``policy_variant -> rows of every action chunk the checkpoint returns``.
+    chunk_length_by_variant: ClassVar[dict[str, int]] = {}
     #: ``policy_variant -> rows of each chunk replayed before the next request``.
     open_loop_horizon_by_variant: ClassVar[dict[str, int]] = {}
 
@@ -84,6 +92,8 @@ class OpenPIDroidAdapter(OpenPIAdapter):
     """
 
     action_dim: ClassVar[int] = 8
+    #: pi05_droid_jointpos_polaris: action_horizon=15; pi0_droid_jointpos_polaris: 10.
+    chunk_length_by_variant: ClassVar[dict[str, int]] = {"pi05": 15, "pi0": 10}
     open_loop_horizon_by_variant: ClassVar[dict[str, int]] = {"pi05": 15, "pi0": 10}
 
     def extract(self, observation: dict[str, Any], env_id: int) -> DroidFrame:
@@ -149,6 +159,8 @@ class OpenPILiberoAdapter(OpenPIAdapter):
     """
 
     action_dim: ClassVar[int] = 7
+    #: pi05_libero: action_horizon=10; pi0_libero: the Pi0Config default, 50.
+    chunk_length_by_variant: ClassVar[dict[str, int]] = {"pi05": 10, "pi0": 50}
     open_loop_horizon_by_variant: ClassVar[dict[str, int]] = {"pi05": 5, "pi0": 5}
 
     def extract(self, observation: dict[str, Any], env_id: int) -> LiberoFrame:
@@ -208,6 +220,8 @@ class OpenPIAlohaAdapter(OpenPIAdapter):
     """
 
     action_dim: ClassVar[int] = 14
+    #: pi0_aloha_sim and pi05_aloha: the Pi0Config default, 50.
+    chunk_length_by_variant: ClassVar[dict[str, int]] = {"pi0": 50, "pi05": 50}
     open_loop_horizon_by_variant: ClassVar[dict[str, int]] = {"pi0": 10, "pi05": 10}
 
     def extract(self, observation: dict[str, Any], env_id: int) -> AlohaFrame:

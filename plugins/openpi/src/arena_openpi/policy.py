@@ -5,6 +5,13 @@ The server is openpi's own ``scripts/serve_policy.py`` (openpi websocket protoco
 adapter (``embodiment``, alias ``openpi_embodiment_adapter``) chooses what is sent and how
 many chunk rows are replayed per request for the ``policy_variant``, unless
 ``open_loop_horizon`` is set.
+
+Chunk length (the rows of every reply) is separate from the open-loop horizon (the rows
+replayed): the adapter's table gives it for each published checkpoint (DROID: pi05 15, pi0
+10; LIBERO: pi05 10, pi0 50; ALOHA: 50), ``chunk_length`` overrides it for a fine-tune, and
+an embodiment without a table entry takes the first reply's length. A reply of another
+length is a protocol violation naming both (a pi0 server behind a pi05 client is refused,
+not evaluated under the wrong label).
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import AliasChoices, Field, model_validator
 
 from arena.errors import ConfigError
-from arena.policies.remote import RemoteChunkReplayPolicy, RemotePolicyConfig
+from arena.policies.remote import ChunkLength, RemoteChunkReplayPolicy, RemotePolicyConfig
 
 #: The openpi variants this client knows (pi0-FAST is left out: its DROID checkpoint
 #: outputs joint velocities, not the joint positions the DROID adapter replays).
@@ -32,6 +39,12 @@ class Pi0RemoteConfig(RemotePolicyConfig):
     )
     open_loop_horizon: int | None = Field(  # type: ignore[assignment]
         None, ge=1, description="chunk rows replayed per request; null = the adapter's value for the variant"
+    )
+    chunk_length: int | None = Field(
+        None,
+        ge=1,
+        description="rows of every action chunk the server returns (set it for a fine-tune); null = the "
+        "adapter's table for the variant, else the first reply's length",
     )
     first_request_timeout_s: float = Field(
         900.0, gt=0, description="seconds for the first inference on a connection (JAX compiles it)"
@@ -69,6 +82,28 @@ class Pi0RemotePolicy(RemoteChunkReplayPolicy):
     def __init__(self, config: Pi0RemoteConfig, adapter: Any = None) -> None:
         super().__init__(config, adapter)
         self.open_loop_horizon = resolve_horizon(config, self.adapter)
+        self.chunk_length = resolve_chunk_length(config, self.adapter)
+        expected = self.chunk_length.expected
+        if expected is not None and self.open_loop_horizon > expected:
+            raise ConfigError(
+                f"open_loop_horizon {self.open_loop_horizon} exceeds the {expected} rows each chunk holds "
+                f"({self.chunk_length.source})"
+            )
+
+
+def resolve_chunk_length(config: Pi0RemoteConfig, adapter: Any) -> ChunkLength:
+    """The chunk length replies must have: ``config.chunk_length``, else the adapter's table
+    for ``config.policy_variant``, else unknown (the first reply's length is then kept)."""
+    if config.chunk_length is not None:
+        return ChunkLength(config.chunk_length, "chunk_length in the policy config")
+    table = getattr(adapter, "chunk_length_by_variant", {})
+    if config.policy_variant in table:
+        source = (
+            f"openpi's {config.policy_variant} checkpoints for {config.embodiment}; "
+            "set chunk_length for a fine-tune with another action horizon"
+        )
+        return ChunkLength(int(table[config.policy_variant]), source)
+    return ChunkLength()
 
 
 def resolve_horizon(config: Pi0RemoteConfig, adapter: Any) -> int:

@@ -13,6 +13,10 @@ is 15 minutes and its ``ping_timeout_s`` 300 s).
 
 Override any part per run with the run's ``server:`` key, e.g. ``server: {fields:
 {openpi_dir: /opt/openpi}}`` for the local backend, or ``server: {image: ...}``.
+
+openpi's server always binds 0.0.0.0 and has no authentication (it ignores the
+``Authorization`` header; ``reference/protocols.md`` section 2.1): the launch backends report
+it as exposed without a key.
 """
 
 from __future__ import annotations
@@ -68,5 +72,6 @@ def openpi_server_task(config) -> ServerTask:
         env={"XLA_PYTHON_CLIENT_MEM_FRACTION": "0.5"},
         shareable=True,
         checkpoint="{policy_dir}",
+        bind="0.0.0.0",  # serve_policy.py has no host option (openpi scripts/serve_policy.py)
         fields={"policy_config": policy_config, "policy_dir": policy_dir, "openpi_dir": "openpi"},
     )

@@ -1,0 +1,131 @@
+"""Checks that need gym-aloha, run by the tests under the ALOHA sim venv's interpreter.
+
+``python sim_checks.py CHECK [ARGS...]`` prints one JSON object (the tests assert on it); the
+test suite's own interpreter has no gym-aloha (its MuJoCo is another version).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+
+
+def parity(steps: int = 15) -> dict:
+    """The ``aloha`` env against gym-aloha's own env: same seeds, same float32 actions."""
+    import gymnasium as gym
+    import gym_aloha  # noqa: F401  (registers the envs)
+
+    from arena_aloha.config import AlohaConfig
+    from arena_aloha.env import AlohaEnvironment
+
+    out = {}
+    for task, gym_id in (("transfer_cube", "gym_aloha/AlohaTransferCube-v0"), ("insertion", "gym_aloha/AlohaInsertion-v0")):
+        # No camera while stepping (gym-aloha renders three per step, the slow half of this check);
+        # render() draws the same top camera for the frame comparisons.
+        ours = AlohaEnvironment(AlohaConfig(task=task, cameras=[]), num_envs=1)
+        theirs = gym.make(gym_id, obs_type="pixels_agent_pos")
+        worst_joint, frames_equal, rewards_equal = 0.0, True, True
+        for seed in (7,):
+            obs = ours.reset_envs([0], [seed])
+            ref, _ = theirs.reset(seed=seed)
+            rng = np.random.default_rng(seed)
+            start = ref["agent_pos"].astype(np.float32)
+            for t in range(steps + 1):
+                worst_joint = max(worst_joint, float(np.abs(obs["policy"]["joint_pos"][0] - ref["agent_pos"]).max()))
+                if t in (0, steps):
+                    frames_equal &= bool(np.array_equal(ours.render(0), ref["pixels"]["top"]))
+                if t == steps:
+                    break
+                action = (start + rng.normal(0.0, 0.1, 14)).astype(np.float32)
+                obs, reward, _, _, info = ours.step(action[None])
+                ref, ref_reward, _, _, ref_info = theirs.step(action)
+                rewards_equal &= float(reward[0]) == float(ref_reward) and bool(info["is_success"][0]) == bool(ref_info["is_success"])
+        out[task] = {"joint_max_abs_diff": worst_joint, "frames_equal": frames_equal, "rewards_equal": rewards_equal}
+        ours.close()
+        theirs.close()
+    return out
+
+
+def kinematics() -> dict:
+    """:mod:`arena_aloha.kinematics` against MuJoCo's poses of the scene's gripper links."""
+    import mujoco
+    from gym_aloha.constants import ASSETS_DIR
+
+    from arena_aloha import kinematics as kin
+
+    model = mujoco.MjModel.from_xml_path(str(ASSETS_DIR / "bimanual_viperx_transfer_cube.xml"))
+    data = mujoco.MjData(model)
+    rng = np.random.default_rng(0)
+    worst_pos = worst_rot = 0.0
+    for _ in range(25):
+        q = rng.uniform(kin.JOINT_LOW, kin.JOINT_HIGH, (2, 6))
+        data.qpos[0:6], data.qpos[8:14] = q[0], q[1]
+        mujoco.mj_forward(model, data)
+        for arm, body, joints in ((kin.LEFT, "vx300s_left/gripper_link", q[0]), (kin.RIGHT, "vx300s_right/gripper_link", q[1])):
+            rot = data.xmat[model.body(body).id].reshape(3, 3)
+            pos = data.xpos[model.body(body).id] + rot @ kin.TOOL_OFFSET
+            our_pos, our_rot, _, _ = kin.forward(arm, joints)
+            worst_pos = max(worst_pos, float(np.abs(our_pos - pos).max()))
+            worst_rot = max(worst_rot, float(np.abs(our_rot - rot).max()))
+    return {"pos_max_abs_diff_m": worst_pos, "rot_max_abs_diff": worst_rot}
+
+
+def cameras() -> dict:
+    """Which ``camera_obs`` the env produces for which ``cameras``, and its action space."""
+    from arena_aloha.config import AlohaConfig
+    from arena_aloha.env import AlohaEnvironment
+
+    none = AlohaEnvironment(AlohaConfig(task="transfer_cube", cameras=[]), num_envs=2)
+    obs = none.reset_envs([0, 1], [3, 4])
+    step_obs, *_ = none.step(np.tile(obs["policy"]["joint_pos"][:1], (2, 1)).astype(np.float32))
+    video = none.render(1)
+    result = {
+        "no_cameras_keys": sorted(step_obs),
+        "policy_shapes": {k: list(v.shape) for k, v in step_obs["policy"].items()},
+        "video_frame": [list(video.shape), str(video.dtype)],
+        "low": none.action_space.low.tolist(),
+        "high": none.action_space.high.tolist(),
+        "episode_info": none.episode_info(1),
+    }
+    none.close()
+    names = ["cam_high", "cam_low", "cam_left_wrist", "cam_right_wrist"]
+    four = AlohaEnvironment(AlohaConfig(task="insertion", cameras=names, image_height=48, image_width=64), num_envs=1)
+    obs = four.reset_envs([0], [5])
+    frames = obs["camera_obs"]
+    result["camera_shapes"] = {k: [list(v.shape), str(v.dtype)] for k, v in frames.items()}
+    result["camera_distinct"] = len({frames[k].tobytes() for k in frames}) == len(frames)
+    result["insertion_object_pose"] = list(obs["policy"]["object_pose"].shape)
+    four.close()
+    return result
+
+
+def frames(path: str, *seeds: str) -> dict:
+    """Save, for each seed, gym-aloha's own reset observation (``top`` image, ``agent_pos``)
+    and the ``aloha`` env's (``cam_high_rgb``, ``joint_pos``) to the ``.npz`` file ``path``."""
+    import gymnasium as gym
+    import gym_aloha  # noqa: F401
+
+    from arena_aloha.config import AlohaConfig
+    from arena_aloha.env import AlohaEnvironment
+
+    theirs = gym.make("gym_aloha/AlohaTransferCube-v0", obs_type="pixels_agent_pos")
+    ours = AlohaEnvironment(AlohaConfig(task="transfer_cube"), num_envs=1)
+    arrays = {}
+    for seed in seeds:
+        ref, _ = theirs.reset(seed=int(seed))
+        arrays[f"gym_top_{seed}"] = ref["pixels"]["top"]
+        arrays[f"gym_agent_pos_{seed}"] = ref["agent_pos"]
+        obs = ours.reset_envs([0], [int(seed)])
+        arrays[f"cam_high_rgb_{seed}"] = obs["camera_obs"]["cam_high_rgb"][0]
+        arrays[f"joint_pos_{seed}"] = obs["policy"]["joint_pos"][0]
+    theirs.close()
+    ours.close()
+    np.savez(path, **arrays)
+    return {"saved": sorted(arrays)}
+
+
+if __name__ == "__main__":
+    check, *args = sys.argv[1:]
+    print(json.dumps({"parity": parity, "kinematics": kinematics, "cameras": cameras, "frames": frames}[check](*args)))

