@@ -48,6 +48,7 @@ class _Env:
     """Episodes of 1000 steps that never succeed: only a fault ends them."""
 
     task_description = "hold"
+    success_key = "success"
 
     def __init__(self, num_envs: int) -> None:
         self.num_envs = num_envs

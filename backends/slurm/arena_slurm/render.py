@@ -244,8 +244,9 @@ def run_context(
         wildcard = exposure.bind in ("0.0.0.0", "::")
         if not hetjob and (wildcard or is_loopback(exposure.bind)):
             client_host = "127.0.0.1"  # same node: loopback reaches it, whatever it binds
+        # client_host is a shell word as written into the script (quoted here, not in the template)
         else:
-            client_host = "$SERVER_NODE" if wildcard else exposure.bind
+            client_host = '"$SERVER_NODE"' if wildcard else shlex.quote(exposure.bind)
         server = {
             "name": task.name,
             "where": where,

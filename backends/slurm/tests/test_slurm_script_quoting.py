@@ -80,7 +80,8 @@ def test_every_substitution_of_the_templates_is_quoted():
     """A guard against new unquoted values: every {{ }} names a filter or a value built quoted."""
     built_quoted = {"job_name", "array", "shards", "arena", "line", "item", "server.where", "server.nodelist",
                     "server.srun_flags|join(' ')", "server.command", "server.timeout", "runner.probe_flags|join(' ')",
-                    "runner.srun_flags|join(' ')", "layout_note"}
+                    "runner.srun_flags|join(' ')", "layout_note",
+                    "server.client_host", "instance_env", "key_env"}  # the last two: arena's constant variable names
     templates = Path(__file__).resolve().parents[1] / "arena_slurm" / "templates"
     for template in templates.glob("*.j2"):
         for expr in re.findall(r"{{\s*(.*?)\s*}}", template.read_text()):
