@@ -16,7 +16,10 @@ import pytest
 import yaml
 
 from arena.config import load_experiment, load_experiment_dict, write_snapshot
+from arena.envs.base import Environment, EnvironmentConfig
 from arena.errors import ConfigError
+from arena.hookspecs import hookimpl
+from arena.plugins import PluginManager
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKES = ROOT / "tests" / "rollout"
@@ -184,3 +187,55 @@ def test_arena_s_own_modules_need_no_opt_in_and_are_not_recorded():
         "environment": {"type": "arena.testing.envs:ToyReachEnv"}, "policy": {"type": "zero_action"}}}})
     assert experiment.runs["a"].environment_cls.__name__ == "ToyReachEnv"
     assert experiment.imports == [] and "allow_imports" not in experiment.snapshot()
+
+
+# -- code a registered environment's config names (e.g. Isaac Lab's env_cfg) --------------------
+
+
+class _CfgEnvConfig(EnvironmentConfig):
+    env_cfg: str | None = None
+
+    def code_references(self) -> dict[str, str]:
+        return {"env_cfg": self.env_cfg} if self.env_cfg else {}
+
+
+class _CfgEnv(Environment):
+    name = "cfg_env"
+    Config = _CfgEnvConfig
+    success_key = "success"
+
+
+class _CfgPlugin:
+    @hookimpl
+    def arena_register_environments(self, register):
+        register("cfg_env", _CfgEnv)
+
+
+@pytest.fixture
+def cfg_manager(manager: PluginManager):
+    manager.register(_CfgPlugin(), name="cfg")
+    yield manager
+    manager.unregister(name="cfg")
+
+
+def _cfg_experiment(reference: str) -> dict:
+    return {
+        "shared": {"policy": {"type": "fake_policy"}},
+        "runs": {"lab": {"environment": {"type": "cfg_env", "env_cfg": reference}}},
+    }
+
+
+def test_a_code_reference_in_a_registered_environment_config_needs_the_same_opt_in(cfg_manager):
+    with pytest.raises(ConfigError) as info:
+        load_experiment_dict(_cfg_experiment("my_lab.tasks:ReachCfg"), source="exp.yaml", manager=cfg_manager)
+    message = str(info.value)
+    assert "run 'lab'" in message and "key environment.env_cfg" in message
+    assert "--allow-import my_lab" in message
+
+    allowed = load_experiment_dict(
+        _cfg_experiment("my_lab.tasks:ReachCfg"), source="exp.yaml", manager=cfg_manager, allow_imports=["my_lab"]
+    )
+    assert allowed.imports == ["my_lab.tasks"]  # the snapshot carries the opt-in to run-one
+    # arena's own modules need none
+    own = load_experiment_dict(_cfg_experiment("arena.envs.base:Environment"), source="exp.yaml", manager=cfg_manager)
+    assert own.imports == []

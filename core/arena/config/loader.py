@@ -512,6 +512,12 @@ def _resolve_run(
             except SuccessSignalError as exc:
                 raise ConfigError(str(exc), file=source, run=name, key="environment.type") from None
         config = validate_section(config_cls, fields, file=source, run=name, key=section, origin=origin)
+        references = config.code_references() if section == "environment" else {}
+        for field, reference in references.items():  # code the config names, imported at build time
+            try:
+                (imports or _Imports(ImportPolicy.gather(), [], False)).check(reference, {}, f"{section}.{field} reference")
+            except ValueError as exc:
+                raise ConfigError(f"{exc}{origin((section, field))}", file=source, run=name, key=f"{section}.{field}") from None
         components[section] = (type_name, cls, config)
 
     sections = {

@@ -95,6 +95,17 @@ class EnvironmentConfig(BaseModel):
         """
         return None
 
+    def code_references(self) -> dict[str, str]:
+        """``{field: "package.module:Name"}``: code this config names that building the
+        environment imports (e.g. Isaac Lab's ``env_cfg``). Empty by default.
+
+        The experiment loader treats each like a ``package.module:Class`` ``type``: its module
+        is imported only when the user allowed it (``--allow-import``, see
+        :mod:`arena.config.imports`); a refusal is a :class:`~arena.errors.ConfigError` keyed
+        ``environment.<field>``.
+        """
+        return {}
+
 
 class Environment:
     """A batch of ``num_envs`` simulator instances of one task.
