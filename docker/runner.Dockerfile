@@ -31,7 +31,7 @@ ENV NVIDIA_DRIVER_CAPABILITIES=compute,utility,graphics \
     PIP_NO_CACHE_DIR=1
 
 WORKDIR /opt/arena
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY core ./core
 COPY plugins ./plugins
 COPY backends ./backends

@@ -27,18 +27,24 @@ if [ ! -x .venv/bin/python ]; then
 fi
 
 shopt -s nullglob
-want="$(cat pyproject.toml plugins/*/pyproject.toml backends/*/pyproject.toml | sha256sum | cut -c1-16)-${extras}"
+# The stamp holds the packages' hash and the extras installed so far. An environment with more
+# extras serves a request for fewer, so `make quickstart` after `make test` installs nothing; a
+# request for more installs the union, so alternating the two installs once.
+hash="$(cat pyproject.toml plugins/*/pyproject.toml backends/*/pyproject.toml | sha256sum | cut -c1-16)"
 stamp=.venv/.arena-installed
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  spec=".[sim${extras:+,$extras}]"
+have_hash="" have_extras=""
+[ -f "$stamp" ] && read -r have_hash have_extras < "$stamp" || true
+union="$(printf '%s\n' ${have_extras//,/ } ${extras//,/ } | sed '/^$/d' | sort -u | paste -sd, -)"
+if [ "$have_hash" != "$hash" ] || [ "$union" != "$have_extras" ]; then
+  spec=".[sim${union:+,$union}]"
   # The workspace: arena-core plus every plugin and backend package of this repository.
   packages=(-e "$spec")
   for dir in plugins/*/ backends/*/; do
     [ -f "${dir}pyproject.toml" ] && packages+=(-e "${dir%/}")
   done
-  echo "installing arena-core [sim${extras:+,$extras}] with the workspace packages into .venv"
+  echo "installing arena-core [sim${union:+,$union}] with the workspace packages into .venv"
   .venv/bin/python -m pip install -q "${packages[@]}"
-  echo "$want" > "$stamp"
+  echo "$hash $union" > "$stamp"
 fi
 
 # Benchmark venvs (design §6a): with the test extras, every workspace plugin whose command

@@ -73,3 +73,14 @@ def test_headless_rendering_renders_one_frame():
     check = doctor.check_rendering()
     assert check.status == "ok", check
     assert "chosen by arena" in check.detail or "set by you" in check.detail  # which backend, and why
+
+
+def test_doctor_counts_and_hints_read_as_english(monkeypatch):
+    monkeypatch.setattr(doctor.shutil, "which", lambda tool: None)
+    fixes = {c.name: c.fix for c in doctor.check_tools()}
+    assert fixes["sbatch on PATH"].startswith("run on a Slurm login node")
+    assert "a osmo" not in fixes["osmo on PATH"] and "osmo login" in fixes["osmo on PATH"]
+    assert doctor._count(1, "launch backend") == "1 launch backend"
+    assert doctor._count(2, "policy", "policies") == "2 policies"
+    detail = next(c for c in doctor.check_plugins() if c.name == "plugins").detail
+    assert "1 launch backends" not in detail and "1 policies" not in detail and "1 environments" not in detail

@@ -67,7 +67,8 @@ def test_sigkill_mid_run_then_resume_gives_the_outcomes_of_an_uninterrupted_run(
     out = tmp_path / "killed"
     path = _experiment(tmp_path, 0.08)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "arena", "run", str(path), "--output-dir", str(out)],
+        # opted in once, here: the resume below inherits it through the snapshot's allow_imports
+        [sys.executable, "-m", "arena", "run", str(path), "--output-dir", str(out), "--allow-import", "rollout_fakes"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(), cwd=ROOT, start_new_session=True,
     )
     try:
@@ -131,7 +132,7 @@ def test_resume_of_a_finished_experiment_runs_nothing_and_rebuilds_the_report(tm
 
     out = tmp_path / "out"
     out.mkdir()
-    experiment = load_experiment(_experiment(tmp_path, 0.0))
+    experiment = load_experiment(_experiment(tmp_path, 0.0), allow_imports=["rollout_fakes"])
     write_snapshot(experiment, out / "experiment.yaml")
     write_manifest(experiment, out)
     for run in experiment.runs:
@@ -147,3 +148,21 @@ def test_resume_refuses_a_directory_that_is_not_an_output_directory(tmp_path):
     assert result.exit_code == 2 and "experiment.yaml" in result.output
     result = runner.invoke(app, ["run", "x.yaml", "--keep-errors"])
     assert result.exit_code == 2 and "--resume" in result.output
+
+
+def test_running_into_an_earlier_output_directory_points_at_resume(tmp_path):
+    """A non-empty --output-dir that holds an experiment: the error names `arena run --resume`."""
+    exp = _experiment(tmp_path, step_delay_s=0.0)
+    earlier = tmp_path / "earlier"
+    earlier.mkdir()
+    (earlier / "experiment.yaml").write_text("runs: {}\n")
+    (earlier / "manifest.json").write_text("{}")
+    result = CliRunner().invoke(app, ["run", str(exp), "--output-dir", str(earlier)])
+    assert result.exit_code == 2
+    message = " ".join(result.output.split())
+    assert "is not empty" in message and f"arena run --resume {earlier}" in message
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    result = CliRunner().invoke(app, ["run", str(exp), "--output-dir", str(other)])
+    assert result.exit_code == 2 and "is not empty" in result.output and "--resume" not in result.output

@@ -192,3 +192,60 @@ def test_unknown_type_mentions_plugins_that_failed_to_load(tmp_path):
     message = " ".join(result.stderr.split())
     assert "unknown policy type 'broken_remote'" in message
     assert "failed to load" in message and "needs libfoo" in message
+
+
+def make_command_plugin(site: Path) -> None:
+    """A distribution that only adds a command group, laid out as pip would install it."""
+    pkg = site / "hello_arena_plugin"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "plugin.py").write_text(
+        textwrap.dedent(
+            """
+            import typer
+            from arena.hookspecs import hookimpl
+
+            hello = typer.Typer(help="Say hello.")
+
+            @hello.command()
+            def world() -> None:
+                print("hello world")
+
+            @hookimpl
+            def arena_register_commands(app):
+                app.add_typer(hello, name="hello")
+            """
+        )
+    )
+    info = site / "arena_plugin_hello-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: arena-plugin-hello\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[arena]\nhello = hello_arena_plugin.plugin\n")
+
+
+def test_a_plugin_that_only_adds_a_command_is_listed_with_its_command(tmp_path):
+    make_command_plugin(tmp_path)
+    env = {"PYTHONPATH": str(tmp_path), "ARENA_LOAD_PLUGINS": "hello"}
+    listed = arena("plugins", "--json", env_extra=env)
+    assert listed.returncode == 0, listed.stderr
+    hello = {p["name"]: p for p in json.loads(listed.stdout)["plugins"]}["hello"]
+    assert hello["registered"] == {"commands": ["hello"]}
+    table = arena("plugins", env_extra=env)
+    assert table.returncode == 0, table.stderr
+    row = next(line for line in table.stdout.splitlines() if "arena-plugin-hello" in line)
+    assert "commands: hello" in row
+    assert arena("hello", "world", env_extra=env).stdout.strip() == "hello world"
+
+
+def test_a_broken_plugins_hint_leads_to_its_traceback(tmp_path):
+    """The unknown-type error sends the user to `arena plugins`, which shows the traceback."""
+    make_broken_plugin(tmp_path)
+    exp = tmp_path / "exp.yaml"
+    exp.write_text("runs:\n  a:\n    environment: {type: metaworld, task: reach-v3}\n    policy: {type: broken_remote}\n")
+    validated = arena("validate", str(exp), env_extra={"PYTHONPATH": str(tmp_path)})
+    assert "`arena plugins` shows their tracebacks" in " ".join(validated.stderr.split())
+    listed = arena("plugins", env_extra={"PYTHONPATH": str(tmp_path)})
+    assert listed.returncode == 0, listed.stderr
+    assert "Traceback (most recent call last)" in listed.stderr
+    assert str(tmp_path / "broken_arena_plugin" / "plugin.py") in listed.stderr
+    assert "ImportError: needs libfoo, which is missing" in listed.stderr

@@ -12,22 +12,37 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from arena.errors import ArenaError, ConfigError, LaunchError
+from arena.clihelp import ArenaGroup
+from arena.errors import ArenaError, ConfigError, LaunchError, unwritable
 
 app = typer.Typer(
     name="arena",
+    cls=ArenaGroup,
     help="Evaluate robot foundation-model policies in simulation.",
+    epilog="Exit codes, for every command: 0 success; 1 a check failed (doctor, probe); 2 a configuration or usage "
+    "error; 3 the work failed (a run, an I/O error, a taken port); 130 interrupted. Each command's --help says which "
+    "it uses.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-plugins_app = typer.Typer(help="List installed plugins (bare) or work with plugins.", invoke_without_command=True)
+plugins_app = typer.Typer(invoke_without_command=True)  # its help: the docstring of plugins() below
 app.add_typer(plugins_app, name="plugins")
 
 out = Console(soft_wrap=True)
 if not out.is_terminal:  # logs and CI: do not squeeze tables into 80 columns
     out = Console(width=160, soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
+
+AllowImportOpt = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--allow-import",
+        metavar="MODULE",
+        help="let `type: MODULE.sub:Class` in the experiment import MODULE (runs its code); repeatable, '*' for any; "
+        "also $ARENA_ALLOW_IMPORTS",
+    ),
+]
 
 OverridesArg = Annotated[
     Optional[list[str]],
@@ -36,8 +51,10 @@ OverridesArg = Annotated[
 
 
 def _fail(exc: ArenaError) -> typer.Exit:
+    from rich.markup import escape
+
     code = 2 if isinstance(exc, ConfigError) else 3
-    err.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True, soft_wrap=True)
+    err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, markup=True, soft_wrap=True)
     return typer.Exit(code)
 
 
@@ -47,14 +64,20 @@ def validate(
     experiment: Annotated[Path, typer.Argument(help="experiment YAML file")],
     overrides: OverridesArg = None,
     list_overrides: Annotated[bool, typer.Option("--list-overrides", help="print every overridable key")] = False,
+    allow_import: AllowImportOpt = None,
 ) -> None:
-    """Check an experiment file without running anything (exit 2 on a configuration error)."""
+    """Check an experiment file without running anything.
+
+    Exit codes:
+    0  the file is valid (warnings, e.g. a missing scheduler tool, do not change that)
+    2  a configuration error, naming the file, the run and the key
+    """
     from arena.config import load_experiment
     from arena.launch.planning import plan_servers
     from arena.launch.submit import make_backend
 
     try:
-        exp = load_experiment(experiment, overrides or [])
+        exp = load_experiment(experiment, overrides or [], allow_imports=allow_import or ())
         servers = plan_servers(exp)
         backend = make_backend(exp)
         try:
@@ -66,7 +89,20 @@ def validate(
     if list_overrides:
         _print_overrides(exp)
         return
+    _print_run_warnings(exp)
     out.print(f"[green]ok[/]: {experiment} — {len(exp.runs)} run(s): {', '.join(exp.runs)}")
+
+
+def _print_run_warnings(exp) -> None:
+    """Caveats of a valid experiment: no success signal, endpoints arena will not use."""
+    from arena.envs.base import success_warning
+    from arena.launch.planning import ignored_endpoints
+
+    for name, run_cfg in exp.runs.items():
+        if warning := success_warning(run_cfg.environment_cls):
+            err.print(f"[yellow]warning:[/] run {name}: {warning}", highlight=False)
+    for name, warning in ignored_endpoints(exp):
+        err.print(f"[yellow]warning:[/] run {name}: {warning}", highlight=False)
 
 
 def _print_overrides(exp) -> None:
@@ -93,18 +129,24 @@ def run(
     wait: Annotated[bool, typer.Option("--wait", help="wait for a remote backend and collect")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="print the resolved runs and server tasks")] = False,
     list_overrides: Annotated[bool, typer.Option("--list-overrides", help="print every overridable key")] = False,
+    allow_import: AllowImportOpt = None,
 ) -> None:
     """Run an experiment: every run, with its policy servers started and stopped by arena.
 
-    `arena run --resume OUTPUT_DIR` continues an interrupted experiment from its snapshot:
-    only work items without a finished record run (error episodes are retried unless
-    --keep-errors); the report is rebuilt from all records.
+    `arena run --resume OUTPUT_DIR` continues an interrupted experiment from its snapshot: only work items without a finished record run (error episodes are retried unless --keep-errors); the report is rebuilt from all records.
+
+    Exit codes:
+    0    every run completed without error episodes
+         (a cluster backend without --wait: every run submitted)
+    2    a configuration error, or --output-dir is not empty
+    3    a run failed or has error episodes, or the output could not be written
+    130  interrupted (Ctrl-C); `arena run --resume OUTPUT_DIR` finishes it
     """
     from arena.config import load_experiment
     from arena.launch.submit import resume_experiment, run_experiment
 
     if resume is not None:
-        if experiment is not None or overrides or output_dir is not None or backend or jobs is not None or dry_run:
+        if experiment is not None or overrides or output_dir is not None or backend or jobs is not None or dry_run or allow_import:
             raise _fail(
                 ConfigError("--resume OUTPUT_DIR takes no experiment file, overrides or other run options: it reuses the snapshot")
             )
@@ -112,6 +154,8 @@ def run(
             code = resume_experiment(resume, keep_errors=keep_errors, wait=wait, console=out)
         except ArenaError as exc:
             raise _fail(exc) from None
+        except OSError as exc:
+            raise _fail(LaunchError(unwritable(exc))) from None
         raise typer.Exit(code)
     if experiment is None:
         raise _fail(ConfigError("give an experiment file (or --resume OUTPUT_DIR)"))
@@ -123,13 +167,16 @@ def run(
     if jobs is not None:
         extra.append(f"launch.local.jobs={jobs}")
     try:
-        exp = load_experiment(experiment, extra)
+        exp = load_experiment(experiment, extra, allow_imports=allow_import or ())
         if list_overrides:
             _print_overrides(exp)
             return
+        _print_run_warnings(exp)
         code = run_experiment(exp, output_dir=output_dir, wait=wait, dry_run=dry_run, console=out)
     except ArenaError as exc:
         raise _fail(exc) from None
+    except OSError as exc:  # the output directory cannot be written: one line, exit 3
+        raise _fail(LaunchError(unwritable(exc))) from None
     raise typer.Exit(code)
 
 
@@ -149,8 +196,17 @@ def run_one(
     shard: Annotated[Optional[str], typer.Option("--shard", help="K/N: the work items whose index ≡ K mod N")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="skip work items that already have a finished record")] = False,
     keep_errors: Annotated[bool, typer.Option("--keep-errors", help="with --resume: do not retry `error` episodes")] = False,
+    allow_import: AllowImportOpt = None,
 ) -> None:
-    """Execute one run (or one shard of it) from a snapshot; every backend runs runs through this."""
+    """Execute one run (or one shard of it) from a snapshot; every backend runs runs through this.
+
+    The snapshot's own `allow_imports` (written by `arena run`) is honoured.
+
+    Exit codes:
+    0  the run (or shard) completed without error episodes
+    2  a configuration error in the snapshot or the options
+    3  the run failed or has error episodes
+    """
     from arena.rollout.run_one import run_one as _run_one
 
     shard_t = None
@@ -172,6 +228,7 @@ def run_one(
         shard=shard_t,
         resume=resume,
         keep_errors=keep_errors,
+        allow_imports=allow_import or (),
     )
     raise typer.Exit(code)
 
@@ -179,21 +236,37 @@ def run_one(
 # -- submissions -----------------------------------------------------------------------------
 @app.command()
 def status(output_dir: Annotated[Path, typer.Argument(help="experiment output directory")]) -> None:
-    """Show the state of every run of a submission (why a pending run waits, why a run failed)."""
+    """Show the state of every run of a submission (why a pending run waits, why a run failed).
+
+    Exit codes:
+    0  shown
+    2  not an arena output directory
+    3  the scheduler could not be asked
+    """
     from arena.launch.submit import submission_status
 
     try:
         states = submission_status(output_dir)
     except ArenaError as exc:
         raise _fail(exc) from None
-    table = Table("run", "state", "episodes", "successes", "errors")
+    from arena.rollout.records import FINAL_STATES, partial_note
+
+    table = Table("run", "state", "episodes", "successes", "errors", "note")
     for name, st in states.items():
+        note = None
+        if st.get("state") in FINAL_STATES:  # a finished run whose numbers cover less than planned
+            total = st.get("episodes_total")
+            note = partial_note(
+                st.get("state"), int(st.get("episodes_done") or 0), total if isinstance(total, int) else None,
+                int(st.get("errors") or 0),
+            )
         table.add_row(
             name,
             str(st.get("state")),
             f"{st.get('episodes_done', 0)}/{st.get('episodes_total', '?')}",
             str(st.get("successes", 0)),
             str(st.get("errors", 0)),
+            f"[yellow]{note}[/]" if note else "",
         )
     out.print(table)
     for name, st in states.items():
@@ -201,11 +274,19 @@ def status(output_dir: Annotated[Path, typer.Argument(help="experiment output di
             out.print(f"[yellow]{name}[/]: waiting: {st['pending_reason']}", highlight=False)
         if st.get("error"):
             out.print(f"[red]{name}[/]: {st['error']}", highlight=False)
+        for warning in st.get("warnings") or []:
+            out.print(f"[yellow]{name}: warning:[/] {warning}", highlight=False)
 
 
 @app.command()
 def cancel(output_dir: Annotated[Path, typer.Argument(help="experiment output directory")]) -> None:
-    """Cancel a running submission; finished episodes are kept."""
+    """Cancel a running submission; finished episodes are kept.
+
+    Exit codes:
+    0  cancel requested, or nothing left to cancel
+    2  not an arena output directory
+    3  the scheduler refused or could not be reached
+    """
     from arena.launch.submit import cancel_submission, submission_status
 
     try:
@@ -226,19 +307,33 @@ def cancel(output_dir: Annotated[Path, typer.Argument(help="experiment output di
 
 @app.command()
 def collect(output_dir: Annotated[Path, typer.Argument(help="experiment output directory")]) -> None:
-    """Gather a submission's outputs and build experiment_result.json and index.html."""
+    """Gather a submission's outputs and build experiment_result.json and index.html.
+
+    Exit codes:
+    0  gathered and reported
+    2  not an arena output directory
+    3  the outputs could not be fetched or the report could not be written
+    """
     from arena.launch.submit import collect_submission
 
     try:
         report = collect_submission(output_dir)
     except ArenaError as exc:
         raise _fail(exc) from None
+    except OSError as exc:
+        raise _fail(LaunchError(unwritable(exc))) from None
     out.print(f"report: {report}")
 
 
 @app.command()
 def report(output_dir: Annotated[Path, typer.Argument(help="experiment output directory")]) -> None:
-    """Rebuild experiment_result.json and index.html from the records (any record format_version this arena knows)."""
+    """Rebuild experiment_result.json and index.html from the records (any record format_version this arena knows).
+
+    Exit codes:
+    0  rebuilt
+    2  not an arena output directory
+    3  the report could not be written
+    """
     from arena.results.report import write_report
 
     _require_output_dir(output_dir)
@@ -246,6 +341,8 @@ def report(output_dir: Annotated[Path, typer.Argument(help="experiment output di
         path = write_report(output_dir)
     except ArenaError as exc:
         raise _fail(exc) from None
+    except OSError as exc:
+        raise _fail(LaunchError(unwritable(exc))) from None
     out.print(f"report: {path}", highlight=False, soft_wrap=True)
 
 
@@ -265,9 +362,23 @@ def compare(
     a: Annotated[Path, typer.Argument(help="output directory of experiment A")],
     b: Annotated[Path, typer.Argument(help="output directory of experiment B")],
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="compare runs whose environment, task, seeds or rollout limits differ")
+    ] = False,
 ) -> None:
-    """Compare two experiments run by run: B − A with its 95% Newcombe interval."""
-    from arena.results.compare import compare_experiments
+    """Compare two experiments run by run: B − A with its 95% Newcombe interval.
+
+    Runs are matched by name and compared only when their environment (type, task, fields),
+    seeds and rollout limits agree (exit 2 naming what differs; --force compares anyway and
+    prints the differences first). Exit 3 when a compared run is partial (cancelled, failed,
+    still running, episodes missing or error episodes).
+
+    Exit codes:
+    0  compared
+    2  A or B is not an arena output directory, or compared runs differ (without --force)
+    3  a compared run is partial
+    """
+    from arena.results.compare import compare_experiments, describe_value
 
     _require_output_dir(a)
     _require_output_dir(b)
@@ -275,15 +386,48 @@ def compare(
         data = compare_experiments(a, b)
     except FileNotFoundError as exc:
         raise _fail(ConfigError(str(exc))) from None
+    if data["same_directory"]:
+        raise _fail(ConfigError(f"{a} and {b} are the same output directory: every difference would be 0; give two experiments"))
     if not data["runs"]:
-        err.print(f"[yellow]warning:[/] {a} and {b} have no run names in common; nothing to compare", highlight=False)
+        names_a = ", ".join(data["only_a"]) or "none"
+        names_b = ", ".join(data["only_b"]) or "none"
+        raise _fail(ConfigError(f"{a} and {b} have no run names in common (A: {names_a}; B: {names_b}); nothing to compare"))
+    differences = [
+        f"run {run}: {d['key']}: {describe_value(d['a'])} (A) vs {describe_value(d['b'])} (B)"
+        for run, diffs in data["differences"].items()
+        for d in diffs
+    ]
+    if differences and not force:
+        raise _fail(
+            ConfigError(
+                "these runs differ in their setup, so their success rates are not comparable:\n  "
+                + "\n  ".join(differences)
+                + "\n(--force compares them anyway)"
+            )
+        )
+    partial = [f"run {p['run']} in {p['side']}: {p['note']}" for p in data["partial"]]
+    code = 3 if partial else 0
     if as_json:
         out.print_json(json.dumps(data))
-        return
+        for line in partial:
+            err.print(f"[yellow]{line}[/]", highlight=False)
+        raise typer.Exit(code)
 
     def pct(v: Optional[float], signed: bool = False) -> str:
         return "-" if v is None else (f"{100 * v:+.1f}%" if signed else f"{100 * v:.1f}%")
 
+    def side(row: dict, x: str) -> str:
+        text = f"{row[f'k_{x}']}/{row[f'n_{x}']} {pct(row[f'rate_{x}'])}"
+        if row[f"errors_{x}"]:
+            text += f" err {row[f'errors_{x}']}"
+        if row[f"partial_{x}"]:
+            text += f" [yellow]({row[f'partial_{x}']})[/]"
+        return text
+
+    if differences:
+        out.print("[yellow bold]compared with --force although the runs' setups differ:[/]", highlight=False)
+        for line in differences:
+            out.print(f"  [yellow]{line}[/]", highlight=False)
     table = Table("run", "task", "A", "B", "B − A", "95% CI (Newcombe)", "paired: only A / only B", title=f"A = {a}   B = {b}")
     for row in data["runs"]:
         ci = row["ci95"]
@@ -293,8 +437,8 @@ def compare(
         table.add_row(
             row["run"],
             str(row["task"] or "-"),
-            f"{row['k_a']}/{row['n_a']} {pct(row['rate_a'])}" + (f" err {row['errors_a']}" if row["errors_a"] else ""),
-            f"{row['k_b']}/{row['n_b']} {pct(row['rate_b'])}" + (f" err {row['errors_b']}" if row["errors_b"] else ""),
+            side(row, "a"),
+            side(row, "b"),
             f"{mark}{pct(row['difference'], True)}{end}",
             "-" if ci is None else f"{mark}[{pct(ci[0], True)}, {pct(ci[1], True)}]{end}",
             "-" if paired is None else f"{paired['only_a']} / {paired['only_b']} of {paired['seeds']}",
@@ -304,7 +448,17 @@ def compare(
         out.print(f"only in A: {', '.join(data['only_a'])}", highlight=False)
     if data["only_b"]:
         out.print(f"only in B: {', '.join(data['only_b'])}", highlight=False)
+    for row in data["runs"]:
+        if row.get("models_differ"):
+            out.print(
+                f"[yellow]run {row['run']}: the same policy type was served by different models "
+                f"({', '.join(row['models_differ'])} differ)[/]",
+                highlight=False,
+            )
     out.print("bold: the interval excludes 0", style="dim")
+    for line in partial:
+        err.print(f"[yellow]partial:[/] {line}; its rate covers fewer episodes than planned", highlight=False)
+    raise typer.Exit(code)
 
 
 @app.command()
@@ -312,7 +466,12 @@ def doctor(
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
     render: Annotated[bool, typer.Option("--render/--no-render", help="render one Meta-World frame headless")] = True,
 ) -> None:
-    """Check this machine: versions, plugins, headless rendering, schedulers, ports (each failure with a fix)."""
+    """Check this machine: versions, plugins, headless rendering, schedulers, ports (each failure with a fix).
+
+    Exit codes:
+    0  no check failed (warnings and information allowed)
+    1  at least one check failed
+    """
     from arena.doctor import run_checks
 
     checks = run_checks(render=render)
@@ -352,7 +511,13 @@ def serve(
         help="batches in the model at once, for thread-safe models (default: the model's concurrent_batches, else 1)",
         show_default=False, min=1)] = None,
 ) -> None:
-    """Serve a registered model with arena's policy server (openpi websocket protocol)."""
+    """Serve a registered model with arena's policy server (openpi websocket protocol).
+
+    Exit codes:
+    0  stopped by Ctrl-C or SIGTERM
+    2  an unknown model, a malformed --option or an unset --api-key-env variable
+    3  the model could not be built, or the address cannot be bound (a taken port)
+    """
     import os
 
     import yaml
@@ -368,7 +533,8 @@ def serve(
             f"or use package.module:factory)"
         ))
     try:
-        factory = manager.resolve_class("servers", name)
+        # a module named on this command line is the user's own choice, not an experiment file's
+        factory = manager.resolve_class("servers", name, allow_import=True)
     except ArenaError as exc:
         raise _fail(exc) from None
     options = {}
@@ -389,11 +555,11 @@ def serve(
             handshake_timeout_s=handshake_timeout_s, concurrent_batches=concurrent_batches,
             inline_below_ms=inline_below_ms,
         )
-        err.print(
-            f"serving {name} on ws://{host}:{port} (healthz: http://{host}:{port}/healthz; "
-            f"{server.describe()})", highlight=False,
-        )
-        server.run()
+        # Said once the socket is bound (a taken port fails before it), with the real port (--port 0).
+        server.run(on_bound=lambda bound: err.print(
+            f"serving {name} on ws://{host}:{bound.port} (healthz: http://{host}:{bound.port}/healthz; "
+            f"{bound.describe()})", highlight=False,
+        ))
     except ArenaError as exc:
         raise _fail(exc) from None
     except OSError as exc:  # e.g. the port is taken
@@ -409,7 +575,13 @@ def probe(
     timeout: Annotated[float, typer.Option("--timeout", help="seconds to wait until ready")] = 60.0,
     api_key_env: Annotated[Optional[str], typer.Option(help="NAME of the variable holding the API key")] = None,
 ) -> None:
-    """Wait until a policy server is ready (exit 0) or the timeout passes (exit 1)."""
+    """Wait until a policy server is ready, or the timeout passes.
+
+    Exit codes:
+    0  ready
+    1  not ready within --timeout
+    2  an unknown probe kind
+    """
     import os
 
     from arena.transport.probe import wait_until_ready
@@ -431,7 +603,12 @@ def plugins(
     ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
 ) -> None:
-    """List plugins: name, distribution, version, hooks, what each registered, broken plugins."""
+    """List plugins: name, distribution, version, what each registered (policies, commands, ...), and each plugin that failed to load, with its traceback.
+
+    Exit codes:
+    0  listed (a plugin that failed to load is listed, not an error)
+    3  two plugins register the same name
+    """
     if ctx.invoked_subcommand is not None:
         return
     from arena.plugins import get_plugin_manager
@@ -453,7 +630,10 @@ def plugins(
             }
             for i in manager.infos.values()
         ],
-        "broken": [{"name": b.name, "distribution": b.distribution, "error": b.error} for b in manager.broken],
+        "broken": [
+            {"name": b.name, "distribution": b.distribution, "error": b.error, "traceback": b.traceback}
+            for b in manager.broken
+        ],
     }
     if as_json:
         out.print_json(json.dumps(data))
@@ -463,8 +643,9 @@ def plugins(
         reg = "; ".join(f"{k}: {', '.join(v)}" for k, v in p["registered"].items())
         table.add_row(p["name"], p["distribution"] or "-", p["version"] or "-", reg or "-")
     out.print(table)
-    for b in data["broken"]:
+    for b in data["broken"]:  # the traceback is what its author needs; this is where hints send users
         err.print(f"[red]broken plugin[/] {b['name']} ({b['distribution']}): {b['error']}", highlight=False)
+        err.print(b["traceback"].rstrip(), style="dim", highlight=False, markup=False)
 
 
 @plugins_app.command("new")
@@ -475,7 +656,12 @@ def plugins_new(
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="write into an existing non-empty directory")] = False,
 ) -> None:
-    """Create a plugin package: policy, adapter, server task, servable model, tests and README."""
+    """Create a plugin package: policy, adapter, server task, servable model, tests and README.
+
+    Exit codes:
+    0  created
+    2  an invalid name, or the directory exists and is not empty (without --force)
+    """
     from arena.scaffold import create_plugin
 
     try:

@@ -107,8 +107,9 @@ def check_plugins() -> list[Check]:
         Check(
             "plugins",
             "ok",
-            f"{names}; {len(registry.policies)} policies, {len(registry.environments)} environments, "
-            f"{len(registry.launch_backends)} launch backends",
+            f"{names}; {_count(len(registry.policies), 'policy', 'policies')}, "
+            f"{_count(len(registry.environments), 'environment')}, "
+            f"{_count(len(registry.launch_backends), 'launch backend')}",
         )
     ]
     for broken in manager.broken:
@@ -118,7 +119,7 @@ def check_plugins() -> list[Check]:
                 "fail",
                 f"failed to load ({broken.distribution}): {broken.error}",
                 f"reinstall or upgrade {broken.distribution or broken.name} (pip install -U ...), or uninstall it; "
-                "ARENA_STRICT_PLUGINS=1 shows the traceback",
+                "`arena plugins` shows its traceback",
             )
         )
     return checks
@@ -196,8 +197,17 @@ def check_video() -> Check:
     return Check("video encoding", "ok", f"H.264 MP4 via PyAV ({size} bytes for 2 frames)")
 
 
+def _count(n: int, singular: str, plural: str | None = None) -> str:
+    """``1 launch backend``, ``2 launch backends``."""
+    return f"{n} {singular if n == 1 else (plural or singular + 's')}"
+
+
 def check_tools() -> list[Check]:
     checks = []
+    where = {
+        "slurm": "run on a Slurm login node, or add sbatch to PATH",
+        "osmo": "install the OSMO CLI and `osmo login` to your OSMO service, or add osmo to PATH",
+    }
     for tool, backend in (("sbatch", "slurm"), ("osmo", "osmo")):
         path = shutil.which(tool)
         if path:
@@ -208,7 +218,7 @@ def check_tools() -> list[Check]:
                     f"{tool} on PATH",
                     "info",
                     f"not found: needed only for --backend {backend}",
-                    f"run on a {backend} login node, or add {tool} to PATH",
+                    where[backend],
                 )
             )
     return checks

@@ -6,6 +6,28 @@ do. The CLI maps :class:`ConfigError` to exit code 2 and everything else to exit
 
 from __future__ import annotations
 
+import reprlib
+from typing import Any
+
+
+def short_repr(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` for a message, bounded: at most ``limit`` characters, and containers
+    are walked only a few items and levels deep (a YAML alias bomb or a huge array never
+    gets rendered whole just to be cut afterwards)."""
+    r = reprlib.Repr()
+    r.maxlevel = 3
+    r.maxlist = r.maxtuple = r.maxdict = r.maxset = r.maxfrozenset = r.maxdeque = r.maxarray = 6
+    r.maxstring = r.maxother = r.maxlong = max(8, limit)
+    text = r.repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def unwritable(exc: OSError) -> str:
+    """One line for an output that cannot be written (disk full, read-only, not a directory):
+    ``cannot write PATH: REASON``."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return f"cannot write {exc.filename}: {reason}" if exc.filename else f"cannot write the output: {reason}"
+
 
 class ArenaError(Exception):
     """Base class of every error arena raises on purpose."""
@@ -121,3 +143,12 @@ class SimulatorError(ArenaError):
 
 class LaunchError(ArenaError):
     """A launch backend could not start, wait for or stop something it manages."""
+
+
+class SuccessSignalError(ArenaError):
+    """An environment does not declare, or does not deliver, its success signal."""
+
+
+class ObservationError(ArenaError, ValueError):
+    """An observation an adapter cannot turn into a request without changing it (e.g. a float
+    image outside [0, 1], a 16-bit image); an infrastructure error, never a policy failure."""

@@ -15,6 +15,10 @@ def write_text_atomic(path: str | os.PathLike[str], text: str, *, fsync: bool = 
     """Write ``text`` (UTF-8) to ``path`` through a temporary file and ``os.replace``.
 
     ``fsync`` flushes the data to disk before the rename (crash-safe status and results).
+
+    Raises:
+        OSError: it cannot be written (disk full, read-only); ``filename`` is ``path``, and
+            the file keeps its old content.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -26,6 +30,11 @@ def write_text_atomic(path: str | os.PathLike[str], text: str, *, fsync: bool = 
                 handle.flush()
                 os.fsync(handle.fileno())
         os.replace(tmp, target)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        if exc.filename is None or str(exc.filename) == str(tmp):  # name the file the user knows
+            raise OSError(exc.errno, exc.strerror, str(target)) from exc
+        raise
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

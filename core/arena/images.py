@@ -6,12 +6,18 @@ resize_with_pad`` (a copy of TensorFlow's ``tf.image.resize_with_pad`` with PIL;
 truncated to ints, PIL bilinear resampling, centred on a zero (black) canvas; images already
 ``H x W`` come back unchanged. The openpi, Cosmos, GR00T and DreamZero adapters all send
 letterboxed images, so they share this one implementation.
+
+``to_uint8`` is the one conversion of camera images to ``uint8``: every adapter and the
+video recorder use it, so a float or 16-bit image is either converted without changing what
+it shows or refused with the same message everywhere — never wrapped around.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from PIL import Image
+
+from arena.errors import ObservationError
 
 __all__ = ["half_size", "letterbox", "resize_with_pad", "to_uint8"]
 
@@ -71,10 +77,54 @@ def half_size(image: np.ndarray) -> np.ndarray:
     return np.rint(blocks.mean(axis=(1, 3))).astype(np.uint8)
 
 
-def to_uint8(image: np.ndarray) -> np.ndarray:
-    """Float images in [0, 1] become ``uint8`` as openpi's ``convert_to_uint8`` does (``255 * x``,
-    truncated); integer images are cast without a copy when already ``uint8``."""
+#: Float images may stray this far outside [0, 1] (rendering noise, augmentation) and are
+#: clipped; anything further out is refused rather than guessed at.
+FLOAT_TOLERANCE = 0.05
+
+
+def to_uint8(image: np.ndarray, name: str = "image") -> np.ndarray:
+    """The one conversion of camera images to ``uint8`` for every adapter (and for videos).
+
+    - ``uint8``: returned as is (no copy).
+    - float in [0, 1] (values up to :data:`FLOAT_TOLERANCE` outside are clipped to it):
+      ``255 * x`` truncated, as openpi's ``convert_to_uint8`` does for in-range values.
+    - other integer dtypes (``int64``, ``uint16``, …) whose values all lie in 0..255: cast
+      (nothing changes value).
+
+    Anything else is refused, never wrapped around (``uint8(255 * 1.02)`` would be pixel 4):
+    float images outside [0, 1] (e.g. 0..255 floats: cast them in the environment), NaN or
+    infinity, integer values outside 0..255 (a 16-bit image: scale it in the environment),
+    booleans and non-numeric arrays. ``name`` (e.g. ``camera_obs['wrist_camera_rgb']``)
+    names the image in the message.
+
+    Raises:
+        ObservationError: the image cannot be converted without changing what it shows.
+    """
     image = np.asarray(image)
-    if np.issubdtype(image.dtype, np.floating):
-        return (255 * image).astype(np.uint8)
-    return image.astype(np.uint8, copy=False)
+    dtype = image.dtype
+    if dtype == np.uint8:
+        return image
+    if np.issubdtype(dtype, np.floating):
+        if image.size == 0:
+            return image.astype(np.uint8)
+        low, high = float(np.min(image)), float(np.max(image))
+        if not (np.isfinite(low) and np.isfinite(high)):
+            raise _refuse(name, dtype, "holds NaN or infinite values")
+        if low < -FLOAT_TOLERANCE or high > 1 + FLOAT_TOLERANCE:
+            raise _refuse(
+                name, dtype, f"has values in [{low:g}, {high:g}]; float images must be in [0, 1] "
+                "(for 0..255 floats, cast to uint8 in the environment)"
+            )
+        return (255 * np.clip(image, 0.0, 1.0)).astype(np.uint8)
+    if np.issubdtype(dtype, np.integer):
+        if image.size and (int(np.min(image)) < 0 or int(np.max(image)) > 255):
+            raise _refuse(
+                name, dtype, f"has values in [{int(np.min(image))}, {int(np.max(image))}]; integer images "
+                "must be in 0..255 (scale 16-bit images to uint8 in the environment)"
+            )
+        return image.astype(np.uint8)
+    raise _refuse(name, dtype, "is not a numeric image")
+
+
+def _refuse(name: str, dtype: np.dtype, why: str) -> ObservationError:
+    return ObservationError(f"{name} ({dtype}) {why}; arena sends uint8 images and never wraps pixel values around")

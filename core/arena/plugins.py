@@ -176,21 +176,31 @@ class PluginManager:
                 if added:
                     info.registered[kind] = added
         for impl in self.pm.hook.arena_register_commands.get_hookimpls():
-            self.infos.setdefault(impl.plugin_name, PluginInfo(name=impl.plugin_name)).hooks.append(
-                "arena_register_commands"
-            )
+            info = self.infos.setdefault(impl.plugin_name, PluginInfo(name=impl.plugin_name))
+            info.hooks.append("arena_register_commands")
+            commands = _commands_of(impl)
+            if commands:
+                info.registered["commands"] = commands
         return registry
 
-    def resolve_class(self, kind: str, type_name: str) -> Any:
+    def resolve_class(self, kind: str, type_name: str, *, allow_import: bool = False) -> Any:
         """Return the class registered under ``type_name``, or import ``package.module:Class``.
 
+        Importing runs the module's code, so it happens only with ``allow_import`` (the
+        caller checked the user's opt-in, :mod:`arena.config.imports`).
+
         Raises:
-            PluginError: not registered and not importable; the message lists registered names.
+            PluginError: not registered, and not importable or not allowed to be imported;
+                the message lists registered names or says how to opt in.
         """
         table = getattr(self.registry, kind)
         if type_name in table:
             return table[type_name]
         if ":" in type_name:
+            if not allow_import:
+                from arena.config.imports import refusal
+
+                raise PluginError(refusal(type_name, kind.rstrip("s") if kind != "policies" else "policy"))
             module_name, _, attr = type_name.partition(":")
             try:
                 obj: Any = importlib.import_module(module_name)
@@ -204,7 +214,7 @@ class PluginManager:
         hint = ""
         if self.broken:  # the type may belong to a plugin that failed to load: say so
             failed = "; ".join(f"'{b.name}' ({b.distribution}): {b.error}" for b in self.broken)
-            hint = f"; plugins that failed to load: {failed} (see `arena plugins`)"
+            hint = f"; plugins that failed to load: {failed} (`arena plugins` shows their tracebacks)"
         raise PluginError(
             f"unknown {singular} type '{type_name}' (registered: {known}; or use package.module:Class){hint}"
         )
@@ -225,6 +235,22 @@ class PluginManager:
                         f"command '{name}' is registered twice: by '{owners[name]}' and by '{impl.plugin_name}'"
                     )
                 owners[name] = impl.plugin_name
+
+
+def _commands_of(impl: Any) -> list[str]:
+    """The command names one ``arena_register_commands`` implementation adds (to a scratch app).
+
+    Raises:
+        PluginError: the implementation fails.
+    """
+    import typer
+
+    scratch = typer.Typer()
+    try:
+        impl.function(scratch)
+    except Exception as exc:
+        raise PluginError(f"plugin '{impl.plugin_name}' failed in arena_register_commands: {exc}") from exc
+    return sorted(_command_names(scratch))
 
 
 def _command_names(app: Any) -> list[str]:

@@ -3,7 +3,9 @@
 Launch backends turn it into a subprocess (local), an ``srun`` step (Slurm) or a task (OSMO).
 ``command`` runs inside ``image``; ``local_command`` runs on this machine. Both are templated
 with ``{host}`` (the bind address), ``{port}``, ``{python}`` (this interpreter) and any key
-of ``fields``.
+of ``fields``. ``checkpoint`` and ``revision`` (templated with ``fields`` too) say which model
+the server loads; every run's ``run_result.json`` records them with the image and the
+server's metadata frame, so results name the model that answered.
 
 Network exposure: the backend chooses the bind address (``{host}``): loopback when server and
 simulation share a node, all interfaces where they cannot. A command without ``{host}`` binds
@@ -21,7 +23,25 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from arena.errors import short_repr
+
 _READINESS = re.compile(r"^(websocket|tcp|zmq-ping|http:/\S*)$")
+#: A task name becomes a log file name and a word of job scripts.
+_TASK_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+#: Environment variable names, as POSIX shells accept them (they enter `export NAME=...`).
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def require_env_name(name: str, what: str) -> str:
+    """``name`` when it is an environment variable name (it enters ``export NAME=…`` lines
+    and container flags of generated scripts).
+
+    Raises:
+        ValueError: it is not; the message says ``what`` it was.
+    """
+    if not ENV_NAME.fullmatch(name):
+        raise ValueError(f"{what} {short_repr(name)} is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)")
+    return name
 
 
 class ServerResources(BaseModel):
@@ -66,6 +86,11 @@ class ServerTask(BaseModel):
     )
     shareable: bool = Field(True, description="whether several runs or envs may use one instance")
     fields: dict[str, str] = Field(default_factory=dict, description="extra template fields")
+    checkpoint: str | None = Field(
+        None, description="the checkpoint the server loads (templated like the command, e.g. '{model_path}'), for the record"
+    )
+    revision: str | None = Field(None, description="the checkpoint's revision or version, if known (templated), for the record")
+
     api_key_args: list[str] | None = Field(
         None,
         description="arguments appended to make the server require an API key, templated with {api_key_env} "
@@ -80,12 +105,36 @@ class ServerTask(BaseModel):
         "null: resources.gpu of the free ones",
     )
 
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, value: str) -> str:
+        if not _TASK_NAME.fullmatch(value):
+            raise ValueError(
+                f"server task name {short_repr(value)} must be letters, digits, '_', '.' or '-', not starting with '.' or "
+                "'-' (it names log files and enters job scripts)"
+            )
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for key in value:
+            require_env_name(key, "env key")
+        return value
+
+    @field_validator("secrets")
+    @classmethod
+    def _secret_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            require_env_name(name, "secret")
+        return value
+
     @field_validator("readiness")
     @classmethod
     def _known_readiness(cls, value: str) -> str:
         if not _READINESS.match(value):
             raise ValueError(
-                f"unknown readiness {value!r}; expected websocket, tcp, zmq-ping or http:<path>"
+                f"unknown readiness {short_repr(value)}; expected websocket, tcp, zmq-ping or http:<path>"
             )
         return value
 
@@ -102,6 +151,21 @@ class ServerTask(BaseModel):
                 argv = [*argv, *self.api_key_args]
             values["api_key_env"] = api_key_env
         return [arg.format_map(values) for arg in argv]
+
+    def model_identity(self) -> dict[str, str | None]:
+        """``{"checkpoint", "revision"}`` with ``fields`` filled in: what the server loads,
+        for each run's record of the model that answered (``None`` where unknown)."""
+        values = {**self.fields, "host": "{host}", "port": "{port}", "python": "{python}"}
+
+        def fill(template: str | None) -> str | None:
+            if template is None:
+                return None
+            try:
+                return template.format_map(values)
+            except (KeyError, ValueError, IndexError):  # an unknown field: keep it as written
+                return template
+
+        return {"checkpoint": fill(self.checkpoint), "revision": fill(self.revision)}
 
     def bind_address(self, argv: list[str], requested: str) -> str:
         """Where ``argv`` (``command`` or ``local_command``) binds when the backend asks for
@@ -157,6 +221,8 @@ class ServerOverrides(BaseModel):
     secrets: list[str] | None = None
     shareable: bool | None = None
     fields: dict[str, str] | None = None
+    checkpoint: str | None = None
+    revision: str | None = None
     api_key_args: list[str] | None = None
     bind: str | None = None
     gpus: list[str] | None = Field(

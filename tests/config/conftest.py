@@ -23,6 +23,7 @@ class FakeEnvConfig(EnvironmentConfig):
 class FakeEnv(Environment):
     name = "fake_env"
     Config = FakeEnvConfig
+    success_key = "success"
 
 
 class OtherEnvConfig(EnvironmentConfig):
@@ -32,6 +33,7 @@ class OtherEnvConfig(EnvironmentConfig):
 class OtherEnv(Environment):
     name = "other_env"
     Config = OtherEnvConfig
+    success_key = "success"
 
 
 class FakePolicyConfig(PolicyConfig):

@@ -29,6 +29,7 @@ class SuiteEnvConfig(EnvironmentConfig):
 class SuiteEnv(Environment):
     name = "suite_env"
     Config = SuiteEnvConfig
+    success_key = "success"
 
 
 class LoopingEnvConfig(EnvironmentConfig):
@@ -41,6 +42,7 @@ class LoopingEnvConfig(EnvironmentConfig):
 class LoopingEnv(Environment):
     name = "looping_env"
     Config = LoopingEnvConfig
+    success_key = "success"
 
 
 class SuitePlugin:

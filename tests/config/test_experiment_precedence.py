@@ -146,13 +146,15 @@ def test_class_path_type_is_resolved_and_kept_as_written(manager, monkeypatch):
     module = types.ModuleType("arena_test_ext")
 
     class ExtEnv(Environment):
+        success_key = "success"
+
         class Config(EnvironmentConfig):
             width: int = 3
 
     module.ExtEnv = ExtEnv
     monkeypatch.setitem(sys.modules, "arena_test_ext", module)
     data = {"runs": {"alpha": {"environment": {"type": "arena_test_ext:ExtEnv", "width": 5}, "policy": {"type": "fake_policy"}}}}
-    run = load_experiment_dict(data, manager=manager).runs["alpha"]
+    run = load_experiment_dict(data, manager=manager, allow_imports=["arena_test_ext"]).runs["alpha"]
     assert run.environment_cls is ExtEnv and run.environment.width == 5
     assert run.to_dict()["environment"]["type"] == "arena_test_ext:ExtEnv"
 

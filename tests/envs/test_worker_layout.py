@@ -13,6 +13,7 @@ from arena.envs.workers import layout
 
 class AnyEnv(Environment):
     name = "any_env"
+    success_key = "success"
 
 
 class OnePerWorker(Environment):
@@ -22,6 +23,7 @@ class OnePerWorker(Environment):
 
 class Vectorized(Environment):
     name = "isaac_like"
+    success_key = "success"
     envs_per_worker = "all"
 
 
@@ -91,6 +93,6 @@ def test_impossible_split_is_a_config_error_naming_the_run_and_key(tmp_path):
     )
     sys.modules.setdefault("tests_envs_layout", sys.modules[__name__])
     with pytest.raises(ConfigError) as err:
-        load_experiment(path)
+        load_experiment(path, allow_imports=["tests_envs_layout"])
     assert err.value.run == "r" and err.value.key == "environment.workers"
     assert "workers must be 0, 1 or auto" in str(err.value)

@@ -154,6 +154,7 @@ def test_ctrl_c_stops_servers_and_keeps_finished_episodes(tmp_path):
     proc.send_signal(signal.SIGINT)
     output, _ = proc.communicate(timeout=60)
     assert proc.returncode == 130, output
+    assert f"run the rest with: arena run --resume {out}" in " ".join(output.split())
     finished = [json.loads(line) for line in records.read_text().splitlines()]
     assert len(finished) >= 2
     assert all(r["outcome"] == "success" for r in finished)

@@ -48,6 +48,7 @@ class _Env:
     """Episodes of 1000 steps that never succeed: only a fault ends them."""
 
     task_description = "hold"
+    success_key = "success"
 
     def __init__(self, num_envs: int) -> None:
         self.num_envs = num_envs
@@ -128,8 +129,12 @@ def test_a_server_killed_mid_run_is_an_error_episode_for_every_env_within_the_re
 
 def test_a_hung_server_that_stays_up_costs_the_request_timeout_per_attempt_not_the_first_request_timeout():
     # Requests 1 and 2 are answered (the server is warm), then the model hangs while the
-    # server still accepts connections: each reconnect reaches the same, warm server.
-    with ServerProcess("arena", "--action-shape", "4", "3", "--hang-from-request", "3") as server:
+    # server still accepts connections: each reconnect reaches the same, warm server. Inference
+    # stays off the event loop (--inline-below-ms 0): a model hung *inline* blocks the loop, and
+    # that case is the next test.
+    with ServerProcess(
+        "arena", "--action-shape", "4", "3", "--hang-from-request", "3", "--inline-below-ms", "0"
+    ) as server:
         policy = _policy(server.port, request_timeout_s=1, reconnect_timeout_s=10, max_reconnect_attempts=2, open_loop_horizon=1)
         env = _Env(1)
         obs = env.reset_envs([0], [0])
@@ -149,6 +154,31 @@ def test_a_hung_server_that_stays_up_costs_the_request_timeout_per_attempt_not_t
     # documented bound: (1 + max_reconnect_attempts) x request_timeout_s + back-offs (<= 2 s each)
     assert elapsed < 3 * 1 + 2 * 2 + 10
     assert policy.reconnects == 2
+
+
+def test_a_model_hung_on_the_event_loop_is_reported_as_a_blocked_loop_within_the_reconnect_bound():
+    # Short inferences run inline (on the event loop); when one of them hangs, the loop is
+    # blocked: handshakes time out, and the client says so instead of waiting for a reply.
+    with ServerProcess("arena", "--action-shape", "4", "3", "--hang-from-request", "3", "--inline-below-ms", "100") as server:
+        policy = _policy(server.port, request_timeout_s=1, reconnect_timeout_s=3, max_reconnect_attempts=2, open_loop_horizon=1)
+        env = _Env(1)
+        obs = env.reset_envs([0], [0])
+        policy.start(env)
+        try:
+            policy.get_action(env, obs)
+            policy.get_action(env, obs)
+            started = time.monotonic()
+            thread, box = _in_thread(lambda: policy.get_action(env, obs))
+            thread.join(LIMIT_S)
+            elapsed = time.monotonic() - started
+        finally:
+            policy.close()
+    assert not thread.is_alive(), "the client kept waiting on a server whose event loop is blocked"
+    assert isinstance(box.get("error"), PolicyError), box
+    assert "event loop blocked" in str(box["error"]), box["error"]
+    # documented bound: request_timeout_s + max_reconnect_attempts x reconnect_timeout_s + back-offs
+    assert elapsed < 1 + 2 * 3 + 2 * 2 + 5
+    assert policy.reconnects == 0  # no handshake completed
 
 
 def _warm_policy_of_a_killed_server() -> tuple[_Policy, _Env, Any, int]:

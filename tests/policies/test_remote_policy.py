@@ -203,6 +203,8 @@ def test_any_float_dtype_is_accepted_and_cast_to_float32(openpi_double, dtype):
 class _TinyEnv:
     """A synthetic env: episodes of 3 steps, success when the action's first column is >= 0."""
 
+    success_key = "success"
+
     default_max_episode_steps = 3
     task_description = "count"
 

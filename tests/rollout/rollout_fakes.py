@@ -36,6 +36,7 @@ class CounterConfig(EnvironmentConfig):
 class CounterEnv(Environment):
     name = "counter"
     Config = CounterConfig
+    success_key = "success"
 
     instances: list[CounterEnv] = []
 

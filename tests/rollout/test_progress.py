@@ -25,7 +25,7 @@ def test_progress_sums_shards_and_counts_pending_runs(tmp_path):
     assert progress["b"]["state"] == "running" and progress["b"]["episodes_done"] == 5 and progress["b"]["successes"] == 3
     assert progress["c"]["state"] == "pending" and progress["c"]["episodes_total"] == 5
     line = summary_line(progress)
-    assert "runs 1/3 done (1 running)" in line and "episodes 9/15" in line and "success 6/8" in line and "errors 1" in line
+    assert "runs 1/3 finished (1 running)" in line and "episodes 9/15" in line and "success 6/8" in line and "errors 1" in line
 
 
 def test_without_a_terminal_plain_lines_are_logged_periodically(tmp_path):
@@ -38,7 +38,7 @@ def test_without_a_terminal_plain_lines_are_logged_periodically(tmp_path):
         time.sleep(0.2)
     text = buffer.getvalue()
     assert "\x1b[" not in text  # no terminal control codes in logs
-    assert "[arena]" in text and "episodes 1/2" in text and "runs 1/1 done" in text
+    assert "[arena]" in text and "episodes 1/2" in text and "runs 1/1 finished" in text
 
 
 def test_on_a_terminal_progress_bars_show_runs_episodes_and_successes(tmp_path):
@@ -49,3 +49,35 @@ def test_on_a_terminal_progress_bars_show_runs_episodes_and_successes(tmp_path):
         time.sleep(0.15)
     text = buffer.getvalue()
     assert "runs" in text and "episodes" in text and "3/8" in text and "success 2/2" in text
+
+
+def test_cancelled_runs_are_counted_as_cancelled_not_done(tmp_path):
+    _status(tmp_path, "a", state="completed", episodes_done=3, episodes_total=3, successes=3, errors=0)
+    _status(tmp_path, "b", state="cancelled", episodes_done=1, episodes_total=3, successes=0, errors=0)
+    _status(tmp_path, "c", state="cancelled", episodes_done=0, episodes_total=3, successes=0, errors=0)
+    line = summary_line(read_progress(tmp_path, ["a", "b", "c"]))
+    assert "runs 3/3 finished: 1 completed, 2 cancelled |" in line
+
+
+def test_successes_of_different_policies_are_never_pooled(tmp_path):
+    _status(tmp_path, "reach_expert", state="completed", episodes_done=4, episodes_total=4, successes=4, errors=0)
+    _status(tmp_path, "pick_expert", state="running", episodes_done=2, episodes_total=4, successes=1, errors=0)
+    _status(tmp_path, "reach_zero", state="completed", episodes_done=4, episodes_total=4, successes=0, errors=1)
+    runs = ["reach_expert", "pick_expert", "reach_zero"]
+    policies = {"reach_expert": "metaworld_expert_remote", "pick_expert": "metaworld_expert_remote", "reach_zero": "zero_action"}
+    line = summary_line(read_progress(tmp_path, runs), policies)
+    assert "success: metaworld_expert_remote 5/6, zero_action 0/3 |" in line
+    assert "success 5/9" not in line
+    one_policy = summary_line(read_progress(tmp_path, runs[:2]), policies)
+    assert "| success 5/6 |" in one_policy
+
+
+def test_on_a_terminal_the_episode_bar_keeps_policies_apart(tmp_path):
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=True, width=160)
+    _status(tmp_path, "a", state="running", episodes_done=2, episodes_total=4, successes=2, errors=0)
+    _status(tmp_path, "b", state="cancelled", episodes_done=2, episodes_total=4, successes=0, errors=0)
+    with ProgressWatcher(tmp_path, ["a", "b"], console, policies={"a": "expert", "b": "zero_action"}, refresh_s=0.02):
+        time.sleep(0.15)
+    text = buffer.getvalue()
+    assert "success: expert 2/2, zero_action 0/2" in text and "1 cancelled" in text

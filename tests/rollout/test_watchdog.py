@@ -130,7 +130,8 @@ def test_run_one_with_launch_watchdog_resumes_a_wedged_policy_with_the_same_outc
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
     started = time.monotonic()
     result = subprocess.run(
-        [sys.executable, "-m", "arena", "run-one", str(path), "--run", "count", "--output-dir", str(out)],
+        [sys.executable, "-m", "arena", "run-one", str(path), "--run", "count", "--output-dir", str(out),
+         "--allow-import", "rollout_fakes"],
         capture_output=True, text=True, timeout=120, env=env, cwd=ROOT,
     )
     assert result.returncode == 0, result.stderr[-3000:]

@@ -11,10 +11,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from arena.errors import short_repr
 from arena.launch.base import BackendOptions
+from arena.servertask import require_env_name
 
 _DURATION = re.compile(r"^[0-9]+(\.[0-9]+)?[smhdw]$")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class _Strict(BaseModel):
@@ -107,13 +108,12 @@ class OsmoOptions(BackendOptions):
     @classmethod
     def _duration(cls, value: str) -> str:
         if not _DURATION.match(value):
-            raise ValueError(f"{value!r} is not a duration such as '30m', '12h' or '1d'")
+            raise ValueError(f"{short_repr(value)} is not a duration such as '30m', '12h' or '1d'")
         return value
 
     @field_validator("credentials")
     @classmethod
     def _env_names(cls, value: dict[str, CredentialRef]) -> dict[str, CredentialRef]:
         for name in value:
-            if not _ENV_NAME.match(name):
-                raise ValueError(f"{name!r} is not an environment variable name")
+            require_env_name(name, "credential")
         return value

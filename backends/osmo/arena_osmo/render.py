@@ -53,6 +53,7 @@ from pydantic import ValidationError
 from arena.errors import ConfigError, ConfigErrors
 from arena.launch.exposure import GENERATED_KEY_ENV, Exposure, decide_exposure
 from arena.launch.planning import missing_image
+from arena.launch.shell import in_double_quotes, one_line
 from arena_osmo.placement import Placements, place
 from arena_osmo.spec import check_template_text, validate_workflow
 
@@ -469,7 +470,7 @@ class _Context:
             exposure = self.exposures[rt.run]
             env["ARENA_SERVER_INFO"] = json.dumps(
                 {"task": rt.server, "host": _host(rt.server), "port": plan.task.port, "log": "server.log",
-                 "bind": exposure.bind, "exposed": exposure.exposed, "api_key": exposure.key}
+                 "image": plan.task.image, "bind": exposure.bind, "exposed": exposure.exposed, "api_key": exposure.key}
             )
             if rt.generated_key:
                 env["ARENA_SERVER_API_KEY_ENV"] = GENERATED_KEY_ENV  # run-one reads the key by this name
@@ -534,7 +535,7 @@ class _Context:
         run_dir = f'"$OUT"/{q(rt.run)}'
         flags = "".join(f" {flag}" for flag in (self.resume.run_one_flags() if self.resume is not None else []))
         run_one = f'arena run-one {SNAPSHOT_FILE} --run {q(rt.run)} --output-dir "$OUT"{flags}'
-        lines = ["#!/bin/bash", f"# arena run '{rt.run}'", "set -u", "OUT={{output}}", f"mkdir -p {run_dir}"]
+        lines = ["#!/bin/bash", f"# arena run '{one_line(rt.run)}'", "set -u", "OUT={{output}}", f"mkdir -p {run_dir}"]
         if rt.run in self.carried:
             lines += [
                 "# resumed: the finished episodes of the earlier attempt, so run-one --resume skips them",
@@ -547,11 +548,14 @@ class _Context:
             api_env = self.exposures[rt.run].client_key_env
             if api_env:
                 probe += f" --api-key-env {q(api_env)}"
-            reason = f"policy server {rt.server} ({task.name}) was not ready at $HOST:$PORT after {timeout} s; see its server.log"
+            reason = (
+                f"policy server {in_double_quotes(rt.server)} ({in_double_quotes(task.name)}) was not ready at "
+                f"$HOST:$PORT after {timeout} s; see its server.log"
+            )
             lines += [
                 f"HOST='{_host(rt.server)}'",
                 f"PORT={task.port}",
-                f"# wait for the policy server (readiness {task.readiness})",
+                f"# wait for the policy server (readiness {one_line(task.readiness)})",
                 f"if ! {probe}; then",
                 f"  python -m arena_osmo.runner_failure \"$OUT\" {q(rt.run)} \"{reason}\"",
                 "  exit 3",

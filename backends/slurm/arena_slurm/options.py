@@ -17,12 +17,15 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from arena.errors import short_repr
 from arena.launch.base import BackendOptions
 
 #: Slurm's time formats: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S (sbatch(1), --time).
 _TIME = re.compile(r"^(\d+-)?\d+(:\d{1,2}){0,2}$|^(UNLIMITED|INFINITE)$")
 #: ``SRC:DST[:FLAGS]`` as pyxis reads ``--container-mounts`` (NVIDIA/pyxis README).
 _MOUNT = re.compile(r"^[^:,\s]+(:[^:,\s]+(:[^:,\s]+)?)?$")
+#: Partition, account and QOS names (comma-separated lists included).
+_WORD = re.compile(r"[A-Za-z0-9_.,:+-]+")
 
 
 class SlurmOptions(BackendOptions):
@@ -88,11 +91,19 @@ class SlurmOptions(BackendOptions):
     job_name_prefix: str = Field("arena", description="job names are <prefix>-<experiment>-<run>")
     poll_interval_s: float = Field(10.0, gt=0, description="seconds between squeue polls while `--wait`ing")
 
+    @field_validator("partition", "server_partition", "account", "qos")
+    @classmethod
+    def _one_word(cls, value: str | None) -> str | None:
+        # these become `#SBATCH --partition=VALUE` lines: a space or a line break would start another
+        if value is not None and not _WORD.fullmatch(value):
+            raise ValueError(f"{short_repr(value)} is not a Slurm name (letters, digits and _ . , : + - only)")
+        return value
+
     @field_validator("time")
     @classmethod
     def _slurm_time(cls, value: str | None) -> str | None:
         if value is not None and not _TIME.match(value):
-            raise ValueError(f"time {value!r} is not a Slurm time limit (minutes, H:M:S or D-H:M:S)")
+            raise ValueError(f"time {short_repr(value)} is not a Slurm time limit (minutes, H:M:S or D-H:M:S)")
         return value
 
     @field_validator("container_mounts")
@@ -100,7 +111,7 @@ class SlurmOptions(BackendOptions):
     def _mounts(cls, value: list[str]) -> list[str]:
         for mount in value:
             if not _MOUNT.match(mount):
-                raise ValueError(f"container mount {mount!r} is not SRC[:DST[:FLAGS]] (one mount per item)")
+                raise ValueError(f"container mount {short_repr(mount)} is not SRC[:DST[:FLAGS]] (one mount per item)")
         return value
 
     @field_validator("extra_sbatch")
@@ -109,12 +120,12 @@ class SlurmOptions(BackendOptions):
         lines = []
         for line in value:
             if "\n" in line or "\r" in line:
-                raise ValueError(f"extra_sbatch line {line!r} holds a line break; give one option per item")
+                raise ValueError(f"extra_sbatch line {short_repr(line)} holds a line break; give one option per item")
             line = line.strip()
             if line.startswith("#SBATCH"):
                 line = line[len("#SBATCH"):].strip()
             if not line.startswith("-"):
-                raise ValueError(f"extra_sbatch line {line!r} is not an sbatch option (it must start with '-')")
+                raise ValueError(f"extra_sbatch line {short_repr(line)} is not an sbatch option (it must start with '-')")
             lines.append(line)
         return lines
 
@@ -123,7 +134,7 @@ class SlurmOptions(BackendOptions):
     def _setup_lines(cls, value: list[str]) -> list[str]:
         for line in value:
             if "\n" in line or "\r" in line:
-                raise ValueError(f"setup command {line!r} holds a line break; give one command per item")
+                raise ValueError(f"setup command {short_repr(line)} holds a line break; give one command per item")
         return value
 
     @model_validator(mode="after")

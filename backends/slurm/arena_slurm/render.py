@@ -43,8 +43,9 @@ from typing import TYPE_CHECKING, Any
 
 import jinja2
 
-from arena.errors import ConfigError
+from arena.errors import ConfigError, short_repr
 from arena.launch.exposure import GENERATED_KEY_ENV, Exposure, decide_exposure, is_loopback
+from arena.launch.shell import DOUBLE_QUOTE_SPECIAL, in_double_quotes, one_line
 from arena.rollout.run_one import TIME_LIMIT_ENV
 from arena_slurm.options import SlurmOptions
 
@@ -72,8 +73,27 @@ def _environment() -> jinja2.Environment:
         keep_trailing_newline=True,
         undefined=jinja2.StrictUndefined,
     )
-    env.filters["q"] = lambda value: shlex.quote(str(value))
+    # Everything that enters a script goes through one of these:
+    env.filters["q"] = lambda value: shlex.quote(str(value))  # a shell word
+    env.filters["dq"] = in_double_quotes  # text inside "..."
+    env.filters["comment"] = one_line  # text of a `# ...` line
+    env.filters["sbatch"] = _sbatch_value  # the value of an `#SBATCH --opt=VALUE` line
     return env
+
+
+def _sbatch_value(value: object) -> str:
+    """``value`` as sbatch reads an ``#SBATCH`` option: one word, nothing to quote.
+
+    Raises:
+        ConfigError: it holds whitespace, a quote, a backslash or a control character.
+    """
+    text = str(value)
+    if re.search(r"[\s\"'\\\x00-\x1f\x7f]", text):
+        raise ConfigError(
+            f"{short_repr(text, 120)} cannot be written into an #SBATCH line (no spaces, quotes, backslashes or control "
+            "characters): choose an output directory without them"
+        )
+    return text
 
 
 def job_name(options: SlurmOptions, experiment: str, suffix: str) -> str:
@@ -92,7 +112,7 @@ def _seconds(value: float) -> str:
 
 def _double_quoted(arg: str) -> str:
     """``arg`` in double quotes with ``$``, backticks, quotes escaped; the port token -> ``${PORT}``."""
-    escaped = re.sub(r'([\\"$`])', r"\\\1", arg)
+    escaped = DOUBLE_QUOTE_SPECIAL.sub(r"\\\1", arg)
     return '"' + escaped.replace(_PORT_TOKEN, "${PORT}") + '"'
 
 
@@ -277,8 +297,9 @@ def run_context(
         wildcard = exposure.bind in ("0.0.0.0", "::")
         if not hetjob and (wildcard or is_loopback(exposure.bind)):
             client_host = "127.0.0.1"  # same node: loopback reaches it, whatever it binds
+        # client_host is a shell word as written into the script (quoted here, not in the template)
         else:
-            client_host = "$SERVER_NODE" if wildcard else exposure.bind
+            client_host = '"$SERVER_NODE"' if wildcard else shlex.quote(exposure.bind)
         server = {
             "name": task.name,
             "where": where,

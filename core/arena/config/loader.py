@@ -1,9 +1,11 @@
 """Load an experiment file: overrides, ``requires``, merging, validation, resolved runs.
 
-Top-level keys are ``requires``, ``launch``, ``shared`` and ``runs`` (required, a non-empty
-mapping; run names match ``[A-Za-z_][A-Za-z0-9_-]*``, optionally followed by one
-``.<suffix>``: the name of an expanded run). Run keys are ``environment``, ``policy``,
-``environment_builder``, ``rollout_limit``, ``server`` and ``recording``.
+Top-level keys are ``name``, ``requires``, ``launch``, ``shared`` and ``runs`` (required, a
+non-empty mapping; run names match ``[A-Za-z_][A-Za-z0-9_-]*``, optionally followed by one
+``.<suffix>``: the name of an expanded run), and in snapshots arena writes ``allow_imports``
+(:mod:`arena.config.imports`: a ``package.module:Class`` type imports its module only when the
+user allowed it). Run keys are ``environment``, ``policy``, ``environment_builder``,
+``rollout_limit``, ``server`` and ``recording``.
 
 **Expansion.** A run whose environment config's ``expand()`` returns ``{suffix: updates}``
 (a LIBERO suite given without a task) is replaced, in place, by one run ``NAME.<suffix>`` per
@@ -26,7 +28,8 @@ fields.
 Order of checks: the file's shape and the override tokens, then ``requires`` (so a missing
 plugin is named, not reported as an unknown type), then ``launch``, then each run. Every
 problem raises :class:`arena.errors.ConfigError` with the file, the run and the key path.
-After a run validates, its environment and policy configs' optional ``validate_run(run)``
+An environment class must declare ``success_key`` (:mod:`arena.envs.base`); one that does not
+is refused here. After a run validates, its environment and policy configs' optional ``validate_run(run)``
 hooks run (cross-section constraints; a ``ValueError`` becomes a ConfigError naming the run).
 """
 
@@ -41,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from arena.config.imports import SNAPSHOT_KEY, ImportPolicy, is_arena_module, module_of, refusal
 from arena.config.merge import deep_merge, has_path, leaves
 from arena.config.models import (
     EnvironmentBuilderConfig,
@@ -54,23 +58,24 @@ from arena.config.requires import normalize_requires
 from arena.config.resolved import ResolvedExperiment, ResolvedRun
 from arena.config.validation import validate_section
 from arena.config.yaml_io import dump_yaml, read_yaml
-from arena.envs.base import Environment
+from arena.envs.base import Environment, declared_success_key
 from arena.envs.workers.layout import plan_workers
-from arena.errors import ConfigError, PluginError
+from arena.errors import ConfigError, PluginError, SuccessSignalError, short_repr
 from arena.fsutil import write_text_atomic
 from arena.policies.base import PolicyBase
-from arena.servertask import ServerOverrides
+from arena.servertask import ENV_NAME, ServerOverrides
 
 if TYPE_CHECKING:
     from arena.plugins import PluginManager
 
-TOP_LEVEL_KEYS = ("name", "requires", "launch", "shared", "runs")
+TOP_LEVEL_KEYS = ("name", "requires", "launch", "shared", "runs", SNAPSHOT_KEY)
 RUN_KEYS = ("environment", "policy", "environment_builder", "rollout_limit", "server", "recording", "credentials")
 #: Run keys whose value is a list, not a mapping of fields.
 LIST_RUN_KEYS = ("credentials",)
-ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 RUN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)?")
 _SUFFIX = re.compile(r"[A-Za-z0-9_-]+")
+#: An experiment name becomes ``outputs/<name>/``, job names and lines of job scripts.
+EXPERIMENT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 _COMPONENTS: dict[str, tuple[str, str, type]] = {
     # section: (registry kind, what it is called, required base class)
@@ -91,18 +96,32 @@ def load_experiment(
     *,
     manager: PluginManager | None = None,
     check_requires: bool = True,
+    allow_imports: Sequence[str] = (),
+    trust_snapshot: bool = False,
 ) -> ResolvedExperiment:
     """Read, override, check and resolve the experiment file at ``path``.
 
     ``overrides`` are ``KEY=VALUE`` tokens (see :mod:`arena.config.overrides`); ``manager``
     defaults to the process-wide plugin manager; ``check_requires=False`` skips the
-    ``requires`` check (the configs are validated all the same).
+    ``requires`` check (the configs are validated all the same). ``allow_imports``: modules
+    a ``package.module:Class`` type may import (``--allow-import``; ``$ARENA_ALLOW_IMPORTS``
+    adds to them); ``trust_snapshot``: the file is a snapshot arena wrote, whose own
+    ``allow_imports`` list is honoured (:mod:`arena.config.imports`).
 
     Raises:
-        ConfigError: anything wrong with the file, an override or a component config.
+        ConfigError: anything wrong with the file, an override or a component config, or a
+            type whose module is not allowed to be imported.
     """
     data = read_yaml(path)
-    return load_experiment_dict(data, overrides, source=str(path), manager=manager, check_requires=check_requires)
+    return load_experiment_dict(
+        data,
+        overrides,
+        source=str(path),
+        manager=manager,
+        check_requires=check_requires,
+        allow_imports=allow_imports,
+        trust_snapshot=trust_snapshot,
+    )
 
 
 def load_experiment_dict(
@@ -112,6 +131,8 @@ def load_experiment_dict(
     source: str | None = None,
     manager: PluginManager | None = None,
     check_requires: bool = True,
+    allow_imports: Sequence[str] = (),
+    trust_snapshot: bool = False,
 ) -> ResolvedExperiment:
     """Resolve already parsed experiment data; ``source`` names its file in errors.
 
@@ -150,15 +171,23 @@ def load_experiment_dict(
     shared = apply_overrides(_mapping(raw.get("shared"), source, "shared"), _scope(parsed, "shared"), file=source)
     _check_run_keys(shared, source=source, run=None, prefix="shared")
 
+    listed = _allow_list(raw.get(SNAPSHOT_KEY), source)
+    imports = _Imports(ImportPolicy.gather(allow_imports, snapshot=listed if trust_snapshot else ()), listed, trust_snapshot)
     runs: dict[str, ResolvedRun] = {}
     for name, run_raw in runs_raw.items():
         own = _mapping(run_raw, source, None, run=name)
         run_overrides = [o for o in parsed if o.scope == "runs" and o.run == name]
         own = apply_overrides(own, run_overrides, file=source)
         run = _resolve_run(
-            name, shared, own, source=source, manager=manager, overrides=run_overrides + _scope(parsed, "shared")
+            name,
+            shared,
+            own,
+            source=source,
+            manager=manager,
+            overrides=run_overrides + _scope(parsed, "shared"),
+            imports=imports,
         )
-        for child_name, child in _expand(run, shared, own, parsed, source=source, manager=manager):
+        for child_name, child in _expand(run, shared, own, parsed, source=source, manager=manager, imports=imports):
             if child_name in runs or (child_name != name and child_name in runs_raw):
                 raise ConfigError(
                     f"run '{name}' expands into '{child_name}', which is already a run of the experiment",
@@ -177,14 +206,29 @@ def load_experiment_dict(
     name = raw.get("name")
     if name is None:
         name = Path(source).stem if source else "experiment"
-    elif not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+        if not EXPERIMENT_NAME.fullmatch(name):
+            raise ConfigError(
+                f"the experiment is named after its file, and {short_repr(name)} cannot name an output folder or "
+                "enter a job script (letters, digits, '_', '.' or '-', not starting with '.' or '-'): rename the "
+                "file or set a top-level `name:`",
+                file=source,
+                key="name",
+            )
+    elif not isinstance(name, str) or not EXPERIMENT_NAME.fullmatch(name):
         raise ConfigError(
-            f"name must be a non-empty string of letters, digits, '_', '.' or '-' (it names output folders); got {name!r}",
+            "name must be letters, digits, '_', '.' or '-', not starting with '.' or '-' (it names output folders "
+            f"and enters job scripts); got {short_repr(name)}",
             file=source,
             key="name",
         )
     return ResolvedExperiment(
-        name=name, source=source, requires=requires, launch=launch, runs=runs, shared=shared  # type: ignore[arg-type]
+        name=name,
+        source=source,
+        requires=requires,
+        launch=launch,  # type: ignore[arg-type]
+        runs=runs,
+        shared=shared,
+        imports=list(dict.fromkeys(imports.used)),
     )
 
 
@@ -257,7 +301,7 @@ def _runs(runs: Any, source: str | None) -> dict[str, Any]:
     for name in runs:
         if not isinstance(name, str) or not RUN_NAME.fullmatch(name):
             raise ConfigError(
-                f"invalid run name {name!r}: expected letters, digits, '_' or '-', not starting with a digit "
+                f"invalid run name {short_repr(name)}: expected letters, digits, '_' or '-', not starting with a digit "
                 f"or '-' ([A-Za-z_][A-Za-z0-9_-]*; an expanded run adds one '.<suffix>')",
                 file=source,
                 key=f"runs.{name}",
@@ -270,7 +314,7 @@ def _mapping(value: Any, source: str | None, key: str | None, *, run: str | None
         return {}
     if not isinstance(value, Mapping):
         what = f"'{key}'" if key else "a run"
-        raise ConfigError(f"{what} must be a mapping; got {type(value).__name__} {value!r}", file=source, run=run, key=key)
+        raise ConfigError(f"{what} must be a mapping; got {type(value).__name__} {short_repr(value)}", file=source, run=run, key=key)
     return dict(value)
 
 
@@ -288,7 +332,7 @@ def _check_run_keys(data: Mapping[str, Any], *, source: str | None, run: str | N
             _check_credentials(value, source=source, run=run, key=path)
         elif value is not None and not isinstance(value, Mapping):
             raise ConfigError(
-                f"expected a mapping of {key} fields; got {type(value).__name__} {value!r}",
+                f"expected a mapping of {key} fields; got {type(value).__name__} {short_repr(value)}",
                 file=source,
                 run=run,
                 key=path,
@@ -301,7 +345,7 @@ def _check_credentials(value: Any, *, source: str | None, run: str | None, key: 
         return
     if not isinstance(value, list) or not all(isinstance(v, str) and ENV_NAME.fullmatch(v) for v in value):
         raise ConfigError(
-            f"expected a list of environment variable names (e.g. [HF_TOKEN]) the run's runner needs; got {value!r}",
+            f"expected a list of environment variable names (e.g. [HF_TOKEN]) the run's runner needs; got {short_repr(value)}",
             file=source,
             run=run,
             key=key,
@@ -310,6 +354,40 @@ def _check_credentials(value: Any, *, source: str | None, run: str | None, key: 
 
 def _scope(parsed: list[Override], scope: str) -> list[Override]:
     return [o for o in parsed if o.scope == scope]
+
+
+def _allow_list(value: Any, source: str | None) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(
+            f"'{SNAPSHOT_KEY}' must be a list of module names; got {type(value).__name__}", file=source, key=SNAPSHOT_KEY
+        )
+    return list(value)
+
+
+class _Imports:
+    """The import opt-in of one load, and the modules it imported."""
+
+    def __init__(self, policy: ImportPolicy, listed: list[str], trusted: bool) -> None:
+        self.policy = policy
+        self.listed = ImportPolicy(tuple(listed))
+        self.trusted = trusted
+        self.used: list[str] = []
+
+    def check(self, type_name: str, table: Mapping[str, Any], label: str) -> bool:
+        """Whether resolving ``type_name`` imports a module (raises ValueError when not allowed)."""
+        module = None if type_name in table else module_of(type_name)
+        if module is None:
+            return False
+        if not self.policy.allows(module):
+            message = refusal(type_name, label)
+            if not self.trusted and self.listed.allows(module):
+                message += f" (the file's own '{SNAPSHOT_KEY}' is honoured only in the snapshots arena runs)"
+            raise ValueError(message)
+        if not is_arena_module(module):
+            self.used.append(module)
+        return True
 
 
 def _expanded_target(override: Override) -> Override:
@@ -331,6 +409,7 @@ def _expand(
     *,
     source: str | None,
     manager: PluginManager,
+    imports: _Imports,
 ) -> list[tuple[str, ResolvedRun]]:
     """``[(name, run)]``: the run itself, or the runs its environment config expands into."""
     try:
@@ -349,12 +428,12 @@ def _expand(
     out: list[tuple[str, ResolvedRun]] = []
     for suffix, updates in parts.items():
         if not _SUFFIX.fullmatch(str(suffix)):
-            raise ConfigError(f"environment expands into an invalid run suffix {suffix!r}", file=source, run=run.name)
+            raise ConfigError(f"environment expands into an invalid run suffix {short_repr(suffix)}", file=source, run=run.name)
         name = f"{run.name}.{suffix}"
         child_overrides = [o for o in parsed if o.scope == "runs" and o.run == name]
         child_own = apply_overrides(deep_merge(own, {"environment": dict(updates)}), child_overrides, file=source)
         overrides = child_overrides + [o for o in parsed if o.scope == "runs" and o.run == run.name] + _scope(parsed, "shared")
-        child = _resolve_run(name, shared, child_own, source=source, manager=manager, overrides=overrides)
+        child = _resolve_run(name, shared, child_own, source=source, manager=manager, overrides=overrides, imports=imports)
         if child.environment.expand():
             raise ConfigError(
                 f"expanded run '{name}' would expand again; its environment's expand() must return None "
@@ -378,6 +457,7 @@ def _resolve_run(
     source: str | None,
     manager: PluginManager,
     overrides: Sequence[Override] = (),
+    imports: _Imports | None = None,
 ) -> ResolvedRun:
     _check_run_keys(own, source=source, run=name, prefix=None)
     merged: dict[str, dict[str, Any]] = {}
@@ -420,13 +500,19 @@ def _resolve_run(
             )
         if not isinstance(type_name, str):
             raise ConfigError(
-                f"expected a {label} name or package.module:Class; got {type(type_name).__name__} {type_name!r}",
+                f"expected a {label} name or package.module:Class; got {type(type_name).__name__} {short_repr(type_name)}",
                 file=source,
                 run=name,
                 key=f"{section}.type",
             )
         try:
-            cls = manager.resolve_class(kind, type_name)
+            importing = (imports or _Imports(ImportPolicy.gather(), [], False)).check(
+                type_name, getattr(manager.registry, kind), label
+            )
+        except ValueError as exc:
+            raise ConfigError(f"{exc}{origin((section, 'type'))}", file=source, run=name, key=f"{section}.type") from None
+        try:
+            cls = manager.resolve_class(kind, type_name, allow_import=importing)
         except PluginError as exc:
             raise ConfigError(f"{exc}{origin((section, 'type'))}", file=source, run=name, key=f"{section}.type") from None
         config_cls = getattr(cls, "Config", None)
@@ -439,7 +525,18 @@ def _resolve_run(
                 run=name,
                 key=f"{section}.type",
             )
+        if section == "environment":
+            try:
+                declared_success_key(cls)
+            except SuccessSignalError as exc:
+                raise ConfigError(str(exc), file=source, run=name, key="environment.type") from None
         config = validate_section(config_cls, fields, file=source, run=name, key=section, origin=origin)
+        references = config.code_references() if section == "environment" else {}
+        for field, reference in references.items():  # code the config names, imported at build time
+            try:
+                (imports or _Imports(ImportPolicy.gather(), [], False)).check(reference, {}, f"{section}.{field} reference")
+            except ValueError as exc:
+                raise ConfigError(f"{exc}{origin((section, field))}", file=source, run=name, key=f"{section}.{field}") from None
         components[section] = (type_name, cls, config)
 
     sections = {

@@ -10,6 +10,8 @@ import copy
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from arena.errors import short_repr
+
 Path = tuple[str, ...]
 _MISSING = object()
 
@@ -69,7 +71,7 @@ def set_path(data: Mapping[str, Any], path: Path, value: Any) -> dict[str, Any]:
             child = {}
         if not isinstance(child, Mapping):
             where = ".".join(path[: depth + 1])
-            raise TypeError(f"'{where}' holds {type(child).__name__} {child!r}, not a mapping")
+            raise TypeError(f"'{where}' holds {type(child).__name__} {short_repr(child)}, not a mapping")
         child = dict(child)
         node[key] = child
         node = child

@@ -14,7 +14,8 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from arena.errors import ConfigError
+from arena.distributions import install_hint
+from arena.errors import ConfigError, short_repr
 
 if TYPE_CHECKING:
     from arena.plugins import PluginManager
@@ -38,12 +39,12 @@ def normalize_requires(requires: Any, *, source: str | None = None) -> dict[str,
     out: dict[str, str] = {}
     for dist, spec in requires.items():
         if not isinstance(dist, str) or not dist.strip():
-            raise ConfigError(f"distribution names are strings; got {dist!r}", file=source, key="requires")
+            raise ConfigError(f"distribution names are strings; got {short_repr(dist)}", file=source, key="requires")
         if spec is None:
             spec = ""
         if not isinstance(spec, str):
             raise ConfigError(
-                f"expected a version specifier string such as '>=0.1' (quote it); got {spec!r}",
+                f"expected a version specifier string such as '>=0.1' (quote it); got {short_repr(spec)}",
                 file=source,
                 key=f"requires.{dist}",
             )
@@ -51,7 +52,7 @@ def normalize_requires(requires: Any, *, source: str | None = None) -> dict[str,
             SpecifierSet(spec)
         except InvalidSpecifier:
             raise ConfigError(
-                f"invalid version specifier {spec!r}; expected e.g. '>=0.1', '==1.2.*' or '' for any",
+                f"invalid version specifier {short_repr(spec)}; expected e.g. '>=0.1', '==1.2.*' or '' for any",
                 file=source,
                 key=f"requires.{dist}",
             ) from None
@@ -65,8 +66,8 @@ def check_requires(
     """Check every required distribution is installed, matches its specifier and loaded.
 
     Raises:
-        ConfigError: for the first distribution that is not installed (with the ``pip
-            install`` command), whose installed version does not satisfy the specifier (both
+        ConfigError: for the first distribution that is not installed (with the command that
+            installs it, :func:`arena.distributions.install_hint`), whose installed version does not satisfy the specifier (both
             versions named), or whose ``arena`` entry point failed to load (with its error).
     """
     if manager is None:
@@ -80,11 +81,11 @@ def check_requires(
             installed = version(dist)
         except PackageNotFoundError:
             raise ConfigError(
-                f"requires {wanted}, which is not installed: pip install '{wanted}'", file=source, key=key
+                f"requires {wanted}, which is not installed: {install_hint(wanted)}", file=source, key=key
             ) from None
         if spec and not _satisfies(installed, spec):
             raise ConfigError(
-                f"requires {wanted}, but {dist} {installed} is installed: pip install '{wanted}'",
+                f"requires {wanted}, but {dist} {installed} is installed: {install_hint(wanted)}",
                 file=source,
                 key=key,
             )

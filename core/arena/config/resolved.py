@@ -84,15 +84,21 @@ class ResolvedExperiment:
     launch: LaunchConfig
     runs: dict[str, ResolvedRun]
     shared: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    #: Modules the runs' ``package.module:Class`` types imported (allowed by the user).
+    imports: list[str] = field(default_factory=list)
 
     def snapshot(self) -> dict[str, Any]:
-        """The fully resolved experiment as plain data: ``name``, ``requires``, ``launch``, ``runs``."""
-        return {
+        """The fully resolved experiment as plain data: ``name``, ``requires``, ``launch``, ``runs``,
+        and ``allow_imports`` (the modules it imports) when it imports any."""
+        data: dict[str, Any] = {
             "name": self.name,
             "requires": dict(self.requires),
             "launch": self.launch.model_dump(mode="json", by_alias=True),
             "runs": {name: run.to_dict() for name, run in self.runs.items()},
         }
+        if self.imports:
+            data["allow_imports"] = list(self.imports)
+        return data
 
     def with_policy_endpoint(
         self, run: str, host: str, port: int, *, api_key_env: str | None = None

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from arena.errors import ConfigError
+from arena.errors import ConfigError, short_repr
 
 Origin = Callable[[tuple[str, ...]], str]
 
@@ -97,8 +97,7 @@ def describe(err: Any, model_cls: type[BaseModel] | None) -> str:
 
 
 def _short(value: Any, limit: int = 80) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return short_repr(value, limit)  # never the repr of a whole (possibly huge) value
 
 
 def _model_at(model_cls: type[BaseModel] | None, loc: tuple[Any, ...]) -> type[BaseModel] | None:

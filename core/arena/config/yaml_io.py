@@ -2,6 +2,11 @@
 
 Reading uses ``yaml.SafeLoader`` (no arbitrary objects) and refuses duplicate keys, which
 YAML itself would silently resolve to the last one (a run defined twice, a key given twice).
+
+It also refuses, before building anything, a document whose aliases would expand it beyond
+:data:`MAX_EXPANDED_NODES` values, or that refers to itself: a few lines of anchors and
+aliases (a "billion laughs") otherwise turn into billions of values the moment anything walks
+them, and validation would hang for minutes holding gigabytes.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from arena.errors import ConfigError
+from arena.errors import ConfigError, short_repr
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -27,7 +32,7 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
             raise yaml.constructor.ConstructorError(
                 "while constructing a mapping",
                 node.start_mark,
-                f"key {key!r} is given twice (first at line {seen[key].line + 1})",
+                f"key {short_repr(key)} is given twice (first at line {seen[key].line + 1})",
                 key_node.start_mark,
             )
         seen[key] = key_node.start_mark
@@ -37,16 +42,74 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
+#: Values (scalars, mappings, sequences) a document may hold once its aliases are expanded.
+#: Experiment files hold thousands; an alias bomb holds billions.
+MAX_EXPANDED_NODES = 200_000
+
+
 def parse_yaml(text: str, *, file: str | None = None) -> Any:
     """Parse YAML text.
 
     Raises:
-        ConfigError: a syntax error or a duplicate key; the message gives line and column.
+        ConfigError: a syntax error, a duplicate key (the message gives line and column), or
+            aliases that expand the document beyond :data:`MAX_EXPANDED_NODES` values or make
+            it refer to itself.
     """
+    loader = _StrictLoader(text)
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_expansion(node, file)
+        return loader.construct_document(node)
     except yaml.YAMLError as exc:
         raise ConfigError(_describe(exc), file=file) from None
+    finally:
+        loader.dispose()
+
+
+def _check_expansion(root: yaml.Node, file: str | None) -> None:
+    """Refuse a node graph whose alias-expanded size exceeds the limit, or that has a cycle.
+
+    Aliases make the graph a DAG of shared nodes; each node's expanded size is computed once
+    (memoized by identity), so the check costs the number of distinct nodes, not the size of
+    the expansion.
+    """
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if key in sizes:
+            continue
+        children = _children(node)
+        if children_done:
+            on_path.discard(key)
+            total = 1 + sum(sizes[id(c)] for c in children)
+            if total > MAX_EXPANDED_NODES:
+                mark = node.start_mark
+                raise ConfigError(
+                    f"the YAML expands through aliases to more than {MAX_EXPANDED_NODES:,} values (from line "
+                    f"{mark.line + 1}): an alias bomb? Write the values out, or use fewer nested aliases",
+                    file=file,
+                )
+            sizes[key] = total
+            continue
+        if key in on_path:
+            mark = node.start_mark
+            raise ConfigError(f"the YAML refers to itself through an alias (at line {mark.line + 1})", file=file)
+        on_path.add(key)
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if id(c) not in sizes)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
 
 
 def read_yaml(path: str | Path) -> Any:

@@ -19,6 +19,15 @@ needs: :attr:`Environment.envs_per_worker` and :attr:`Environment.default_venv`.
 Faults of single envs (a worker process that died) are reported per env, so they cost those
 envs' episodes only: ``step`` names them in ``info["env_errors"]`` and ``reset_envs`` raises
 :class:`arena.errors.SimulatorError`.
+
+**Success signal.** Every environment class declares how it reports success with the class
+attribute ``success_key``: the name of the ``info`` key that ``step`` fills with ``bool
+(num_envs,)`` (``"success"`` for the built-ins, ``"is_success"`` for gym-aloha), or ``None``
+when the simulator has no success signal at all. A class that declares nothing is refused
+when the experiment is validated (exit 2); a declared key missing from a step's ``info`` ends
+the run ``failed`` with the reason (never a silent 0 %); ``None`` runs, but every episode ends
+``failure`` or ``timeout`` and the run carries a warning (:func:`success_warning`) in its
+``run_result.json``, ``status.json``, the report and ``arena status``.
 """
 
 from __future__ import annotations
@@ -28,6 +37,8 @@ from typing import Annotated, Any, ClassVar, Literal
 import gymnasium as gym
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from arena.errors import SuccessSignalError
 
 #: Key of ``step``'s ``info`` naming envs whose step failed: ``{env_id: reason}``.
 ENV_ERRORS = "env_errors"
@@ -84,11 +95,22 @@ class EnvironmentConfig(BaseModel):
         """
         return None
 
+    def code_references(self) -> dict[str, str]:
+        """``{field: "package.module:Name"}``: code this config names that building the
+        environment imports (e.g. Isaac Lab's ``env_cfg``). Empty by default.
+
+        The experiment loader treats each like a ``package.module:Class`` ``type``: its module
+        is imported only when the user allowed it (``--allow-import``, see
+        :mod:`arena.config.imports`); a refusal is a :class:`~arena.errors.ConfigError` keyed
+        ``environment.<field>``.
+        """
+        return {}
+
 
 class Environment:
     """A batch of ``num_envs`` simulator instances of one task.
 
-    Subclasses set ``name`` and ``Config`` and implement the methods below.
+    Subclasses set ``name``, ``Config`` and ``success_key`` and implement the methods below.
     ``action_space`` is a gymnasium ``Box`` of **one** env's action.
 
     What crosses to a worker process (the worker protocol): observations, rewards,
@@ -101,6 +123,10 @@ class Environment:
 
     name: ClassVar[str] = ""
     Config: ClassVar[type[EnvironmentConfig]] = EnvironmentConfig
+    #: Required, no default: the ``info`` key of ``step`` holding per-env success, ``bool
+    #: (num_envs,)``, or ``None`` when the simulator has no success signal (see the module
+    #: docstring).
+    success_key: ClassVar[str | None]
     #: How the envs of one batch may be spread over worker processes: ``"any"`` split;
     #: ``"one"`` env per worker (a simulator that keeps per-env state in module globals, like
     #: gym-aloha: with ``num_envs > 1`` it always runs in ``num_envs`` workers); ``"all"`` envs
@@ -158,9 +184,10 @@ class Environment:
         """Apply ``float32 (num_envs, action_dim)`` actions.
 
         Returns ``observation, reward (num_envs,) float, terminated (num_envs,) bool,
-        truncated (num_envs,) bool, info`` where ``info["success"]`` is ``(num_envs,) bool``
-        from the benchmark's own success signal. Envs whose episode has ended are stepped too;
-        the rollout ignores them until it resets them.
+        truncated (num_envs,) bool, info`` where ``info[success_key]`` is ``(num_envs,) bool``
+        from the benchmark's own success signal (absent when ``success_key`` is ``None``).
+        Envs whose episode has ended are stepped too; the rollout ignores them until it
+        resets them.
 
         ``info["env_errors"]`` (optional, :data:`ENV_ERRORS`) maps env ids whose step failed
         for reasons of infrastructure (a worker process died) to the reason: their episodes end
@@ -184,3 +211,63 @@ class Environment:
 
     def close(self) -> None:
         """Release simulator resources. Idempotent."""
+
+
+_UNDECLARED = object()
+
+
+def declared_success_key(env: Any) -> str | None:
+    """The ``success_key`` an environment (class or instance) declares.
+
+    Raises:
+        SuccessSignalError: it declares none (the message says how to declare it).
+    """
+    key = getattr(env, "success_key", _UNDECLARED)
+    if key is _UNDECLARED or not (key is None or (isinstance(key, str) and key)):
+        cls = env if isinstance(env, type) else type(env)
+        raise SuccessSignalError(
+            f"environment class {cls.__module__}.{cls.__qualname__} does not declare how it reports success: "
+            "set the class attribute success_key to the `info` key its step() fills with per-env success "
+            "(e.g. 'success', or gym-aloha's 'is_success'), or to None if the simulator has no success signal"
+        )
+    return key
+
+
+def success_warning(env: Any) -> str | None:
+    """The warning a run carries when its environment has no success signal, else ``None``.
+
+    Raises:
+        SuccessSignalError: the environment declares no ``success_key``.
+    """
+    if declared_success_key(env) is not None:
+        return None
+    name = getattr(env, "name", "") or (env if isinstance(env, type) else type(env)).__name__
+    return (
+        f"environment '{name}' has no success signal (success_key = None): every episode ends as "
+        "failure or timeout, so the success rate does not measure the task"
+    )
+
+
+def read_success(env: Any, info: Any, num_envs: int) -> np.ndarray:
+    """``bool (num_envs,)``: per-env success from a step's ``info`` under ``env.success_key``.
+
+    All false when the environment declares ``success_key = None``.
+
+    Raises:
+        SuccessSignalError: the declared key is missing from ``info``, or its value does not
+            hold one entry per env.
+    """
+    key = declared_success_key(env)
+    if key is None:
+        return np.zeros(num_envs, dtype=bool)
+    if not isinstance(info, dict) or key not in info:
+        got = sorted(map(str, info)) if isinstance(info, dict) else type(info).__name__
+        raise SuccessSignalError(
+            f"the environment's step() info has no '{key}' (its declared success_key); info keys: {got}"
+        )
+    value = np.asarray(info[key]).reshape(-1)
+    if value.shape != (num_envs,):
+        raise SuccessSignalError(
+            f"info['{key}'] has {value.size} value(s); expected one per env ({num_envs})"
+        )
+    return value.astype(bool)

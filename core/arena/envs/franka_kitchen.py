@@ -217,6 +217,7 @@ class FrankaKitchenEnvironment(Environment):
 
     name = "franka_kitchen"
     Config = FrankaKitchenConfig
+    success_key = "success"
     default_max_episode_steps = 280
 
     def __init__(self, config: FrankaKitchenConfig, *, num_envs: int, cameras: bool = False) -> None:

@@ -178,6 +178,7 @@ class MetaWorldEnvironment(Environment):
 
     name = "metaworld"
     Config = MetaWorldConfig
+    success_key = "success"  # Meta-World's own info["success"]
     default_max_episode_steps = 500
 
     def __init__(self, config: MetaWorldConfig, *, num_envs: int, cameras: bool = False) -> None:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from arena.errors import ConfigError, LaunchError
+from arena.fsutil import write_text_atomic
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -51,10 +52,7 @@ class Submission(BaseModel):
     extra: dict[str, Any] = Field(default_factory=dict)
 
     def save(self) -> None:
-        path = Path(self.output_dir) / SUBMISSION_FILE
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(self.model_dump_json(indent=2))
-        os.replace(tmp, path)
+        write_text_atomic(Path(self.output_dir) / SUBMISSION_FILE, self.model_dump_json(indent=2), fsync=False)
 
     @classmethod
     def load(cls, output_dir: str | Path) -> Submission:

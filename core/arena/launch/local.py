@@ -274,6 +274,15 @@ class _Scheduler:
             self.say("[yellow]interrupted: stopping runners and servers; finished episodes are kept[/]")
             self._cancel_everything()
             raise
+        except OSError as exc:  # the output directory cannot be written (disk full, read-only)
+            from arena.errors import LaunchError, unwritable
+
+            self.say(f"[red]{unwritable(exc)}: stopping runners and servers[/]")
+            try:
+                self._cancel_everything()
+            except OSError:  # their states cannot be written either; `arena status` sees them gone
+                pass
+            raise LaunchError(unwritable(exc)) from exc
         finally:
             self._stop_all_servers()
             if in_main:
@@ -409,13 +418,17 @@ class _Scheduler:
             return
         for run in inst.all_users:
             dst = self.output_dir / run / "server.log"
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src, dst)
+            try:
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(src, dst)
+            except OSError as exc:  # a full disk must not hide why the run failed
+                self.say(f"[yellow]cannot copy the server log to {dst}: {exc.strerror or exc}[/]")
 
     # -- shutting down ------------------------------------------------------------------------
     def _cancel_everything(self) -> None:
-        for name in self.pending:
-            _write_status(self.output_dir, name, "cancelled")
+        for name in self.pending:  # never started: none of its episodes ran
+            total = self.experiment.runs[name].rollout_limit.num_episodes
+            _write_status(self.output_dir, name, "cancelled", episodes_total=total)
         self.pending = []
         for slot in self.slots.values():  # all at once, so their grace periods overlap
             if slot.proc is not None and slot.proc.poll() is None:
@@ -486,6 +499,7 @@ def _server_info(server: LocalServer, exposure: Exposure | None) -> dict[str, An
     it (bind, exposed, whether it requires a key: names, never the key) and its GPUs."""
     info: dict[str, Any] = {
         "task": server.task.name, "host": server.host, "port": server.port, "log": "server.log", "pid": server.pid,
+        "image": None,  # the local backend runs the task's local_command, never its container
     }
     if exposure is not None:
         info.update(bind=exposure.bind, exposed=exposure.exposed, api_key=exposure.key)

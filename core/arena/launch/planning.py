@@ -88,3 +88,25 @@ def missing_image(experiment: ResolvedExperiment, run: str, task: ServerTask) ->
         run=run,
         key="server.image",
     )
+
+
+def ignored_endpoints(experiment: ResolvedExperiment) -> list[tuple[str, str]]:
+    """``(run, message)`` for every run whose policy sets ``remote_host`` / ``remote_port``
+    although arena starts its server (not ``external``): the backend chooses where that server
+    listens (the local backend and Slurm a free port, OSMO the ServerTask's), so the values
+    written are not used. Reads which fields the experiment file gave (call it on a loaded
+    experiment file, not on a snapshot, which spells out every field)."""
+    out = []
+    for name, run in experiment.runs.items():
+        if not is_remote(run) or run.server.external:
+            continue
+        given = [f for f in ("remote_host", "remote_port") if f in run.policy.model_fields_set]
+        if given:
+            values = ", ".join(f"policy.{f} {getattr(run.policy, f)}" for f in given)
+            out.append((
+                name,
+                f"{values} will not be used: arena starts this run's policy server itself and connects to the port "
+                "the launch backend chooses (recorded in run_result.json); to use a server you run there, set "
+                "`server: {external: true}`",
+            ))
+    return out

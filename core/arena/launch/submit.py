@@ -20,13 +20,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from arena.errors import ConfigError, LaunchError
+from arena.errors import ConfigError, LaunchError, short_repr
 from arena.launch.base import Resume, Submission
 from arena.launch.planning import plan_servers
 
@@ -52,7 +53,51 @@ def make_backend(experiment: ResolvedExperiment, name: str | None = None) -> Lau
 
 
 def default_output_dir(experiment: ResolvedExperiment) -> Path:
+    """``outputs/<experiment>/<timestamp>``: what ``--dry-run`` shows; :func:`claim_output_dir`
+    adds ``-2``, ``-3``, … when another run took that name."""
     return Path("outputs") / experiment.name / datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+
+
+#: The first file of every output directory; creating it exclusively claims the directory.
+CLAIM_FILE = "experiment.yaml"
+
+
+def claim_output_dir(experiment: ResolvedExperiment, output_dir: Path | None) -> Path:
+    """Create the output directory and claim it, so that no two ``arena run`` share one.
+
+    Without ``output_dir``: a new ``outputs/<experiment>/<timestamp>[-N]``, created with an
+    exclusive ``mkdir`` (two runs started in the same second get different directories).
+    With one: it may exist if empty; it is claimed by creating its ``experiment.yaml``
+    exclusively, so of two runs started at once on the same directory exactly one proceeds.
+
+    Raises:
+        ConfigError: ``output_dir`` is not empty, or another ``arena run`` claimed it first.
+        OSError: the directory cannot be created (read-only, disk full, not a directory).
+    """
+    if output_dir is None:
+        first = default_output_dir(experiment)
+        first.parent.mkdir(parents=True, exist_ok=True)
+        n = 1
+        while True:
+            out = first if n == 1 else first.with_name(f"{first.name}-{n}")
+            try:
+                out.mkdir()
+                break
+            except FileExistsError:
+                n += 1
+    else:
+        out = Path(output_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        if any(out.iterdir()):
+            raise ConfigError(f"output directory {out} is not empty; choose another --output-dir", file=experiment.source)
+    try:
+        os.close(os.open(out / CLAIM_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    except FileExistsError:
+        raise ConfigError(
+            f"output directory {out} was just taken by another arena run; choose another --output-dir",
+            file=experiment.source,
+        ) from None
+    return out
 
 
 def run_experiment(
@@ -75,29 +120,46 @@ def run_experiment(
 
     servers = plan_servers(experiment)
     backend = make_backend(experiment)
-    out = Path(output_dir) if output_dir is not None else default_output_dir(experiment)
+    if output_dir is not None and re.search(r"[\x00-\x1f\x7f]", str(output_dir)):
+        raise ConfigError(
+            f"output directory {short_repr(str(output_dir))} holds a control character (a line break?); it enters "
+            "job scripts and logs: choose another --output-dir",
+            file=experiment.source,
+        )
     if dry_run:
+        out = Path(output_dir) if output_dir is not None else default_output_dir(experiment)
         _print_dry_run(experiment, servers, backend, out, console)
         return EXIT_OK
-    if out.exists() and any(out.iterdir()):
-        raise ConfigError(f"output directory {out} is not empty; choose another --output-dir", file=experiment.source)
+    if output_dir is not None and Path(output_dir).is_dir() and any(Path(output_dir).iterdir()):
+        raise _not_empty(Path(output_dir), experiment.source)
     backend.check(experiment, servers)
-    out.mkdir(parents=True, exist_ok=True)
-    write_snapshot(experiment, out / "experiment.yaml")
+    out = claim_output_dir(experiment, output_dir)
+    write_snapshot(experiment, out / CLAIM_FILE)
     write_manifest(experiment, out)
     _write_provenance(out, experiment.source, _exposure_dicts(backend, experiment, servers))
     _say(console, f"experiment [bold]{experiment.name}[/]: {len(experiment.runs)} run(s) -> {out}")
     return _submit_and_report(experiment, servers, backend, out, wait, console, None)
 
 
+def _not_empty(out: Path, source: str | None) -> ConfigError:
+    """The error for a non-empty ``--output-dir``; an earlier experiment's output gets the
+    ``--resume`` that finishes it."""
+    message = f"output directory {out} is not empty; choose another --output-dir"
+    if (out / "experiment.yaml").is_file() and (out / "manifest.json").is_file():
+        message += f", or finish the experiment it holds with: arena run --resume {out}"
+    return ConfigError(message, file=source)
+
+
 def _submit_and_report(experiment, servers, backend, out: Path, wait: bool, console, resume: Resume | None) -> int:
     totals = {name: int(run.rollout_limit.num_episodes) for name, run in experiment.runs.items()}
+    policies = {name: run.policy_type for name, run in experiment.runs.items()}
     try:
-        with _progress(backend, out, list(experiment.runs), console, totals):
+        with _progress(backend, out, list(experiment.runs), console, totals, policies):
             kwargs = {"resume": resume} if resume is not None else {}
             submission = backend.submit(experiment, servers, out, wait=wait, console=console, **kwargs)
     except KeyboardInterrupt:
         _finish_report(out, console)
+        _say(console, f"interrupted: finished episodes are kept; run the rest with: arena run --resume {out}")
         return EXIT_INTERRUPTED
     if backend.name != "local" and not wait:
         _say(console, f"submitted to {backend.name}; follow it with `arena status {out}`")
@@ -106,7 +168,7 @@ def _submit_and_report(experiment, servers, backend, out: Path, wait: bool, cons
     return _finish_report(out, console)
 
 
-def _progress(backend, out: Path, runs: list[str], console, totals: dict[str, int]):
+def _progress(backend, out: Path, runs: list[str], console, totals: dict[str, int], policies: dict[str, str]):
     """Progress display for backends whose runs write status.json where this process sees it."""
     import contextlib
 
@@ -114,7 +176,7 @@ def _progress(backend, out: Path, runs: list[str], console, totals: dict[str, in
 
     if console is None or not (backend.name == "local" or getattr(backend, "shared_filesystem", False)):
         return contextlib.nullcontext()
-    return ProgressWatcher(out, runs, console, totals=totals)
+    return ProgressWatcher(out, runs, console, totals=totals, policies=policies)
 
 
 def _write_provenance(out: Path, source: str | None, servers: dict[str, Any]) -> None:
@@ -186,7 +248,7 @@ def resume_experiment(
     snapshot = output_dir / "experiment.yaml"
     if not snapshot.exists():
         raise ConfigError(f"{output_dir} has no experiment.yaml: is it an arena output directory?")
-    experiment = load_experiment(snapshot)
+    experiment = load_experiment(snapshot, trust_snapshot=True)  # a snapshot arena wrote: its allow_imports hold
     backend = make_backend(experiment)
     if not backend.can_resume:
         raise ConfigError(
@@ -260,12 +322,21 @@ def _finish_report(out: Path, console: Console | None) -> int:
     from arena.results.aggregate import build_experiment_result
     from arena.results.report import write_report
 
-    result = build_experiment_result(out)
-    report = write_report(out, result)
+    from arena.errors import unwritable
+    from arena.results.aggregate import RESULT_NAME
+    from arena.rollout.records import write_json_atomic
+
+    result = build_experiment_result(out, write=False)
     if console is not None:
         _print_summary(result, console)
-    _say(console, f"report: {report}")
     ok = all(r.get("state") == "completed" and not r.get("errors") for r in result["runs"].values())
+    try:
+        write_json_atomic(out / RESULT_NAME, result)
+        report = write_report(out, result)
+    except OSError as exc:  # disk full, read-only: the records are kept; `arena report` rebuilds
+        _say(console, f"[red]error:[/] {unwritable(exc)} (the records are kept; `arena report {out}` rebuilds it)")
+        return EXIT_FAILED
+    _say(console, f"report: {report}")
     return EXIT_OK if ok else EXIT_FAILED
 
 
@@ -384,21 +455,24 @@ def dry_run_summary(experiment, servers, backend: str, out: Path, exposures: dic
 def _print_summary(result: dict[str, Any], console: Console) -> None:
     from rich.table import Table
 
-    table = Table("run", "state", "success", "rate", "95% CI", "failure", "timeout", "error")
+    table = Table("run", "state", "success", "rate", "95% CI", "failure", "timeout", "error", "note")
     for name, r in result["runs"].items():
         rate = r.get("success_rate")
-        ci = r.get("ci95") or [None, None]
+        ci = r.get("ci95") if r.get("n") else None  # no episode: no interval (not 0-100 %)
         table.add_row(
             name,
-            str(r.get("state")),
+            f"[red]{r.get('state')}[/]" if r.get("state") == "failed" else str(r.get("state")),
             f"{r.get('k', 0)}/{r.get('n', 0)}",
             "-" if rate is None else f"{100 * rate:.0f}%",
-            "-" if ci[0] is None else f"{100 * ci[0]:.0f}–{100 * ci[1]:.0f}%",
+            "-" if not ci else f"{100 * ci[0]:.0f}–{100 * ci[1]:.0f}%",
             str(r.get("counts", {}).get("failure", 0)),
             str(r.get("counts", {}).get("timeout", 0)),
             str(r.get("counts", {}).get("error", 0)),
+            f"[yellow]{r['partial_note']}[/]" if r.get("partial_note") else "",
         )
     console.print(table)
     for name, r in result["runs"].items():
         if r.get("error"):  # why a run failed belongs on the console, not only in runner.log
             console.print(f"[red]{name}[/]: {r['error']}", highlight=False)
+        for warning in r.get("warnings") or []:
+            console.print(f"[yellow]{name}: warning:[/] {warning}", highlight=False)

@@ -34,8 +34,15 @@ class PolicyBase(Generic[ConfigT]):
     """A policy built from its typed config.
 
     Life cycle, driven by the rollout: ``start(env)`` once, ``set_task_description(text)``,
-    then ``reset(env_ids, seeds)`` whenever envs start episodes and ``get_action`` every step,
-    and finally ``close()``.
+    then ``reset(env_ids, seeds)`` whenever envs start episodes, ``set_active(env_ids)``
+    whenever the set of envs running an episode changes, ``get_action`` every step, and
+    finally ``close()``.
+
+    **Idle envs.** When the work queue runs dry, envs whose episode ended get no new one but
+    are still stepped with the batch. The rollout applies each idle env's last applied action
+    again (safe for absolute joint targets, unlike zeros), whatever ``get_action`` returns in
+    its row; so a policy must not spend work (above all, server requests) on inactive envs:
+    ``is_active(env_id)`` says which are running (all, before the first ``set_active``).
 
     Subclasses set ``name`` (the registered name) and ``Config``.
     """
@@ -46,6 +53,7 @@ class PolicyBase(Generic[ConfigT]):
     def __init__(self, config: ConfigT) -> None:
         self.config = config
         self.task_description: str | None = None
+        self.active_envs: frozenset[int] | None = None
 
     @property
     def is_remote(self) -> bool:
@@ -67,8 +75,22 @@ class PolicyBase(Generic[ConfigT]):
         so outcomes never depend on which env ran which episode.
         """
 
+    def set_active(self, env_ids: Sequence[int]) -> None:
+        """The envs running an episode from the next ``get_action`` on (the rest are idle).
+
+        Called by the rollout whenever the set changes. An override must call this one (or
+        keep ``active_envs`` itself) so :meth:`is_active` stays right.
+        """
+        self.active_envs = frozenset(int(e) for e in env_ids)
+
+    def is_active(self, env_id: int) -> bool:
+        """Whether env ``env_id`` runs an episode (every env, until ``set_active`` is called)."""
+        return self.active_envs is None or env_id in self.active_envs
+
     def get_action(self, env: Environment, observation: dict[str, Any]) -> np.ndarray:
         """Return ``float32 (num_envs, action_dim)`` actions for the batched ``observation``.
+
+        Rows of inactive envs (:meth:`is_active`) are ignored: compute nothing for them.
 
         Raises:
             arena.errors.PolicyError: infrastructure failed for some envs (their episodes end
@@ -83,6 +105,12 @@ class PolicyBase(Generic[ConfigT]):
         nothing. Called once per episode end, before ``reset``.
         """
         return {}
+
+    def server_metadata(self) -> dict[str, Any] | None:
+        """What the policy server said about itself (the openpi protocol's metadata frame,
+        GR00T's modality config, DreamZero's greeting), recorded with the run's result so it
+        names the model that answered; ``None`` for a local policy or before a server answered."""
+        return None
 
     def close(self) -> None:
         """Release resources. Idempotent; a remote client disconnects but never stops a server."""

@@ -30,9 +30,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, field_validator
 
-from arena.errors import ArenaError, PolicyError, TransportError
+from arena.errors import ArenaError, ObservationError, PolicyError, TransportError
 from arena.policies.adapters import EmbodimentAdapter, ProtocolViolation
 from arena.policies.base import PolicyBase, PolicyConfig, latency_stats
 from arena.transport.client import PolicyClient
@@ -79,6 +79,13 @@ class RemotePolicyConfig(PolicyConfig):
         description="send the requests of envs due on the same step concurrently (one per connection); "
         "false sends them one after another",
     )
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        from arena.servertask import require_env_name
+
+        return None if value is None else require_env_name(value, "api_key_env")
 
     def give_up_bound_s(self) -> float:
         """Worst-case seconds from a fault to the ``error`` episode, for one request.
@@ -196,6 +203,7 @@ class RemoteChunkReplayPolicy(PolicyBase):
         self._logs: list[_LatencyLog] = []
         self._pool: ThreadPoolExecutor | None = None
         self.reconnects = 0
+        self._metadata: dict[str, Any] | None = None
         self.chunk_length: ChunkLength | None = None
 
     @classmethod
@@ -229,6 +237,7 @@ class RemoteChunkReplayPolicy(PolicyBase):
         errors = [f for f in self._pool.map(self._connect_quietly, self._clients) if f]
         if errors:
             raise PolicyError(f"cannot connect to the policy server: {errors[0]}")
+        self._metadata = getattr(self._clients[0], "metadata", None)
 
     @staticmethod
     def _connect_quietly(client: PolicyClient) -> str | None:
@@ -244,7 +253,8 @@ class RemoteChunkReplayPolicy(PolicyBase):
         connection's next inference may wait ``first_request_timeout_s`` for its warm-up."""
         client = self._clients[env_id]
         client.close()
-        client.connect(timeout_s=self.config.reconnect_timeout_s)
+        # the server may have restarted with another model: keep the metadata it sends now
+        self._metadata = client.connect(timeout_s=self.config.reconnect_timeout_s)
         self.reconnects += 1
         if client.saw_server_down:
             for other in self._clients:
@@ -262,7 +272,10 @@ class RemoteChunkReplayPolicy(PolicyBase):
             self._logs[i] = _LatencyLog()
 
     def get_action(self, env: Environment, observation: dict[str, Any]) -> np.ndarray:
-        """Return ``float32 (num_envs, action_dim)``, fetching chunks for envs that are due.
+        """Return ``float32 (num_envs, action_dim)``, fetching chunks for active envs that are due.
+
+        Inactive envs (:meth:`is_active`) send nothing and get a zero row (the rollout applies
+        their last action instead).
 
         Raises:
             PolicyError: some envs got no chunk (server gone after the reconnect attempts, or
@@ -278,22 +291,30 @@ class RemoteChunkReplayPolicy(PolicyBase):
                 raise PolicyError("action chunks kept being discarded by reconnects")
             self._fetch_due(due, observation)
             rounds += 1
-        actions = np.empty((len(self._chunks), self.adapter.action_dim), dtype=np.float32)
+        actions = np.zeros((len(self._chunks), self.adapter.action_dim), dtype=np.float32)
         for i, chunk in enumerate(self._chunks):
+            if not self.is_active(i):  # idle: no request; the rollout repeats its last action
+                continue
             assert chunk is not None
             actions[i] = chunk[self._steps[i]]
             self._steps[i] += 1
         return actions
 
     def _due(self) -> list[int]:
-        """Envs without a cached chunk, or whose chunk has been replayed."""
-        return [i for i, chunk in enumerate(self._chunks) if chunk is None or self._steps[i] >= len(chunk)]
+        """Active envs without a cached chunk, or whose chunk has been replayed."""
+        return [
+            i
+            for i, chunk in enumerate(self._chunks)
+            if self.is_active(i) and (chunk is None or self._steps[i] >= len(chunk))
+        ]
 
     def _fetch_due(self, due: list[int], observation: dict[str, Any]) -> None:
-        requests = [
-            (i, self.adapter.pack_request(self.adapter.extract(observation, i), self.task_description))
-            for i in due
-        ]
+        requests = []
+        for i in due:
+            try:
+                requests.append((i, self.adapter.pack_request(self.adapter.extract(observation, i), self.task_description)))
+            except ObservationError as exc:  # e.g. an image to_uint8 refuses: the env's episode is an error
+                raise PolicyError(f"env {i}: cannot build the request: {exc}", env_ids=[i]) from exc
         if len(requests) == 1 or not self.config.concurrent_requests:
             results = [self._fetch(*r) for r in requests]
         else:
@@ -345,6 +366,10 @@ class RemoteChunkReplayPolicy(PolicyBase):
             except TransportError as exc:
                 # Nothing answered for reconnect_timeout_s: another attempt would wait as long.
                 return env_id, f"reconnect failed: {type(exc).__name__}: {exc}"
+
+    def server_metadata(self) -> dict[str, Any] | None:
+        """The metadata frame the server sent on connect (the latest, after a reconnect)."""
+        return self._metadata
 
     def episode_info(self, env_id: int) -> dict[str, Any]:
         if env_id >= len(self._logs):

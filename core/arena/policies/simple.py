@@ -84,7 +84,10 @@ class RandomActionPolicy(PolicyBase[RandomActionConfig]):
         high = np.asarray(env.action_space.high, np.float64).reshape(-1)
         low, high = _finite_bounds(low, high)
         centre, half = (low + high) / 2, (high - low) / 2 * self.config.action_scale
-        noise = np.stack([self._rngs[e].uniform(-1.0, 1.0, low.size) for e in range(env.num_envs)])
+        noise = np.zeros((env.num_envs, low.size))
+        for e in range(env.num_envs):
+            if self.is_active(e):  # an idle env draws nothing (the rollout repeats its last action)
+                noise[e] = self._rngs[e].uniform(-1.0, 1.0, low.size)
         return np.clip(centre + half * noise, low, high).astype(np.float32)
 
     def _ensure(self, n: int) -> None:
@@ -152,6 +155,8 @@ class ReplayPolicy(PolicyBase[ReplayConfig]):
         steps = len(self.actions)
         out = np.zeros((env.num_envs, self.actions.shape[1]), np.float32)
         for e in range(env.num_envs):
+            if not self.is_active(e):  # idle: the rollout repeats its last action
+                continue
             row = int(self._cursor[e])
             if self.config.loop and steps:
                 out[e] = self.actions[row % steps]

@@ -25,6 +25,7 @@ from arena.rollout.records import (
     EpisodeRecord,
     count_outcomes,
     merge_records,
+    partial_note,
     read_json,
     read_records,
     utc_now,
@@ -113,15 +114,22 @@ def _summarize(
     first = records[0] if records else None
     total = entry.get("num_episodes", len(entry.get("work_items", [])) or None)
     recorded = len(records)
+    note = partial_note(state, recorded, total, counts["error"])
     server_log = run_dir / "server.log"
     status = read_json(run_dir / "status.json")
     restarts = status.get("restarts", 0) if isinstance(status, dict) else 0
     machine = None
+    model = None
+    warnings: list[str] = []
     for directory in _state_dirs(run_dir):
         result = read_json(directory / "run_result.json")
-        if isinstance(result, dict) and result.get("machine"):
+        source = result if isinstance(result, dict) else read_json(directory / "status.json")
+        if isinstance(source, dict) and isinstance(source.get("warnings"), list):
+            warnings += [str(w) for w in source["warnings"] if str(w) not in warnings]
+        if machine is None and isinstance(result, dict) and result.get("machine"):
             machine = result["machine"]
-            break
+        if model is None and isinstance(result, dict) and isinstance(result.get("model"), dict):
+            model = result["model"]
     seeds = None
     if "seed" in entry:
         count = int(entry.get("num_episodes") or 0)
@@ -143,7 +151,8 @@ def _summarize(
         "episodes_total": total,
         "episodes_recorded": recorded,
         "missing_episodes": max(0, total - recorded) if total is not None else None,
-        "partial": counts["error"] > 0 or (total is not None and recorded < total),
+        "partial": note is not None,
+        "partial_note": note,
         "server": server,
         "server_log": f"{name}/server.log" if server_log.exists() else None,
         "issues": issues,
@@ -153,6 +162,8 @@ def _summarize(
         "videos": sum(1 for r in records if r.video),
         "restarts": restarts if isinstance(restarts, int) else 0,
         "machine": machine,
+        "warnings": warnings,
+        "model": model,
     }
 
 
@@ -239,6 +250,8 @@ def compare_runs(name_a: str, run_a: dict, name_b: str, run_b: dict, records_a=N
         "ci_method": "newcombe-hybrid-score",
         "significant": diff is not None and (low > 0 or high < 0),
         "paired": _paired(records_a, records_b) if records_a is not None and records_b is not None else None,
+        "partial_a": run_a.get("partial_note"),
+        "partial_b": run_b.get("partial_note"),
     }
 
 
@@ -363,10 +376,13 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
     Layout: ``format_version``, ``experiment``, ``created_at``, ``runs: {NAME: {state,
     error, task, policy, counts {success, failure, timeout, error}, n, k, success_rate,
     ci95 [low, high], ci_method, errors, episodes_total, episodes_recorded,
-    missing_episodes, partial, server, server_log, issues, latency, seeds, num_envs, videos,
-    restarts, machine}}``, ``by_task`` (task -> run names), ``by_policy`` (pooled and macro
-    rates per policy), ``by_group`` (expanded runs under their parent run, e.g. a LIBERO
-    suite's tasks: see :func:`by_group`), ``comparisons`` (every pair of policies on one task: difference and
+    missing_episodes, partial (the run's numbers cover less than planned: not completed,
+    episodes missing or error episodes), partial_note (why, see
+    :func:`arena.rollout.records.partial_note`), server, server_log, issues, latency, seeds,
+    num_envs, videos, restarts, machine, warnings, model (what answered, see
+    :func:`arena.rollout.run_one.model_record`)}}``, ``by_task`` (task -> run names),
+    ``by_policy`` (pooled and macro rates per policy), ``by_group`` (expanded runs under their
+    parent run, e.g. a LIBERO suite's tasks: see :func:`by_group`), ``comparisons`` (every pair of policies on one task: difference and
     its Newcombe interval, see :func:`compare_runs`), ``provenance`` (``provenance.json``)
     and ``overall`` (pooled
     counts, ``n``, ``k``, ``success_rate``, ``ci95``, ``macro_success_rate``: the mean of

@@ -19,6 +19,7 @@ from typing import Any
 
 import jinja2
 
+from arena.fsutil import write_text_atomic
 from arena.results.aggregate import build_experiment_result, collect_run_records
 
 REPORT_NAME = "index.html"
@@ -78,7 +79,5 @@ def write_report(output_dir: str | os.PathLike[str], result: dict[str, Any] | No
     if result is None:
         result = build_experiment_result(output_dir)
     path = output_dir / REPORT_NAME
-    tmp = path.with_name(f".{REPORT_NAME}.tmp")
-    tmp.write_text(render_report(output_dir, result), encoding="utf-8")
-    os.replace(tmp, path)
+    write_text_atomic(path, render_report(output_dir, result), fsync=False)
     return path

@@ -2,11 +2,18 @@
 
 Every backend's runs write ``<output_dir>/<run>/status.json`` (and ``shards/<K>/status.json``),
 so one watcher serves them all. On a terminal: rich progress bars — one for the runs, one for
-all episodes with the success count so far, one per active run. Elsewhere (Slurm logs, CI,
+all episodes with the success counts so far, one per active run. Elsewhere (Slurm logs, CI,
 ``| tee``), where bars turn into garbage: one plain line every ``interval_s`` seconds
 (``$ARENA_PROGRESS_INTERVAL_S``, default 30) and when a run finishes, e.g.::
 
-    [arena] 12:03:04 runs 3/9 done (1 running) | episodes 41/90 | success 22/38 | errors 0
+    [arena] 12:03:04 runs 3/9 finished (1 running) | episodes 41/90 | success 22/38 | errors 0
+    [arena] 12:04:10 runs 9/9 finished: 2 completed, 7 cancelled | episodes 27/90 | success: metaworld_expert_remote 9/9, zero_action 0/18 | errors 0
+
+Successes are counted per policy type when runs have different ones: a count pooled across
+policies would mean nothing (the report says the same).
+
+and, once a run has finished with less than it planned, ``| partial: reach_zero (cancelled,
+4 of 10 episodes)``.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from arena.rollout.records import FINAL_STATES, read_json
+from arena.rollout.records import FINAL_STATES, partial_note, read_json
 
 PROGRESS_INTERVAL_ENV = "ARENA_PROGRESS_INTERVAL_S"
 
@@ -53,29 +60,60 @@ def read_progress(output_dir: str | os.PathLike[str], runs: list[str], totals: d
     return out
 
 
-def summary_line(progress: dict[str, dict[str, Any]]) -> str:
-    """One plain-text line for logs (see the module docstring)."""
-    runs = len(progress)
-    done = sum(1 for p in progress.values() if p["state"] in FINAL_STATES)
-    running = sum(1 for p in progress.values() if p["state"] in ("running", "starting_server"))
+def runs_text(progress: dict[str, dict[str, Any]]) -> str:
+    """``runs 3/9 finished (1 running)``; finished runs that did not complete are counted as
+    what they are: ``runs 9/9 finished: 2 completed, 7 cancelled``."""
+    states = [p["state"] for p in progress.values()]
+    finished = [s for s in states if s in FINAL_STATES]
+    running = sum(1 for s in states if s in ("running", "starting_server"))
+    text = f"runs {len(finished)}/{len(states)} finished"
+    if any(s != "completed" for s in finished):
+        order = ["completed", *sorted({s for s in finished if s != "completed"})]
+        text += ": " + ", ".join(f"{finished.count(s)} {s}" for s in order if finished.count(s))
+    return text + (f" ({running} running)" if running else "")
+
+
+def success_text(progress: dict[str, dict[str, Any]], policies: dict[str, str] | None = None) -> str:
+    """``success 22/38`` (successes / episodes without error) when every run has the same
+    policy type (``policies``: run -> type; None: one policy), else one count per type:
+    ``success: metaworld_expert_remote 9/9, zero_action 0/18``."""
+    groups: dict[str, list[int]] = {}
+    for name, p in progress.items():
+        counts = groups.setdefault((policies or {}).get(name, ""), [0, 0])
+        counts[0] += p["successes"]
+        counts[1] += p["episodes_done"] - p["errors"]
+    if len(groups) <= 1:
+        k, n = next(iter(groups.values()), [0, 0])
+        return f"success {k}/{n}"
+    return "success: " + ", ".join(f"{policy} {k}/{n}" for policy, (k, n) in sorted(groups.items()))
+
+
+def summary_line(progress: dict[str, dict[str, Any]], policies: dict[str, str] | None = None) -> str:
+    """One plain-text line for logs (see the module docstring); ``policies``: run -> policy type."""
     ep_done = sum(p["episodes_done"] for p in progress.values())
     ep_total = sum(p["episodes_total"] or 0 for p in progress.values())
-    successes = sum(p["successes"] for p in progress.values())
     errors = sum(p["errors"] for p in progress.values())
     restarts = sum(p.get("restarts", 0) for p in progress.values())
-    counted = ep_done - errors
     line = (
-        f"[arena] {time.strftime('%H:%M:%S')} runs {done}/{runs} done ({running} running) | "
-        f"episodes {ep_done}/{ep_total} | success {successes}/{counted} | errors {errors}"
+        f"[arena] {time.strftime('%H:%M:%S')} {runs_text(progress)} | "
+        f"episodes {ep_done}/{ep_total} | {success_text(progress, policies)} | errors {errors}"
     )
-    return line + (f" | watchdog restarts {restarts}" if restarts else "")
+    partial = [
+        f"{name} ({note.removeprefix('partial: ')})"
+        for name, p in progress.items()
+        if p["state"] in FINAL_STATES
+        and (note := partial_note(p["state"], p["episodes_done"], p["episodes_total"] or None, p["errors"]))
+    ]
+    line += f" | watchdog restarts {restarts}" if restarts else ""
+    return line + (f" | partial: {', '.join(partial)}" if partial else "")
 
 
 class ProgressWatcher:
     """Shows progress of ``runs`` under ``output_dir`` from a background thread while a backend runs.
 
     ``console`` is a rich ``Console``: bars when it is a terminal, plain lines otherwise
-    (``plain=True`` forces lines). Use as a context manager around the blocking submit.
+    (``plain=True`` forces lines); ``policies`` (run -> policy type) keeps success counts of
+    different policies apart. Use as a context manager around the blocking submit.
     """
 
     def __init__(
@@ -85,6 +123,7 @@ class ProgressWatcher:
         console: Any,
         *,
         totals: dict[str, int] | None = None,
+        policies: dict[str, str] | None = None,
         interval_s: float | None = None,
         plain: bool | None = None,
         refresh_s: float = 0.5,
@@ -93,6 +132,7 @@ class ProgressWatcher:
         self.runs = list(runs)
         self.console = console
         self.totals = totals or {}
+        self.policies = policies or {}
         if interval_s is None:
             try:
                 interval_s = float(os.environ.get(PROGRESS_INTERVAL_ENV, "30"))
@@ -151,7 +191,7 @@ class ProgressWatcher:
                 if newly or now - last_line >= self.interval_s:
                     finished |= newly
                     last_line = now
-                    self.console.print(summary_line(progress), highlight=False, markup=False, soft_wrap=True)
+                    self.console.print(summary_line(progress, self.policies), highlight=False, markup=False, soft_wrap=True)
             else:
                 self._render(progress)
 
@@ -167,16 +207,16 @@ class ProgressWatcher:
                 "__episodes__": bars.add_task("episodes", total=1, note=""),
             }
         done = sum(1 for p in progress.values() if p["state"] in FINAL_STATES)
-        bars.update(self._tasks["__runs__"], completed=done)
+        runs_note = runs_text(progress).partition(": ")[2].partition(" (")[0]  # "2 completed, 7 cancelled"
+        bars.update(self._tasks["__runs__"], completed=done, note=runs_note)
         ep_done = sum(p["episodes_done"] for p in progress.values())
         ep_total = sum(p["episodes_total"] or 0 for p in progress.values()) or 1
-        successes = sum(p["successes"] for p in progress.values())
         errors = sum(p["errors"] for p in progress.values())
         bars.update(
             self._tasks["__episodes__"],
             completed=ep_done,
             total=ep_total,
-            note=f"success {successes}/{ep_done - errors}" + (f", errors {errors}" if errors else ""),
+            note=success_text(progress, self.policies) + (f", errors {errors}" if errors else ""),
         )
         for name, p in progress.items():
             active = p["state"] in ("running", "starting_server")

@@ -27,6 +27,9 @@ from typing import Any
 
 import numpy as np
 
+from arena.errors import ObservationError
+from arena.images import to_uint8
+
 from arena.errors import ArenaError
 from arena.extras import import_extra
 
@@ -66,8 +69,10 @@ class VideoWriter:
         frame = np.asarray(frame)
         if frame.ndim != 3 or frame.shape[2] != 3:
             raise VideoError(f"a video frame must be (H, W, 3), got shape {frame.shape}")
-        if frame.dtype != np.uint8:
-            frame = np.clip(frame, 0, 255).astype(np.uint8)
+        try:
+            frame = to_uint8(frame, "video frame")
+        except ObservationError as exc:
+            raise VideoError(str(exc)) from None
         height, width = frame.shape[:2]
         if self._container is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -13,6 +13,7 @@ Run states (:data:`RUN_STATES`): ``pending``, ``starting_server``, ``running``, 
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -23,6 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from arena.errors import short_repr
 from arena.fsutil import write_text_atomic
 
 FORMAT_VERSION = 1
@@ -33,6 +35,24 @@ RunState = Literal["pending", "starting_server", "running", "completed", "failed
 RUN_STATES: tuple[str, ...] = ("pending", "starting_server", "running", "completed", "failed", "cancelled")
 #: States after which a run changes no more.
 FINAL_STATES: tuple[str, ...] = ("completed", "failed", "cancelled")
+
+def partial_note(state: str | None, done: int, total: int | None, errors: int) -> str | None:
+    """Why a run's numbers cover less than it planned (``"partial: cancelled, 4 of 10
+    episodes"``), or ``None`` when it completed every episode without an error.
+
+    ``done``: episodes recorded (errors included); ``total``: episodes planned (``None``:
+    unknown); ``errors``: error episodes. Every output that shows a run's numbers (report,
+    ``arena compare``, ``arena status``, the progress line) shows this next to them.
+    """
+    parts = []
+    if state not in (None, "completed"):
+        parts.append(str(state))
+    if total is not None and done < total:
+        parts.append(f"{done} of {total} episodes")
+    if errors:
+        parts.append(f"{errors} error episode{'s' if errors != 1 else ''}")
+    return "partial: " + ", ".join(parts) if parts else None
+
 
 Outcome = Literal["success", "failure", "timeout", "error"]
 OUTCOMES: tuple[str, ...] = ("success", "failure", "timeout", "error")
@@ -89,31 +109,81 @@ def _finite(value: Any) -> Any:
     return value
 
 
+def jsonable(value: Any, max_chars: int = 16384) -> Any:
+    """``value`` as plain JSON data for a record (numpy arrays and scalars become lists and
+    numbers, anything else its ``str``), or a summary ``{"truncated": true, "chars", "keys"}``
+    when its JSON would exceed ``max_chars`` (a server's metadata must not bloat results)."""
+
+    def convert(obj: Any) -> Any:
+        import numpy as np
+
+        if isinstance(obj, np.ndarray):
+            return obj.tolist() if obj.size <= 256 else f"<ndarray {obj.dtype} {tuple(obj.shape)}>"
+        if isinstance(obj, np.generic):
+            return obj.item()
+        if isinstance(obj, (bytes, bytearray)):
+            return f"<{len(obj)} bytes>"
+        if isinstance(obj, (set, frozenset, tuple)):
+            return list(obj)
+        return str(obj)
+
+    if value is None:
+        return None
+    try:
+        text = json.dumps(_finite(value) if isinstance(value, (dict, list)) else value, default=convert)
+    except (TypeError, ValueError, RecursionError):
+        text = json.dumps(str(value)[:max_chars])
+    if len(text) > max_chars:
+        keys = sorted(map(str, value))[:20] if isinstance(value, dict) else None
+        return {"truncated": True, "chars": len(text), "keys": keys}
+    return json.loads(text)
+
+
 class RecordWriter:
-    """Appends :class:`EpisodeRecord` lines to ``path``; each line is flushed and fsync-ed.
+    """Appends :class:`EpisodeRecord` lines to ``path``; each line is written and fsync-ed.
 
     Opening a file whose last line is torn (a crash mid-write) first ends that line, so the
-    next record starts on a line of its own. Use as a context manager or call :meth:`close`.
+    next record starts on a line of its own. Writes are unbuffered, so a line that cannot be
+    written is never written later by a flush. Use as a context manager or call :meth:`close`.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = open(self.path, "a+b")  # noqa: SIM115 - closed in close()
-        if self._file.tell() > 0:
+        self._file = open(self.path, "a+b", buffering=0)  # noqa: SIM115 - closed in close()
+        if self._file.seek(0, os.SEEK_END) > 0:
             self._file.seek(-1, os.SEEK_END)
             if self._file.read(1) != b"\n":
-                self._file.write(b"\n")
-                self._sync()
+                self._append(b"\n")
 
     def write(self, record: EpisodeRecord) -> None:
-        """Append one record durably (``flush`` + ``os.fsync``)."""
-        self._file.write(record.to_json().encode("utf-8") + b"\n")
-        self._sync()
+        """Append one record durably (``os.fsync``).
 
-    def _sync(self) -> None:
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        Raises:
+            OSError: the line could not be written (disk full, read-only); the file is cut
+                back to its previous end, so the records before stay intact and no torn line
+                is left.
+        """
+        self._append(record.to_json().encode("utf-8") + b"\n")
+
+    def _append(self, data: bytes) -> None:
+        end = self._file.seek(0, os.SEEK_END)
+        try:
+            view = memoryview(data)
+            while view:
+                written = self._file.write(view)
+                if not written:  # a regular file that takes no byte: treat as full
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
+                view = view[written:]
+            os.fsync(self._file.fileno())
+        except OSError as exc:
+            try:
+                os.ftruncate(self._file.fileno(), end)
+            except OSError:  # best effort: a reader skips a torn last line anyway
+                pass
+            if exc.filename is None:  # os.write's errors do not say which file
+                raise OSError(exc.errno, exc.strerror, str(self.path)) from exc
+            raise
 
     def close(self) -> None:
         if not self._file.closed:
@@ -152,7 +222,7 @@ def read_records(path: str | os.PathLike[str]) -> tuple[list[EpisodeRecord], lis
             version = data.get("format_version", FORMAT_VERSION)
             if version not in KNOWN_FORMAT_VERSIONS:
                 issues.append(
-                    f"{path}:{number}: format_version {version!r} is not one this arena reads "
+                    f"{path}:{number}: format_version {short_repr(version)} is not one this arena reads "
                     f"({', '.join(map(str, KNOWN_FORMAT_VERSIONS))}); upgrade arena-core to read it"
                 )
                 continue
@@ -270,6 +340,8 @@ def write_run_result(
     finished_at: str | None = None,
     shard: Sequence[int] | None = None,
     machine: dict[str, Any] | None = None,
+    warnings: Sequence[str] = (),
+    model: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write ``<run_dir>/run_result.json`` atomically and return its content.
 
@@ -277,7 +349,10 @@ def write_run_result(
     that finalizes a run whose runner died keeps what it recorded). Fields: ``run``, ``state``,
     ``counts`` per outcome, ``episodes``, ``episodes_total``, ``success_rate`` (k/n over
     non-error episodes; ``None`` when n = 0), ``ci95`` ``[low, high]`` (Wilson), ``error``,
-    ``started_at``, ``finished_at``, ``server``, ``shard``, ``machine`` (where it ran).
+    ``started_at``, ``finished_at``, ``server``, ``shard``, ``machine`` (where it ran),
+    ``warnings`` (caveats of the numbers that did not stop the run), ``model`` (what
+    answered a remote policy: ``policy_type``, ``variant``, ``server_task``, ``checkpoint``,
+    ``revision``, ``image``, ``image_digest``, ``server_metadata``; ``None`` for a local one).
 
     Raises:
         ValueError: ``state`` is not one of :data:`RUN_STATES`.
@@ -308,6 +383,8 @@ def write_run_result(
         "server": server,
         "shard": list(shard) if shard is not None else None,
         "machine": machine,
+        "warnings": list(warnings),
+        "model": model,
     }
     write_json_atomic(run_dir / RUN_RESULT_NAME, result)
     return result

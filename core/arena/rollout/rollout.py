@@ -3,6 +3,11 @@
 Outcomes (``rollout_limit``: ``max_episode_steps`` — else the env's
 ``default_max_episode_steps`` — and ``terminate_on_success``), decided after every step:
 
+Success is read from ``info[env.success_key]`` (:func:`arena.envs.base.read_success`). A
+declared key missing from ``info`` ends the running episodes as ``error`` and aborts the run
+(an integration fault, never a failure count); an env declaring ``success_key = None`` adds
+its warning to :attr:`RolloutSummary.warnings`.
+
 - ``success``: ``info["success"]`` is true and ``terminate_on_success`` is set;
 - the simulator terminated the episode: ``success`` if ``info["success"]`` is true on that
   step, else ``failure``;
@@ -26,7 +31,10 @@ more work, leaves queued and running items unrecorded (so a resume runs them) an
 
 Determinism: each episode resets its env and the policy from the episode's own seed, so an
 episode's outcome depends only on its seed, never on ``num_envs`` or on which env ran it.
-Envs without an episode (the queue ran dry) are stepped with the batch and ignored.
+Envs without an episode (the queue ran dry) are stepped with the batch and ignored: the
+policy is told which envs are active (``policy.set_active``) whenever that changes, so it
+asks its server only for those, and an idle env is stepped with its last applied action
+again (never zeros, which would move a robot driven by absolute joint targets).
 """
 
 from __future__ import annotations
@@ -39,8 +47,8 @@ from typing import Any
 
 import numpy as np
 
-from arena.envs.base import ENV_ERRORS
-from arena.errors import PolicyError, SimulatorError
+from arena.envs.base import ENV_ERRORS, read_success, success_warning
+from arena.errors import PolicyError, SimulatorError, SuccessSignalError
 from arena.rollout.records import OUTCOMES, EpisodeRecord, utc_now
 from arena.rollout.workitems import WorkItem
 
@@ -57,6 +65,8 @@ class RolloutSummary:
     cancelled: bool = False
     error: str | None = None
     unfinished: list[WorkItem] = field(default_factory=list)
+    #: Caveats of the numbers that do not stop the run (e.g. no success signal).
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -180,11 +190,20 @@ class _Rollout:
         self.obs: Any = None
         self.summary = RolloutSummary()
         self.stopping = False
+        self.told_active: list[int] | None = None
+        self.last_actions: np.ndarray | None = None
 
     # -- the loop --------------------------------------------------------------------------
     def run(self) -> RolloutSummary:
         began = time.perf_counter()
         try:
+            try:
+                warning = success_warning(self.env)
+            except SuccessSignalError as exc:
+                self._abort(str(exc))
+                return self.summary
+            if warning:
+                self.summary.warnings.append(warning)
             try:
                 self.policy.start(self.env)
                 self.policy.set_task_description(self.env.task_description)
@@ -211,7 +230,10 @@ class _Rollout:
 
     def _step(self, running: list[int]) -> None:
         try:
-            actions = self.policy.get_action(self.env, self.obs)
+            if running != self.told_active:
+                self.policy.set_active(running)
+                self.told_active = list(running)
+            actions = self._hold_idle(self.policy.get_action(self.env, self.obs), running)
         except PolicyError as exc:
             named = range(self.num_envs) if exc.env_ids is None else exc.env_ids
             failed = [e for e in named if 0 <= e < self.num_envs and self.active[e] is not None] or running
@@ -231,7 +253,12 @@ class _Rollout:
         reward = np.asarray(reward, dtype=np.float64).reshape(-1)
         terminated = np.asarray(terminated, dtype=bool).reshape(-1)
         truncated = np.asarray(truncated, dtype=bool).reshape(-1)
-        success = np.asarray(info.get("success", np.zeros(self.num_envs, dtype=bool)), dtype=bool).reshape(-1)
+        try:
+            success = read_success(self.env, info, self.num_envs)
+        except SuccessSignalError as exc:  # systematic: every later step would fail the same way
+            self._fail(running, str(exc), restart=False)
+            self._abort(str(exc))
+            return
         faults = _env_errors(info, running)
         stepped = [e for e in running if e not in faults]
         if self.recorder is not None:
@@ -251,6 +278,16 @@ class _Rollout:
             self.on_progress(self.summary)
         if ended:
             self._start_episodes(ended)
+
+    def _hold_idle(self, actions: Any, running: list[int]) -> Any:
+        """``actions`` with each idle env's row replaced by the last action applied to it."""
+        if self.last_actions is not None and len(running) < self.num_envs:
+            actions = np.array(actions, copy=True)
+            idle = np.ones(self.num_envs, dtype=bool)
+            idle[running] = False
+            actions[idle] = self.last_actions[idle]
+        self.last_actions = np.array(actions, copy=True)
+        return actions
 
     def _outcome(self, episode: _Episode, success: bool, terminated: bool, truncated: bool) -> str | None:
         if success and self.terminate_on_success:

@@ -9,7 +9,10 @@ Writes into ``<output_dir>/<run>/`` (shard ``K``: ``<output_dir>/<run>/shards/<K
 - ``run_result.json``: ``run``, ``state``, ``counts`` per outcome, ``episodes``,
   ``episodes_total``, ``success_rate`` (k/n over non-error episodes; ``null`` when n = 0),
   ``ci95`` (Wilson), ``error``, ``started_at``, ``finished_at``, ``server``, ``shard``,
-  ``machine`` (host name, platform, Python of the process that ran it);
+  ``machine`` (host name, platform, Python of the process that ran it), ``warnings``
+  (caveats of the numbers, e.g. an environment without a success signal or a fixed
+  ``remote_port`` arena did not use; also in ``status.json``), ``model`` (what answered a
+  remote policy, :func:`model_record`);
 - ``videos/``: one file per recorded episode when ``recording.enabled`` (see
   :mod:`arena.rollout.recording`).
 
@@ -37,11 +40,13 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from arena.envs.workers import WorkerEnvironment, build_environment
-from arena.errors import ConfigError, PluginError
+from arena.errors import ConfigError, PluginError, unwritable
 from arena.rollout.records import (
     EpisodeRecord,
     RecordWriter,
@@ -112,6 +117,7 @@ def run_one(
     keep_errors: bool = False,
     manager: Any = None,
     watchdog: bool = True,
+    allow_imports: Sequence[str] = (),
 ) -> int:
     """Execute run ``run_name`` of the snapshot ``snapshot_path``; return the exit code.
 
@@ -124,12 +130,14 @@ def run_one(
     so ``error`` episodes are not retried); without it an existing file is moved aside to
     ``episodes.jsonl.<timestamp>.bak``. ``manager`` is the plugin manager (default: the
     process-wide one). ``watchdog=False`` ignores ``launch.watchdog`` (the supervised child
-    is told so through ``$ARENA_WATCHDOG_CHILD``).
+    is told so through ``$ARENA_WATCHDOG_CHILD``). ``allow_imports`` adds to the modules the
+    snapshot's ``allow_imports`` lets ``package.module:Class`` types import.
     """
     try:
-        run, server, watchdog_config = _load_run(
-            snapshot_path, run_name, server_host, server_port, server_api_key_env, manager
+        loaded = _load_run(
+            snapshot_path, run_name, server_host, server_port, server_api_key_env, manager, allow_imports
         )
+        run, server, watchdog_config = loaded.run, loaded.server, loaded.watchdog
         items = plan_work_items(run)
         if shard is not None:
             items = select_shard(items, *shard)
@@ -152,10 +160,14 @@ def run_one(
             argv += ["--shard", f"{shard[0]}/{shard[1]}"]
         if keep_errors:
             argv += ["--keep-errors"]
+        for module in allow_imports:
+            argv += ["--allow-import", module]
         return supervise(
             argv, work_dir, watchdog_config, resume=resume, run=run_name, shard=shard, episodes_total=len(items)
         )
     invocation = _Invocation(run, items, work_dir, server, shard, resume)
+    invocation.task = loaded.task
+    invocation.notes = loaded.notes
     invocation.keep_errors = keep_errors
     invocation.run_dir = Path(output_dir) / run_name
     return invocation.execute()
@@ -178,12 +190,23 @@ def machine_info() -> dict[str, Any]:
     }
 
 
+@dataclass
+class _Loaded:
+    run: Any
+    server: dict | None
+    watchdog: Any
+    task: Any  # the ServerTask a backend starts for the run, or None
+    notes: list[str]  # caveats known before the run starts
+
+
 def _load_run(
-    snapshot_path, run_name, server_host, server_port, server_api_key_env, manager
-) -> tuple[Any, dict | None, Any]:
+    snapshot_path, run_name, server_host, server_port, server_api_key_env, manager, allow_imports=()
+) -> _Loaded:
     from arena.config import load_experiment
 
-    experiment = load_experiment(snapshot_path, manager=manager, check_requires=True)
+    experiment = load_experiment(
+        snapshot_path, manager=manager, check_requires=True, allow_imports=allow_imports, trust_snapshot=True
+    )
     if run_name not in experiment.runs:
         known = ", ".join(sorted(experiment.runs)) or "none"
         raise ConfigError(f"no run named '{run_name}' (runs: {known})", file=str(snapshot_path))
@@ -197,6 +220,7 @@ def _load_run(
             port = int(port_text)
         except ValueError:
             raise ConfigError(f"server port {port_text!r} is not an integer", run=run_name) from None
+    written_port = getattr(run.policy, "remote_port", None)
     key_env = server_api_key_env or os.environ.get(SERVER_API_KEY_ENV_ENV) or None
     if remote and (host is not None or port is not None or key_env is not None):
         host = host if host is not None else run.policy.remote_host
@@ -212,7 +236,57 @@ def _load_run(
             server = {"info": info}
     elif remote:
         server = {"host": run.policy.remote_host, "port": run.policy.remote_port}
-    return run, server, experiment.launch.watchdog
+    task = _server_task(experiment, run_name, manager)
+    notes = []
+    used = (server or {}).get("port")
+    default = getattr(type(run.policy).model_fields.get("remote_port"), "default", None)
+    if task is not None and written_port not in (None, default, used) and used is not None:
+        notes.append(
+            f"policy.remote_port {written_port} was not used: arena started this run's policy server itself, on port "
+            f"{used}; to use a server you run at remote_host:remote_port, set `server: {{external: true}}`"
+        )
+    return _Loaded(run, server, experiment.launch.watchdog, task, notes)
+
+
+def _server_task(experiment: Any, run_name: str, manager: Any) -> Any:
+    """The ServerTask a backend starts for the run (the same derivation), or ``None``."""
+    import dataclasses
+
+    from arena.launch.planning import plan_servers
+
+    try:
+        plan = plan_servers(dataclasses.replace(experiment, runs={run_name: experiment.runs[run_name]}), manager)
+    except ConfigError:  # a run executed from a snapshot whose plugin lost its server task
+        return None
+    entry = plan.get(run_name)
+    return entry.task if entry is not None else None
+
+
+def model_record(run: Any, task: Any, server: dict | None, metadata: Any) -> dict[str, Any] | None:
+    """What answered a remote run (``run_result.json``'s ``model``); ``None`` for a local policy.
+
+    ``checkpoint`` / ``revision`` come from the ServerTask (``None`` for an external server),
+    ``image`` from the launch backend's ``$ARENA_SERVER_INFO`` when it says (``null``: it ran
+    a local command), else the ServerTask's; ``image_digest`` from the backend, else from an
+    image pinned as ``name@sha256:…``; ``server_metadata`` is what the server sent.
+    """
+    from arena.rollout.records import jsonable
+
+    if server is None and task is None and metadata is None:
+        return None
+    info = server or {}
+    identity = task.model_identity() if task is not None else {"checkpoint": None, "revision": None}
+    image = info["image"] if "image" in info else (task.image if task is not None else None)
+    digest = info.get("image_digest") or (image.split("@", 1)[1] if image and "@sha256:" in image else None)
+    return {
+        "policy_type": run.policy_type,
+        "variant": run.policy.variant(),
+        "server_task": task.name if task is not None else None,
+        **identity,
+        "image": image,
+        "image_digest": digest,
+        "server_metadata": jsonable(metadata),
+    }
 
 
 class _Invocation:
@@ -233,9 +307,29 @@ class _Invocation:
         self.keep_errors = False
         self.run_dir = work_dir if shard is None else work_dir.parent.parent
         self.restart_history: list[dict[str, Any]] = []
+        self.warnings: list[str] = []
+        self.task: Any = None
+        self.notes: list[str] = []
+        self.metadata: Any = None
 
     # -- main ------------------------------------------------------------------------------
     def execute(self) -> int:
+        """Run the work items; return the exit code. An output that cannot be written (disk
+        full, read-only directory) fails the run with one line naming the path (exit 3)."""
+        try:
+            return self._execute()
+        except OSError as exc:
+            reason = unwritable(exc)
+            print(f"arena run-one: run {self.run.name}: failed; {reason}", file=sys.stderr)
+            data = dict(self.status.data) if hasattr(self, "status") else {"run": self.run.name}
+            data.update(state="failed", error=reason)
+            try:  # a status file that still fits says so; a full disk may refuse even that
+                StatusWriter(self.work_dir / STATUS_FILE, **data).write()
+            except OSError:
+                pass
+            return EXIT_RUN
+
+    def _execute(self) -> int:
         started_at = utc_now()
         self.work_dir.mkdir(parents=True, exist_ok=True)
         (self.work_dir / STOP_REASON_FILE).unlink(missing_ok=True)  # an earlier attempt's
@@ -253,6 +347,7 @@ class _Invocation:
         todo = [item for item in self.items if not self._finished(item.episode_index)]
 
         state, error = "completed", None
+        self.warnings = self._static_warnings()
         env = policy = recorder = None
         writer = RecordWriter(self.records_path)
         previous_handler = self._install_sigterm()
@@ -289,14 +384,23 @@ class _Invocation:
                         policy_info={"type": self.run.policy_type, "variant": self.run.policy.variant()},
                         recorder=recorder,
                     )
+                    self.warnings += [w for w in summary.warnings if w not in self.warnings]
                     if summary.aborted:
                         state, error = "failed", summary.error
         except (RunCancelled, KeyboardInterrupt):
             self.cancel_requested = True
+        except OSError as exc:
+            output = str(exc.filename or "").startswith(str(self.run_dir))
+            state, error = "failed", unwritable(exc) if output else f"run failed: {_describe(exc)}"
         except Exception as exc:
             state, error = "failed", f"run failed: {_describe(exc)}"
         finally:
             self.armed = False
+            if policy is not None:
+                try:
+                    self.metadata = policy.server_metadata()
+                except Exception:  # a record of the model is a nicety; never lose the run over it
+                    self.metadata = None
             for closable in (policy, env):
                 if closable is not None:
                     try:
@@ -344,6 +448,16 @@ class _Invocation:
         restarts = old.get("restarts", 0)
         return restarts if isinstance(restarts, int) else 0
 
+    def _static_warnings(self) -> list[str]:
+        """Caveats known from the run's configuration alone (kept when nothing is left to run)."""
+        from arena.envs.base import success_warning
+
+        try:
+            warning = success_warning(self.run.environment_cls)
+        except Exception:  # an undeclared signal fails the rollout with its own reason
+            warning = None
+        return [*self.notes, *([warning] if warning else [])]
+
     def _finished(self, index: int) -> bool:
         record = self.merged.get(index)
         return record is not None and (self.keep_errors or record.outcome != "error")
@@ -378,8 +492,10 @@ class _Invocation:
             started_at=started_at,
             shard=self.shard,
             machine=machine_info(),
+            warnings=self.warnings,
+            model=model_record(self.run, self.task, self.server, self.metadata),
         )
-        self.status.update(state=state, error=error, **self._tallies())
+        self.status.update(state=state, error=error, warnings=self.warnings, **self._tallies())
         counts = result["counts"]
         k, n = counts["success"], counts["success"] + counts["failure"] + counts["timeout"]
         rate = "n/a" if n == 0 else f"{k}/{n} = {k / n:.1%}"
@@ -389,6 +505,8 @@ class _Invocation:
             + (f"; {error}" if error else ""),
             file=sys.stderr,
         )
+        for warning in self.warnings:
+            print(f"arena run-one: run {self.run.name}{where}: warning: {warning}", file=sys.stderr)
         return EXIT_OK if state == "completed" and counts["error"] == 0 else EXIT_RUN
 
     # -- SIGTERM ---------------------------------------------------------------------------

@@ -107,7 +107,8 @@ class OpenPIDouble:
 class FaultInjector:
     """Wraps a Model: blocks the first (``first_delay_s``) or every (``delay_s``) inference,
     hangs for good from request ``hang_from_request`` on (a hung model whose server still
-    answers handshakes and health checks), and kills the whole process with
+    answers handshakes and health checks, as long as the server runs it off the event loop:
+    ``--inline-below-ms 0``), and kills the whole process with
     ``os._exit(exit_code)`` on request ``exit_on_request`` (1-based, counted per process) —
     only once across restarts when ``exit_marker`` is given (the file is created just before
     exiting)."""

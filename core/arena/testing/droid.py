@@ -23,6 +23,7 @@ class DroidFakeEnv(Environment):
 
     name = "droid_fake"
     Config = EnvironmentConfig
+    success_key = "success"
 
     def __init__(self, num_envs: int = 2, *, height: int = 48, width: int = 64, episode_steps: int = 1000, short_seeds=(), short_steps: int = 2) -> None:
         super().__init__(EnvironmentConfig(), num_envs=num_envs, cameras=True)

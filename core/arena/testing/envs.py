@@ -53,6 +53,7 @@ class ToyReachEnv(Environment):
 
     name = "toy_reach"
     Config = ToyReachConfig
+    success_key = "success"
 
     def __init__(self, config: ToyReachConfig, *, num_envs: int, cameras: bool = False) -> None:
         super().__init__(config, num_envs=num_envs, cameras=bool(cameras or config.cameras))

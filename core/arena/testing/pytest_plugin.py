@@ -1,12 +1,64 @@
-"""pytest fixtures for arena and plugin authors (registered through the ``pytest11`` entry point)."""
+"""pytest fixtures for arena and plugin authors (registered through the ``pytest11`` entry point).
+
+With ``arena_fresh_user_dirs = true`` in the pytest configuration, the whole session (and
+every process it starts) sees a new, empty home: ``HOME``, ``XDG_*``, ``HF_HOME``, pip's and
+torch's caches and the like point into a temporary folder made before any test module is
+imported and removed at the end (:mod:`arena.testing.user_dirs`). arena's own suite and the
+packages ``arena plugins new`` generates turn it on.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+FRESH_USER_DIRS_INI = "arena_fresh_user_dirs"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addini(
+        FRESH_USER_DIRS_INI,
+        type="bool",
+        default=False,
+        help="arena: point HOME, XDG_*, HF_HOME and other per-user caches at a new empty folder for the session",
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
+    """Before conftest files and test modules import anything that reads the home folder."""
+    import shutil
+    import tempfile
+
+    from arena.testing import user_dirs
+
+    if not early_config.getini(FRESH_USER_DIRS_INI) or os.environ.get(user_dirs.MARKER):
+        return  # off, or already inside a fresh session (a test that runs pytest): keep it
+    root = tempfile.mkdtemp(prefix="arena-user-dirs-")
+    saved = {name: os.environ.get(name) for name in (*user_dirs.USER_DIRS, *user_dirs.QUIET, "PYENV_ROOT", user_dirs.MARKER)}
+    user_dirs.apply(root)
+
+    def restore() -> None:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        shutil.rmtree(root, ignore_errors=True)
+
+    early_config.add_cleanup(restore)
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    from arena.testing.user_dirs import MARKER
+
+    if config.getini(FRESH_USER_DIRS_INI) and os.environ.get(MARKER):
+        return f"arena: fresh per-user directories (HOME, XDG_*, HF_HOME, ...) under {os.environ[MARKER]}"
+    return None
 
 
 @pytest.fixture

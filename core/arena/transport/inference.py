@@ -211,6 +211,14 @@ class InferenceEngine:
     def stop(self) -> None:
         self.queue.close()
 
+    def join(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` seconds (in all) for the inference threads to end after
+        :meth:`stop`; True when none is left (one still in ``load()`` or ``infer()`` is not)."""
+        deadline = time.monotonic() + timeout_s
+        for thread in self._workers:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        return not any(thread.is_alive() for thread in self._workers)
+
     # ---- scheduling ----------------------------------------------------------------------
 
     def prefers_inline(self) -> bool:

@@ -34,8 +34,10 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+import os
 import resource
 import signal
+import sys
 import threading
 import time
 import traceback
@@ -102,6 +104,9 @@ class PolicyServer:
             ``concurrent_batches`` attribute, else 1. More than 1 needs a thread-safe model.
         inline_below_ms: run a request on the event-loop thread while recent inferences took
             less than this (ms) and there is nobody to batch with; ``None`` or 0 never does.
+            The trade-off: a model that hangs during an inline call blocks the loop, so
+            handshakes and health checks then time out (clients report a blocked event loop
+            and give up within their reconnect bound) instead of being answered.
         max_connections: WebSocket connections served at once; the next handshake gets HTTP
             503 with the reason. TCP connections beyond this plus 128 still in their handshake
             are closed at once.
@@ -322,9 +327,19 @@ class PolicyServer:
             await asyncio.wait(handlers)
 
     def run(self, on_bound: Callable[[PolicyServer], None] | None = None) -> None:
-        """Serve in the foreground until SIGINT or SIGTERM (for ``arena serve``)."""
+        """Serve in the foreground until SIGINT or SIGTERM (for ``arena serve``).
+
+        Stopped while ``model.load()`` (or an inference) still runs on its thread, the process
+        ends here, at once: that thread cannot be interrupted, and an interpreter shutting down
+        under a thread inside a C extension (MuJoCo, torch) crashes with SIGSEGV.
+        """
         serve_until_signalled(lambda: self.serve(on_bound=on_bound))
         log.info("policy server on %s stopped", self.endpoint)
+        if self._engine is not None and not self._engine.join(timeout_s=2.0):
+            logging.shutdown()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
 
     def start_in_thread(self) -> PolicyServer:
         """Serve on a background thread; return once bound (:attr:`port` is then real).

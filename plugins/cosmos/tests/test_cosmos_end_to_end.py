@@ -13,7 +13,7 @@ import yaml
 
 from arena_cosmos.testing import cosmos_server_double
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "pi0_and_cosmos.yaml"
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "cosmos_droid_kitchen.yaml"
 
 
 def arena(*args: str) -> subprocess.CompletedProcess:
@@ -93,3 +93,16 @@ def test_experiment_requiring_cosmos_fails_before_starting_when_it_is_not_instal
     monkeypatch.setattr(requires_module, "version", version)
     with pytest.raises(ConfigError, match=r"arena-plugin-cosmos>=0.1, which is not installed: pip install"):
         load_experiment(EXAMPLE)
+
+
+@pytest.mark.slow
+def test_example_validates_and_dry_runs(tmp_path):
+    validated = arena("validate", str(EXAMPLE))
+    assert validated.returncode == 0, validated.stdout + validated.stderr
+    assert "2 run(s)" in validated.stdout
+    dry = subprocess.run([sys.executable, "-m", "arena", "run", str(EXAMPLE), "--dry-run", "--output-dir", str(tmp_path / "out")],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=240)
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    assert "microwave_cosmos" in dry.stdout and "kettle_cosmos" in dry.stdout
+    assert "action_policy_server_robolab" in dry.stdout
+    assert not (tmp_path / "out").exists()

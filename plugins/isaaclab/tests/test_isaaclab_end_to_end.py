@@ -99,9 +99,15 @@ def test_the_same_seed_reproduces_records_across_two_processes_and_env_cfg_build
         "by_gym_id": {"task": "Arena-Reach-Cube-v0"},
         "by_config_class": {"env_cfg": "arena_isaaclab.sim.tasks.reach_cube:ReachCubeEnvCfg"},
     }
+    # env_cfg names code the worker imports: like a module:Class type, only on opt-in
+    refused = arena_run(experiment(sources["by_config_class"]), tmp_path / "refused")
+    assert refused.returncode == 2, refused.stdout[-3000:] + refused.stderr[-3000:]
+    assert "environment.env_cfg" in refused.stderr and "--allow-import arena_isaaclab" in refused.stderr, refused.stderr
+    assert not (tmp_path / "refused" / "reach").exists()
     runs = []
     for name, source in sources.items():
-        done = arena_run(experiment(source), tmp_path / name)
+        allow = ("--allow-import", "arena_isaaclab") if "env_cfg" in source else ()
+        done = arena_run(experiment(source), tmp_path / name, *allow)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         runs.append([{k: r[k] for k in keys} for r in records(tmp_path / name, "reach")])
     assert runs[0] == runs[1]

@@ -33,7 +33,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from arena.envs.base import ENV_ERRORS, Environment, EnvironmentConfig
+from arena.envs.base import ENV_ERRORS, Environment, EnvironmentConfig, declared_success_key
 from arena.envs.workers.layout import WorkerPlan
 from arena.envs.workers.protocol import PROTOCOL_VERSION, Channel, SharedArraysIn, WorkerGone
 from arena.errors import ArenaError, SimulatorError
@@ -269,6 +269,7 @@ class WorkerEnvironment(Environment):
         super().__init__(config, num_envs=sum(len(s) for s in plan.slices), cameras=cameras)
         self.name = env_cls.name
         self.env_cls = env_cls
+        self.success_key = declared_success_key(env_cls)  # the workers' envs report success there
         self.upside_down_cameras = env_cls.upside_down_cameras
         self.plan = plan
         self._build_message = {
@@ -393,7 +394,9 @@ class WorkerEnvironment(Environment):
         reward = np.zeros(n, np.float64)
         terminated = np.zeros(n, bool)
         truncated = np.zeros(n, bool)
+        key = self.success_key
         success = np.zeros(n, bool)
+        without_key: list[str] = []  # workers that answered without the declared success key
         errors: dict[int, str] = {}
         infos: list[dict[str, Any] | None] = [None] * len(self._workers)
         asked = []
@@ -421,15 +424,20 @@ class WorkerEnvironment(Environment):
             terminated[rows] = reply["terminated"]
             truncated[rows] = reply["truncated"]
             info = reply.get("info") or {}
-            if "success" in info:
-                success[rows] = np.asarray(info["success"], dtype=bool).reshape(-1)
+            if key is not None and key in info:
+                success[rows] = np.asarray(info[key], dtype=bool).reshape(-1)
+            elif key is not None:
+                without_key.append(worker.label)
             infos[worker.index] = info
             for local, reason in reply.get("env_errors") or []:
                 errors[worker.start + int(local)] = str(reason)
         info_out: dict[str, Any] = {}
         if all(i is not None for i in infos):
             info_out = _join(infos, [len(w.ids) for w in self._workers])
-        info_out["success"] = success
+        if key is not None and not without_key:  # else the rollout reports the missing signal
+            info_out[key] = success
+        elif key is not None:
+            info_out.pop(key, None)
         if errors:
             info_out[ENV_ERRORS] = errors
         return self._observation(), reward, terminated, truncated, info_out

@@ -56,10 +56,14 @@ class CosmosDroidAdapter(EmbodimentAdapter):
 
     def extract(self, observation: dict[str, Any], env_id: int) -> CosmosDroidFrame:
         cams = observation["camera_obs"]
+
+        def image(key: str) -> np.ndarray:  # uint8 through arena's one conversion (never wrapped)
+            return to_uint8(cams[key][env_id], f"camera_obs['{key}']")
+
         return CosmosDroidFrame(
-            wrist_image=np.asarray(cams["wrist_camera_rgb"][env_id]),
-            exterior_image_1=np.asarray(cams["external_camera_rgb"][env_id]),
-            exterior_image_2=np.asarray(cams["external_camera_2_rgb"][env_id]),
+            wrist_image=image("wrist_camera_rgb"),
+            exterior_image_1=image("external_camera_rgb"),
+            exterior_image_2=image("external_camera_2_rgb"),
             joint_position=np.asarray(observation["policy"]["joint_pos"][env_id]),
             gripper_position=np.asarray(observation["policy"]["gripper_pos"][env_id]),
         )

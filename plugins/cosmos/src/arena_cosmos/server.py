@@ -53,5 +53,6 @@ def cosmos_server_task(config) -> ServerTask:
         resources=ServerResources(cpu=4, gpu=1, memory=32.0, storage=40.0),  # Hugging Face cache
         secrets=["HF_TOKEN"],
         shareable=True,
+        checkpoint="{checkpoint}",
         fields={"checkpoint": BAKED_CHECKPOINT, "cosmos_python": "python"},
     )

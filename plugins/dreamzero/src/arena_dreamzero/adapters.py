@@ -23,7 +23,8 @@ import numpy as np
 
 from arena.policies.adapters import ProtocolViolation
 
-from arena.images import letterbox
+from arena.errors import ObservationError
+from arena.images import letterbox, to_uint8
 
 __all__ = ["DreamZeroAdapter", "DreamZeroDroidAdapter"]
 
@@ -36,7 +37,8 @@ class DreamZeroAdapter:
     action_dim: ClassVar[int] = 0
 
     def frames(self, observation: dict[str, Any], env_id: int) -> dict[str, np.ndarray]:
-        """The request's image keys -> env ``env_id``'s current uint8 ``(H, W, 3)`` frame."""
+        """The request's image keys -> env ``env_id``'s current uint8 ``(H, W, 3)`` frame
+        (converted by :func:`arena.images.to_uint8`; a refused image raises ProtocolViolation)."""
         raise NotImplementedError
 
     def state(self, observation: dict[str, Any], env_id: int) -> dict[str, np.ndarray]:
@@ -107,9 +109,12 @@ class DreamZeroDroidAdapter(DreamZeroAdapter):
                 continue
             if name not in cams:
                 raise ProtocolViolation(f"observation has no camera_obs['{name}'] (needed for {key})")
-            image = np.asarray(cams[name][env_id])
-            if image.dtype != np.uint8 or image.ndim != 3:
-                raise ProtocolViolation(f"camera_obs['{name}'] must be uint8 (H, W, 3); got {image.dtype} {image.shape}")
+            try:
+                image = to_uint8(cams[name][env_id], f"camera_obs['{name}']")
+            except ObservationError as exc:  # the same refusal as every other adapter's
+                raise ProtocolViolation(str(exc)) from None
+            if image.ndim != 3:
+                raise ProtocolViolation(f"camera_obs['{name}'] must be (H, W, 3) per env; got shape {image.shape}")
             out[key] = image
         first = out["observation/exterior_image_0_left"]
         if self.cam2_source == "black":

@@ -122,6 +122,7 @@ class DreamZeroRemotePolicy(PolicyBase):
         self._steps: list[int] = []
         self._history: list[deque[dict[str, np.ndarray]]] = []
         self._latency: list[list[float]] = []
+        self._greeting: dict[str, Any] | None = None
 
     def _make_adapter(self) -> DreamZeroAdapter:
         from arena.plugins import get_registry
@@ -140,7 +141,7 @@ class DreamZeroRemotePolicy(PolicyBase):
         if self.client is None:
             self.client = DreamZeroClient(c.remote_host, c.remote_port, **c.client_options())
         self.client.close()
-        self.client.connect(timeout_s=timeout_s)
+        self._greeting = self.client.connect(timeout_s=timeout_s)
         self.server = self.client.server_config
         if self.server.action_space != "joint_position":
             # never leave a connection to a server we refuse: a retry would infer against it
@@ -207,17 +208,18 @@ class DreamZeroRemotePolicy(PolicyBase):
         """
         if self.client is None:
             raise PolicyError("get_action called before start()")
-        out = np.empty((self.num_envs, self.adapter.action_dim), np.float32)
-        for i in range(self.num_envs):
+        out = np.zeros((self.num_envs, self.adapter.action_dim), np.float32)
+        active = [i for i in range(self.num_envs) if self.is_active(i)]  # idle envs send nothing
+        for i in active:
             try:
                 self._history[i].append(self.adapter.frames(observation, i))
             except ProtocolViolation as exc:
                 raise PolicyError(str(exc), env_ids=[i]) from exc
-        for i in range(self.num_envs):
+        for i in active:
             chunk = self._chunks[i]
             if chunk is None or self._steps[i] >= len(chunk):
                 self._fetch(i, observation)
-        for i in range(self.num_envs):
+        for i in active:
             out[i] = self._chunks[i][self._steps[i]]
             self._steps[i] += 1
         return out
@@ -279,6 +281,10 @@ class DreamZeroRemotePolicy(PolicyBase):
         for i in range(self.num_envs):
             self._new_session(i)
         self._connect(self.config.reconnect_timeout_s)
+
+    def server_metadata(self) -> dict[str, Any] | None:
+        """The server's greeting (RoboArena ``PolicyServerConfig``), as last received."""
+        return self._greeting
 
     def episode_info(self, env_id: int) -> dict[str, Any]:
         """The episode's session id and request latencies."""

@@ -40,5 +40,6 @@ def dreamzero_server_task(config: DreamZeroRemoteConfig) -> ServerTask:
         ),
         env={"NCCL_DEBUG": "INFO", "NO_ALBUMENTATIONS_UPDATE": "1"},
         shareable=False,
+        checkpoint="{model_path}",
         fields={"repo_dir": config.server_repo_dir, "model_path": config.model_path, "gpus": str(config.server_gpus)},
     )

@@ -27,7 +27,8 @@ import numpy as np
 from arena.policies.adapters import ProtocolViolation
 
 from arena_gr00t.codec import ModalityConfig
-from arena.images import letterbox
+from arena.errors import ObservationError
+from arena.images import letterbox, to_uint8
 
 __all__ = ["DROID_MODALITY", "Gr00tAdapter", "Gr00tDroidAdapter", "UnsupportedModality"]
 
@@ -100,7 +101,8 @@ class Gr00tAdapter:
 
         Raises:
             ProtocolViolation: a camera or state the modality needs is missing from ``obs``,
-                or an image is not uint8.
+                or an image :func:`arena.images.to_uint8` refuses (float outside [0, 1],
+                integers outside 0..255).
         """
         text = instruction or ""
         h, w = self.target_image_size
@@ -112,9 +114,10 @@ class Gr00tAdapter:
                 images = obs["camera_obs"][camera]
             except KeyError:
                 raise ProtocolViolation(f"observation has no camera_obs['{camera}'] for video key '{key}'") from None
-            images = np.asarray(images)
-            if images.dtype != np.uint8:
-                raise ProtocolViolation(f"camera_obs['{camera}'] is {images.dtype}; GR00T needs uint8 images")
+            try:
+                images = to_uint8(images, f"camera_obs['{camera}']")
+            except ObservationError as exc:  # the same refusal as every other adapter's
+                raise ProtocolViolation(str(exc)) from None
             boxed = letterbox(images, h, w)[:, None]
             video[key] = np.repeat(boxed, t_v, axis=1) if t_v > 1 else boxed
         num_envs = next(iter(video.values())).shape[0] if video else len(obs["policy"][next(iter(obs["policy"]))])

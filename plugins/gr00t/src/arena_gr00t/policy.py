@@ -120,6 +120,7 @@ class Gr00tRemotePolicy(PolicyBase):
         self.num_envs = 0
         self.reconnects = 0
         self._logs: list[_EnvLog] = []
+        self._modality: dict[str, Any] | None = None
 
     @property
     def is_remote(self) -> bool:
@@ -149,6 +150,7 @@ class Gr00tRemotePolicy(PolicyBase):
         try:
             self.client.wait_until_ready(c.connect_timeout_s)
             modality = self.client.get_modality_config() if c.use_server_modality else {}
+            self._modality = modality
             self.adapter = self._adapter_cls()(modality or DROID_MODALITY, c.target_image_size)
         except TransportError as exc:
             raise PolicyError(f"GR00T server {self.client.endpoint}: {exc}") from exc
@@ -163,6 +165,8 @@ class Gr00tRemotePolicy(PolicyBase):
                 f"{c.open_loop_horizon} must not exceed it"
             )
         self.scheduler = make_scheduler(c.scheduler, self.num_envs, c.open_loop_horizon, action_dim)
+        if self.active_envs is not None:
+            self.scheduler.set_active(sorted(self.active_envs))
         self._logs = [_EnvLog() for _ in range(self.num_envs)]
         if c.wire_generation != "n1.5":
             try:
@@ -179,8 +183,15 @@ class Gr00tRemotePolicy(PolicyBase):
         for i in range(self.num_envs) if env_ids is None else env_ids:
             self._logs[i] = _EnvLog()
 
+    def set_active(self, env_ids: list[int]) -> None:
+        """Only ``env_ids`` run episodes: idle envs never make the scheduler fetch."""
+        super().set_active(env_ids)
+        if self.scheduler is not None:
+            self.scheduler.set_active(sorted(self.active_envs or ()))
+
     def get_action(self, env: Environment, observation: dict[str, Any]) -> np.ndarray:
-        """``float32 (num_envs, 8)``: the scheduler's rows, fetching one batched chunk when due.
+        """``float32 (num_envs, 8)``: the scheduler's rows, fetching one batched chunk when an
+        active env is due (the request still carries every env's observation: one batch).
 
         Raises:
             PolicyError: no chunk after the retries, an error reply or a protocol violation;
@@ -240,6 +251,17 @@ class Gr00tRemotePolicy(PolicyBase):
         if lat:
             out["latency"] = latency_stats(lat)
         return out
+
+    def server_metadata(self) -> dict[str, Any] | None:
+        """The server's modality config (keys and horizons), when it was asked for one."""
+        if not self._modality:
+            return None
+        return {
+            "modality": {
+                name: {"delta_indices": list(m.delta_indices), "modality_keys": list(m.modality_keys)}
+                for name, m in self._modality.items()
+            }
+        }
 
     def close(self) -> None:
         """Close the socket (``LINGER=0``: never blocks); the server keeps running."""

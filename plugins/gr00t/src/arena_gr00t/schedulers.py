@@ -5,12 +5,14 @@ Both schedulers buffer one chunk ``(chunk_length, action_dim)`` per env and alwa
 
 * ``chunk``: fetch as soon as **any** env has used up its chunk; only the envs that needed
   one take the new rows, the others keep replaying theirs (more requests, no idle steps).
-* ``synced_batch``: fetch only when **every** env needs a chunk; an env that runs out early
+* ``synced_batch``: fetch only when **every** active env needs a chunk; an env that runs out early
   (e.g. after an episode reset) gets the ``hold_action`` (its current joint positions) until
   the others catch up (one request per ``chunk_length`` steps, up to ``chunk_length - 1``
   held steps per early reset).
 
-A failed fetch changes nothing, so the same step can be asked again.
+Only active envs (:meth:`ActionScheduler.set_active`: those running an episode) count: an
+idle env never triggers a fetch, takes no rows and gets a zero row (the rollout applies its
+last action again). A failed fetch changes nothing, so the same step can be asked again.
 """
 
 from __future__ import annotations
@@ -49,10 +51,16 @@ class ActionScheduler:
         self.rows_used = 0
         self.requests = np.zeros(num_envs, dtype=np.int64)
         self.held_steps = np.zeros(num_envs, dtype=np.int64)
+        self.active = np.ones(num_envs, dtype=bool)
+
+    def set_active(self, env_ids: list[int]) -> None:
+        """Only ``env_ids`` run episodes: the others never trigger a fetch or take rows."""
+        self.active[:] = False
+        self.active[np.asarray(list(env_ids), dtype=np.intp)] = True
 
     def needs_chunk(self) -> np.ndarray:
-        """``bool (num_envs,)``: envs whose chunk is used up (or that were reset)."""
-        return self.index >= self.chunk_length
+        """``bool (num_envs,)``: active envs whose chunk is used up (or that were reset)."""
+        return (self.index >= self.chunk_length) & self.active
 
     def reset(self, env_ids: list[int] | None = None) -> None:
         """Drop the chunks of ``env_ids`` (all when ``None``) and their per-env counters."""
@@ -93,7 +101,7 @@ class ActionScheduler:
 
     def _emit(self, rows: np.ndarray) -> np.ndarray:
         envs = np.flatnonzero(rows)
-        out = np.empty((self.num_envs, self.action_dim), np.float32)
+        out = np.zeros((self.num_envs, self.action_dim), np.float32)
         out[envs] = self.buffer[envs, self.index[envs]]
         self.index[envs] += 1
         return out
@@ -107,7 +115,7 @@ class ChunkScheduler(ActionScheduler):
     def get_action(self, fetch: Fetch, hold_action: np.ndarray | None = None) -> np.ndarray:
         if self.needs_chunk().any():
             self._fill(fetch)
-        return self._emit(np.ones(self.num_envs, dtype=bool))
+        return self._emit(self.active)
 
 
 class SyncedBatchScheduler(ActionScheduler):
@@ -118,14 +126,14 @@ class SyncedBatchScheduler(ActionScheduler):
 
     def get_action(self, fetch: Fetch, hold_action: np.ndarray | None = None) -> np.ndarray:
         need = self.needs_chunk()
-        if need.all():
+        if need.any() and need[self.active].all():
             self._fill(fetch)
             need = self.needs_chunk()
         if not need.any():
-            return self._emit(np.ones(self.num_envs, dtype=bool))
+            return self._emit(self.active)
         if hold_action is None:
             raise ValueError("synced_batch needs hold_action for envs waiting for the next batched chunk")
-        out = self._emit(~need)
+        out = self._emit(self.active & ~need)
         out[need] = np.asarray(hold_action, dtype=np.float32)[need]
         self.held_steps[need] += 1
         return out

@@ -48,6 +48,7 @@ def gr00t_server_task(config: Gr00tRemoteConfig) -> ServerTask:
         startup_timeout_s=600.0,
         resources=ServerResources(cpu=4, gpu=1, gpu_memory_gb=24.0, memory=32.0, storage=40.0),  # model download
         shareable=True,
+        checkpoint="{model_path}",
         fields={
             "repo_dir": config.server_repo_dir,
             "model_path": config.model_path,

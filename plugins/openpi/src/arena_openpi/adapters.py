@@ -58,7 +58,9 @@ class OpenPIAdapter(EmbodimentAdapter):
 
 
 def _image(observation: dict[str, Any], key: str, env_id: int) -> np.ndarray:
-    return np.asarray(observation["camera_obs"][key][env_id])
+    """Env ``env_id``'s camera ``key`` as uint8 (:func:`arena.images.to_uint8`: floats in [0, 1]
+    converted, anything that would wrap around refused with ObservationError)."""
+    return to_uint8(observation["camera_obs"][key][env_id], f"camera_obs['{key}']")
 
 
 # -- DROID ----------------------------------------------------------------------------------

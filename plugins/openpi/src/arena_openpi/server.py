@@ -75,6 +75,7 @@ def openpi_server_task(config) -> ServerTask:
         resources=ServerResources(cpu=4, gpu=1, memory=32.0, storage=50.0),  # checkpoint download, JAX caches
         env={"XLA_PYTHON_CLIENT_MEM_FRACTION": "0.5"},
         shareable=True,
+        checkpoint="{policy_dir}",
         bind="0.0.0.0",  # serve_policy.py has no host option (openpi scripts/serve_policy.py)
         fields={"policy_config": policy_config, "policy_dir": policy_dir, "openpi_dir": "openpi"},
     )

@@ -11,10 +11,7 @@ from arena.errors import ConfigError
 from arena.launch.planning import plan_servers
 from arena.launch.submit import run_experiment
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "mixed_policies.yaml"
-
-pytest.importorskip("arena_openpi", reason="the mixed example needs arena-plugin-openpi (pi0_remote)")
-pytest.importorskip("arena_gr00t", reason="the mixed example needs arena-plugin-gr00t")
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "mixed_policies.yaml"
 
 
 def test_mixed_example_validates_with_one_derived_server_task_per_run():
