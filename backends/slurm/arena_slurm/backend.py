@@ -63,16 +63,29 @@ class SlurmBackend(LaunchBackend):
                 hetjob run is sharded (Slurm has no het-job arrays); a run is sharded into
                 more shards than it has episodes; a hetjob server would bind loopback.
         """
+        missing = self._missing_images(experiment, servers)
+        if missing:
+            raise missing[0]
+        self._check_layout(experiment, servers)
+
+    def _missing_images(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan]) -> list[ConfigError]:
+        """The server images the user still has to name (``runs.<run>.server.image``)."""
+        errors = []
+        for run, plan in servers.items():
+            task = plan.task
+            if task is not None and self.options.containers and not task.image and task.image_hint:
+                error = missing_image(experiment, run, task)
+                errors.append(ConfigError(
+                    f"{error.message}; or run its local_command on the node with launch.slurm.containers=false",
+                    file=experiment.source, run=run, key=error.key,
+                ))
+        return errors
+
+    def _check_layout(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan]) -> None:
         for run, plan in servers.items():
             task = plan.task
             if task is None:
                 continue
-            if self.options.containers and not task.image and task.image_hint:
-                error = missing_image(experiment, run, task)
-                raise ConfigError(
-                    f"{error.message}; or run its local_command on the node with launch.slurm.containers=false",
-                    file=experiment.source, run=run, key=error.key,
-                )
             server_exposure(experiment, run, plan, self.options)
             if not (task.image and self.options.containers) and not task.local_command:
                 why = "launch.slurm.containers is false" if task.image else "it has no image"
@@ -130,10 +143,12 @@ class SlurmBackend(LaunchBackend):
     def plan(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan], output_dir: Path) -> str:
         """Write the scripts ``submit`` would submit to a new temporary directory (nothing is
         submitted, the output directory is not created) and return a summary naming them: per
-        job what it asks Slurm for and what it runs."""
+        job what it asks Slurm for and what it runs, then the server images still to be named
+        (``submit`` refuses those runs; the scripts show them with their ``local_command``)."""
         import tempfile
 
-        self.check(experiment, servers)
+        self._check_layout(experiment, servers)
+        missing = self._missing_images(experiment, servers)  # listed below: a dry-run shows the rest too
         scripts = self.scripts(experiment, servers, output_dir)
         where = Path(tempfile.mkdtemp(prefix=f"arena-dry-run-{experiment.name}-slurm-"))
         for name, text in scripts.items():
@@ -152,6 +167,14 @@ class SlurmBackend(LaunchBackend):
             if not name.endswith(".sbatch"):
                 lines.append(f"  {where / name!s:<{len(str(where)) + width + 1}}  shell functions every job sources")
         lines.append(f"  (read one: less {where / next(iter(experiment.runs))}.sbatch)")
+        if missing:
+            lines.append("# to set before submitting (submitting refuses these runs):")
+            by_message: dict[str, list[str]] = {}
+            for error in missing:  # one line per server task, not per run (a LIBERO suite is 40 runs)
+                by_message.setdefault(error.message.replace(f"runs.{error.run}.", "runs.<run>."), []).append(error.run)
+            for message, runs in by_message.items():
+                shown = ", ".join(runs[:3]) + (f" and {len(runs) - 3} more" if len(runs) > 3 else "")
+                lines.append(f"#   run(s) {shown}: {message}")
         return "\n".join(lines)
 
     # -- submission ----------------------------------------------------------------------------

@@ -413,3 +413,24 @@ def test_a_server_is_stopped_with_sigterm_on_its_step_and_killed_only_after_the_
 def test_fault_handling_options_are_validated(options, message):
     with pytest.raises(ValueError, match=message):
         SlurmOptions(**options)
+
+
+def test_a_dry_run_lists_server_images_still_to_name_once_per_task_and_writes_the_scripts(tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    runs = {f"r{i}": {"environment": REACH, "policy": {"type": "metaworld_expert_remote"}} for i in range(5)}
+    exp = experiment(runs)
+    servers = {
+        run: dataclasses.replace(plan, task=plan.task.model_copy(update={"image_hint": "build it from the Dockerfile"}))
+        for run, plan in plan_servers(exp).items()
+    }
+    spec = SlurmBackend(exp.launch.options("slurm")).plan(exp, servers, OUT)
+    notes = [line for line in spec.splitlines() if "has no container image" in line]
+    assert notes == [
+        "#   run(s) r0, r1, r2 and 2 more: policy server 'metaworld-expert' has no container image (build it from the "
+        "Dockerfile); set runs.<run>.server.image=IMAGE, or shared.server.image for every run; or run its "
+        "local_command on the node with launch.slurm.containers=false"
+    ]
+    (where,) = tmp_path.glob("arena-dry-run-pi0-eval-slurm-*")
+    assert sorted(p.name for p in where.glob("r*.sbatch")) == [f"r{i}.sbatch" for i in range(5)]
