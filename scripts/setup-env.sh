@@ -62,5 +62,7 @@ if [[ ",${extras}," == *",test,"* ]]; then
   done
   # Isaac Lab's simulator venv needs Python 3.12; where the machine has none, its tests skip
   # and say so.
-  .venv/bin/arena isaaclab setup --if-possible --quiet
+  if [ -d plugins/isaaclab ]; then
+    .venv/bin/arena isaaclab setup --if-possible --quiet
+  fi
 fi

@@ -157,13 +157,12 @@ def test_running_into_an_earlier_output_directory_points_at_resume(tmp_path):
     earlier.mkdir()
     (earlier / "experiment.yaml").write_text("runs: {}\n")
     (earlier / "manifest.json").write_text("{}")
-    allow = ["--allow-import", "rollout_fakes"]  # the experiment names a test module's env
-    result = CliRunner().invoke(app, ["run", str(exp), "--output-dir", str(earlier), *allow])
+    result = CliRunner().invoke(app, ["run", str(exp), "--output-dir", str(earlier), "--allow-import", "rollout_fakes"])
     assert result.exit_code == 2
     message = " ".join(result.output.split())
     assert "is not empty" in message and f"arena run --resume {earlier}" in message
     other = tmp_path / "other"
     other.mkdir()
     (other / "notes.txt").write_text("mine")
-    result = CliRunner().invoke(app, ["run", str(exp), "--output-dir", str(other), *allow])
+    result = CliRunner().invoke(app, ["run", str(exp), "--output-dir", str(other), "--allow-import", "rollout_fakes"])
     assert result.exit_code == 2 and "is not empty" in result.output and "--resume" not in result.output

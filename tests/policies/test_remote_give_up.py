@@ -127,15 +127,15 @@ def test_a_server_killed_mid_run_is_an_error_episode_for_every_env_within_the_re
     assert all("reconnect failed" in r.error for r in records if r.outcome == "error"), records[0].error
 
 
-def test_a_hung_server_that_stays_up_costs_the_request_timeout_per_attempt_not_the_first_request_timeout():
-    # Requests 1 and 2 are answered (the server is warm), then the model hangs while the
-    # server still accepts connections: each reconnect reaches the same, warm server. Inference
-    # stays off the event loop (--inline-below-ms 0): a model hung *inline* blocks the loop, and
-    # that case is the next test.
+def _hang_on_the_third_request(inline_below_ms: int, reconnect_timeout_s: float):
+    """Requests 1 and 2 are answered (the server is warm), then the model hangs for good while
+    its process stays up. Returns ``(policy, thread, box, elapsed_s)`` of the third request
+    (``request_timeout_s`` 1, two reconnect attempts)."""
     with ServerProcess(
-        "arena", "--action-shape", "4", "3", "--hang-from-request", "3", "--inline-below-ms", "0"
+        "arena", "--action-shape", "4", "3", "--hang-from-request", "3", "--inline-below-ms", str(inline_below_ms)
     ) as server:
-        policy = _policy(server.port, request_timeout_s=1, reconnect_timeout_s=10, max_reconnect_attempts=2, open_loop_horizon=1)
+        policy = _policy(server.port, request_timeout_s=1, reconnect_timeout_s=reconnect_timeout_s,
+                         max_reconnect_attempts=2, open_loop_horizon=1)
         env = _Env(1)
         obs = env.reset_envs([0], [0])
         policy.start(env)
@@ -145,9 +145,15 @@ def test_a_hung_server_that_stays_up_costs_the_request_timeout_per_attempt_not_t
             started = time.monotonic()
             thread, box = _in_thread(lambda: policy.get_action(env, obs))
             thread.join(LIMIT_S)
-            elapsed = time.monotonic() - started
+            return policy, thread, box, time.monotonic() - started
         finally:
             policy.close()
+
+
+def test_a_hung_server_that_stays_up_costs_the_request_timeout_per_attempt_not_the_first_request_timeout():
+    # Inference off the event loop (inline 0): the server still answers handshakes, so each
+    # reconnect reaches the same, warm server. A model hung *inline* is the next test.
+    policy, thread, box, elapsed = _hang_on_the_third_request(inline_below_ms=0, reconnect_timeout_s=10)
     assert not thread.is_alive(), "a reconnect to a warm server waited the first-request timeout"
     assert isinstance(box.get("error"), PolicyError), box
     assert "no reply within 1 s" in str(box["error"])
@@ -159,20 +165,7 @@ def test_a_hung_server_that_stays_up_costs_the_request_timeout_per_attempt_not_t
 def test_a_model_hung_on_the_event_loop_is_reported_as_a_blocked_loop_within_the_reconnect_bound():
     # Short inferences run inline (on the event loop); when one of them hangs, the loop is
     # blocked: handshakes time out, and the client says so instead of waiting for a reply.
-    with ServerProcess("arena", "--action-shape", "4", "3", "--hang-from-request", "3", "--inline-below-ms", "100") as server:
-        policy = _policy(server.port, request_timeout_s=1, reconnect_timeout_s=3, max_reconnect_attempts=2, open_loop_horizon=1)
-        env = _Env(1)
-        obs = env.reset_envs([0], [0])
-        policy.start(env)
-        try:
-            policy.get_action(env, obs)
-            policy.get_action(env, obs)
-            started = time.monotonic()
-            thread, box = _in_thread(lambda: policy.get_action(env, obs))
-            thread.join(LIMIT_S)
-            elapsed = time.monotonic() - started
-        finally:
-            policy.close()
+    policy, thread, box, elapsed = _hang_on_the_third_request(inline_below_ms=100, reconnect_timeout_s=3)
     assert not thread.is_alive(), "the client kept waiting on a server whose event loop is blocked"
     assert isinstance(box.get("error"), PolicyError), box
     assert "event loop blocked" in str(box["error"]), box["error"]

@@ -46,6 +46,20 @@ def _healthz_s(port: int, timeout_s: float = 30.0) -> float:
     return time.monotonic() - started
 
 
+def _healthz_retrying_s(port: int, timeout_s: float) -> float:
+    """Seconds until ``GET /healthz`` answered 200, retrying connections the server closed
+    (what a readiness probe does); raises the last error after ``timeout_s``."""
+    started = time.monotonic()
+    while True:
+        try:
+            _healthz_s(port, timeout_s=max(1.0, timeout_s - (time.monotonic() - started)))
+            return time.monotonic() - started
+        except (ConnectionError, http.client.HTTPException):
+            if time.monotonic() - started > timeout_s:
+                raise
+            time.sleep(0.2)
+
+
 def _client(port: int, **kw: Any) -> PolicyClient:
     kw.setdefault("connect_timeout_s", 10.0)
     kw.setdefault("request_timeout_s", 30.0)
@@ -195,7 +209,9 @@ def test_more_connections_than_open_files_neither_floods_the_log_nor_breaks_the_
             except OSError:
                 break
         assert client.infer(OBS)["actions"].shape == (4, 3)  # the connected client is served
-        assert _healthz_s(server.port, timeout_s=30) < 30
+        # at the open-file limit a new connection may be shed at once; the server recovers
+        # as the idle ones reach their handshake timeout (2 s), so a probe gets through
+        assert _healthz_retrying_s(server.port, timeout_s=30) < 30
         for sock in idle:
             sock.close()
         newcomer = _client(server.port, connect_timeout_s=20)
