@@ -2,10 +2,10 @@
 #
 # It holds arena-core, every plugin and backend package of this repository, and MuJoCo with
 # headless rendering: EGL on a GPU node (MUJOCO_GL=egl, the default the OSMO backend sets when
-# launch.osmo.runner.gpu > 0) and OSMesa on a CPU node (runner.gpu: 0, and the collector).
+# launch.osmo.runner.gpu > 0) and OSMesa on a CPU node (runner.gpu: 0).
 # OSMO runs `arena run-one`, `arena probe`, `python -m arena_osmo.runner_failure` and
-# `python -m arena_osmo.collector` in it. Model servers run in their own images (each
-# ServerTask names one); nothing here downloads weights.
+# `gunzip` (a resumed runner's carried records) in it. Model servers run in their own images
+# (each ServerTask names one); nothing here downloads weights.
 #
 # Build from the repository root (keep .venv and outputs out of the context, e.g. with a
 # .dockerignore listing them) and push where your OSMO pool can pull from:

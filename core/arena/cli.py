@@ -236,7 +236,7 @@ def run_one(
 # -- submissions -----------------------------------------------------------------------------
 @app.command()
 def status(output_dir: Annotated[Path, typer.Argument(help="experiment output directory")]) -> None:
-    """Show the state of every run of a submission.
+    """Show the state of every run of a submission (why a pending run waits, why a run failed).
 
     Exit codes:
     0  shown
@@ -270,6 +270,8 @@ def status(output_dir: Annotated[Path, typer.Argument(help="experiment output di
         )
     out.print(table)
     for name, st in states.items():
+        if st.get("pending_reason") and not st.get("error"):
+            out.print(f"[yellow]{name}[/]: waiting: {st['pending_reason']}", highlight=False)
         if st.get("error"):
             out.print(f"[red]{name}[/]: {st['error']}", highlight=False)
         for warning in st.get("warnings") or []:

@@ -80,6 +80,20 @@ class ConfigError(ArenaError):
         )
 
 
+class ConfigErrors(ConfigError):
+    """Several configuration problems found together, reported at once (each under its own key).
+
+    ``errors`` are the single problems; ``str(err)`` reads ``FILE: SUMMARY:`` followed by one
+    indented line per problem (``run 'NAME': key a.b: MESSAGE``).
+    """
+
+    def __init__(self, summary: str, errors: list[ConfigError], *, file: str | None = None) -> None:
+        self.errors = list(errors)
+        self.summary = summary
+        lines = [f"  - {ConfigError(e.message, run=e.run, key=e.key)}" for e in self.errors]
+        super().__init__("\n".join([f"{summary}:", *lines]), file=file)
+
+
 class PluginError(ArenaError):
     """A plugin could not be loaded, registered a duplicate name, or is missing."""
 

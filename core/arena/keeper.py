@@ -12,9 +12,10 @@ starts it as the leader of a new session and process group. The keeper:
   when the parent is gone (unlike ``PR_SET_PDEATHSIG``, this does not fire when only the
   thread that spawned it exits). When the parent is gone it stops the tree: SIGTERM to every
   process of its session and to the descendants reparented to it, SIGKILL after ``GRACE_S``;
-- forwards SIGTERM, SIGINT, SIGHUP and SIGQUIT to the child, except when they come from its
-  parent or from itself: arena signals whole process groups (:func:`arena.processes.signal_group`),
-  so the child has them already;
+- forwards SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to the child (and survives
+  the last two: a scheduler's "time limit near" signal is the child's to act on), except when
+  they come from its parent or from itself: arena signals whole process groups
+  (:func:`arena.processes.signal_group`), so the child has them already;
 - when the child exits, stops whatever the child left behind the same way, then exits with
   the child's status (a child killed by a signal makes the keeper die of the same signal,
   without a core dump), so ``Popen.returncode`` reads as if there were no keeper.
@@ -34,7 +35,8 @@ import time
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 _TERMINATING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
-_WATCHED = (*_TERMINATING, signal.SIGCHLD)
+_FORWARDED = (*_TERMINATING, signal.SIGUSR1, signal.SIGUSR2)
+_WATCHED = (*_FORWARDED, signal.SIGCHLD)
 _POLL_S = 0.2
 EXIT_PARENT_GONE = 125
 EXIT_EXEC_FAILED = 127
@@ -179,7 +181,7 @@ def main(argv: list[str]) -> None:
         children.reap()
         if children.status is not None:
             break
-        if info is not None and info.si_signo in _TERMINATING and info.si_pid not in (parent, keeper):
+        if info is not None and info.si_signo in _FORWARDED and info.si_pid not in (parent, keeper):
             try:
                 os.kill(child, info.si_signo)
             except ProcessLookupError:

@@ -53,6 +53,9 @@ class ServerResources(BaseModel):
     gpu: int = Field(0, ge=0, description="GPUs")
     gpu_memory_gb: float | None = Field(None, ge=0, description="GiB of GPU memory per GPU")
     memory: float | None = Field(None, ge=0, description="GiB of host memory")
+    storage: float | None = Field(
+        None, ge=0, description="GiB of local disk (checkpoint downloads, caches); null: the backend's default"
+    )
     gpu_type: str | None = Field(None, description="e.g. H100")
     platform: str | None = Field(None, description="e.g. linux/amd64")
 
@@ -63,7 +66,12 @@ class ServerTask(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(description="task name, e.g. 'openpi-pi05-droid'")
-    image: str | None = Field(None, description="container image of the server")
+    image: str | None = Field(None, description="container image of the server (one the cluster can pull)")
+    image_hint: str | None = Field(
+        None,
+        description="how to get an image when the plugin knows of no public one (image unset): backends that run "
+        "containers refuse the task until server.image is set, quoting this",
+    )
     command: list[str] = Field(default_factory=list, description="command inside `image`")
     local_command: list[str] | None = Field(None, description="command on this machine")
     port: int = Field(8000, ge=1, le=65535, description="default port; backends may choose another")

@@ -193,3 +193,51 @@ def test_sigterm_cancels_and_keeps_finished_records(tmp_path, manager, monkeypat
     assert 0 < len(records) < 50
     assert signal.getsignal(signal.SIGTERM) == before  # handler restored
     assert CounterEnv.instances[-1].closed
+
+
+def test_sigusr1_stops_at_the_time_limit_as_failed_naming_the_limit_and_keeps_records(tmp_path, manager, monkeypatch):
+    calls = {"n": 0}
+    original = CoinFlipPolicy.get_action
+
+    def get_action(self, env, observation):
+        calls["n"] += 1
+        if calls["n"] == 12:
+            os.kill(os.getpid(), signal.SIGUSR1)  # what Slurm's --signal sends before the time limit
+        return original(self, env, observation)
+
+    monkeypatch.setattr(CoinFlipPolicy, "get_action", get_action)
+    monkeypatch.setenv("ARENA_TIME_LIMIT", "launch.slurm.time=00:10:00")
+    snap = _snapshot(tmp_path / "e.yaml", num_episodes=50, num_envs=1)
+    before = signal.getsignal(signal.SIGUSR1)
+    assert run_one(snap, "count", tmp_path / "out", manager=manager) == 3
+    records, result, status = _read(tmp_path / "out")
+    assert result["state"] == "failed" and status["state"] == "failed"
+    assert result["error"].startswith("stopped at the time limit (launch.slurm.time=00:10:00) before the run finished")
+    assert f"{len(records)} of 50 episode(s) recorded" in result["error"]
+    assert f"`arena run --resume {tmp_path / 'out'}` runs the rest" in result["error"]
+    assert 0 < len(records) < 50
+    assert signal.getsignal(signal.SIGUSR1) == before
+
+
+def test_sigusr1_after_a_backend_wrote_its_reason_fails_the_run_with_that_reason(tmp_path, manager, monkeypatch):
+    calls = {"n": 0}
+    original = CoinFlipPolicy.get_action
+    reason = "policy server 'x' exited (code 137) and was restarted 2 time(s): Killed"
+
+    def get_action(self, env, observation):
+        calls["n"] += 1
+        if calls["n"] == 12:  # what a Slurm job does when the server it watches is gone for good
+            (tmp_path / "out" / "count" / "stop_reason").write_text(reason + "\n")
+            os.kill(os.getpid(), signal.SIGUSR1)
+        return original(self, env, observation)
+
+    monkeypatch.setattr(CoinFlipPolicy, "get_action", get_action)
+    snap = _snapshot(tmp_path / "e.yaml", num_episodes=50, num_envs=1)
+    (tmp_path / "out" / "count").mkdir(parents=True)
+    (tmp_path / "out" / "count" / "stop_reason").write_text("a stale reason of an earlier attempt")
+    assert run_one(snap, "count", tmp_path / "out", manager=manager) == 3
+    records, result, status = _read(tmp_path / "out")
+    assert result["state"] == status["state"] == "failed"
+    assert result["error"] == reason
+    assert not (tmp_path / "out" / "count" / "stop_reason").exists()  # read once: a resume does not inherit it
+    assert 0 < len(records) < 50

@@ -144,3 +144,52 @@ def test_run_one_with_launch_watchdog_resumes_a_wedged_policy_with_the_same_outc
     assert sorted(r.episode_index for r in records) == list(range(6))
     assert all(r.outcome == expected_outcome(r.seed) for r in records)
     assert "restart 1 of 2" in result.stderr
+
+
+def test_the_time_limit_signal_reaches_a_supervised_rollout_which_fails_naming_the_limit(tmp_path):
+    """SIGUSR1 to the supervisor (what srun forwards before a Slurm time limit) stops the child,
+    which records `failed` with the limit; nothing is restarted and the records are kept."""
+    import signal
+
+    snapshot = {
+        "launch": {"watchdog": {"stall_s": 30, "first_episode_grace_s": 60, "max_restarts": 2}},
+        "runs": {
+            "count": {
+                "environment": {"type": "rollout_fakes:CounterEnv", "step_delay_s": 0.05},
+                "policy": {"type": "rollout_fakes:CoinFlipPolicy"},
+                "environment_builder": {"num_envs": 1, "seed": 0},
+                "rollout_limit": {"num_episodes": 40},
+            }
+        },
+    }
+    path = tmp_path / "experiment.yaml"
+    path.write_text(yaml.safe_dump(snapshot))
+    out = tmp_path / "out"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+        "ARENA_ALLOW_IMPORTS": "rollout_fakes",
+        "ARENA_TIME_LIMIT": "launch.slurm.time=00:05:00",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "arena", "run-one", str(path), "--run", "count", "--output-dir", str(out)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while len(read_records(out / "count" / "episodes.jsonl")[0]) < 2:
+            assert proc.poll() is None and time.monotonic() < deadline, "the rollout ended before the signal"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGUSR1)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 3, stderr[-3000:]
+    status = json.loads((out / "count" / "status.json").read_text())
+    result = json.loads((out / "count" / "run_result.json").read_text())
+    assert status["state"] == result["state"] == "failed"
+    assert "stopped at the time limit (launch.slurm.time=00:05:00)" in result["error"]
+    assert status.get("restarts", 0) == 0
+    records, _ = read_records(out / "count" / "episodes.jsonl")
+    assert 2 <= len(records) < 40

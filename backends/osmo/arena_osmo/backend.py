@@ -1,17 +1,22 @@
 """The ``osmo`` launch backend: ``arena run exp.yaml --backend osmo``.
 
-``plan`` renders the workflows (``--dry-run`` prints them, with ``<unset: …>`` placeholders
-where ``runner_image`` or ``output_url`` is missing); ``check`` refuses what cannot be
-submitted (unset options, placements the platforms cannot host, no ``osmo`` on PATH) before
-the output directory is written; ``submit`` writes each workflow to ``OUTPUT/osmo/NAME.yaml``
-and submits it with ``osmo workflow submit … --format-type json``; ``status``, ``cancel`` and
-``collect`` work from ``submission.json`` alone (the core builds the backend with default
-options for them), so everything they need is recorded there.
+``plan`` renders the workflows (``--dry-run`` prints them, with ``<unset: KEY>`` stand-ins for
+every missing setting and a list of them under their keys); ``check`` refuses what cannot be
+submitted (every missing or invalid setting at once, placements the platforms cannot host, no
+``osmo`` on PATH) before the output directory is written; ``submit`` writes each workflow to
+``OUTPUT/osmo/NAME.yaml`` and submits it with ``osmo workflow submit … --format-type json``;
+``status``, ``cancel`` and ``collect`` work from ``submission.json`` alone (the core builds the
+backend with default options for them), so everything they need is recorded there.
 
 arena's own policy servers are exposed on OSMO (their own tasks), so they require a key
 generated at submit time: it goes into a new OSMO credential (``osmo credential set`` reads
 it from standard input) named in ``submission.json`` (the name, never the key), and is
 deleted by ``cancel`` and by ``collect`` once every workflow has finished.
+
+Resume (``arena run --resume OUT``): ``collect`` first brings in what every runner published;
+then one new workflow per pool holds only the runs with unfinished work items, each runner
+carrying its run's finished records and starting ``arena run-one --resume``. The earlier
+workflows keep the runs that were done; ``submission.json`` records both.
 """
 
 from __future__ import annotations
@@ -21,18 +26,19 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from arena.errors import ConfigError, LaunchError
-from arena.launch.base import LaunchBackend, Submission
+from arena.errors import LaunchError
+from arena.launch.base import LaunchBackend, Resume, Submission
 from arena.launch.exposure import generate_key
 from arena_osmo import osmo_cli
 from arena_osmo.collect import collect_workflow, resolve_url
 from arena_osmo.options import OsmoOptions
 from arena_osmo.render import (
-    COLLECTOR_TASK,
     KEY_CREDENTIAL_KEY,
     KEY_CREDENTIAL_PLACEHOLDER,
     RenderedWorkflow,
+    finished_records,
     render_workflows,
+    run_url,
     server_exposures,
 )
 from arena_osmo.states import run_state, workflow_finished
@@ -52,6 +58,7 @@ class OsmoBackend(LaunchBackend):
 
     name = "osmo"
     Config = OsmoOptions
+    can_resume = True
 
     def __init__(self, options: OsmoOptions) -> None:
         super().__init__(options)
@@ -64,40 +71,50 @@ class OsmoBackend(LaunchBackend):
         servers: dict[str, ServerPlan],
         *,
         placeholders: bool,
+        resume: Resume | None = None,
+        carried: dict[str, bytes] | None = None,
         key_credential: str = KEY_CREDENTIAL_PLACEHOLDER,
     ) -> list[RenderedWorkflow]:
         """The workflows of ``experiment`` (see :func:`arena_osmo.render.render_workflows`)."""
-        self._check_external(experiment, servers)
-        return render_workflows(
-            experiment, servers, self.options, placeholders=placeholders, key_credential=key_credential
-        )
+        return self._render(
+            experiment, servers, placeholders=placeholders, resume=resume, carried=carried, key_credential=key_credential
+        )[0]
 
     def exposures(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan]) -> dict[str, Exposure]:
         return server_exposures(experiment, servers)
 
+    def _render(self, experiment, servers, *, placeholders: bool, resume=None, carried=None, key_credential=KEY_CREDENTIAL_PLACEHOLDER):
+        from arena.errors import ConfigError
+        from arena_osmo.render import Problems
+
+        external = Problems(experiment.source)
+        for name, plan in servers.items():
+            if plan.external and plan.host in _LOCAL_HOSTS:
+                external.add_invalid(ConfigError(
+                    f"`server: {{external: true}}` points at {plan.host}:{plan.port}, which inside an OSMO task is the task "
+                    "itself; set the policy's remote_host to an address OSMO's nodes can reach",
+                    file=experiment.source, run=name, key="policy.remote_host",
+                ))
+        external.raise_if_any(allow_missing=True)
+        return render_workflows(
+            experiment, servers, self.options, placeholders=placeholders, resume=resume, carried=carried,
+            key_credential=key_credential,
+        )
+
     def plan(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan], output_dir: Path) -> str:
-        workflows = self.render(experiment, servers, placeholders=True)
-        return "---\n".join(wf.text() for wf in workflows)
+        workflows, problems = self._render(experiment, servers, placeholders=True)
+        notes = "".join(f"# {line}\n" for line in problems.notes())
+        return "---\n".join(wf.text() for wf in workflows) + notes
 
     def check(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan]) -> None:
         """Refuse a submission that cannot work, before anything is written.
 
         Raises:
-            ConfigError: an unset required option or an impossible placement.
+            ConfigError / ConfigErrors: every unset required option and impossible placement.
             LaunchError: the ``osmo`` CLI is not installed.
         """
         self.render(experiment, servers, placeholders=False)
         osmo_cli.executable()
-
-    @staticmethod
-    def _check_external(experiment: ResolvedExperiment, servers: dict[str, ServerPlan]) -> None:
-        for name, plan in servers.items():
-            if plan.external and plan.host in _LOCAL_HOSTS:
-                raise ConfigError(
-                    f"`server: {{external: true}}` points at {plan.host}:{plan.port}, which inside an OSMO task is the task "
-                    "itself; set the policy's remote_host to an address OSMO's nodes can reach",
-                    file=experiment.source, run=name, key="policy.remote_host",
-                )
 
     # -- submission ----------------------------------------------------------------------------
     def submit(
@@ -108,47 +125,72 @@ class OsmoBackend(LaunchBackend):
         *,
         wait: bool = False,
         console: Console | None = None,
+        resume: Resume | None = None,
     ) -> Submission:
-        submission = Submission(backend=self.name, experiment=experiment.name, output_dir=str(output_dir))
+        """Submit the workflows; with ``resume``, workflows of only the given runs, each runner
+        carrying its finished records, added to the earlier ``submission.json``."""
+        output_dir = Path(output_dir)
+        carried = _finished_records(output_dir, experiment, resume) if resume is not None else None
+        if resume is None:
+            submission = Submission(backend=self.name, experiment=experiment.name, output_dir=str(output_dir))
+            earlier: list[dict[str, Any]] = []
+        else:
+            submission = Submission.load(output_dir)
+            earlier = _hand_over(submission, list(experiment.runs))
         key_credential = KEY_CREDENTIAL_PLACEHOLDER
         if any(e.key == "generated" for e in self.exposures(experiment, servers).values()):
+            _drop_key_credential(submission)  # an earlier attempt's, if it is still there
             key_credential = f"arena-key-{secrets.token_hex(6)}"
             osmo_cli.set_secret_credential(key_credential, KEY_CREDENTIAL_KEY, generate_key())
-            submission.extra = {"key_credential": key_credential}
+            submission.extra = {**submission.extra, "key_credential": key_credential}
             _say(console, f"created OSMO credential {key_credential} with the servers' API key (deleted after collect)")
-        workflows = self.render(experiment, servers, placeholders=False, key_credential=key_credential)
-        spec_dir = Path(output_dir) / "osmo"
+        workflows = self.render(
+            experiment, servers, placeholders=False, resume=resume, carried=carried, key_credential=key_credential
+        )
+        spec_dir = output_dir / "osmo"
         spec_dir.mkdir(parents=True, exist_ok=True)
+        if resume is not None:
+            _reset_runs(output_dir, list(experiment.runs))
         entries: list[dict[str, Any]] = []
         for wf in workflows:
             path = spec_dir / f"{wf.name}.yaml"
+            if resume is not None:
+                path = _unused(path)
             path.write_text(wf.text())
             try:
                 workflow_id = osmo_cli.submit(str(path), wf.pool, self.options.priority)
             except LaunchError as exc:
-                self._abort(entries, submission, exc, console)
+                self._abort(entries, earlier, submission, exc)
             entry = {
                 "name": wf.name,
                 "id": workflow_id,
                 "pool": wf.pool,
                 "file": str(path.relative_to(output_dir)),
-                "output_url": resolve_url(wf.output_url, workflow_id),
-                "collector_task": COLLECTOR_TASK,
-                "runs": {t.run: {"runner": t.runner, "server": t.server} for t in wf.runs},
+                "runs": {
+                    t.run: {"runner": t.runner, "server": t.server, "url": resolve_url(run_url(self._url(), t.run), workflow_id)}
+                    for t in wf.runs
+                },
             }
+            if resume is not None:
+                entry["resumed"] = True
             entries.append(entry)
             for t in wf.runs:
                 submission.ids[t.run] = {"0": workflow_id}
-            submission.extra = {**submission.extra, "workflows": entries}
+            submission.extra = {**submission.extra, "workflows": earlier + entries}
             submission.save()
-            _say(console, f"workflow [bold]{wf.name}[/] submitted as {workflow_id} ({len(wf.runs)} run(s), pool {wf.pool})")
-        submission.extra = {**submission.extra, "workflows": entries}
+            what = "resubmitted" if resume is not None else "submitted"
+            _say(console, f"workflow [bold]{wf.name}[/] {what} as {workflow_id} ({len(wf.runs)} run(s), pool {wf.pool})")
+        submission.extra = {**submission.extra, "workflows": earlier + entries}
         submission.save()
         if wait:
             self._wait(submission, console)
         return submission
 
-    def _abort(self, entries: list[dict[str, Any]], submission: Submission, exc: LaunchError, console) -> NoReturn:
+    def _url(self) -> str:
+        assert self.options.output_url is not None  # render refused an unset one
+        return self.options.output_url
+
+    def _abort(self, entries, earlier, submission: Submission, exc: LaunchError) -> NoReturn:
         """A later workflow failed to submit: cancel the earlier ones so no GPU server is orphaned."""
         ids = [e["id"] for e in entries]
         note = ""
@@ -158,7 +200,7 @@ class OsmoBackend(LaunchBackend):
                 note = f"; cancelled the workflows already submitted ({', '.join(ids)})"
             except LaunchError as cancel_exc:
                 note = f"; could not cancel the workflows already submitted ({', '.join(ids)}): {cancel_exc}"
-            submission.extra = {**submission.extra, "workflows": entries, "aborted": str(exc)}
+            submission.extra = {**submission.extra, "workflows": earlier + entries, "aborted": str(exc)}
             submission.save()
         _drop_key_credential(submission)
         raise LaunchError(f"{exc}{note}") from None
@@ -167,14 +209,14 @@ class OsmoBackend(LaunchBackend):
         last: dict[str, str] = {}
         while True:
             states = self.status(submission)
-            summary = {name: st["state"] for name, st in states.items()}
+            summary = {name: _shown(st) for name, st in states.items()}
             if summary != last:
                 counts: dict[str, int] = {}
                 for state in summary.values():
                     counts[state] = counts.get(state, 0) + 1
                 _say(console, "osmo: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
                 last = summary
-            if all(workflow_finished(st["osmo"]["workflow_status"]) for st in states.values()):
+            if all(workflow_finished(st["osmo"]["workflow_status"]) for st in states.values() if "osmo" in st):
                 return
             self._sleep(self.options.poll_interval_s)
 
@@ -188,8 +230,11 @@ class OsmoBackend(LaunchBackend):
         from arena.rollout.records import read_json
 
         out: dict[str, dict[str, Any]] = {}
+        queried: dict[str, dict[str, Any]] = {}
         for entry in _workflows(submission):
-            workflow = osmo_cli.query(entry["id"])
+            if entry["id"] not in queried:
+                queried[entry["id"]] = osmo_cli.query(entry["id"])
+            workflow = queried[entry["id"]]
             for run, names in entry["runs"].items():
                 state, error, raw = run_state(workflow, names["runner"], names.get("server"))
                 local = read_json(Path(submission.output_dir) / run / "status.json")
@@ -199,6 +244,8 @@ class OsmoBackend(LaunchBackend):
                     st = {"state": state}
                     if error:
                         st["error"] = error
+                    if state == "pending" and raw.get("pending_reason"):
+                        st["pending_reason"] = raw["pending_reason"]
                 st["osmo"] = raw
                 out[run] = st
         return out
@@ -233,6 +280,59 @@ def _drop_key_credential(submission: Submission) -> None:
         return
     submission.extra = {k: v for k, v in submission.extra.items() if k != "key_credential"}
     submission.save()
+
+
+def _finished_records(output_dir: Path, experiment: ResolvedExperiment, resume: Resume) -> dict[str, bytes]:
+    """Per run with finished episodes: their records, for its resumed runner to carry."""
+    from arena.results.aggregate import collect_run_records
+
+    carried: dict[str, bytes] = {}
+    for run in experiment.runs:
+        todo = set(resume.remaining.get(run, []))
+        records = [r for r in collect_run_records(output_dir / run) if r.episode_index not in todo]
+        if records:
+            carried[run] = finished_records([r.to_json() for r in sorted(records, key=lambda r: r.episode_index)])
+    return carried
+
+
+def _hand_over(submission: Submission, runs: list[str]) -> list[dict[str, Any]]:
+    """The earlier workflows without ``runs`` (a resumed workflow takes them over); a workflow
+    left with no run is kept under ``superseded`` (``arena cancel`` no longer needs it)."""
+    kept: list[dict[str, Any]] = []
+    superseded = submission.extra.setdefault("superseded", [])
+    for entry in _workflows(submission):
+        left = {run: names for run, names in entry["runs"].items() if run not in runs}
+        if left:
+            kept.append({**entry, "runs": left})
+        else:
+            superseded.append(entry)
+    return kept
+
+
+def _reset_runs(output_dir: Path, runs: list[str]) -> None:
+    """Resumed runs are ``pending`` again: the earlier attempt's final state must not hide the
+    new workflow's (their records stay; ``collect`` replaces them with the published ones)."""
+    from arena.rollout.records import StatusWriter
+
+    for run in runs:
+        run_dir = output_dir / run
+        run_dir.mkdir(parents=True, exist_ok=True)
+        StatusWriter(run_dir / "status.json").write(state="pending", run=run, error=None)
+        (run_dir / "run_result.json").unlink(missing_ok=True)
+
+
+def _unused(path: Path) -> Path:
+    """``path``, or ``NAME-resume-N.yaml`` when an earlier submission wrote it."""
+    n = 1
+    candidate = path
+    while candidate.exists():
+        candidate = path.with_name(f"{path.stem}-resume-{n}{path.suffix}")
+        n += 1
+    return candidate
+
+
+def _shown(st: dict[str, Any]) -> str:
+    return f"{st['state']} ({st['pending_reason']})" if st.get("pending_reason") else st["state"]
 
 
 def _workflows(submission: Submission) -> list[dict[str, Any]]:

@@ -1,14 +1,15 @@
-"""``arena collect`` for OSMO: download each workflow's published output and merge the runs.
+"""``arena collect`` for OSMO: download what each runner published and merge the runs.
 
-Each workflow's collector uploaded a directory (the runs of that workflow, their report) to
-its ``output_url`` with ``{{workflow_id}}`` filled in. URLs whose scheme fsspec can open with
-what is installed (``file://``, and ``s3://``/``gs://``/... with their fsspec packages) are
-read with fsspec; any other (``swift://``, or a missing fsspec driver) goes through ``osmo
-data download``, which uses the user's OSMO data credentials. Each run's directory is copied
-into the experiment's output directory; the core then rebuilds ``experiment_result.json`` and
-``index.html`` over all of them. A run whose records never got published (its task failed, or
-the collector did) is written as failed or cancelled with OSMO's reason, so the report shows
-it. Policy-server logs (non-lead tasks upload nothing) come from ``osmo workflow logs --task``.
+Every runner task publishes its own run directory to ``<output_url>/<run>`` (an OSMO
+checkpoint: periodically, and once more when the task completes or fails), so one runner's
+failure never costs another run's records. For each run whose task has ended this copies
+what was published into the experiment's output directory; a run that published no final
+state (its task was killed, evicted, never pulled its image, or was cancelled) is written as
+``failed`` or ``cancelled`` with OSMO's reason, keeping every episode it did publish. URLs
+whose scheme fsspec can open with what is installed (``file://``, and ``s3://``/``gs://``/...
+with their fsspec packages) are read with fsspec; any other (``swift://``, or a missing fsspec
+driver) goes through ``osmo data download``, which uses the user's OSMO data credentials.
+Policy-server logs (non-lead tasks publish nothing) come from ``osmo workflow logs --task``.
 """
 
 from __future__ import annotations
@@ -19,8 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from arena_osmo import osmo_cli
-from arena_osmo.collector import MARKER
-from arena_osmo.states import QUEUED, run_state, tasks_by_name, workflow_finished
+from arena_osmo.states import QUEUED, run_state, tasks_by_name
+
+#: Files of a run directory run-one writes (the published directory's root holds them).
+_RUN_FILES = ("run_result.json", "status.json", "episodes.jsonl")
+_FINAL = ("completed", "failed", "cancelled")
 
 
 def resolve_url(url: str, workflow_id: str) -> str:
@@ -68,63 +72,54 @@ def download(url: str, dest: Path) -> None:
         fs.get_file(path, str(target))
 
 
-def find_collector_root(tree: Path) -> Path | None:
-    """The directory a collector published (it holds the collector's marker file)."""
-    if (tree / MARKER).exists():
-        return tree
-    found = sorted(tree.rglob(MARKER), key=lambda p: len(p.parts))
-    return found[0].parent if found else None
+def find_run_root(tree: Path) -> Path | None:
+    """The published run directory inside a download (the shallowest holding run-one's files)."""
+    found = sorted((p.parent for name in _RUN_FILES for p in tree.rglob(name)), key=lambda p: len(p.parts))
+    return found[0] if found else None
 
 
 def collect_workflow(entry: dict[str, Any], output_dir: Path, say=print) -> dict[str, str]:
-    """Bring one workflow's runs into ``output_dir``; returns ``{run: how}``."""
+    """Bring the published runs of one workflow into ``output_dir``; returns ``{run: how}``."""
     from arena.rollout.records import StatusWriter, read_json, write_run_result
 
     workflow = osmo_cli.query(entry["id"])
-    finished = workflow_finished(str(workflow.get("status", "")))
     tasks = tasks_by_name(workflow)
-    collector = tasks.get(entry["collector_task"], {})
     how: dict[str, str] = {}
-    if collector.get("status") == "COMPLETED":
-        url = entry["output_url"]
-        with tempfile.TemporaryDirectory(prefix="arena-osmo-") as tmp:
-            try:
-                download(url, Path(tmp))
-            except (FileNotFoundError, osmo_cli.OsmoCliError) as exc:
-                say(f"[yellow]workflow {entry['id']}: could not download {url}: {exc}[/]")
-            root = find_collector_root(Path(tmp))
-            for run in entry["runs"]:
-                src = root / run if root is not None else None
-                if src is not None and src.is_dir():
-                    shutil.copytree(src, output_dir / run, dirs_exist_ok=True)
-                    how[run] = "downloaded"
-    collector_status = str(collector.get("status") or "")
     for run, names in entry["runs"].items():
-        if run in how:
-            continue
-        if isinstance(read_json(output_dir / run / "run_result.json"), dict):
-            how[run] = "kept"
-            continue
         state, error, raw = run_state(workflow, names["runner"], names.get("server"))
-        if raw.get("task_status") == "COMPLETED":
-            # The runner finished; its records reach us only through the collector.
-            if collector_status == "COMPLETED" or collector_status.startswith("FAILED") or finished:
-                state = "failed"
-                error = (
-                    f"the run finished but its records were not published: collector task {entry['collector_task']} "
-                    f"is {collector_status or 'missing'} (see `osmo workflow logs {entry['id']} --task {entry['collector_task']}`)"
-                )
-            else:
-                how[run] = "waiting for the collector"
-                continue
-        if state in ("failed", "cancelled"):
-            run_dir = output_dir / run
-            run_dir.mkdir(parents=True, exist_ok=True)
-            StatusWriter(run_dir / "status.json").write(state=state, run=run, error=error)
-            write_run_result(run_dir, run=run, state=state, error=error)
-        how[run] = state
+        if state in ("pending", "starting_server", "running"):
+            how[run] = state
+            continue
+        run_dir = output_dir / run
+        published = _fetch(names["url"], run_dir, say) if "url" in names else False
+        result = read_json(run_dir / "run_result.json")
+        if published and isinstance(result, dict) and result.get("state") in _FINAL:
+            how[run] = "downloaded"
+            continue
+        if state == "completed":  # run-one exited 0 but its final result never arrived
+            state = "failed"
+            error = f"the runner task ended but published no final result to {names.get('url')} (see runner.log)"
+        run_dir.mkdir(parents=True, exist_ok=True)
+        StatusWriter(run_dir / "status.json").write(state=state, run=run, error=error)
+        write_run_result(run_dir, run=run, state=state, error=error)  # keeps the published episodes
+        how[run] = f"{state} ({'partly published' if published else 'nothing published'})"
     _fetch_logs(entry, tasks, output_dir, say)
     return how
+
+
+def _fetch(url: str, run_dir: Path, say) -> bool:
+    """Copy the run directory published at ``url`` over ``run_dir``; whether anything was there."""
+    with tempfile.TemporaryDirectory(prefix="arena-osmo-") as tmp:
+        try:
+            download(url, Path(tmp))
+        except (FileNotFoundError, osmo_cli.OsmoCliError) as exc:
+            say(f"[yellow]nothing to download at {url}: {exc}[/]")
+            return False
+        root = find_run_root(Path(tmp))
+        if root is None:
+            return False
+        shutil.copytree(root, run_dir, dirs_exist_ok=True)
+    return True
 
 
 def _fetch_logs(entry: dict[str, Any], tasks: dict[str, dict[str, Any]], output_dir: Path, say) -> None:

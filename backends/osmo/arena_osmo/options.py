@@ -52,15 +52,6 @@ class RunnerResources(_Strict):
     platform: str | None = Field(None, description="null: the first platform of the pool that fits")
 
 
-class CollectorResources(_Strict):
-    """The CPU-only collector task that merges the runs and publishes the report."""
-
-    cpu: int = Field(2, ge=1, description="CPU cores")
-    memory_gb: float = Field(8.0, gt=0, description="GiB of host memory")
-    storage_gb: float = Field(50.0, gt=0, description="GiB of disk (every run's output)")
-    platform: str | None = Field(None, description="null: the first platform of the pool that fits")
-
-
 class CredentialRef(_Strict):
     """One secret as an environment variable, read from an OSMO credential (``osmo credential set``)."""
 
@@ -82,7 +73,13 @@ class OsmoOptions(BackendOptions):
     )
     runner_image: str | None = Field(None, description="image with arena, its plugins and MuJoCo (docker/runner.Dockerfile)")
     output_url: str | None = Field(
-        None, description="where each collector publishes the report, e.g. s3://bucket/arena/{{workflow_id}}"
+        None,
+        description="where each runner publishes its run directory (as <output_url>/<run>), e.g. "
+        "s3://bucket/arena/{{workflow_id}}",
+    )
+    publish_interval: str = Field(
+        "5m", description="how often a runner uploads its records while it runs (OSMO checkpoint frequency); "
+        "it uploads once more when it ends"
     )
     workflow_name: str | None = Field(
         None,
@@ -94,17 +91,20 @@ class OsmoOptions(BackendOptions):
     exec_timeout: str = Field("1d", description="longest a group may run, e.g. 12h")
     queue_timeout: str = Field("2d", description="longest a group may wait for resources")
     max_tasks_per_workflow: int = Field(
-        100, ge=3, le=100, description="tasks per workflow, collector included; larger experiments are split"
+        100, ge=2, le=100, description="tasks per workflow; larger experiments are split"
     )
     runner: RunnerResources = Field(default_factory=RunnerResources)
-    collector: CollectorResources = Field(default_factory=CollectorResources)
+    server_storage_gb: float = Field(
+        50.0, gt=0, description="GiB of disk of a policy server task whose ServerTask does not size it (resources.storage)"
+    )
     credentials: dict[str, CredentialRef] = Field(
         default_factory=dict,
-        description="{ENV_NAME: {credential, key}}: every runner gets all; a server those its ServerTask.secrets name",
+        description="{ENV_NAME: {credential, key}}: where each secret comes from; a runner gets those its run names "
+        "(policy api_key_env, the run's credentials), a server those its ServerTask.secrets name",
     )
     poll_interval_s: float = Field(30.0, gt=0, description="seconds between status queries of `arena run --wait`")
 
-    @field_validator("exec_timeout", "queue_timeout")
+    @field_validator("exec_timeout", "queue_timeout", "publish_interval")
     @classmethod
     def _duration(cls, value: str) -> str:
         if not _DURATION.match(value):

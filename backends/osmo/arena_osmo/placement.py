@@ -4,7 +4,7 @@ OSMO places a workflow in one pool and each task on a platform (a node type) of 
 platform offers (GPU type and count, GPU memory, host memory, cores) is user configuration,
 ``launch.osmo.platforms``, because arena cannot ask OSMO. Placement runs on the *effective*
 options, after every command-line override, and refuses a submission that would put a
-policy server (or a runner, or a collector) on a platform where it cannot run — the review
+policy server (or a runner) on a platform where it cannot run — the review
 finding of IsaacLab-Arena's multi-policy OSMO change, where a pool override applied after
 the servers were derived could silently schedule them on the wrong hardware.
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from arena.config import ResolvedExperiment
     from arena.launch.planning import ServerPlan
     from arena_osmo.options import OsmoOptions, PlatformSpec
+    from arena_osmo.render import Problems
 
 
 @dataclass(frozen=True)
@@ -83,17 +84,11 @@ class RunPlacement:
 @dataclass(frozen=True)
 class Placements:
     runs: dict[str, RunPlacement]
-    collector_platform: dict[str, str]  # pool -> platform
 
 
 def runner_needs(options: OsmoOptions) -> Needs:
     r = options.runner
     return Needs(what="the runner", cpu=r.cpu, gpu=r.gpu, memory_gb=r.memory_gb)
-
-
-def collector_needs(options: OsmoOptions) -> Needs:
-    c = options.collector
-    return Needs(what="the collector", cpu=c.cpu, memory_gb=c.memory_gb)
 
 
 def server_needs(plan: ServerPlan) -> Needs:
@@ -110,24 +105,27 @@ def server_needs(plan: ServerPlan) -> Needs:
     )
 
 
-def place(experiment: ResolvedExperiment, servers: dict[str, ServerPlan], options: OsmoOptions) -> Placements:
-    """Place every run of ``experiment``.
+def place(
+    experiment: ResolvedExperiment, servers: dict[str, ServerPlan], options: OsmoOptions, problems: Problems
+) -> Placements:
+    """Place every run of ``experiment``; every problem goes to ``problems`` (all are reported
+    together), a missing pool or platform description as a missing setting with a stand-in.
 
-    Raises:
-        ConfigError: no pool, a pool or platform ``launch.osmo.platforms`` does not describe,
-            a placement key naming neither a run nor a server task, or a task whose needs
-            its platform cannot meet.
+    Problems: no pool, a pool ``launch.osmo.platforms`` does not describe (missing), a
+    placement key naming neither a run nor a server task, or a task whose needs its platform
+    cannot meet (invalid). All are ``launch.osmo`` keys: the messages name the runs concerned,
+    never locate the problem in a run.
     """
     source = experiment.source
     task_names = {p.task.name for p in servers.values() if p.task is not None}
     for key in options.placement:
         if key not in experiment.runs and key not in task_names:
-            raise ConfigError(
+            problems.add_invalid(ConfigError(
                 f"placement key '{key}' names neither a run ({', '.join(experiment.runs)}) nor a policy server task "
                 f"({', '.join(sorted(task_names)) or 'none'})",
                 file=source,
                 key=f"launch.osmo.placement.{key}",
-            )
+            ))
     runs: dict[str, RunPlacement] = {}
     for name in experiment.runs:
         plan = servers.get(name)
@@ -136,10 +134,19 @@ def place(experiment: ResolvedExperiment, servers: dict[str, ServerPlan], option
         by_task = options.placement.get(plan.task.name) if has_server else None
         pool = (by_run and by_run.pool) or (by_task and by_task.pool) or options.pool
         if pool is None:
-            raise ConfigError(
-                "no OSMO pool: set launch.osmo.pool=POOL (see `osmo pool list`)", file=source, run=name, key="launch.osmo.pool"
-            )
-        platforms = _described(options, pool, source, name)
+            pool = problems.add_missing("launch.osmo.pool", "not set: the OSMO pool; set launch.osmo.pool=POOL (see `osmo pool list`)")
+        platforms = options.platforms.get(pool)
+        if not platforms:
+            if pool in options.platforms or not pool.startswith("<unset"):
+                problems.add_missing(
+                    f"launch.osmo.platforms.{pool}",
+                    f"not set: what pool '{pool}' offers, so arena can check that the tasks fit; add launch.osmo.platforms.{pool}."
+                    "<PLATFORM>: {gpu_type: ..., gpus: ..., gpu_memory_gb: ..., memory_gb: ..., cpus: ...} "
+                    "(see `osmo resource list`)",
+                )
+            placeholder = f"<unset: launch.osmo.platforms.{pool}>"
+            runs[name] = RunPlacement(name, pool, placeholder, placeholder if has_server else None)
+            continue
         wanted = (by_run and by_run.platform) or (by_task and by_task.platform)
         server_platform = None
         if has_server:
@@ -147,65 +154,52 @@ def place(experiment: ResolvedExperiment, servers: dict[str, ServerPlan], option
                 key = "launch.osmo.placement." + (name if by_run and by_run.platform else plan.task.name)
             else:
                 key = f"launch.osmo.platforms.{pool}"
-            server_platform = _choose(platforms, server_needs(plan), wanted, pool, source, name, key)
+            server_platform = _choose(platforms, server_needs(plan), wanted, pool, source, f" (run '{name}')", key, problems)
         elif by_run and by_run.platform:
-            raise ConfigError(
-                "placement.platform places a policy server, but this run has none", file=source, run=name,
+            problems.add_invalid(ConfigError(
+                f"placement.platform places a policy server, but run '{name}' has none", file=source,
                 key=f"launch.osmo.placement.{name}.platform",
-            )
+            ))
         runner_platform = _choose(
-            platforms, runner_needs(options), options.runner.platform, pool, source, name,
-            "launch.osmo.runner.platform" if options.runner.platform else f"launch.osmo.platforms.{pool}",
+            platforms, runner_needs(options), options.runner.platform, pool, source, "",
+            "launch.osmo.runner.platform" if options.runner.platform else f"launch.osmo.platforms.{pool}", problems,
         )
         runs[name] = RunPlacement(name, pool, runner_platform, server_platform)
-    collector: dict[str, str] = {}
-    for rp in runs.values():
-        if rp.pool not in collector:
-            platforms = _described(options, rp.pool, source, None)
-            collector[rp.pool] = _choose(
-                platforms, collector_needs(options), options.collector.platform, rp.pool, source, None, "launch.osmo.collector"
-            )
-    return Placements(runs=runs, collector_platform=collector)
-
-
-def _described(options: OsmoOptions, pool: str, source: str | None, run: str | None) -> dict[str, PlatformSpec]:
-    platforms = options.platforms.get(pool)
-    if not platforms:
-        raise ConfigError(
-            f"launch.osmo.platforms does not describe pool '{pool}', so arena cannot check that the tasks fit; add "
-            f"launch.osmo.platforms.{pool}.<PLATFORM>: {{gpu_type: ..., gpus: ..., gpu_memory_gb: ..., memory_gb: ..., cpus: ...}} "
-            "(see `osmo resource list`)",
-            file=source,
-            run=run,
-            key=f"launch.osmo.platforms.{pool}",
-        )
-    return platforms
+    return Placements(runs=runs)
 
 
 def _choose(
-    platforms: dict[str, PlatformSpec], needs: Needs, wanted: str | None, pool: str, source: str | None, run: str | None, key: str
+    platforms: dict[str, PlatformSpec], needs: Needs, wanted: str | None, pool: str, source: str | None, whose: str,
+    key: str, problems: Problems,
 ) -> str:
+    """The platform for ``needs``: ``wanted`` if it fits, else the first that does. A problem
+    is recorded (and a stand-in returned) when none fits; ``whose`` names the run, if any."""
+    stand_in = f"<no platform for {needs.what}>"
     if wanted is not None:
         spec = platforms.get(wanted)
         if spec is None:
-            raise ConfigError(
+            problems.add_invalid(ConfigError(
                 f"pool '{pool}' has no platform '{wanted}' in launch.osmo.platforms (described: {', '.join(platforms)})",
-                file=source, run=run, key=key,
-            )
-        problems = shortfalls(needs, spec)
-        if problems:
-            raise ConfigError(
-                f"refusing to place {needs.what} on {pool}/{wanted}: {'; '.join(problems)}", file=source, run=run, key=key
-            )
+                file=source, key=key,
+            ))
+            return stand_in
+        shortfall = shortfalls(needs, spec)
+        if shortfall:
+            problems.add_invalid(ConfigError(
+                f"refusing to place {needs.what} on {pool}/{wanted}{whose}: {'; '.join(shortfall)}",
+                file=source, key=key,
+            ))
+            return stand_in
         return wanted
     reasons = []
     for name, spec in platforms.items():
-        problems = shortfalls(needs, spec)
-        if not problems:
+        shortfall = shortfalls(needs, spec)
+        if not shortfall:
             return name
-        reasons.append(f"{name}: {'; '.join(problems)}")
-    raise ConfigError(
-        f"no platform of pool '{pool}' can run {needs.what} ({needs.describe()}): {' | '.join(reasons)}; "
+        reasons.append(f"{name}: {'; '.join(shortfall)}")
+    problems.add_invalid(ConfigError(
+        f"no platform of pool '{pool}' can run {needs.what}{whose} ({needs.describe()}): {' | '.join(reasons)}; "
         "place the run in another pool with launch.osmo.placement.<run or server task>.pool",
-        file=source, run=run, key=key,
-    )
+        file=source, key=key,
+    ))
+    return stand_in

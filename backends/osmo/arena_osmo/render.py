@@ -3,9 +3,14 @@
 One group per run, in the experiment's order:
 
 - ``<group>-runner`` (the lead) runs ``arena run-one`` in the runner image on a single-run
-  snapshot embedded as a file. Its ``exitActions`` mark run-one's exit codes 0-3 COMPLETE, so
-  a run that failed still uploads its records and the collector still runs: the report shows
-  it failed, not missing.
+  snapshot carried as a base64 file, so no template engine touches the user's text (OSMO
+  renders the whole workflow file with Jinja and substitutes its tokens in every string; a
+  prompt holding ``{{ }}``, ``{% %}`` or ``{# #}`` would otherwise be refused, break the
+  submission or lose characters). Its ``exitActions`` mark run-one's exit codes 0-3
+  COMPLETE. The runner **publishes its own records**: a ``checkpoint`` uploads its run
+  directory to ``<output_url>/<run>`` every ``publish_interval`` and once more when the task
+  ends, completed or failed (OSMO user guide, "Checkpointing"), so a runner that is killed
+  (exit 137), evicted or fails costs only its own unpublished episodes, never another run's.
 - ``<group>-server`` (remote runs only) is the run's own policy server, derived from the
   ServerTask its policy's plugin registers, so runs of different models mix in one workflow.
   The runner reaches it at ``{{host:<server task>}}`` and the ServerTask's port, after
@@ -17,18 +22,25 @@ One group per run, in the experiment's order:
   third-party server without authentication is reachable by whatever reaches its pod; the
   header says so.
 
-Then a CPU-only ``collect`` group whose one task takes every runner's output as task inputs,
-merges them, builds the report and uploads it to ``launch.osmo.output_url``.
+There is no collector task: ``arena collect`` downloads what each runner published, and marks
+the runs that published nothing (or no final state) with OSMO's reason.
 
-Runs are grouped into workflows by pool; a pool's runs are split into several workflows (each
-with its own collector) so no workflow holds more than ``max_tasks_per_workflow`` tasks
-(OSMO's service-backend link broke on workflows of more than ~100 tasks, NVIDIA/OSMO#411).
-Every rendered dict is validated against :mod:`arena_osmo.spec`.
+Credentials: a runner gets exactly the secrets its run names (its policy's ``api_key_env``
+and the run's ``credentials``), a server task exactly its ServerTask's ``secrets``, each from
+``launch.osmo.credentials``; the header of every workflow file lists them by name.
+
+Runs are grouped into workflows by pool; a pool's runs are split into several workflows so no
+workflow holds more than ``max_tasks_per_workflow`` tasks (OSMO's service-backend link broke
+on workflows of more than ~100 tasks, NVIDIA/OSMO#411). Every rendered dict is validated
+against :mod:`arena_osmo.spec`, and every file against OSMO's templating (:func:`arena_osmo.
+spec.check_template_text`).
 """
 
 from __future__ import annotations
 
+import base64
 import dataclasses
+import gzip
 import json
 import re
 import shlex
@@ -38,14 +50,16 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pydantic import ValidationError
 
-from arena.errors import ConfigError
+from arena.errors import ConfigError, ConfigErrors
 from arena.launch.exposure import GENERATED_KEY_ENV, Exposure, decide_exposure
+from arena.launch.planning import missing_image
 from arena.launch.shell import in_double_quotes, one_line
 from arena_osmo.placement import Placements, place
-from arena_osmo.spec import validate_workflow
+from arena_osmo.spec import check_template_text, validate_workflow
 
 if TYPE_CHECKING:
     from arena.config import ResolvedExperiment
+    from arena.launch.base import Resume
     from arena.launch.planning import ServerPlan
     from arena_osmo.options import OsmoOptions
 
@@ -53,10 +67,9 @@ if TYPE_CHECKING:
 RUNNER_COMPLETE_CODES = "0-3"
 RUN_SCRIPT = "/tmp/arena/run.sh"
 SNAPSHOT_FILE = "/tmp/arena/experiment.yaml"
-COLLECT_FILE = "/tmp/arena/collect.json"
-COLLECTOR_GROUP = "collect"
-COLLECTOR_TASK = "collect-outputs"
-PLACEHOLDER = "<unset: launch.osmo.{}>"
+#: A resumed runner's finished records (gzip), restored into its run directory before run-one.
+CARRIED_RECORDS = "/tmp/arena/resume/episodes.jsonl.gz"
+PLACEHOLDER = "<unset: {}>"
 #: Stands for the name of the key credential, which ``submit`` creates with a fresh name.
 KEY_CREDENTIAL_PLACEHOLDER = "arena-key-created-at-submit"
 #: The key's name inside that credential.
@@ -65,12 +78,15 @@ KEY_CREDENTIAL_KEY = "api_key"
 
 @dataclass
 class RunTasks:
-    """The OSMO names of one run's group and tasks."""
+    """The OSMO names of one run's group and tasks, and the secrets each task gets."""
 
     run: str
     group: str
     runner: str
     server: str | None
+    runner_secrets: list[str] = field(default_factory=list)
+    server_secrets: list[str] = field(default_factory=list)
+    generated_key: bool = False  # both tasks get the submission's key credential
 
 
 @dataclass
@@ -83,13 +99,52 @@ class RenderedWorkflow:
     spec: dict[str, Any]
     header: list[str] = field(default_factory=list)
 
-    @property
-    def output_url(self) -> str:
-        return self.spec["workflow"]["groups"][-1]["tasks"][0]["outputs"][0]["url"]
-
     def text(self) -> str:
         """The workflow file: a comment header, then the YAML."""
         return "".join(f"# {line}\n" for line in self.header) + dump(self.spec)
+
+
+class Problems:
+    """What keeps an experiment from being submitted, collected so all are reported at once.
+
+    ``missing`` settings (an unset pool, platform description, credential, image) may be
+    stood in for by a visible ``<unset: KEY>`` in ``--dry-run``; ``invalid`` ones never.
+    """
+
+    def __init__(self, source: str | None) -> None:
+        self.source = source
+        self.missing: list[ConfigError] = []
+        self.invalid: list[ConfigError] = []
+
+    def add_missing(self, key: str, message: str, *, run: str | None = None) -> str:
+        """Record a missing setting once; return its placeholder."""
+        if not any(e.key == key and e.run == run for e in self.missing):
+            self.missing.append(ConfigError(message, file=self.source, run=run, key=key))
+        return PLACEHOLDER.format(key if run is None else f"runs.{run}.{key}")
+
+    def add_invalid(self, error: ConfigError) -> None:
+        if not any(str(e) == str(error) for e in self.invalid):
+            self.invalid.append(error)
+
+    def raise_if_any(self, *, allow_missing: bool) -> None:
+        """Raise every problem at once (``allow_missing``: only when something is invalid).
+
+        Raises:
+            ConfigError: one problem; ConfigErrors: several.
+        """
+        errors = self.invalid + ([] if allow_missing and not self.invalid else self.missing)
+        if len(errors) == 1:
+            raise errors[0]
+        if errors:
+            raise ConfigErrors("the osmo launch backend cannot submit this experiment", errors, file=self.source)
+
+    def notes(self) -> list[str]:
+        """Comment lines naming every missing setting (for ``--dry-run``)."""
+        if not self.missing:
+            return []
+        lines = ["missing settings (a submission refuses these; each shows as <unset: KEY> above):"]
+        lines += [f"  {'runs.' + e.run + '.' if e.run else ''}{e.key}: {e.message}" for e in self.missing]
+        return lines
 
 
 class _Dumper(yaml.SafeDumper):
@@ -115,6 +170,24 @@ def slug(text: str, limit: int = 40) -> str:
     return s[:limit].rstrip("-") or "x"
 
 
+def base64_file(path: str, data: bytes) -> dict[str, Any]:
+    """An OSMO file whose contents travel base64-encoded (``base64: true``): OSMO writes the
+    decoded bytes, and neither its Jinja rendering nor its token substitution can change them."""
+    return {"path": path, "base64": True, "contents": base64.b64encode(data).decode("ascii")}
+
+
+def file_bytes(spec_file: dict[str, Any]) -> bytes:
+    """The bytes OSMO writes for one entry of a task's ``files``."""
+    if spec_file.get("base64"):
+        return base64.b64decode(spec_file["contents"])
+    return spec_file["contents"].encode("utf-8")
+
+
+def run_url(output_url: str, run: str) -> str:
+    """Where the runner of ``run`` publishes its run directory."""
+    return f"{output_url.rstrip('/')}/{run}"
+
+
 def server_exposures(experiment: ResolvedExperiment, servers: dict[str, ServerPlan]) -> dict[str, Exposure]:
     """Per run with a server task: it binds 0.0.0.0 (its own task, reached over the network)
     and arena's own server requires a key (the user's, else a generated one)."""
@@ -126,69 +199,112 @@ def server_exposures(experiment: ResolvedExperiment, servers: dict[str, ServerPl
     return out
 
 
+def task_secrets(
+    experiment: ResolvedExperiment, servers: dict[str, ServerPlan], exposures: dict[str, Exposure]
+) -> dict[str, tuple[list[str], list[str]]]:
+    """Per run: the secrets (variable names) its runner and its server task get. The runner:
+    its policy's ``api_key_env`` and the run's ``credentials``; the server: its ServerTask's
+    ``secrets``, and the user's API key when it requires that one."""
+    out = {}
+    for name, run in experiment.runs.items():
+        plan = servers.get(name)
+        server: list[str] = []
+        if plan is not None and plan.task is not None:
+            exposure = exposures[name]
+            server = list(dict.fromkeys([*plan.task.secrets, *([exposure.server_key_env] if exposure.key == "user" else [])]))
+        out[name] = (run.runner_secrets(), server)
+    return out
+
+
 def render_workflows(
     experiment: ResolvedExperiment,
     servers: dict[str, ServerPlan],
     options: OsmoOptions,
     *,
     placeholders: bool,
+    resume: Resume | None = None,
+    carried: dict[str, bytes] | None = None,
     key_credential: str = KEY_CREDENTIAL_PLACEHOLDER,
-) -> list[RenderedWorkflow]:
+) -> tuple[list[RenderedWorkflow], Problems]:
     """Render ``experiment`` as one or more OSMO workflows.
 
-    ``placeholders``: where ``runner_image`` or ``output_url`` is unset, write a visible
-    ``<unset: launch.osmo.…>`` (``--dry-run``) instead of refusing. ``key_credential``: the
+    ``placeholders`` (``--dry-run``): a missing setting shows as ``<unset: KEY>`` and is
+    listed in the returned :class:`Problems` instead of refusing. ``resume``: the runners
+    start ``arena run-one --resume``; ``carried`` maps a run to its finished records (gzip
+    of ``episodes.jsonl`` lines), which its runner restores first. ``key_credential``: the
     OSMO credential holding the generated server key (``api_key``), for runs whose server
     requires one.
 
     Raises:
-        ConfigError: a required option is unset (without ``placeholders``), a placement the
-            platforms cannot host, a server task without an image, a secret without an OSMO
-            credential, or an ``output_url`` that split workflows would share.
+        ConfigError / ConfigErrors: every problem at once: unset required options (without
+            ``placeholders``), placements the platforms cannot host, a server task without
+            an image, a secret without an OSMO credential, an ``output_url`` that split
+            workflows would share, a workflow OSMO would refuse.
     """
-    placements = place(experiment, servers, options)
-    image = _required(options.runner_image, "runner_image", experiment, placeholders)
-    url = _required(options.output_url, "output_url", experiment, placeholders)
+    problems = Problems(experiment.source)
+    placements = place(experiment, servers, options, problems)
+    image = options.runner_image or problems.add_missing(
+        "launch.osmo.runner_image",
+        "not set: the image the runners run arena in (build docker/runner.Dockerfile, push it to a registry OSMO "
+        "can pull from)",
+    )
+    url = options.output_url or problems.add_missing(
+        "launch.osmo.output_url",
+        "not set: where each runner publishes its records, e.g. s3://bucket/arena/{{workflow_id}}",
+    )
     if options.output_url is not None and "://" not in options.output_url:
-        raise ConfigError(
+        problems.add_invalid(ConfigError(
             f"output_url {options.output_url!r} is not a URL such as s3://bucket/arena/{{{{workflow_id}}}}",
             file=experiment.source, key="launch.osmo.output_url",
-        )
-    _check_secrets(experiment, servers, options)
+        ))
+    exposures = server_exposures(experiment, servers)
+    secrets = task_secrets(experiment, servers, exposures)
+    credentials = _credential_refs(secrets, servers, options, problems)
+    images = _server_images(experiment, servers, problems)
 
     names = list(experiment.runs)
     index = {name: i for i, name in enumerate(names)}
     shards = _split(names, servers, placements, options)
     base = options.workflow_name or f"arena-{slug(experiment.name, 45)}"
-    if len(shards) > 1 and options.output_url is not None and "{{workflow_id}}" not in options.output_url.replace(" ", ""):
-        raise ConfigError(
-            f"the experiment needs {len(shards)} workflows and output_url has no {{{{workflow_id}}}}: their collectors "
-            "would overwrite each other's report; add {{workflow_id}} to the URL",
-            file=experiment.source, key="launch.osmo.output_url",
-        )
-    exposures = server_exposures(experiment, servers)
     workflows = []
     for k, (pool, runs) in enumerate(shards):
         name = base if len(shards) == 1 else f"{base}-{k + 1}"
-        ctx = _Context(experiment, servers, options, placements, image, url, pool, exposures, key_credential)
+        ctx = _Context(experiment, servers, options, placements, image, url, pool, credentials, images, resume, carried or {})
+        ctx.problems, ctx.exposures, ctx.secrets, ctx.key_credential = problems, exposures, secrets, key_credential
         wf = ctx.workflow(name, [(index[r], r) for r in runs])
-        wf.header = [
-            f"arena experiment '{experiment.name}': workflow {k + 1} of {len(shards)} (pool {pool}), "
-            f"{len(runs)} run(s), {sum(len(g['tasks']) for g in wf.spec['workflow']['groups'])} task(s)",
-            *(
-                f"  {t.group}: run '{t.run}'" + (f" with its {exposures[t.run].describe()}" if t.server else "")
-                for t in wf.runs
-            ),
-            f"submit: {' '.join(submit_argv('WORKFLOW.yaml', pool, options.priority))}",
-        ]
+        wf.header = _header(experiment, wf, k, len(shards), options, credentials, exposures, key_credential)
         try:
             validate_workflow(wf.spec)
-        except ValidationError as exc:
-            raise ConfigError(
+            check_template_text(wf.text())
+        except (ValidationError, ValueError) as exc:
+            problems.add_invalid(ConfigError(
                 f"workflow {name} would not be a valid OSMO spec: {exc}", file=experiment.source, key="launch.osmo"
-            ) from None
+            ))
         workflows.append(wf)
-    return workflows
+    problems.raise_if_any(allow_missing=placeholders)
+    return workflows, problems
+
+
+def _header(experiment, wf: RenderedWorkflow, k: int, count: int, options: OsmoOptions, credentials, exposures, key_credential) -> list[str]:
+    tasks = sum(len(g["tasks"]) for g in wf.spec["workflow"]["groups"])
+    lines = [f"arena experiment '{experiment.name}': workflow {k + 1} of {count} (pool {wf.pool}), {len(wf.runs)} run(s), {tasks} task(s)"]
+    generated = f" and the generated server key ({key_credential}/{KEY_CREDENTIAL_KEY})"
+    for t in wf.runs:
+        lines.append(f"  {t.group}: run '{t.run}'" + (f" with its {exposures[t.run].describe()}" if t.server else ""))
+        lines.append(f"    {t.runner} gets {_secret_list(t.runner_secrets, credentials)}" + (generated if t.generated_key else ""))
+        if t.server:
+            lines.append(f"    {t.server} gets {_secret_list(t.server_secrets, credentials)}" + (generated if t.generated_key else ""))
+    lines.append(
+        f"each runner publishes its run directory to <output_url>/<run> every {options.publish_interval} and when it ends"
+    )
+    lines.append(f"submit: {' '.join(submit_argv('WORKFLOW.yaml', wf.pool, options.priority))}")
+    return lines
+
+
+def _secret_list(names: list[str], credentials: dict[str, tuple[str, str]]) -> str:
+    if not names:
+        return "no credentials"
+    return "credentials " + ", ".join(f"{n} ({credentials[n][0]}/{credentials[n][1]})" for n in names)
 
 
 def submit_argv(path: str, pool: str, priority: str) -> list[str]:
@@ -196,36 +312,45 @@ def submit_argv(path: str, pool: str, priority: str) -> list[str]:
     return ["osmo", "workflow", "submit", path, "--pool", pool, "--priority", priority, "--format-type", "json"]
 
 
-def _required(value: str | None, name: str, experiment: ResolvedExperiment, placeholders: bool) -> str:
-    if value is not None:
-        return value
-    if placeholders:
-        return PLACEHOLDER.format(name)
-    hint = {
-        "runner_image": "an image built from docker/runner.Dockerfile and pushed to a registry OSMO can pull from",
-        "output_url": "where the collector publishes the report, e.g. s3://bucket/arena/{{workflow_id}}",
-    }[name]
-    raise ConfigError(f"launch.osmo.{name} is not set: {hint}", file=experiment.source, key=f"launch.osmo.{name}")
+def _credential_refs(
+    secrets: dict[str, tuple[list[str], list[str]]], servers: dict[str, ServerPlan], options: OsmoOptions, problems: Problems
+) -> dict[str, tuple[str, str]]:
+    """``{ENV_NAME: (credential, key)}`` for every secret a task needs; a missing one is recorded
+    (under its own key ``launch.osmo.credentials.NAME``, naming who needs it) and stood in for."""
+    needed: dict[str, list[str]] = {}
+    for name, (runner, server) in secrets.items():
+        for env in runner:
+            needed.setdefault(env, []).append(f"the runner of run '{name}'")
+        for env in server:
+            needed.setdefault(env, []).append(f"policy server '{servers[name].task.name}' (run '{name}')")
+    refs: dict[str, tuple[str, str]] = {}
+    for env, who in needed.items():
+        ref = options.credentials.get(env)
+        if ref is not None:
+            refs[env] = (ref.credential, ref.key)
+            continue
+        key = f"launch.osmo.credentials.{env}"
+        placeholder = problems.add_missing(
+            key,
+            f"not set: ${env} is needed by {', '.join(who)}; on OSMO it comes from a credential: set {key}="
+            "{credential: NAME, key: KEY} (`osmo credential set NAME --type GENERIC --payload KEY=...`)",
+        )
+        refs[env] = (placeholder, env)
+    return refs
 
 
-def _check_secrets(experiment: ResolvedExperiment, servers: dict[str, ServerPlan], options: OsmoOptions) -> None:
-    for name, run in experiment.runs.items():
-        env = getattr(run.policy, "api_key_env", None)
-        if env and env not in options.credentials:
-            raise ConfigError(
-                f"the policy reads its API key from ${env}; on OSMO it comes from a credential: set "
-                f"launch.osmo.credentials.{env}={{credential: NAME, key: KEY}} (`osmo credential set NAME --type GENERIC ...`)",
-                file=experiment.source, run=name, key="launch.osmo.credentials",
-            )
-        plan = servers.get(name)
-        if plan is not None and plan.task is not None:
-            for secret in plan.task.secrets:
-                if secret not in options.credentials:
-                    raise ConfigError(
-                        f"policy server '{plan.task.name}' needs the secret ${secret}: set "
-                        f"launch.osmo.credentials.{secret}={{credential: NAME, key: KEY}}",
-                        file=experiment.source, run=name, key="launch.osmo.credentials",
-                    )
+def _server_images(experiment: ResolvedExperiment, servers: dict[str, ServerPlan], problems: Problems) -> dict[str, str]:
+    """The image of every run's server task (OSMO runs containers only)."""
+    images = {}
+    for name, plan in servers.items():
+        if plan.task is None:
+            continue
+        if plan.task.image:
+            images[name] = plan.task.image
+            continue
+        error = missing_image(experiment, name, plan.task)
+        images[name] = problems.add_missing(error.key or "server.image", error.message, run=name)
+    return images
 
 
 def _split(
@@ -236,7 +361,7 @@ def _split(
     for name in names:
         by_pool.setdefault(placements.runs[name].pool, []).append(name)
     shards: list[tuple[str, list[str]]] = []
-    limit = options.max_tasks_per_workflow - 1  # the collector
+    limit = options.max_tasks_per_workflow
     for pool, runs in by_pool.items():
         current: list[str] = []
         used = 0
@@ -265,18 +390,24 @@ class _Context:
 
     def __init__(
         self, experiment, servers, options, placements: Placements, image: str, url: str, pool: str,
-        exposures: dict[str, Exposure], key_credential: str,
+        credentials: dict[str, tuple[str, str]], images: dict[str, str], resume: Resume | None, carried: dict[str, bytes],
     ) -> None:
         self.experiment = experiment
-        self.exposures = exposures
-        self.key_credential = key_credential
         self.servers = servers
         self.options: OsmoOptions = options
         self.placements = placements
         self.image = image
         self.url = url
         self.pool = pool
+        self.credentials = credentials
+        self.images = images
+        self.resume = resume
+        self.carried = carried
         self.resources: dict[str, dict[str, Any]] = {}
+        self.problems = Problems(experiment.source)
+        self.exposures: dict[str, Exposure] = {}
+        self.secrets: dict[str, tuple[list[str], list[str]]] = {}
+        self.key_credential = KEY_CREDENTIAL_PLACEHOLDER
 
     def resource(self, prefix: str, spec: dict[str, Any]) -> str:
         """The name of a resource spec equal to ``spec`` (added if new)."""
@@ -298,7 +429,6 @@ class _Context:
             group, rt = self.run_group(i, run)
             groups.append(group)
             tasks.append(rt)
-        groups.append(self.collector_group(tasks))
         o = self.options
         wf: dict[str, Any] = {"name": name, "pool": self.pool}
         if o.labels:
@@ -313,7 +443,16 @@ class _Context:
         group = f"r{i}-{slug(run)}"
         plan = self.servers.get(run)
         has_server = plan is not None and plan.task is not None
-        rt = RunTasks(run=run, group=group, runner=f"{group}-runner", server=f"{group}-server" if has_server else None)
+        runner_secrets, server_secrets = self.secrets[run]
+        rt = RunTasks(
+            run=run,
+            group=group,
+            runner=f"{group}-runner",
+            server=f"{group}-server" if has_server else None,
+            runner_secrets=runner_secrets,
+            server_secrets=server_secrets,
+            generated_key=has_server and self.exposures[run].key == "generated",
+        )
         tasks = [self.runner_task(rt, plan)]
         if has_server:
             tasks.append(self.server_task(rt, plan))
@@ -322,19 +461,18 @@ class _Context:
     def runner_task(self, rt: RunTasks, plan: ServerPlan | None) -> dict[str, Any]:
         o = self.options
         placement = self.placements.runs[rt.run]
-        snapshot = self.run_snapshot(rt, plan)
         env = {
             "PYTHONUNBUFFERED": "1",
             "MUJOCO_GL": "egl" if o.runner.gpu else "osmesa",
             "PYOPENGL_PLATFORM": "egl" if o.runner.gpu else "osmesa",
         }
-        exposure = self.exposures.get(rt.run) if rt.server else None
-        if rt.server and exposure is not None:
+        if rt.server:
+            exposure = self.exposures[rt.run]
             env["ARENA_SERVER_INFO"] = json.dumps(
                 {"task": rt.server, "host": _host(rt.server), "port": plan.task.port, "log": "server.log",
                  "image": plan.task.image, "bind": exposure.bind, "exposed": exposure.exposed, "api_key": exposure.key}
             )
-            if exposure.key == "generated":
+            if rt.generated_key:
                 env["ARENA_SERVER_API_KEY_ENV"] = GENERATED_KEY_ENV  # run-one reads the key by this name
         task: dict[str, Any] = {
             "name": rt.runner,
@@ -344,14 +482,17 @@ class _Context:
             "args": [RUN_SCRIPT],
             "environment": env,
         }
-        creds = _credentials(o, list(o.credentials))
-        if exposure is not None and exposure.key == "generated":
-            creds.setdefault(self.key_credential, {})[GENERATED_KEY_ENV] = KEY_CREDENTIAL_KEY
+        creds = self.task_credentials(rt.runner_secrets, rt.generated_key)
         if creds:
             task["credentials"] = creds
         task["files"] = [
-            {"path": SNAPSHOT_FILE, "contents": snapshot},
+            base64_file(SNAPSHOT_FILE, self.run_snapshot(rt).encode("utf-8")),
             {"path": RUN_SCRIPT, "contents": self.run_script(rt, plan)},
+        ]
+        if rt.run in self.carried:
+            task["files"].append(base64_file(CARRIED_RECORDS, self.carried[rt.run]))
+        task["checkpoint"] = [
+            {"path": f"{{{{output}}}}/{rt.run}", "url": run_url(self.url, rt.run), "frequency": o.publish_interval}
         ]
         task["exitActions"] = {"COMPLETE": RUNNER_COMPLETE_CODES}
         task["resource"] = self.resource(
@@ -366,13 +507,23 @@ class _Context:
         )
         return task
 
-    def run_snapshot(self, rt: RunTasks, plan: ServerPlan | None) -> str:
-        """The single-run snapshot the runner executes (server endpoint and watchdog set)."""
+    def task_credentials(self, env_names: list[str], generated_key: bool = False) -> dict[str, dict[str, str]]:
+        """OSMO's per-task form ``{credential: {ENV_NAME: key}}`` for exactly ``env_names``
+        (and the submission's generated server key)."""
+        out: dict[str, dict[str, str]] = {}
+        for env in env_names:
+            credential, key = self.credentials[env]
+            out.setdefault(credential, {})[env] = key
+        if generated_key:
+            out.setdefault(self.key_credential, {})[GENERATED_KEY_ENV] = KEY_CREDENTIAL_KEY
+        return out
+
+    def run_snapshot(self, rt: RunTasks) -> str:
+        """The single-run snapshot the runner executes (the server's endpoint comes from the
+        script's ``--server-host`` / ``--server-port``: a base64 file gets no token substituted)."""
         from arena.config.yaml_io import dump_yaml
 
         exp = single_run_experiment(self.experiment, rt.run)
-        if rt.server:
-            exp = exp.with_policy_endpoint(rt.run, _host(rt.server), plan.task.port)
         header = (
             f"# Run '{rt.run}' of experiment '{self.experiment.name}' as `arena run-one` executes it in OSMO task "
             f"{rt.runner}.\n"
@@ -381,8 +532,15 @@ class _Context:
 
     def run_script(self, rt: RunTasks, plan: ServerPlan | None) -> str:
         q = shlex.quote
-        run_one = f"arena run-one {SNAPSHOT_FILE} --run {q(rt.run)} --output-dir {{{{output}}}}"
-        lines = ["#!/bin/bash", f"# arena run '{one_line(rt.run)}'", "set -u"]
+        run_dir = f'"$OUT"/{q(rt.run)}'
+        flags = "".join(f" {flag}" for flag in (self.resume.run_one_flags() if self.resume is not None else []))
+        run_one = f'arena run-one {SNAPSHOT_FILE} --run {q(rt.run)} --output-dir "$OUT"{flags}'
+        lines = ["#!/bin/bash", f"# arena run '{one_line(rt.run)}'", "set -u", "OUT={{output}}", f"mkdir -p {run_dir}"]
+        if rt.run in self.carried:
+            lines += [
+                "# resumed: the finished episodes of the earlier attempt, so run-one --resume skips them",
+                f"gunzip -c {CARRIED_RECORDS} > {run_dir}/episodes.jsonl",
+            ]
         if rt.server:
             task = plan.task
             timeout = f"{task.startup_timeout_s:g}"
@@ -399,7 +557,7 @@ class _Context:
                 f"PORT={task.port}",
                 f"# wait for the policy server (readiness {one_line(task.readiness)})",
                 f"if ! {probe}; then",
-                f"  python -m arena_osmo.runner_failure {{{{output}}}} {q(rt.run)} \"{reason}\"",
+                f"  python -m arena_osmo.runner_failure \"$OUT\" {q(rt.run)} \"{reason}\"",
                 "  exit 3",
                 "fi",
                 f"exec {run_one} --server-host \"$HOST\" --server-port \"$PORT\"",
@@ -410,92 +568,42 @@ class _Context:
 
     def server_task(self, rt: RunTasks, plan: ServerPlan) -> dict[str, Any]:
         task = plan.task
-        if not task.image:
-            raise ConfigError(
-                f"policy server '{task.name}' has no container image; OSMO runs containers: set runs.{rt.run}.server.image=IMAGE "
-                "or use `server: {external: true}`",
-                file=self.experiment.source, run=rt.run, key="server.image",
-            )
         if not task.command:
-            raise ConfigError(
+            self.problems.add_invalid(ConfigError(
                 f"policy server '{task.name}' has no command to run in its image", file=self.experiment.source, run=rt.run,
                 key="server.command",
-            )
+            ))
         placement = self.placements.runs[rt.run]
         exposure = self.exposures[rt.run]
         out: dict[str, Any] = {
             "name": rt.server,
             "lead": False,
-            "image": task.image,
-            "command": task.render(task.command, host=exposure.bind, port=task.port, api_key_env=exposure.server_key_env),
+            "image": self.images[rt.run],
+            "command": task.render(task.command, host=exposure.bind, port=task.port, api_key_env=exposure.server_key_env)
+            or ["<unset: server.command>"],
         }
         if task.env:
             out["environment"] = dict(task.env)
-        secrets = [*task.secrets, *([exposure.server_key_env] if exposure.key == "user" else [])]
-        creds = _credentials(self.options, list(dict.fromkeys(secrets)))
-        if exposure.key == "generated":
-            creds.setdefault(self.key_credential, {})[GENERATED_KEY_ENV] = KEY_CREDENTIAL_KEY
+        creds = self.task_credentials(rt.server_secrets, rt.generated_key)
         if creds:
             out["credentials"] = creds
         r = task.resources
         spec: dict[str, Any] = {"cpu": r.cpu, "gpu": r.gpu}
         if r.memory is not None:
             spec["memory"] = _gi(r.memory)
+        spec["storage"] = _gi(r.storage if r.storage is not None else self.options.server_storage_gb)
         spec["platform"] = placement.server_platform
         out["resource"] = self.resource(f"server-{slug(task.name, 30)}", spec)
         return out
-
-    # -- the collector ------------------------------------------------------------------------
-    def collector_group(self, runs: list[RunTasks]) -> dict[str, Any]:
-        from arena.config.yaml_io import dump_yaml
-
-        o = self.options
-        shard = dataclasses.replace(
-            single_run_experiment(self.experiment, None), runs={t.run: self.experiment.runs[t.run] for t in runs}
-        )
-        plan = {
-            "experiment": self.experiment.name,
-            "workflow": "{{workflow_id}}",
-            "runs": {t.run: f"{{{{input:{t.runner}}}}}" for t in runs},
-        }
-        task = {
-            "name": COLLECTOR_TASK,
-            "lead": True,
-            "image": self.image,
-            "command": ["python", "-m", "arena_osmo.collector"],
-            "args": [COLLECT_FILE, SNAPSHOT_FILE, "{{output}}"],
-            "environment": {"PYTHONUNBUFFERED": "1", "MUJOCO_GL": "osmesa", "PYOPENGL_PLATFORM": "osmesa"},
-            "inputs": [{"task": t.runner} for t in runs],
-            "outputs": [{"url": self.url}],
-            "files": [
-                {"path": COLLECT_FILE, "contents": json.dumps(plan, indent=2) + "\n"},
-                {"path": SNAPSHOT_FILE, "contents": dump_yaml(shard.snapshot())},
-            ],
-            "resource": self.resource(
-                "collector",
-                {
-                    "cpu": o.collector.cpu,
-                    "gpu": 0,
-                    "memory": _gi(o.collector.memory_gb),
-                    "storage": _gi(o.collector.storage_gb),
-                    "platform": self.placements.collector_platform[self.pool],
-                },
-            ),
-        }
-        return {"name": COLLECTOR_GROUP, "tasks": [task]}
 
 
 def _host(task: str) -> str:
     return f"{{{{host:{task}}}}}"
 
 
-def _credentials(options: OsmoOptions, env_names: list[str]) -> dict[str, dict[str, str]]:
-    """OSMO's per-task form ``{credential: {ENV_NAME: key}}`` for ``env_names``."""
-    out: dict[str, dict[str, str]] = {}
-    for env in env_names:
-        ref = options.credentials[env]
-        out.setdefault(ref.credential, {})[env] = ref.key
-    return out
+def finished_records(lines: list[str]) -> bytes:
+    """What a resumed runner carries: the finished records' JSON lines, gzip-compressed."""
+    return gzip.compress("".join(line if line.endswith("\n") else line + "\n" for line in lines).encode("utf-8"), mtime=0)
 
 
 def single_run_experiment(experiment: ResolvedExperiment, run: str | None) -> ResolvedExperiment:

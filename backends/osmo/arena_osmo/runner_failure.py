@@ -2,8 +2,8 @@
 
 The runner task's script calls it when ``arena probe`` gives up on the policy server:
 ``python -m arena_osmo.runner_failure OUTPUT_DIR RUN REASON`` writes the run's ``status.json``
-and ``run_result.json`` as ``failed`` with the reason, so the collector and the report show
-the run as failed (with why), not as missing.
+and ``run_result.json`` as ``failed`` with the reason; the runner's checkpoint publishes them,
+so the report shows the run as failed (with why), not as missing.
 """
 
 from __future__ import annotations

@@ -9,6 +9,12 @@ Facts (OSMO user guide, ``docs/user_guide/workflows/specification/*``, and the s
 models, NVIDIA/OSMO snapshot 2026-08):
 
 - top level: ``version``, ``workflow`` and optional ``default-values`` (Jinja variables);
+- the whole file is a Jinja template: at submit the service protects its own tokens (exactly
+  ``{{output}}``, ``{{workflow_id}}``, ``{{uuid}}``, ``{{input:…}}``, ``{{host:…}}``, no
+  spaces), renders the text in a sandboxed environment with undefined variables as errors
+  (``src/utils/job/workflow.py``), then substitutes the tokens in every string of each task
+  (``TaskSpec.parse``, spaces allowed); a file with ``base64: true`` carries its contents
+  encoded, so neither step can change them (``File`` in ``src/utils/job/task.py``);
 - ``workflow``: ``name``, ``pool``, ``labels`` (at most 16), ``timeout`` {``exec_timeout``,
   ``queue_timeout``}, ``resources`` (named resource specs), and either ``tasks`` or ``groups``;
 - names start with a letter, hold letters, digits, ``-`` and ``_``, and end with a letter or
@@ -23,7 +29,10 @@ models, NVIDIA/OSMO snapshot 2026-08):
 - ``exitActions``: ``COMPLETE`` / ``FAIL`` / ``RESCHEDULE`` -> exit codes as ``"0,1-10,16"``,
   not overlapping; user exit codes are 0-255;
 - resources: ``cpu``, ``gpu`` (integers), ``memory``, ``storage`` (quantities such as
-  ``16Gi``), ``platform``, ``nodesExcluded``, ``topology``.
+  ``16Gi``), ``platform``, ``nodesExcluded``, ``topology``;
+- ``checkpoint``: ``[{path, url, frequency, regex}]`` uploads ``path`` to ``url`` every
+  ``frequency`` (``30m``, or seconds) and once more when the task completes or fails
+  (``docs/user_guide/workflows/specification/checkpointing.rst``).
 """
 
 from __future__ import annotations
@@ -86,6 +95,23 @@ class UrlOutput(_Strict):
 class InlineFile(_Strict):
     path: str = Field(pattern=r"^/")
     contents: str
+    base64: bool = False  # contents are base64 of the file's bytes
+
+
+class Checkpoint(_Strict):
+    path: str = Field(min_length=1)
+    url: str = Field(min_length=1)
+    frequency: str | int
+    regex: str | None = None
+
+    @field_validator("frequency")
+    @classmethod
+    def _frequency(cls, value: str | int) -> str | int:
+        if isinstance(value, str) and not re.match(_DURATION, value):
+            raise ValueError(f"checkpoint frequency {value!r} is not a duration such as '30m'")
+        if isinstance(value, int) and value <= 0:
+            raise ValueError("a checkpoint frequency in seconds must be positive")
+        return value
 
 
 class LocalFile(_Strict):
@@ -121,6 +147,7 @@ class TaskSpec(_Strict):
     volumeMounts: list[str] = Field(default_factory=list)  # noqa: N815
     exitActions: dict[Literal["COMPLETE", "FAIL", "RESCHEDULE"], str] = Field(default_factory=dict)  # noqa: N815
     downloadType: Literal["download", "mountpoint", "mountpoint-s3"] | None = None  # noqa: N815
+    checkpoint: list[Checkpoint] = Field(default_factory=list)
     privileged: bool = False
     hostNetwork: bool = False  # noqa: N815
 
@@ -259,6 +286,43 @@ def _check_tokens(task: TaskSpec, group_members: set[str]) -> None:
             raise ValueError(f"task {task.name}: {{{{host:{target}}}}} names no task of its group")
         if kind == "input" and target not in inputs:
             raise ValueError(f"task {task.name}: {{{{input:{target}}}}} names none of its inputs")
+
+
+#: The tokens OSMO protects before it renders a submitted file (``src/utils/job/workflow.py``).
+_PROTECTED = re.compile(r"{{(uuid|workflow_id|output|input:[^}]+|host:[^}]+)}}")
+
+
+def check_template_text(text: str, default_values: dict[str, Any] | None = None) -> None:
+    """Check that OSMO's submit-time templating leaves the workflow file ``text`` as written.
+
+    The service replaces its own tokens by stand-ins, renders the text with Jinja (sandboxed,
+    undefined variables are errors) and puts the tokens back; the file is fine when that
+    changes nothing but, at most, the final line break (Jinja's default drops it).
+
+    Raises:
+        ValueError: naming the first line the rendering changes, or Jinja's error.
+    """
+    import jinja2
+    import jinja2.sandbox
+
+    stand_ins: dict[str, str] = {}
+
+    def protect(match: re.Match[str]) -> str:
+        name = f"arena_token_{len(stand_ins)}"
+        stand_ins[name] = match.group(0)
+        return "{{" + name + "}}"
+
+    env = jinja2.sandbox.SandboxedEnvironment(undefined=jinja2.StrictUndefined)
+    try:
+        rendered = env.from_string(_PROTECTED.sub(protect, text)).render({**(default_values or {}), **stand_ins})
+    except jinja2.TemplateError as exc:
+        line = f" (line {exc.lineno})" if getattr(exc, "lineno", None) else ""
+        raise ValueError(f"OSMO's Jinja rendering of the workflow file fails{line}: {exc}") from None
+    if rendered.rstrip("\n") != text.rstrip("\n"):
+        for number, (want, got) in enumerate(zip(text.splitlines(), rendered.splitlines()), start=1):
+            if want != got:
+                raise ValueError(f"OSMO's Jinja rendering would change line {number} of the workflow file: {want!r} -> {got!r}")
+        raise ValueError("OSMO's Jinja rendering would change the workflow file (its line count)")
 
 
 def validate_workflow(data: dict[str, Any]) -> WorkflowFile:

@@ -3,13 +3,20 @@
 The fake policies stand in for the openpi, GR00T and Cosmos plugins (their server tasks carry
 what matters here: image, command, port, readiness, resources, secrets), so these tests do not
 depend on those plugins' defaults. The fake ``osmo`` executable records its arguments as JSON
-lines and answers like the real CLI (``--format-type json``), from a state file the test edits.
+lines and answers like the real CLI (``--format-type json``), from a state file the test edits;
+``workflow submit`` renders the file as the OSMO service does (its tokens protected, the rest
+through sandboxed Jinja with undefined variables as errors) and refuses it like the service
+when that fails. :func:`execute_task` then runs one task of a submitted workflow the way an
+OSMO pod would: files written (base64 ones decoded), tokens substituted in every string of the
+task, its command run, and its checkpoint directory published to the checkpoint URL when it
+ends, also when it is killed.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import sys
 from pathlib import Path
@@ -96,18 +103,40 @@ def cosmos_server(config: FakeCosmosConfig) -> ServerTask:
     )
 
 
+class FakeUnpublishedPolicy(RemoteChunkReplayPolicy):
+    """A model whose plugin knows of no image a cluster can pull (as openpi, GR00T, Cosmos)."""
+
+    name = "fake_unpublished"
+    Config = FakeOpenpiConfig
+    adapter_family = "openpi"
+
+
+def unpublished_server(config: FakeOpenpiConfig) -> ServerTask:
+    return ServerTask(
+        name="unpublished-server",
+        image=None,
+        image_hint="no public image exists: build one from the model's Dockerfile",
+        command=["python", "-m", "serve", "--port", "{port}"],
+        local_command=["python", "-m", "serve", "--port", "{port}"],
+        port=8000,
+        resources=ServerResources(cpu=4, gpu=1, memory=32, storage=120),
+    )
+
+
 class FakeModelsPlugin:
     @hookimpl
     def arena_register_policies(self, register):
         register("fake_openpi", FakeOpenpiPolicy)
         register("fake_gr00t", FakeGr00tPolicy)
         register("fake_cosmos", FakeCosmosPolicy)
+        register("fake_unpublished", FakeUnpublishedPolicy)
 
     @hookimpl
     def arena_register_server_tasks(self, register):
         register("fake_openpi", openpi_server)
         register("fake_gr00t", gr00t_server)
         register("fake_cosmos", cosmos_server)
+        register("fake_unpublished", unpublished_server)
 
 
 @pytest.fixture
@@ -164,6 +193,26 @@ def render(exp, *, placeholders: bool = False):
     return backend.render(exp, plan_servers(exp), placeholders=placeholders)
 
 
+def dry_run_text(exp) -> str:
+    """What ``--dry-run`` prints as the backend's plan."""
+    from arena.launch.planning import plan_servers
+    from arena.launch.submit import make_backend
+
+    return make_backend(exp).plan(exp, plan_servers(exp), Path("out"))
+
+
+def tasks_of(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every task of a workflow dict, by name."""
+    return {t["name"]: t for g in spec["workflow"]["groups"] for t in g["tasks"]}
+
+
+def snapshot_of(task: dict[str, Any]) -> str:
+    """The single-run snapshot a runner task carries, as OSMO writes it into the pod."""
+    from arena_osmo.render import SNAPSHOT_FILE, file_bytes
+
+    return file_bytes(next(f for f in task["files"] if f["path"] == SNAPSHOT_FILE)).decode("utf-8")
+
+
 def normalized_text(workflows) -> str:
     """The workflows' text with each embedded run snapshot replaced by a stand-in.
 
@@ -181,7 +230,7 @@ def normalized_text(workflows) -> str:
             for task in group["tasks"]:
                 for f in task.get("files", []):
                     if f["path"] == SNAPSHOT_FILE:
-                        f["contents"] = "<single-run snapshot: see test_runner_snapshot_round_trips>"
+                        f["contents"] = "<base64 of the single-run snapshot: see test_runner_snapshot_round_trips>"
         parts.append("".join(f"# {line}\n" for line in wf.header) + dump(spec))
     return "---\n".join(parts)
 
@@ -216,11 +265,29 @@ if key in fail:
         print(rule.get("stderr", "error"), file=sys.stderr)
         sys.exit(rule.get("code", 1))
 if args[:2] == ["workflow", "submit"]:
+    # What the service does with the file (src/utils/job/workflow.py): its own tokens are
+    # protected, the rest is rendered by sandboxed Jinja with undefined variables as errors.
+    import re
+    import jinja2, jinja2.sandbox, yaml
+    text = Path(args[2]).read_text()
+    defaults = (yaml.safe_load(text) or {{}}).get("default-values") or {{}}
+    kept = {{}}
+    def protect(match):
+        name = "hash" + str(len(kept))
+        kept[name] = "{{{{" + match.group(1) + "}}}}"
+        return "{{{{" + name + "}}}}"
+    body = re.sub(r"{{{{(uuid|workflow_id|output|input:[^}}]+|host:[^}}]+)}}}}", protect, text)
+    try:
+        rendered = jinja2.sandbox.SandboxedEnvironment(undefined=jinja2.StrictUndefined).from_string(body).render(
+            {{**defaults, **kept}})
+    except (jinja2.TemplateError, TypeError) as exc:
+        print(f"Jinja Template Error: {{exc}}", file=sys.stderr)
+        sys.exit(1)
     n = state.get("submitted", 0) + 1
     state["submitted"] = n
     (home / "state.json").write_text(json.dumps(state))
     wid = f"{{state.get('prefix', 'arena-exp')}}-{{n}}"
-    shutil.copyfile(args[2], home / f"{{wid}}.yaml")
+    (home / f"{{wid}}.yaml").write_text(rendered)
     print(json.dumps({{"name": wid, "overview": f"https://osmo.example/workflows/{{wid}}",
                       "dashboard_url": None}}, indent=2))
 elif args[:2] == ["workflow", "query"]:
@@ -308,3 +375,99 @@ def task(name: str, status: str, exit_code: int | None = None, lead: bool = True
     }
 
 
+
+
+def submitted_spec(fake: FakeOsmo, workflow_id: str) -> dict[str, Any]:
+    """The workflow as the fake service rendered it at submission."""
+    import yaml
+
+    return yaml.safe_load((fake.home / f"{workflow_id}.yaml").read_text())
+
+
+def _materialize(task: dict[str, Any], workflow_id: str, root: Path) -> dict[str, Any]:
+    """``task`` as OSMO's pod sees it (``TaskSpec.parse``: tokens substituted in every string),
+    with its files written under ``root`` (absolute paths re-rooted there)."""
+    import re
+
+    from arena_osmo.render import file_bytes
+
+    tokens = {"workflow_id": workflow_id, "output": str(root / "output")}
+    tokens |= {f"host:{name}": "127.0.0.1" for name in re.findall(r"{{\s*host:([^}\s]+)\s*}}", json.dumps(task))}
+    text = json.dumps(task)
+    for key, value in tokens.items():
+        text = re.sub("{{[ ]*" + re.escape(key) + "[ ]*}}", value.replace("\\", "\\\\"), text)
+    task = json.loads(text)
+    (root / "output").mkdir(parents=True, exist_ok=True)
+    for f in task.get("files", []):
+        target = root / f["path"].lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        data = file_bytes(f)
+        if not f.get("base64"):  # our own scripts name the files by absolute path
+            data = data.replace(b"/tmp/arena/", f"{root}/tmp/arena/".encode())
+        target.write_bytes(data)
+    return task
+
+
+def execute_task(
+    fake: FakeOsmo,
+    workflow_id: str,
+    task_name: str,
+    root: Path,
+    *,
+    kill_when=None,
+    timeout_s: float = 600.0,
+) -> int:
+    """Run one task of a submitted workflow as an OSMO pod would; return its exit code.
+
+    ``kill_when(root)``: polled while the task runs; when true, the task's whole process group
+    is SIGKILLed (out of memory, eviction) and the exit code is 137. Either way the task's
+    checkpoint directories are then published to their ``file://`` URLs, as OSMO's final
+    checkpoint upload does for a completed or failed task.
+    """
+    import signal
+    import subprocess
+    import time
+    from urllib.parse import urlparse
+
+    spec = submitted_spec(fake, workflow_id)
+    task = _materialize(tasks_of(spec)[task_name], workflow_id, root)
+    argv = [a.replace("/tmp/arena/", f"{root}/tmp/arena/") for a in [*task["command"], *task.get("args", [])]]
+    env = {**os.environ, **task.get("environment", {})}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    with open(root / "task.log", "ab") as log:
+        proc = subprocess.Popen(argv, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout_s
+        code = None
+        while code is None:
+            code = proc.poll()
+            if code is None and kill_when is not None and kill_when(root):
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                code = 137
+            elif code is None:
+                assert time.monotonic() < deadline, (root / "task.log").read_text()[-3000:]
+                time.sleep(0.05)
+    for checkpoint in task.get("checkpoint", []):
+        source = Path(checkpoint["path"])
+        if source.is_dir():
+            shutil.copytree(source, urlparse(checkpoint["url"]).path, dirs_exist_ok=True)
+    return code
+
+
+def runner_output(run_dir: Path, run: str | None, outcomes: list[str], state: str, error: str | None = None) -> Path:
+    """What ``arena run-one`` leaves in a run directory (``run``: its name, default the
+    directory's): records with these outcomes, a final status and run result."""
+    from arena.rollout.records import EpisodeRecord, RecordWriter, StatusWriter, write_run_result
+
+    run = run or run_dir.name
+    run_dir.mkdir(parents=True)
+    records = [
+        EpisodeRecord(run=run, episode_index=i, seed=i, outcome=o, error="server gone" if o == "error" else None)
+        for i, o in enumerate(outcomes)
+    ]
+    with RecordWriter(run_dir / "episodes.jsonl") as writer:
+        for record in records:
+            writer.write(record)
+    StatusWriter(run_dir / "status.json").write(state=state, run=run, error=error, episodes_done=len(records))
+    write_run_result(run_dir, run=run, state=state, error=error, episodes_total=4)
+    return run_dir

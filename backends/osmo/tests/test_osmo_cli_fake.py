@@ -7,12 +7,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from osmo_testkit import fake_models, fake_osmo, osmo_options, run, task  # noqa: F401
-from test_osmo_collector import runner_output
+from osmo_testkit import fake_models, fake_osmo, osmo_options, run, runner_output, task  # noqa: F401
 from typer.testing import CliRunner
 
 from arena.cli import app
-from arena_osmo.collector import collect_outputs
 from arena_osmo.spec import validate_workflow
 
 cli = CliRunner()
@@ -48,8 +46,8 @@ def test_submit_calls_osmo_with_json_and_records_the_workflow(fake_models, fake_
     assert sub["backend"] == "osmo"
     assert sub["ids"] == {"pi": {"0": "arena-exp-1"}, "zero": {"0": "arena-exp-1"}}
     (entry,) = sub["extra"]["workflows"]
-    assert entry["output_url"] == "s3://arena-results/arena-exp-1"
-    assert entry["runs"]["pi"] == {"runner": "r0-pi-runner", "server": "r0-pi-server"}
+    assert entry["runs"]["pi"] == {"runner": "r0-pi-runner", "server": "r0-pi-server", "url": "s3://arena-results/arena-exp-1/pi"}
+    assert entry["runs"]["zero"]["url"] == "s3://arena-results/arena-exp-1/zero"
     assert (out / "experiment.yaml").exists() and (out / "manifest.json").exists()
 
 
@@ -61,7 +59,8 @@ def test_dry_run_prints_the_workflow_without_calling_osmo(fake_models, fake_osmo
     assert "<unset: launch.osmo.runner_image>" in result.output and "<unset: launch.osmo.output_url>" in result.output
     assert fake_osmo.calls == []
     refused = cli.invoke(app, ["run", str(path), "--output-dir", str(tmp_path / "out")])
-    assert refused.exit_code == 2 and "launch.osmo.runner_image is not set" in refused.output
+    assert refused.exit_code == 2
+    assert "key launch.osmo.runner_image: not set" in refused.output and "key launch.osmo.output_url: not set" in refused.output
     assert not (tmp_path / "out").exists()
     assert fake_osmo.calls == []
 
@@ -85,7 +84,7 @@ def test_failed_second_submission_cancels_the_first(fake_models, fake_osmo, tmp_
     fake_osmo.state = {"fail": {"workflow submit": {"after": 1, "stderr": "quota exceeded", "code": 1}}}
     fake_osmo.save()
     path = write_experiment(tmp_path)
-    result = cli.invoke(app, ["run", str(path), "--output-dir", str(tmp_path / "out"), "launch.osmo.max_tasks_per_workflow=3"])
+    result = cli.invoke(app, ["run", str(path), "--output-dir", str(tmp_path / "out"), "launch.osmo.max_tasks_per_workflow=2"])
     assert result.exit_code == 3
     assert "quota exceeded" in result.output and "cancelled the workflows already submitted (arena-exp-1)" in result.output
     assert fake_osmo.calls[-1][:3] == ["workflow", "cancel", "arena-exp-1"]
@@ -114,7 +113,7 @@ def test_status_maps_osmo_task_states(fake_models, fake_osmo, tmp_path):
 
 
 def test_cancel_cancels_every_workflow(fake_models, fake_osmo, tmp_path):
-    out = submitted(tmp_path, fake_osmo, "launch.osmo.max_tasks_per_workflow=3")
+    out = submitted(tmp_path, fake_osmo, "launch.osmo.max_tasks_per_workflow=2")
     result = cli.invoke(app, ["cancel", str(out)])
     assert result.exit_code == 0, result.output
     call = fake_osmo.calls[-1]
@@ -122,33 +121,29 @@ def test_cancel_cancels_every_workflow(fake_models, fake_osmo, tmp_path):
     assert "--format-type" in call and "--message" in call
 
 
-def _finished(fake_osmo, wid="arena-exp-1", runner_status="COMPLETED", collector_status="COMPLETED"):
+def _finished(fake_osmo, wid="arena-exp-1", pi_status="COMPLETED", pi_code=3, message=None):
     fake_osmo.set_workflow(
         wid,
-        "COMPLETED" if collector_status == "COMPLETED" else "FAILED",
+        "COMPLETED" if pi_status == "COMPLETED" else "FAILED",
         {
-            "r0-pi": [task("r0-pi-runner", runner_status, exit_code=3 if runner_status == "COMPLETED" else None,
-                           message="image not found" if runner_status != "COMPLETED" else None),
+            "r0-pi": [task("r0-pi-runner", pi_status, exit_code=pi_code, message=message),
                       task("r0-pi-server", "FAILED_CANCELED", lead=False)],
             "r1-zero": [task("r1-zero-runner", "COMPLETED", exit_code=0)],
-            "collect": [task("collect-outputs", collector_status)],
         },
     )
 
 
-def _publish(tmp_path, out: Path, into: Path) -> None:
-    """What the collector would have published: a completed run and a failed one."""
-    inputs = tmp_path / "inputs"
-    runner_output(inputs / "0", "pi", ["success", "error"], "failed", "policy server stopped answering")
-    runner_output(inputs / "1", "zero", ["failure"] * 4, "completed")
-    plan = {"experiment": "exp", "workflow": "arena-exp-1", "runs": {"pi": str(inputs / "0"), "zero": str(inputs / "1")}}
-    collect_outputs(plan, out / "experiment.yaml", into)
+def _publish(bucket: Path, wid: str = "arena-exp-1", pi: bool = True) -> None:
+    """What the runners' checkpoints published: a failed run and a completed one."""
+    if pi:
+        runner_output(bucket / wid / "pi", None, ["success", "error"], "failed", "policy server stopped answering")
+    runner_output(bucket / wid / "zero", None, ["failure"] * 4, "completed")
 
 
-def test_collect_downloads_file_url_merges_and_reports_the_failed_run(fake_models, fake_osmo, tmp_path):
-    url = (tmp_path / "bucket").as_uri() + "/{{workflow_id}}"
-    out = submitted(tmp_path, fake_osmo, osmo=osmo_options(output_url=url))
-    _publish(tmp_path, out, tmp_path / "bucket" / "arena-exp-1")
+def test_collect_downloads_each_published_run_and_reports_the_failed_run(fake_models, fake_osmo, tmp_path):
+    bucket = tmp_path / "bucket"
+    out = submitted(tmp_path, fake_osmo, osmo=osmo_options(output_url=bucket.as_uri() + "/{{workflow_id}}"))
+    _publish(bucket)
     _finished(fake_osmo)
     fake_osmo.load()
     fake_osmo.state["logs"] = {"r0-pi-server": "INFO serving pi05 on 0.0.0.0:8000"}
@@ -168,30 +163,32 @@ def test_collect_downloads_file_url_merges_and_reports_the_failed_run(fake_model
 
 def test_collect_uses_osmo_data_download_for_other_urls(fake_models, fake_osmo, tmp_path):
     out = submitted(tmp_path, fake_osmo, osmo=osmo_options(output_url="swift://store/arena/{{workflow_id}}"))
-    staged = tmp_path / "staged" / "arena-exp-1"
-    _publish(tmp_path, out, staged)
+    staged = tmp_path / "staged"
+    _publish(staged)
     _finished(fake_osmo)
     fake_osmo.load()
-    fake_osmo.state["data"] = {"swift://store/arena/arena-exp-1": str(staged)}
+    fake_osmo.state["data"] = {f"swift://store/arena/arena-exp-1/{run}": str(staged / "arena-exp-1" / run) for run in ("pi", "zero")}
     fake_osmo.save()
 
     result = cli.invoke(app, ["collect", str(out)])
     assert result.exit_code == 0, result.output
-    assert any(c[:3] == ["data", "download", "swift://store/arena/arena-exp-1"] for c in fake_osmo.calls)
+    assert any(c[:3] == ["data", "download", "swift://store/arena/arena-exp-1/zero"] for c in fake_osmo.calls)
     data = json.loads((out / "experiment_result.json").read_text())
     assert data["runs"]["zero"]["state"] == "completed"
 
 
-def test_collect_reports_runs_whose_task_failed_on_osmo(fake_models, fake_osmo, tmp_path):
-    out = submitted(tmp_path, fake_osmo)
-    _finished(fake_osmo, runner_status="FAILED_IMAGE_PULL", collector_status="FAILED_UPSTREAM")
+def test_a_runner_that_never_started_costs_only_its_own_run(fake_models, fake_osmo, tmp_path):
+    bucket = tmp_path / "bucket"
+    out = submitted(tmp_path, fake_osmo, osmo=osmo_options(output_url=bucket.as_uri() + "/{{workflow_id}}"))
+    _publish(bucket, pi=False)  # the pi runner never pulled its image: it published nothing
+    _finished(fake_osmo, pi_status="FAILED_IMAGE_PULL", pi_code=None, message="image not found")
     result = cli.invoke(app, ["collect", str(out)])
     assert result.exit_code == 0, result.output
     data = json.loads((out / "experiment_result.json").read_text())
     assert data["runs"]["pi"]["state"] == "failed"
     assert "FAILED_IMAGE_PULL: image not found" in data["runs"]["pi"]["error"]
-    assert data["runs"]["zero"]["state"] == "failed"
-    assert "collector task collect-outputs is FAILED_UPSTREAM" in data["runs"]["zero"]["error"]
+    assert "launch.osmo.runner_image" in data["runs"]["pi"]["error"]
+    assert data["runs"]["zero"]["state"] == "completed" and data["runs"]["zero"]["n"] == 4
 
 
 def test_wait_polls_at_the_configured_interval_then_collects(fake_models, fake_osmo, tmp_path, monkeypatch):
@@ -207,14 +204,9 @@ def test_wait_polls_at_the_configured_interval_then_collects(fake_models, fake_o
     monkeypatch.setattr(backend_mod.OsmoBackend, "_sleep", staticmethod(fake_sleep))
     out_path = tmp_path / "out"
     fake_osmo.set_workflow("arena-exp-1", "RUNNING", {"r0-pi": [task("r0-pi-runner", "RUNNING")]})
-    # the collector's output is published before the workflow "finishes"
+    # the runners' records are published before the workflow "finishes"
     exp = write_experiment(tmp_path, osmo_options(output_url=url, poll_interval_s=7))
-    from arena.config import load_experiment
-    from arena.config import write_snapshot
-
-    (tmp_path / "pre").mkdir()
-    write_snapshot(load_experiment(exp, check_requires=False), tmp_path / "pre" / "experiment.yaml")
-    _publish(tmp_path, tmp_path / "pre", tmp_path / "bucket" / "arena-exp-1")
+    _publish(tmp_path / "bucket")
     result = cli.invoke(app, ["run", str(exp), "--output-dir", str(out_path), "--wait"])
     assert sleeps == [7.0]
     assert result.exit_code == 3, result.output  # a run failed

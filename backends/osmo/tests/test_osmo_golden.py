@@ -8,10 +8,18 @@ checked by loading them back.
 from __future__ import annotations
 
 import yaml
-from osmo_testkit import assert_golden, experiment, fake_models, normalized_text, osmo_options, render, run  # noqa: F401
+from osmo_testkit import (  # noqa: F401
+    assert_golden,
+    experiment,
+    fake_models,
+    normalized_text,
+    osmo_options,
+    render,
+    run,
+    snapshot_of,
+)
 
-from arena_osmo.render import SNAPSHOT_FILE
-from arena_osmo.spec import validate_workflow
+from arena_osmo.spec import check_template_text, validate_workflow
 
 
 def _tasks(wf):
@@ -23,13 +31,16 @@ def test_single_remote_run_golden(fake_models):
     assert_golden("single_remote_run.yaml", normalized_text(wfs))
     (wf,) = wfs
     groups = wf.spec["workflow"]["groups"]
-    assert [g["name"] for g in groups] == ["r0-pick-place-pi05", "collect"]
+    assert [g["name"] for g in groups] == ["r0-pick-place-pi05"]  # no collector: each runner publishes
     assert [(t["name"], t["lead"]) for t in groups[0]["tasks"]] == [
         ("r0-pick-place-pi05-runner", True),
         ("r0-pick-place-pi05-server", False),
     ]
     runner = groups[0]["tasks"][0]
     assert runner["exitActions"] == {"COMPLETE": "0-3"}
+    assert runner["checkpoint"] == [
+        {"path": "{{output}}/pick_place_pi05", "url": "s3://arena-results/{{workflow_id}}/pick_place_pi05", "frequency": "5m"}
+    ]
     script = runner["files"][1]["contents"]
     assert 'arena probe websocket "$HOST" "$PORT" --timeout 900' in script
     assert "HOST='{{host:r0-pick-place-pi05-server}}'" in script and "PORT=8000" in script
@@ -54,13 +65,13 @@ def test_mixed_openpi_gr00t_cosmos_runs_golden(fake_models):
     assert resources[tasks["r0-pi05-server"]["resource"]]["platform"] == "ovx-l40s"
     assert "zmq-ping" in tasks["r1-gr00t-runner"]["files"][1]["contents"]
     assert "http:/healthz" in tasks["r2-cosmos-runner"]["files"][1]["contents"]
-    # GR00T's server needs HF_TOKEN: it gets exactly that credential.
+    # GR00T's server needs HF_TOKEN: it gets exactly that credential; no runner names one.
     assert tasks["r1-gr00t-server"]["credentials"] == {"hf": {"HF_TOKEN": "token"}}
     assert "credentials" not in tasks["r0-pi05-server"]
-    collector = tasks["collect-outputs"]
-    assert collector["inputs"] == [{"task": f"{g}-runner"} for g in ("r0-pi05", "r1-gr00t", "r2-cosmos", "r3-zero")]
-    assert collector["outputs"] == [{"url": "s3://arena-results/{{workflow_id}}"}]
-    assert resources[collector["resource"]]["gpu"] == 0
+    assert not any("credentials" in t for name, t in tasks.items() if name.endswith("-runner"))
+    assert [t["checkpoint"][0]["path"] for name, t in tasks.items() if name.endswith("-runner")] == [
+        "{{output}}/pi05", "{{output}}/gr00t", "{{output}}/cosmos", "{{output}}/zero"
+    ]
 
 
 def test_local_policy_run_runs_alone_golden(fake_models):
@@ -70,7 +81,8 @@ def test_local_policy_run_runs_alone_golden(fake_models):
     assert [t["name"] for t in group["tasks"]] == ["r0-zero-runner"]
     script = group["tasks"][0]["files"][1]["contents"]
     assert "arena probe" not in script
-    assert "exec arena run-one /tmp/arena/experiment.yaml --run zero --output-dir {{output}}\n" in script
+    assert "OUT={{output}}\n" in script
+    assert 'exec arena run-one /tmp/arena/experiment.yaml --run zero --output-dir "$OUT"\n' in script
 
 
 def test_experiment_over_the_task_limit_is_split_golden(fake_models):
@@ -83,11 +95,10 @@ def test_experiment_over_the_task_limit_is_split_golden(fake_models):
     for wf in wfs:
         count = sum(len(g["tasks"]) for g in wf.spec["workflow"]["groups"])
         assert count <= 5
-        assert wf.spec["workflow"]["groups"][-1]["name"] == "collect"
 
 
 def test_default_limit_splits_above_one_hundred_tasks(fake_models):
-    runs = {f"r{i}": run("fake_openpi") for i in range(60)}  # 120 tasks + collectors
+    runs = {f"r{i}": run("fake_openpi") for i in range(60)}  # 120 tasks
     wfs = render(experiment(runs, name="big"))
     assert len(wfs) == 2
     assert all(sum(len(g["tasks"]) for g in wf.spec["workflow"]["groups"]) <= 100 for wf in wfs)
@@ -123,17 +134,14 @@ def test_runner_snapshot_round_trips(fake_models, tmp_path):
     (wf,) = render(exp)
     tasks = _tasks(wf)
     for name, task_name in (("pi", "r0-pi-runner"), ("zero", "r1-zero-runner")):
-        text = next(f["contents"] for f in tasks[task_name]["files"] if f["path"] == SNAPSHOT_FILE)
         path = tmp_path / f"{name}.yaml"
-        path.write_text(text)
+        path.write_text(snapshot_of(tasks[task_name]))
         again = load_experiment(path, check_requires=False)
         assert list(again.runs) == [name]
         assert again.launch.backend == "local"
         assert again.launch.watchdog is not None and again.launch.watchdog.first_episode_grace_s >= 1800
-        original = exp.runs[name].to_dict()
-        if name == "pi":
-            original["policy"].update(remote_host="{{host:r0-pi-server}}", remote_port=8000)
-        assert again.runs[name].to_dict() == original
+        # unchanged: the endpoint of the server comes from the script's --server-host/--server-port
+        assert again.runs[name].to_dict() == exp.runs[name].to_dict()
 
 
 def test_experiment_watchdog_reaches_the_runner(fake_models):
@@ -141,7 +149,7 @@ def test_experiment_watchdog_reaches_the_runner(fake_models):
         {"zero": run("zero_action")}, watchdog={"stall_s": 120, "first_episode_grace_s": 5400, "max_restarts": 1}
     )
     (wf,) = render(exp)
-    snap = yaml.safe_load(_tasks(wf)["r0-zero-runner"]["files"][0]["contents"])
+    snap = yaml.safe_load(snapshot_of(_tasks(wf)["r0-zero-runner"]))
     assert snap["launch"]["watchdog"] == {"stall_s": 120.0, "first_episode_grace_s": 5400.0, "max_restarts": 1}
 
 
@@ -153,12 +161,16 @@ def test_every_golden_file_validates_against_the_spec_model():
     for path in files:
         for doc in yaml.safe_load_all(path.read_text()):
             validate_workflow(doc)
+        check_template_text(path.read_text())
 
 
-def test_installed_model_plugins_render_one_server_per_run():
-    """With the real openpi, GR00T and Cosmos plugins (when installed): each run gets its plugin's server."""
+def test_installed_model_plugins_need_images_and_render_one_server_per_run():
+    """With the real openpi, GR00T and Cosmos plugins (when installed): none publishes a server
+    image, so all three runs are refused at once, each under its own server.image; with images
+    named, each run gets its plugin's server."""
     import pytest
 
+    from arena.errors import ConfigError
     from arena.plugins import get_registry
 
     names = ("pi0_remote", "gr00t_remote", "cosmos_remote")
@@ -166,9 +178,15 @@ def test_installed_model_plugins_render_one_server_per_run():
         pytest.skip("the openpi, GR00T and Cosmos plugins are not all installed")
     platforms = {"gpu-pool": {"h100": {"gpu_type": "H100", "gpus": 8, "gpu_memory_gb": 80, "memory_gb": 2048, "cpus": 224}}}
     runs = {n: {"environment": {"type": "franka_kitchen", "task": "microwave"}, "policy": {"type": n}} for n in names}
-    (wf,) = render(experiment(runs, osmo=osmo_options(platforms=platforms)))
+    with pytest.raises(ConfigError) as refused:
+        render(experiment(runs, osmo=osmo_options(platforms=platforms)))
+    text = str(refused.value)
+    for n in names:
+        assert f"run '{n}': key server.image" in text
+    assert "publishes no server image" in text and "no public GR00T server image" in text
+    named = [f"runs.{n}.server.image=registry.example/{n}:1" for n in names]
+    (wf,) = render(experiment(runs, named, osmo=osmo_options(platforms=platforms)))
     groups = wf.spec["workflow"]["groups"]
-    assert [[t["lead"] for t in g["tasks"]] for g in groups] == [[True, False]] * 3 + [[True]]
-    images = {g["tasks"][1]["image"] for g in groups[:3]}
-    assert len(images) == 3
+    assert [[t["lead"] for t in g["tasks"]] for g in groups] == [[True, False]] * 3
+    assert [g["tasks"][1]["image"] for g in groups] == [f"registry.example/{n}:1" for n in names]
     validate_workflow(wf.spec)

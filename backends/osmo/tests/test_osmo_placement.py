@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 import pytest
-from osmo_testkit import PLATFORMS, experiment, fake_models, normalized_text, osmo_options, render, run  # noqa: F401
+from osmo_testkit import (  # noqa: F401
+    PLATFORMS,
+    experiment,
+    fake_models,
+    normalized_text,
+    osmo_options,
+    render,
+    run,
+    snapshot_of,
+)
 
 from arena.errors import ConfigError
 from arena_osmo.options import OsmoOptions
@@ -29,7 +38,7 @@ def test_pool_override_is_checked_after_it_applies(fake_models):
 
 def test_undescribed_pool_is_refused_with_how_to_describe_it(fake_models):
     exp = experiment({"pi": run("fake_openpi")}, ["launch.osmo.pool=mystery"])
-    with pytest.raises(ConfigError, match=r"launch.osmo.platforms does not describe pool 'mystery'.*launch.osmo.platforms.mystery"):
+    with pytest.raises(ConfigError, match=r"key launch.osmo.platforms.mystery: not set: what pool 'mystery' offers.*launch.osmo.platforms.mystery"):
         render(exp)
 
 
@@ -53,7 +62,7 @@ def test_placement_key_naming_nothing_is_refused(fake_models):
 
 def test_server_platform_for_a_run_without_server_is_refused(fake_models):
     exp = experiment({"zero": run("zero_action")}, ["launch.osmo.placement.zero.platform=dgx-h100"])
-    with pytest.raises(ConfigError, match="this run has none"):
+    with pytest.raises(ConfigError, match="run 'zero' has none"):
         render(exp)
 
 
@@ -72,7 +81,7 @@ def test_runs_needing_different_pools_become_separate_workflows(fake_models):
 
 def test_secret_without_credential_is_refused(fake_models):
     exp = experiment({"gr": run("fake_gr00t")}, osmo=osmo_options(credentials={}))
-    with pytest.raises(ConfigError, match=r"needs the secret \$HF_TOKEN"):
+    with pytest.raises(ConfigError, match=r"\$HF_TOKEN is needed by policy server 'gr00t-server' \(run 'gr'\)"):
         render(exp)
 
 
@@ -90,11 +99,12 @@ def test_policy_api_key_needs_a_credential(fake_models):
     assert "--api-key-env PI_KEY" in runner["files"][1]["contents"]
 
 
-def test_split_workflows_sharing_one_fixed_url_are_refused(fake_models):
+def test_split_workflows_may_share_one_fixed_url_each_run_publishing_its_own_directory(fake_models):
     runs = {"a": run("fake_openpi"), "b": run("fake_openpi")}
-    exp = experiment(runs, ["launch.osmo.max_tasks_per_workflow=3", "launch.osmo.output_url=s3://bucket/fixed"])
-    with pytest.raises(ConfigError, match="overwrite each other's report"):
-        render(exp)
+    wfs = render(experiment(runs, ["launch.osmo.max_tasks_per_workflow=2", "launch.osmo.output_url=s3://bucket/fixed"]))
+    assert len(wfs) == 2
+    urls = [g["tasks"][0]["checkpoint"][0]["url"] for wf in wfs for g in wf.spec["workflow"]["groups"]]
+    assert urls == ["s3://bucket/fixed/a", "s3://bucket/fixed/b"]
 
 
 def test_dry_run_shows_placeholders_and_submission_refuses_them(fake_models):
@@ -102,8 +112,8 @@ def test_dry_run_shows_placeholders_and_submission_refuses_them(fake_models):
     (wf,) = render(exp, placeholders=True)
     text = wf.text()
     assert "image: '<unset: launch.osmo.runner_image>'" in text
-    assert "url: '<unset: launch.osmo.output_url>'" in text
-    with pytest.raises(ConfigError, match="launch.osmo.runner_image is not set"):
+    assert "url: '<unset: launch.osmo.output_url>/pi'" in text
+    with pytest.raises(ConfigError, match="launch.osmo.runner_image: not set: the image the runners run arena in"):
         render(exp)
 
 
@@ -128,14 +138,15 @@ _CHANGES = {
     "queue_timeout": "1h",
     "max_tasks_per_workflow": 3,
     "runner": {"cpu": 4},
-    "collector": {"cpu": 4},
-    "credentials": {"HF_TOKEN": {"credential": "hf", "key": "token"}, "WANDB_API_KEY": {"credential": "wandb", "key": "key"}},
+    "server_storage_gb": 80,
+    "publish_interval": "1m",
+    "credentials": {"HF_TOKEN": {"credential": "huggingface", "key": "token"}},
 }
 
 
 def test_every_accepted_option_changes_the_output(fake_models):
     assert set(_CHANGES) | {"poll_interval_s"} == set(OsmoOptions.model_fields), "a new option needs a line in _CHANGES"
-    runs = {"pi": run("fake_openpi"), "zero": run("zero_action")}
+    runs = {"pi": run("fake_openpi"), "gr": run("fake_gr00t"), "zero": run("zero_action")}
     baseline = normalized_text(render(experiment(runs)))
     for name, value in _CHANGES.items():
         changed = normalized_text(render(experiment(runs, osmo=osmo_options(**{name: value}))))
@@ -158,6 +169,6 @@ def test_external_server_run_has_the_runner_alone_and_keeps_its_endpoint(fake_mo
     (wf,) = render(exp)
     group = wf.spec["workflow"]["groups"][0]
     assert [t["name"] for t in group["tasks"]] == ["r0-pi-runner"]
-    snapshot = group["tasks"][0]["files"][0]["contents"]
+    snapshot = snapshot_of(group["tasks"][0])
     assert "remote_host: 10.1.2.3" in snapshot and "remote_port: 9000" in snapshot
     assert "arena probe" not in group["tasks"][0]["files"][1]["contents"]

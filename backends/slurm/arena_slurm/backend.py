@@ -15,12 +15,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from arena.errors import ConfigError, LaunchError
-from arena.launch.base import LaunchBackend, Submission
+from arena.launch.base import LaunchBackend, Resume, Submission
+from arena.launch.planning import missing_image
 from arena.rollout.records import StatusWriter
 
 from arena_slurm import jobstate, scheduler
 from arena_slurm.options import SlurmOptions
-from arena_slurm.render import render_collect_script, render_run_script, server_exposure
+from arena_slurm.render import (
+    HELPERS_FILE,
+    render_collect_script,
+    render_helpers,
+    render_run_script,
+    run_context,
+    server_exposure,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -39,6 +47,7 @@ class SlurmBackend(LaunchBackend):
 
     name = "slurm"
     Config = SlurmOptions
+    can_resume = True
 
     def __init__(self, options: SlurmOptions) -> None:
         super().__init__(options)
@@ -49,10 +58,30 @@ class SlurmBackend(LaunchBackend):
         """Refuse what this backend cannot run, before anything is submitted.
 
         Raises:
-            ConfigError: a server task has neither a usable image nor a local_command; a
+            ConfigError: a server task whose plugin knows of no pullable image has none while
+                ``containers`` is on; a server task has neither a usable image nor a local_command; a
                 hetjob run is sharded (Slurm has no het-job arrays); a run is sharded into
                 more shards than it has episodes; a hetjob server would bind loopback.
         """
+        missing = self._missing_images(experiment, servers)
+        if missing:
+            raise missing[0]
+        self._check_layout(experiment, servers)
+
+    def _missing_images(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan]) -> list[ConfigError]:
+        """The server images the user still has to name (``runs.<run>.server.image``)."""
+        errors = []
+        for run, plan in servers.items():
+            task = plan.task
+            if task is not None and self.options.containers and not task.image and task.image_hint:
+                error = missing_image(experiment, run, task)
+                errors.append(ConfigError(
+                    f"{error.message}; or run its local_command on the node with launch.slurm.containers=false",
+                    file=experiment.source, run=run, key=error.key,
+                ))
+        return errors
+
+    def _check_layout(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan]) -> None:
         for run, plan in servers.items():
             task = plan.task
             if task is None:
@@ -94,7 +123,8 @@ class SlurmBackend(LaunchBackend):
                 )
 
     def scripts(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan], output_dir: Path) -> dict[str, str]:
-        """``{file name: script}``: one ``<run>.sbatch`` per run and ``collect.sbatch``."""
+        """``{file name: script}``: one ``<run>.sbatch`` per run, ``collect.sbatch`` and the
+        shell functions the run scripts source (``arena-helpers.sh``)."""
         output_dir = Path(output_dir).absolute()
         if any(ch.isspace() for ch in str(output_dir)):
             raise ConfigError(f"the output directory {output_dir} contains whitespace, which #SBATCH --output cannot hold")
@@ -103,6 +133,7 @@ class SlurmBackend(LaunchBackend):
             for run in experiment.runs
         }
         texts["collect.sbatch"] = render_collect_script(experiment, self.options, output_dir)
+        texts[HELPERS_FILE] = render_helpers()
         return texts
 
     def exposures(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan]) -> dict[str, Exposure]:
@@ -110,11 +141,41 @@ class SlurmBackend(LaunchBackend):
         return {run: exposure for run, exposure in found.items() if exposure is not None}
 
     def plan(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan], output_dir: Path) -> str:
-        self.check(experiment, servers)
-        parts = []
-        for name, text in self.scripts(experiment, servers, output_dir).items():
-            parts.append(f"# ===== {SCRIPTS_DIR}/{name} =====\n{text}")
-        return "\n".join(parts)
+        """Write the scripts ``submit`` would submit to a new temporary directory (nothing is
+        submitted, the output directory is not created) and return a summary naming them: per
+        job what it asks Slurm for and what it runs, then the server images still to be named
+        (``submit`` refuses those runs; the scripts show them with their ``local_command``)."""
+        import tempfile
+
+        self._check_layout(experiment, servers)
+        missing = self._missing_images(experiment, servers)  # listed below: a dry-run shows the rest too
+        scripts = self.scripts(experiment, servers, output_dir)
+        where = Path(tempfile.mkdtemp(prefix=f"arena-dry-run-{experiment.name}-slurm-"))
+        for name, text in scripts.items():
+            (where / name).write_text(text)
+        lines = [
+            f"# slurm: {len(experiment.runs)} run job(s) and an aggregation job, not submitted; the scripts are in {where}/",
+        ]
+        width = max(len(name) for name in scripts)
+        for run in experiment.runs:
+            context = run_context(experiment, run, servers.get(run), self.options, Path(output_dir).absolute())
+            request = " | ".join(" ".join(_request(c)) for c in context["components"])
+            array = f" --array={context['array']}" if context["array"] else ""
+            lines.append(f"  {where / (run + '.sbatch')!s:<{len(str(where)) + width + 1}}  {context['layout_note']}: {request}{array}")
+        lines.append(f"  {where / 'collect.sbatch'!s:<{len(str(where)) + width + 1}}  arena collect {output_dir}, after every run job ends")
+        for name in scripts:
+            if not name.endswith(".sbatch"):
+                lines.append(f"  {where / name!s:<{len(str(where)) + width + 1}}  shell functions every job sources")
+        lines.append(f"  (read one: less {where / next(iter(experiment.runs))}.sbatch)")
+        if missing:
+            lines.append("# to set before submitting (submitting refuses these runs):")
+            by_message: dict[str, list[str]] = {}
+            for error in missing:  # one line per server task, not per run (a LIBERO suite is 40 runs)
+                by_message.setdefault(error.message.replace(f"runs.{error.run}.", "runs.<run>."), []).append(error.run)
+            for message, runs in by_message.items():
+                shown = ", ".join(runs[:3]) + (f" and {len(runs) - 3} more" if len(runs) > 3 else "")
+                lines.append(f"#   run(s) {shown}: {message}")
+        return "\n".join(lines)
 
     # -- submission ----------------------------------------------------------------------------
     def submit(
@@ -125,7 +186,15 @@ class SlurmBackend(LaunchBackend):
         *,
         wait: bool = False,
         console: Console | None = None,
+        resume: Resume | None = None,
     ) -> Submission:
+        """Submit one job (an array for a sharded run) per run, then the aggregation job.
+
+        ``resume``: extend the earlier submission of ``output_dir``: each run of ``experiment``
+        is submitted again with ``arena run-one --resume`` (passed as arguments of the batch
+        script), a sharded run as an array of only the shards that still have unfinished
+        work items (``--array=1,3``); the other shards keep their earlier jobs and results.
+        """
         self.check(experiment, servers)
         output_dir = Path(output_dir).absolute()
         scripts = self.scripts(experiment, servers, output_dir)
@@ -134,34 +203,50 @@ class SlurmBackend(LaunchBackend):
         for name, text in scripts.items():
             (script_dir / name).write_text(text)
         shards = {run: self.options.shards_of(run) for run in experiment.runs}
-        submission = Submission(
-            backend=self.name,
-            experiment=experiment.name,
-            output_dir=str(output_dir),
-            extra={"layout": self.options.layout, "shards": shards, "array_jobs": {}, "collect_job": None},
-        )
+        if resume is None:
+            submission = Submission(
+                backend=self.name,
+                experiment=experiment.name,
+                output_dir=str(output_dir),
+                extra={"layout": self.options.layout, "shards": shards, "array_jobs": {}, "collect_job": None},
+            )
+        else:
+            submission = _resumed(Submission.load(output_dir), shards)
         submission.save()
+        script_args = resume.run_one_flags() if resume is not None else []
+        done: list[str] = []
+        new_jobs: list[str] = []
         for run in experiment.runs:
             n = shards[run]
-            for k in range(n):  # "pending" first: the job may start before sbatch returns
+            todo = [k for k in range(n) if resume is None or n == 1 or resume.shard_has_work(run, k, n)]
+            for k in todo:  # "pending" first: the job may start before sbatch returns
                 work_dir = output_dir / run if n == 1 else output_dir / run / "shards" / str(k)
                 StatusWriter(work_dir / "status.json", run=run, shard=None if n == 1 else [k, n], pid=None).write(
                     state="pending", error=None
                 )
+                (work_dir / "run_result.json").unlink(missing_ok=True)  # an earlier attempt's final result
+            array = []
+            if n > 1 and len(todo) < n:  # resume: only the shards with work left (overrides #SBATCH --array)
+                limit = f"%{self.options.array_parallelism}" if self.options.array_parallelism else ""
+                array = [f"--array={','.join(map(str, todo))}{limit}"]
             try:
-                job = scheduler.sbatch(script_dir / f"{run}.sbatch")
+                job = scheduler.sbatch(script_dir / f"{run}.sbatch", *array, script_args=script_args)
             except LaunchError as exc:
-                submitted = ", ".join(f"{r} ({ids['0'].split('_')[0]})" for r, ids in submission.ids.items())
-                hint = f"; already submitted: {submitted} (stop them with `arena cancel {output_dir}`)" if submitted else ""
-                raise LaunchError(f"{exc}{hint}") from None
-            submission.ids[run] = {"0": job} if n == 1 else {str(k): f"{job}_{k}" for k in range(n)}
-            if n > 1:
+                raise LaunchError(f"{exc}{_already_submitted(submission, done, output_dir)}") from None
+            if n == 1:
+                submission.ids[run] = {"0": job}
+            else:
+                submission.ids.setdefault(run, {}).update({str(k): f"{job}_{k}" for k in todo})
                 submission.extra["array_jobs"][run] = job
             submission.save()
-            _say(console, f"run [bold]{run}[/]: Slurm job {job}" + (f" (array of {n} shards)" if n > 1 else ""))
-        run_jobs = sorted({scheduler.base_id(j) for ids in submission.ids.values() for j in ids.values()}, key=int)
+            done.append(run)
+            new_jobs.append(job)
+            what = f" (array of {n} shards)" if n > 1 and len(todo) == n else f" (shards {', '.join(map(str, todo))} of {n})" if n > 1 else ""
+            _say(console, f"run [bold]{run}[/]: Slurm job {job}{what}" + (" resuming" if resume is not None else ""))
         collect = scheduler.sbatch(
-            script_dir / "collect.sbatch", f"--dependency=afterany:{':'.join(run_jobs)}", "--kill-on-invalid-dep=no"
+            script_dir / "collect.sbatch",
+            f"--dependency=afterany:{':'.join(sorted(new_jobs, key=int))}",
+            "--kill-on-invalid-dep=no",
         )
         submission.extra["collect_job"] = collect
         submission.save()
@@ -173,7 +258,10 @@ class SlurmBackend(LaunchBackend):
     def wait(self, submission: Submission, console: Console | None = None) -> None:
         """Poll until every run job and the aggregation job have left the queue.
 
-        Ctrl-C stops waiting only: the jobs keep running (``arena cancel`` stops them).
+        A job pending for a reason that cannot clear (:data:`arena_slurm.jobstate.NEVER_STARTS`,
+        e.g. more CPUs than any node of the partition has) is cancelled and its run failed,
+        naming the option to change; waiting goes on for the others. Ctrl-C stops waiting
+        only: the jobs keep running (``arena cancel`` stops them).
         """
         refs = [j for ids in submission.ids.values() for j in ids.values()]
         if submission.extra.get("collect_job"):
@@ -184,6 +272,10 @@ class SlurmBackend(LaunchBackend):
                 live = scheduler.squeue(refs)
                 if not live:
                     return
+                if any(j.state in jobstate.QUEUED and j.reason in jobstate.NEVER_STARTS for j in live.values()):
+                    states, _ = jobstate.job_states(submission)
+                    for piece in jobstate.fail_never_starting(submission, states):
+                        _say(console, f"[red]run {piece.run}[/]: {states[piece].error}")
                 summary = _summary(live)
                 if summary != last:
                     _say(console, f"waiting for Slurm: {summary}")
@@ -207,14 +299,15 @@ class SlurmBackend(LaunchBackend):
             summary = summarize_run(output_dir, run, manifest.get(run))
             counts = summary["counts"]
             report[run] = {
-                "state": _merge_states([s for s, _ in mine.values()]),
+                "state": _merge_states([s.state for s in mine.values()]),
                 "episodes_done": summary["episodes_recorded"],
                 "episodes_total": summary["episodes_total"],
                 "successes": counts["success"],
                 "errors": counts["error"],
-                "error": "; ".join(dict.fromkeys(e for _, e in mine.values() if e)) or None,
+                "error": "; ".join(dict.fromkeys(s.error for s in mine.values() if s.error)) or None,
+                "pending_reason": ", ".join(dict.fromkeys(s.pending_reason for s in mine.values() if s.pending_reason)) or None,
                 "slurm_jobs": {("0" if p.shard is None else str(p.shard)): p.job for p in mine},
-                "slurm_states": {p.job: live[p.job] for p in mine if p.job in live} if live is not None else None,
+                "slurm_states": {p.job: live[p.job].state for p in mine if p.job in live} if live is not None else None,
             }
         return report
 
@@ -245,6 +338,35 @@ class SlurmBackend(LaunchBackend):
         return Path(submission.output_dir)
 
 
+def _resumed(submission: Submission, shards: dict[str, int]) -> Submission:
+    """The earlier submission, ready to take the resumed jobs: a cancel request of the earlier
+    attempt moves into ``resumes`` (it must not make the new jobs count as cancelled)."""
+    if submission.backend != "slurm":
+        raise LaunchError(f"{submission.output_dir} was submitted with '{submission.backend}', not slurm")
+    known = submission.extra.setdefault("shards", {})
+    for run, n in shards.items():
+        if int(known.get(run, n)) != n:
+            raise LaunchError(f"run {run} was submitted as {known[run]} shard(s), the snapshot now says {n}")
+        known[run] = n
+    submission.extra.setdefault("array_jobs", {})
+    entry = {"at": datetime.now(timezone.utc).isoformat(), "runs": sorted(shards)}
+    if submission.extra.get("cancel_requested_at"):
+        entry["after_cancel_at"] = submission.extra.pop("cancel_requested_at")
+    submission.extra.setdefault("resumes", []).append(entry)
+    return submission
+
+
+def _already_submitted(submission: Submission, runs: list[str], output_dir: Path) -> str:
+    jobs = ", ".join(f"{run} ({scheduler.base_id(submission.extra['array_jobs'].get(run) or submission.ids[run]['0'])})" for run in runs)
+    return f"; already submitted: {jobs} (stop them with `arena cancel {output_dir}`)" if jobs else ""
+
+
+def _request(component: list[str]) -> list[str]:
+    """What a job (or het component) asks Slurm for, from its #SBATCH lines."""
+    keep = ("--partition", "--nodes", "--cpus-per-task", "--gpus-per-node", "--mem", "--time", "--account", "--qos")
+    return [line for line in component if line.split("=", 1)[0] in keep]
+
+
 def _merge_states(states: list[str]) -> str:
     """One state for a run from its shards' states: any live one first, then the worst."""
     for state in ("running", "starting_server", "pending", "failed", "cancelled", "completed"):
@@ -255,11 +377,13 @@ def _merge_states(states: list[str]) -> str:
     return "pending"
 
 
-def _summary(live: dict[str, str]) -> str:
+def _summary(live: dict[str, scheduler.QueuedJob]) -> str:
+    """``1 pending (Resources), 2 running``: jobs per state, a pending job's reason with it."""
     counts: dict[str, int] = {}
-    for state in live.values():
-        counts[state.lower()] = counts.get(state.lower(), 0) + 1
-    return ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
+    for job in live.values():
+        what = job.state.lower() + (f" ({job.reason})" if job.state in jobstate.QUEUED and job.reason else "")
+        counts[what] = counts.get(what, 0) + 1
+    return ", ".join(f"{n} {what}" for what, n in sorted(counts.items()))
 
 
 def _manifest(output_dir: Path) -> dict[str, Any]:

@@ -38,10 +38,19 @@ class SlurmOptions(BackendOptions):
     account: str | None = Field(None, description="sbatch --account")
     qos: str | None = Field(None, description="sbatch --qos")
     time: str | None = Field(None, description="time limit of each run job: minutes, H:M:S or D-H:M:S")
+    time_signal_s: int = Field(
+        90, ge=10, le=65535,
+        description="seconds before a job's time limit Slurm signals it (--signal=B:USR1@N) so the run stops and "
+        "records why (Slurm may signal up to 60 s earlier)",
+    )
     nodes: int = Field(1, ge=1, description="nodes of the runner (the runner step uses the first)")
     gpus: int = Field(0, ge=0, description="GPUs of the runner (rendering simulators); the server's come from its task")
     cpus: int = Field(2, ge=1, description="CPU cores of the runner step")
-    memory: float | None = Field(None, gt=0, description="GiB of host memory of the runner; null: the partition's default")
+    memory: float | None = Field(
+        None, gt=0,
+        description="GiB of host memory of the runner step; with a server whose task declares its memory the job "
+        "asks for the sum; null (or a server without one): the partition's default",
+    )
     container_mounts: list[str] = Field(
         default_factory=list, description="pyxis mounts SRC:DST[:FLAGS] for server and runner containers"
     )
@@ -71,6 +80,13 @@ class SlurmOptions(BackendOptions):
         description="address the policy server binds to ({host} of its command); null: 127.0.0.1 when server and "
         "runner share a node (same-allocation), 0.0.0.0 in a hetjob (exposed: arena's own server then requires a "
         "per-job API key)",
+    )
+    server_restarts: int = Field(
+        2, ge=0, description="times a policy server that exits while the runner still needs it is restarted (same "
+        "port); then the run fails with the server log's tail",
+    )
+    server_stop_grace_s: int = Field(
+        30, ge=0, le=3600, description="seconds a stopping policy server gets after SIGTERM before SIGKILL"
     )
     job_name_prefix: str = Field("arena", description="job names are <prefix>-<experiment>-<run>")
     poll_interval_s: float = Field(10.0, gt=0, description="seconds between squeue polls while `--wait`ing")

@@ -2,8 +2,21 @@
 
 One script per run (``run.sbatch.j2``): an optional policy-server step started in the
 background on a port the job chooses, an ``arena probe`` step that waits for it, and the
-runner step ``arena run-one``. A sharded run is a job array whose element K runs shard K/N
-with its own server. ``collect.sbatch.j2`` is the final aggregation job. Facts used:
+runner step ``arena run-one`` (the script's own arguments are appended: ``--resume``). A
+sharded run is a job array whose element K runs shard K/N with its own server.
+``collect.sbatch.j2`` is the final aggregation job. The shell functions every run job uses
+(status files, stopping the server, the signal traps) are one file, ``helpers.sh.j2``, that
+the scripts source from the submission's ``slurm/`` directory.
+
+Faults the job handles itself: Slurm signals the batch shell ``time_signal_s`` before the time
+limit (``--signal=B:USR1@N``), which passes SIGUSR1 on to the runner, so the run ends
+``failed`` naming the limit; a server step that dies while the runner works is restarted on
+the same port at most ``server_restarts`` times, then the runner is stopped with the server
+log's tail as the run's error (``stop_reason`` + SIGUSR1); a server is stopped with SIGTERM
+and SIGKILLed only after ``server_stop_grace_s`` (``scancel --signal`` on its step: ``srun``
+itself answers SIGTERM by SIGKILLing its tasks). Memory: a job asks for the sum of its
+steps' memory, and each step for its own, when both the runner's (``memory``) and the
+server's (its ServerTask) are known; otherwise the partition's default applies. Facts used:
 pyxis flags (``NVIDIA/pyxis`` README: ``--container-image``, ``--container-mounts``,
 ``--container-env`` takes names only), het jobs (``#SBATCH hetjob``, ``srun --het-group``,
 ``SLURM_JOB_NODELIST_HET_GROUP_0``; the batch script runs on the first node of component 0),
@@ -33,6 +46,7 @@ import jinja2
 from arena.errors import ConfigError, short_repr
 from arena.launch.exposure import GENERATED_KEY_ENV, Exposure, decide_exposure, is_loopback
 from arena.launch.shell import DOUBLE_QUOTE_SPECIAL, in_double_quotes, one_line
+from arena.rollout.run_one import TIME_LIMIT_ENV
 from arena_slurm.options import SlurmOptions
 
 if TYPE_CHECKING:
@@ -43,6 +57,12 @@ _PORT_TOKEN = "\x00ARENA_PORT\x00"
 _NAME_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 #: Marks the server step's processes, so the script can tell them from an impostor on the port.
 INSTANCE_ENV = "ARENA_SERVER_INSTANCE"
+
+
+#: The shared shell functions, in the submission's ``slurm/`` directory.
+HELPERS_FILE = "arena-helpers.sh"
+#: Step name of a policy server (``srun --job-name``): the script finds the step by it to signal it.
+SERVER_STEP = "arena-server"
 
 
 @lru_cache(maxsize=1)
@@ -137,6 +157,35 @@ def _container_flags(image: str | None, mounts: list[str], env_names: list[str])
     return flags
 
 
+def _memory(runner: float | None, server: float | None, has_server: bool, hetjob: bool) -> tuple[list[float | None], bool, str]:
+    """``(--mem of each job component, whether each step asks for its own, a comment line)``.
+
+    ``runner``: ``launch.slurm.memory``; ``server``: the ServerTask's ``resources.memory``
+    (GiB, ``None``: not declared). A job whose steps share it asks for the sum and each step
+    for its own share (where memory is enforced, neither step can take the other's). When
+    either share is unknown the job gets the partition's default and the steps share it: a
+    sum that left one step out would be too small. A het job's components ask for their own.
+    """
+    gib = memory_flag
+    if not has_server:
+        note = f"memory: --mem={gib(runner)} (launch.slurm.memory)" if runner else (
+            "memory: the partition's default (launch.slurm.memory is unset)")
+        return [runner], False, note
+    if hetjob:
+        note = "memory: " + ", ".join(
+            f"{what} component {'--mem=' + gib(value) if value else 'the partition default'} ({source}{'' if value else ' unset'})"
+            for what, value, source in (("server", server, "its ServerTask's resources.memory"), ("runner", runner, "launch.slurm.memory"))
+        )
+        return [server, runner], False, note
+    if runner and server:
+        note = f"memory: --mem={gib(runner + server)}: the runner step's {gib(runner)} (launch.slurm.memory) + the server step's {gib(server)} (its ServerTask)"
+        return [runner + server], True, note
+    missing = " and ".join(
+        what for what, value in (("launch.slurm.memory is unset", runner), ("the server task declares no memory", server)) if not value
+    )
+    return [None], False, f"memory: the partition's default for both steps ({missing}; arena asks for the sum when both are known)"
+
+
 def server_exposure(experiment: ResolvedExperiment, run_name: str, plan: ServerPlan | None, options: SlurmOptions) -> Exposure | None:
     """Where the server of ``run_name`` binds and whether it requires a key (``None``: no
     server arena starts). Loopback in ``same-allocation``, all interfaces in ``hetjob``,
@@ -175,21 +224,25 @@ def run_context(
     task = plan.task if plan is not None and not plan.external else None
     hetjob = options.layout == "hetjob" and task is not None
     out = str(output_dir)
-    api_key_env = getattr(run.policy, "api_key_env", None)
     exposure = server_exposure(experiment, run_name, plan, options)
     generated = exposure is not None and exposure.key == "generated"
 
     runner_mounts = [*options.container_mounts, f"{out}:{out}"]
-    runner_env = [api_key_env] if api_key_env else []
+    runner_env = [*run.runner_secrets(), TIME_LIMIT_ENV]
     if generated:
         runner_env.append(GENERATED_KEY_ENV)
     runner_container = _container_flags(options.runner_image, runner_mounts, runner_env)
     group = ["--het-group=1"] if hetjob else []
+    component_memory, step_memory, memory_note = _memory(
+        options.memory, task.resources.memory if task is not None else None, task is not None, hetjob
+    )
     # same-allocation: the runner shares the server's node (its loopback address)
     pin = ['--nodelist="$SERVER_NODE"'] if task is not None and not hetjob else []
     runner_flags = [*group, "--nodes=1", *pin, "--ntasks=1", f"--cpus-per-task={options.cpus}"]
     if options.gpus:
         runner_flags.append(f"--gpus={options.gpus}")
+    if step_memory:
+        runner_flags.append(f"--mem={memory_flag(options.memory)}")
     runner_flags += runner_container
     probe_flags = [*group, "--overlap", "--nodes=1", *pin, "--ntasks=1", "--cpus-per-task=1", *runner_container]
 
@@ -198,7 +251,7 @@ def run_context(
     server = None
     if task is None:
         components = [
-            [*_resource_lines(options.partition, options.nodes, True, options.cpus, options.gpus, options.memory), *common, *extra]
+            [*_resource_lines(options.partition, options.nodes, True, options.cpus, options.gpus, component_memory[0]), *common, *extra]
         ]
         layout_note = "external policy server" if plan is not None else "local policy, no policy server"
     else:
@@ -215,32 +268,32 @@ def run_context(
         container = _container_flags(task.image if in_container else None, options.container_mounts, names)
         if hetjob:
             components = [
-                [*_resource_lines(options.server_partition or options.partition, 1, False, server_cpus, res.gpu, res.memory), *common, *extra],
-                [*_resource_lines(options.partition, options.nodes, True, options.cpus, options.gpus, options.memory), *common, *extra],
+                [*_resource_lines(options.server_partition or options.partition, 1, False, server_cpus, res.gpu, component_memory[0]), *common, *extra],
+                [*_resource_lines(options.partition, options.nodes, True, options.cpus, options.gpus, component_memory[1]), *common, *extra],
             ]
-            server_flags = ["--het-group=0", "--nodes=1", "--ntasks=1", f"--cpus-per-task={server_cpus}"]
+            server_flags = ["--het-group=0", f"--job-name={SERVER_STEP}", "--nodes=1", "--ntasks=1", f"--cpus-per-task={server_cpus}"]
             nodelist = '"$SLURM_JOB_NODELIST_HET_GROUP_0"'
             where = "het-job component 0, its own node(s); the runner is component 1"
             layout_note = "heterogeneous job: server component 0, runner component 1"
         else:
-            memory = None
-            if options.memory or res.memory:
-                memory = (options.memory or 0) + (res.memory or 0)
             components = [
                 [
                     *_resource_lines(
-                        options.partition, options.nodes, True, options.cpus + server_cpus, options.gpus + res.gpu, memory
+                        options.partition, options.nodes, True, options.cpus + server_cpus, options.gpus + res.gpu,
+                        component_memory[0],
                     ),
                     *common,
                     *extra,
                 ]
             ]
-            server_flags = ["--overlap", "--nodes=1", "--ntasks=1", '--nodelist="$SERVER_NODE"', f"--cpus-per-task={server_cpus}"]
+            server_flags = [f"--job-name={SERVER_STEP}", "--overlap", "--nodes=1", "--ntasks=1", '--nodelist="$SERVER_NODE"', f"--cpus-per-task={server_cpus}"]
             nodelist = '"$SLURM_JOB_NODELIST"'
             where = "srun --overlap step in this allocation, first node"
             layout_note = "server and runner steps in one allocation"
         if res.gpu:
             server_flags.append(f"--gpus={res.gpu}")
+        if step_memory:
+            server_flags.append(f"--mem={memory_flag(res.memory)}")
         wildcard = exposure.bind in ("0.0.0.0", "::")
         if not hetjob and (wildcard or is_loopback(exposure.bind)):
             client_host = "127.0.0.1"  # same node: loopback reaches it, whatever it binds
@@ -260,6 +313,7 @@ def run_context(
             "client_host": client_host,
             "exposure": exposure.describe(),
             "generated_key": generated,
+            "restarts": options.server_restarts,
         }
     array = None
     if shards > 1:
@@ -282,6 +336,11 @@ def run_context(
         "runner": {"srun_flags": runner_flags, "probe_flags": probe_flags},
         "key_env": GENERATED_KEY_ENV,
         "instance_env": INSTANCE_ENV,
+        "memory_note": memory_note,
+        "time_signal": options.time_signal_s,
+        "time_limit": f"launch.slurm.time={options.time}" if options.time else "the partition's time limit; launch.slurm.time is unset",
+        "stop_grace": options.server_stop_grace_s,
+        "helpers": f"{out}/slurm/{HELPERS_FILE}",
     }
 
 
@@ -295,6 +354,11 @@ def render_run_script(
     """The sbatch script of run ``run_name`` (a job array when it has more than one shard)."""
     context = run_context(experiment, run_name, plan, options, output_dir)
     return _tidy(_environment().get_template("run.sbatch.j2").render(**context))
+
+
+def render_helpers() -> str:
+    """The shell functions every run job of a submission sources (``slurm/arena-helpers.sh``)."""
+    return _tidy(_environment().get_template("helpers.sh.j2").render(instance_env=INSTANCE_ENV, server_step=SERVER_STEP))
 
 
 def render_collect_script(experiment: ResolvedExperiment, options: SlurmOptions, output_dir: Path) -> str:

@@ -2,7 +2,8 @@
 
 No Python bindings (pyslurm must match the cluster's Slurm release). Facts relied on:
 ``sbatch --parsable`` prints ``jobid[;cluster]``; ``squeue -r`` lists each array element on
-its own line (``123_4``), het-job components appear as ``123+0``; ``squeue -j`` with only
+its own line (``123_4``), het-job components appear as ``123+0``, ``%r`` is the reason a job
+waits (``Resources``, ``Priority``, ``PartitionConfig``, …, ``None`` while it runs); ``squeue -j`` with only
 unknown ids fails with "Invalid job id specified"; ``sacct`` fails where accounting is
 disabled ("Slurm accounting storage is disabled") and then only ``squeue`` and the jobs'
 own ``status.json`` files tell what happened.
@@ -13,6 +14,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from arena.errors import LaunchError
@@ -37,13 +39,16 @@ def available() -> bool:
     return shutil.which("sbatch") is not None
 
 
-def sbatch(script: Path, *args: str) -> str:
-    """Submit ``script`` with ``sbatch --parsable ARGS``; return the job id.
+def sbatch(script: Path, *args: str, script_args: Sequence[str] = ()) -> str:
+    """Submit ``script`` with ``sbatch --parsable ARGS SCRIPT SCRIPT_ARGS``; return the job id.
+
+    ``ARGS`` override the script's ``#SBATCH`` lines; ``SCRIPT_ARGS`` reach the batch script
+    as its ``"$@"``.
 
     Raises:
         LaunchError: sbatch is missing or refused the job (its message is included).
     """
-    result = _run(["sbatch", "--parsable", *args, str(script)])
+    result = _run(["sbatch", "--parsable", *args, str(script), *script_args])
     if result.returncode != 0:
         message = (result.stderr or result.stdout).strip()
         raise LaunchError(f"sbatch refused {script.name}: {message}")
@@ -62,10 +67,18 @@ def _key(job_id: str) -> str:
     return job_id.split("+")[0]
 
 
-def squeue(job_refs: Iterable[str]) -> dict[str, str]:
-    """Live jobs among ``job_refs``: ``{job or array element id: Slurm state}``.
+@dataclass(frozen=True)
+class QueuedJob:
+    """One live job as ``squeue`` shows it: its state and the reason it waits ("" when none)."""
 
-    Het-job components are folded into their job (the first component's state wins). Jobs
+    state: str
+    reason: str = ""
+
+
+def squeue(job_refs: Iterable[str]) -> dict[str, QueuedJob]:
+    """Live jobs among ``job_refs``: ``{job or array element id: QueuedJob}``.
+
+    Het-job components are folded into their job (the first component's line wins). Jobs
     that have left the queue are absent.
 
     Raises:
@@ -74,17 +87,18 @@ def squeue(job_refs: Iterable[str]) -> dict[str, str]:
     ids = sorted({base_id(ref) for ref in job_refs})
     if not ids:
         return {}
-    result = _run(["squeue", "-h", "-r", "-o", "%i|%T", "-j", ",".join(ids)])
+    result = _run(["squeue", "-h", "-r", "-o", "%i|%T|%r", "-j", ",".join(ids)])
     if result.returncode != 0:
         if "Invalid job id" in result.stderr:
             return {}
         raise LaunchError(f"squeue failed: {result.stderr.strip()}")
-    states: dict[str, str] = {}
+    jobs: dict[str, QueuedJob] = {}
     for line in result.stdout.splitlines():
-        job, _, state = line.strip().partition("|")
+        job, state, reason = (line.strip().split("|", 2) + ["", ""])[:3]
         if job:
-            states.setdefault(_key(job), state.strip())
-    return states
+            reason = reason.strip()
+            jobs.setdefault(_key(job), QueuedJob(state.strip(), "" if reason in ("None", "(null)") else reason))
+    return jobs
 
 
 def sacct(job_refs: Iterable[str]) -> dict[str, str] | None:
@@ -108,13 +122,39 @@ def sacct(job_refs: Iterable[str]) -> dict[str, str] | None:
     return states
 
 
-def scancel(job_refs: Iterable[str]) -> None:
-    """Cancel the jobs (array ids cancel every element). Ids that already ended are ignored.
+def scontrol_states(job_refs: Iterable[str]) -> dict[str, str]:
+    """Final states ``scontrol show job`` still knows: ``{job or array element id: JobState}``.
+
+    Without accounting this is the only record of how a job ended (``TIMEOUT``,
+    ``OUT_OF_MEMORY``, ``NODE_FAIL``, ``CANCELLED``), and slurmctld keeps it only for
+    ``MinJobAge`` seconds (300 by default) after the job ends. Unknown jobs are absent.
+    """
+    states: dict[str, str] = {}
+    for ref in sorted(set(job_refs)):
+        try:
+            result = _run(["scontrol", "show", "job", "-o", ref.split("+")[0]])
+        except LaunchError:
+            return states
+        if result.returncode != 0:
+            continue
+        for line in result.stdout.splitlines():
+            fields = dict(item.split("=", 1) for item in line.split() if "=" in item)
+            job = fields.get("JobId", "")
+            array_job, task = fields.get("ArrayJobId"), fields.get("ArrayTaskId")
+            key = f"{array_job}_{task}" if array_job and task and task.isdigit() else job
+            if key == ref.split("+")[0] and fields.get("JobState"):
+                states[key] = fields["JobState"]
+    return states
+
+
+def scancel(job_refs: Iterable[str], *, elements: bool = False) -> None:
+    """Cancel the jobs: whole arrays, or with ``elements`` only the array elements named
+    (``123_4``). Ids that already ended are ignored.
 
     Raises:
         LaunchError: scancel is missing or failed for another reason.
     """
-    ids = sorted({base_id(ref) for ref in job_refs})
+    ids = sorted({ref.split("+")[0] if elements else base_id(ref) for ref in job_refs})
     if not ids:
         return
     result = _run(["scancel", *ids])

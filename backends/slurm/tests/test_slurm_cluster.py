@@ -7,87 +7,12 @@ node and a container runtime, so test_slurm_scripts.py checks them as golden fil
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
-import yaml
+from slurm_testkit import QUICKSTART_RUNS, arena, outcomes, quickstart, results, state_of, wait_for, write_experiment
 
 pytestmark = pytest.mark.slow
-
-ROOT = Path(__file__).resolve().parents[3]
-QUICKSTART_RUNS = ("reach_expert", "reach_zero", "pick_place_random")
-
-
-def slurm_options(**extra) -> dict:
-    """Jobs run this interpreter's arena: the setup line is what a user's venv activation does."""
-    bin_dir = Path(sys.executable).parent
-    return {
-        "setup": [f"export PATH={bin_dir}:$PATH", "export MUJOCO_GL=osmesa"],
-        "arena": f"{sys.executable} -m arena",
-        "python": sys.executable,
-        "cpus": 1,
-        "poll_interval_s": 0.5,
-        **extra,
-    }
-
-
-def quickstart(tmp_path: Path, name: str, runs: tuple[str, ...] = QUICKSTART_RUNS, **slurm) -> Path:
-    """examples/quickstart.yaml cut to a few runs with short episodes."""
-    doc = yaml.safe_load((ROOT / "examples" / "quickstart.yaml").read_text())
-    doc["runs"] = {run: doc["runs"][run] for run in runs}
-    doc["shared"]["rollout_limit"] = {"num_episodes": 3, "max_episode_steps": 150}
-    doc["launch"]["slurm"] = slurm_options(**slurm)
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return path
-
-
-def write_experiment(tmp_path: Path, name: str, runs: dict, **slurm) -> Path:
-    doc = {
-        "launch": {"backend": "slurm", "slurm": slurm_options(**slurm)},
-        "shared": {"environment_builder": {"num_envs": 1, "seed": 0}, "rollout_limit": {"num_episodes": 2, "max_episode_steps": 40}},
-        "runs": runs,
-    }
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return path
-
-
-def arena(*args: str, timeout: float = 400) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "arena", *map(str, args)], capture_output=True, text=True, timeout=timeout)
-
-
-def outcomes(out: Path, run: str) -> list[tuple]:
-    from arena.results.aggregate import collect_run_records
-
-    return [
-        (r.episode_index, r.seed, r.outcome, r.steps, round(r.return_, 6))
-        for r in collect_run_records(out / run)
-    ]
-
-
-def results(out: Path) -> dict:
-    return json.loads((out / "experiment_result.json").read_text())["runs"]
-
-
-def wait_for(check, timeout_s: float, what: str, cluster) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.5)
-    pytest.fail(f"{what} within {timeout_s:g} s\n{cluster.logs()}")
-
-
-def state_of(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text())
-    except (FileNotFoundError, ValueError):
-        return {}
-
 
 @pytest.fixture(scope="module")
 def quickstart_on_slurm(slurm_cluster, tmp_path_factory):
@@ -116,7 +41,11 @@ def test_quickstart_on_slurm_matches_a_local_run_with_the_same_seeds(quickstart_
     job = json.loads((out / "submission.json").read_text())["ids"]["reach_expert"]["0"]
     server = json.loads((out / "reach_expert" / "run_result.json").read_text())["server"]
     assert server["slurm_job_id"] == job and server["task"] == "metaworld-expert"
-    assert "serving metaworld-expert" in (out / "reach_expert" / "server.log").read_text()
+    log = (out / "reach_expert" / "server.log").read_text()
+    assert "serving metaworld-expert" in log
+    # stopped with SIGTERM (not srun's SIGKILL), and it did not need the SIGKILL after the grace
+    assert "stopping the policy server (the runner has ended): SIGTERM" in log and "did not stop" not in log, log
+    assert "forcing job termination" not in log and "Killed" not in log, log
     assert (out / "index.html").exists() and list((out / "slurm").glob("collect-*.log"))
 
 

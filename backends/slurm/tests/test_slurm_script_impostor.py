@@ -24,7 +24,7 @@ from arena.config import load_experiment_dict, write_snapshot
 from arena.launch.planning import plan_servers
 from arena.rollout.workitems import write_manifest
 from arena.testing import OpenPIDouble, RecordingModel
-from arena_slurm.render import render_run_script
+from arena_slurm.render import HELPERS_FILE, render_helpers, render_run_script
 
 pytestmark = pytest.mark.slow
 
@@ -71,6 +71,8 @@ def test_the_job_script_never_runs_against_an_impostor_on_its_port(tmp_path):
     out.mkdir()
     write_snapshot(exp, out / "experiment.yaml")
     write_manifest(exp, out)
+    (out / "slurm").mkdir()
+    (out / "slurm" / HELPERS_FILE).write_text(render_helpers())
     script = tmp_path / "expert.sbatch"
     script.write_text(render_run_script(exp, "expert", plan_servers(exp)["expert"], exp.launch.options("slurm"), out))
     fake_slurm_tools(tmp_path / "bin")

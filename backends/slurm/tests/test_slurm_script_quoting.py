@@ -44,13 +44,14 @@ def test_a_readiness_path_cannot_run_a_command_in_the_job(tmp_path):
     marker = tmp_path / "injected"
     readiness = f"http:/health$(touch${{IFS}}{marker})`touch${{IFS}}{marker}`\""
     script = _script(tmp_path, {"readiness": readiness})
-    lines = [ln.strip() for ln in script.splitlines() if ln.strip().startswith('arena_end 3 "policy server')]
-    assert len(lines) == 2
-    for line in lines:
-        said = _run_lines(tmp_path, [line])
-        assert not marker.exists(), line
-        assert "$(touch" in said or "exited with code" in said  # the text arrives as written
-    assert "$(touch${IFS}" in _run_lines(tmp_path, [lines[1]])
+    lines = script.splitlines()
+    assignments = [ln for ln in lines if ln.startswith(("READINESS=", "SERVER_NAME=", "STARTUP_TIMEOUT_S="))]
+    assert len(assignments) == 3
+    start = lines.index(next(ln for ln in lines if ln.startswith("not_ready() {")))
+    not_ready = lines[start : lines.index("}", start) + 1]
+    said = _run_lines(tmp_path, [*assignments, *not_ready, 'arena_end 3 "$(not_ready)"'])
+    assert not marker.exists()
+    assert readiness in said  # the text arrives as written
 
 
 def test_a_line_break_in_any_name_never_starts_a_line_of_the_script(tmp_path):
@@ -81,7 +82,8 @@ def test_every_substitution_of_the_templates_is_quoted():
     built_quoted = {"job_name", "array", "shards", "arena", "line", "item", "server.where", "server.nodelist",
                     "server.srun_flags|join(' ')", "server.command", "server.timeout", "runner.probe_flags|join(' ')",
                     "runner.srun_flags|join(' ')", "layout_note",
-                    "server.client_host", "instance_env", "key_env"}  # the last two: arena's constant variable names
+                    "server.client_host", "instance_env", "key_env", "server_step",  # arena's constant names
+                    "time_signal", "stop_grace", "server.restarts"}  # numbers
     templates = Path(__file__).resolve().parents[1] / "arena_slurm" / "templates"
     for template in templates.glob("*.j2"):
         for expr in re.findall(r"{{\s*(.*?)\s*}}", template.read_text()):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -21,7 +22,7 @@ from arena.errors import ConfigError
 from arena.launch.planning import plan_servers
 from arena_slurm.backend import SlurmBackend
 from arena_slurm.options import SlurmOptions
-from arena_slurm.render import render_collect_script, render_run_script
+from arena_slurm.render import HELPERS_FILE, render_collect_script, render_helpers, render_run_script
 
 GOLDEN = Path(__file__).parent / "golden"
 OUT = Path("/lustre/arena/outputs/pi0-eval")
@@ -203,7 +204,7 @@ def test_extra_options_and_setup_commands_are_rendered(tmp_path):
     bash_syntax_ok(text, tmp_path)
     for line in ("#SBATCH --constraint=h100", "#SBATCH --exclusive", "#SBATCH --qos=high", "#SBATCH --mem=49664M"):
         assert line in text
-    assert text.index("module load cuda/12.4") < text.index("run-one")
+    assert text.index("module load cuda/12.4") < text.index('run-one "$SNAPSHOT"')
 
 
 def test_aggregation_job_collects_the_output_directory(tmp_path):
@@ -214,15 +215,22 @@ def test_aggregation_job_collects_the_output_directory(tmp_path):
     assert f"collect {OUT}" in text
 
 
-def test_dry_run_prints_every_script(tmp_path):
+def test_dry_run_writes_the_scripts_and_prints_a_summary_naming_them(tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     exp = experiment(
         {"zero": {"environment": REACH, "policy": {"type": "zero_action"}},
          "expert": {"environment": REACH, "policy": {"type": "metaworld_expert_remote"}}}
     )
     spec = SlurmBackend(exp.launch.options("slurm")).plan(exp, plan_servers(exp), OUT)
-    assert spec.count("#!/bin/bash") == 3
+    assert "#!/bin/bash" not in spec and len(spec.splitlines()) < 10
+    (where,) = tmp_path.glob("arena-dry-run-pi0-eval-slurm-*")
     for name in ("zero.sbatch", "expert.sbatch", "collect.sbatch"):
-        assert f"===== slurm/{name}" in spec
+        assert (where / name).read_text().startswith("#!/bin/bash")
+        assert str(where / name) in spec
+    assert "server and runner steps in one allocation: --nodes=1 --cpus-per-task=3" in spec
+    assert not OUT.exists()
 
 
 def test_hetjob_with_shards_is_refused():
@@ -252,6 +260,21 @@ def test_image_only_server_needs_containers():
     }
     with pytest.raises(ConfigError, match="containers is false"):
         SlurmBackend(exp.launch.options("slurm")).check(exp, servers)
+
+
+def test_a_server_without_a_pullable_image_is_refused_while_slurm_runs_containers():
+    exp = experiment({"pi0": {"environment": REACH, "policy": {"type": "metaworld_expert_remote"}}})
+    # a plugin that knows of no public image (openpi, GR00T, Cosmos) leaves image unset and says how to get one
+    servers = {
+        run: dataclasses.replace(plan, task=plan.task.model_copy(update={"image_hint": "build it from the Dockerfile"}))
+        for run, plan in plan_servers(exp).items()
+    }
+    with pytest.raises(ConfigError) as refused:
+        SlurmBackend(exp.launch.options("slurm")).check(exp, servers)
+    message = str(refused.value)
+    assert "run 'pi0': key server.image: policy server 'metaworld-expert' has no container image" in message
+    assert "(build it from the Dockerfile)" in message and "launch.slurm.containers=false" in message
+    SlurmBackend(SlurmOptions(containers=False)).check(exp, servers)  # its local_command runs on the node
 
 
 @pytest.mark.parametrize(
@@ -300,3 +323,114 @@ def test_possibly_empty_argument_arrays_expand_safely_under_nounset(tmp_path):
     for name in ("SHARD_ARGS", "SERVER_ARGS"):
         assert f'${{{name}[@]+"${{{name}[@]}}"}}' in runner
         assert f' "${{{name}[@]}}"' not in runner
+
+
+def _srun_lines(text: str) -> tuple[str, str]:
+    """The server step's and the runner step's srun lines."""
+    lines = text.splitlines()
+    server = next(line for line in lines if "srun" in line and "--job-name=arena-server" in line)
+    runner = next(line for line in lines if line.startswith("srun") and "--overlap" not in line)
+    return server, runner
+
+
+def test_shared_shell_functions_are_one_file_every_job_script_sources(tmp_path):
+    exp = experiment(
+        {"zero": {"environment": REACH, "policy": {"type": "zero_action"}},
+         "expert": {"environment": REACH, "policy": {"type": "metaworld_expert_remote"}}}
+    )
+    scripts = SlurmBackend(exp.launch.options("slurm")).scripts(exp, plan_servers(exp), OUT)
+    helpers = scripts.pop(HELPERS_FILE)
+    bash_syntax_ok(helpers, tmp_path)
+    assert "arena_state() {" in helpers and "arena_watch_server() {" in helpers
+    for name in ("zero.sbatch", "expert.sbatch"):
+        assert f"source {OUT}/slurm/{HELPERS_FILE}" in scripts[name]
+        assert not re.search(r"^arena_\w+\(\) \{", scripts[name], re.M), f"{name} defines a shared function itself"
+
+
+@pytest.mark.parametrize(
+    ("slurm", "server_memory", "job", "server_step", "runner_step"),
+    [
+        ({"memory": 4}, 2, ["--mem=6G"], "--mem=2G", "--mem=4G"),  # the job covers both steps
+        ({"memory": 4}, None, [], None, None),  # the server's share is unknown: the partition's default
+        ({}, 2, [], None, None),  # the runner's share is unknown
+        ({"memory": 4, "layout": "hetjob"}, 2, ["--mem=2G", "--mem=4G"], None, None),  # each component its own
+        ({"layout": "hetjob"}, 2, ["--mem=2G"], None, None),
+    ],
+)
+def test_memory_requests_cover_every_step_or_are_left_to_the_partition(slurm, server_memory, job, server_step, runner_step):
+    server = {"local_command": ["{python}", "-m", "arena", "serve", "x", "--host", "{host}", "--port", "{port}"]}
+    server["resources"] = {"memory": server_memory}  # None: declares none (the expert's task says 1 GiB)
+    exp = experiment({"expert": {"environment": REACH, "policy": {"type": "metaworld_expert_remote"}, "server": server}}, slurm)
+    text = render(exp, "expert")
+    assert re.findall(r"^#SBATCH (--mem=\S+)", text, re.M) == job
+    server_line, runner_line = _srun_lines(text)
+    for line, flag in ((server_line, server_step), (runner_line, runner_step)):
+        assert re.findall(r"--mem=\S+", line) == ([flag] if flag else [])
+    note = next(line for line in text.splitlines() if line.startswith("# memory: "))
+    if not job:
+        assert "the partition's default" in note
+
+
+def test_a_local_policy_run_asks_for_the_runners_memory_only(tmp_path):
+    exp = experiment({"zero": {"environment": REACH, "policy": {"type": "zero_action"}}}, {"memory": 3})
+    assert re.findall(r"^#SBATCH (--mem=\S+)", render(exp, "zero"), re.M) == ["--mem=3G"]
+
+
+def test_slurm_signals_the_job_before_its_time_limit_and_the_script_names_the_limit():
+    run = {"zero": {"environment": REACH, "policy": {"type": "zero_action"}}}
+    text = render(experiment(run, {"time": "02:00:00", "time_signal_s": 120}), "zero")
+    assert "#SBATCH --signal=B:USR1@120" in text and "#SBATCH --time=02:00:00" in text
+    assert "export ARENA_TIME_LIMIT=launch.slurm.time=02:00:00" in text
+    assert "trap arena_time_limit USR1" in text
+    untimed = render(experiment(run), "zero")
+    assert "ARENA_TIME_LIMIT='the partition'\"'\"'s time limit; launch.slurm.time is unset'" in untimed
+
+
+def test_a_server_is_stopped_with_sigterm_on_its_step_and_killed_only_after_the_grace(tmp_path):
+    exp = experiment(
+        {"expert": {"environment": REACH, "policy": {"type": "metaworld_expert_remote"}}},
+        {"server_stop_grace_s": 45, "server_restarts": 4},
+    )
+    text = render(exp, "expert")
+    assert "STOP_GRACE_S=45" in text and "SERVER_RESTARTS=4" in text
+    server_line, _ = _srun_lines(text)
+    assert "--job-name=arena-server" in server_line
+    helpers = render_helpers()
+    # srun answers SIGTERM by SIGKILLing its tasks ("forcing job termination"): signal the step
+    assert 'scancel --signal="$1" "$step"' in helpers
+    stop = helpers[helpers.index("arena_stop_server() {"):]
+    assert stop.index("arena_signal_server TERM") < stop.index('-lt "$STOP_GRACE_S"') < stop.index("arena_signal_server KILL")
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"server_restarts": -1}, "server_restarts"),
+        ({"time_signal_s": 5}, "time_signal_s"),
+        ({"server_stop_grace_s": -1}, "server_stop_grace_s"),
+    ],
+)
+def test_fault_handling_options_are_validated(options, message):
+    with pytest.raises(ValueError, match=message):
+        SlurmOptions(**options)
+
+
+def test_a_dry_run_lists_server_images_still_to_name_once_per_task_and_writes_the_scripts(tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    runs = {f"r{i}": {"environment": REACH, "policy": {"type": "metaworld_expert_remote"}} for i in range(5)}
+    exp = experiment(runs)
+    servers = {
+        run: dataclasses.replace(plan, task=plan.task.model_copy(update={"image_hint": "build it from the Dockerfile"}))
+        for run, plan in plan_servers(exp).items()
+    }
+    spec = SlurmBackend(exp.launch.options("slurm")).plan(exp, servers, OUT)
+    notes = [line for line in spec.splitlines() if "has no container image" in line]
+    assert notes == [
+        "#   run(s) r0, r1, r2 and 2 more: policy server 'metaworld-expert' has no container image (build it from the "
+        "Dockerfile); set runs.<run>.server.image=IMAGE, or shared.server.image for every run; or run its "
+        "local_command on the node with launch.slurm.containers=false"
+    ]
+    (where,) = tmp_path.glob("arena-dry-run-pi0-eval-slurm-*")
+    assert sorted(p.name for p in where.glob("r*.sbatch")) == [f"r{i}.sbatch" for i in range(5)]

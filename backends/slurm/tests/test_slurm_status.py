@@ -1,6 +1,7 @@
 """Submission, status, cancel and collect against fake Slurm tools on PATH (no cluster needed).
 
-The fakes answer from a JSON file the test edits: ``queue`` ({job id: squeue state}),
+The fakes answer from a JSON file the test edits: ``queue`` ({job id: squeue state, or
+"STATE|REASON"}),
 ``accounting`` ({job id: sacct state}, or null: "accounting storage is disabled"), ``refuse``
 (sbatch's error message). Every call is logged to ``calls.log``.
 """
@@ -33,12 +34,18 @@ if tool == "sbatch":
         print("sbatch: error: " + state["refuse"], file=sys.stderr); sys.exit(1)
     state["next"] = state.get("next", 100) + 1
     job = str(state["next"])
-    array = [a for a in sys.argv if a.startswith("--array")]
-    script = open(sys.argv[-1]).read()
-    arr = [l.split("=", 1)[1] for l in script.splitlines() if l.startswith("#SBATCH --array=")]
+    script_at = next(i for i, a in enumerate(sys.argv[1:], 1) if not a.startswith("-"))
+    script = open(sys.argv[script_at]).read()
+    arr = [a.split("=", 1)[1] for a in sys.argv[1:script_at] if a.startswith("--array=")]
+    arr = arr or [l.split("=", 1)[1] for l in script.splitlines() if l.startswith("#SBATCH --array=")]
     if arr:
-        last = int(arr[0].split("%")[0].split("-")[1])
-        for k in range(last + 1):
+        spec = arr[0].split("%")[0]
+        if "-" in spec:
+            first, last = spec.split("-")
+            elements = range(int(first), int(last) + 1)
+        else:
+            elements = [int(k) for k in spec.split(",")]
+        for k in elements:
             state["queue"][f"{job}_{k}"] = "PENDING"
     else:
         state["queue"][job] = "PENDING"
@@ -49,12 +56,18 @@ elif tool == "squeue":
     if not rows:
         print("slurm_load_jobs error: Invalid job id specified", file=sys.stderr); sys.exit(1)
     for j, s in rows:
-        print(f"{j}|{s}")
+        print(f"{j}|{s}" if "|" in s else f"{j}|{s}|{'Priority' if s == 'PENDING' else 'None'}")
 elif tool == "sacct":
     if state.get("accounting") is None:
         print("Slurm accounting storage is disabled", file=sys.stderr); sys.exit(1)
     for j, s in state["accounting"].items():
         print(f"{j}|{s}")
+elif tool == "scontrol":
+    job = sys.argv[-1]
+    found = state.get("scontrol", {}).get(job)
+    if found is None:
+        print("slurm_load_jobs error: Invalid job id specified", file=sys.stderr); sys.exit(1)
+    print(f"JobId={job} JobName=x JobState={found} Reason=None")
 elif tool == "scancel":
     for job in sys.argv[1:]:
         for j in list(state["queue"]):
@@ -89,7 +102,7 @@ def fake_slurm(tmp_path, monkeypatch) -> FakeSlurm:
 
     bin_dir = tmp_path / "fakebin"
     bin_dir.mkdir()
-    for tool in ("sbatch", "squeue", "sacct", "scancel"):
+    for tool in ("sbatch", "squeue", "sacct", "scancel", "scontrol"):
         path = bin_dir / tool
         path.write_text(FAKE.replace("{python}", sys.executable))
         path.chmod(path.stat().st_mode | stat.S_IEXEC)
@@ -162,8 +175,18 @@ def test_sacct_states_are_used_where_accounting_exists(tmp_path, fake_slurm):
     fake_slurm.set(queue={}, accounting={"101": "TIMEOUT", "102": "CANCELLED"})
     status = submission_status(out)
     assert status["expert"]["state"] == "failed"
-    assert "ended TIMEOUT" in status["expert"]["error"]
+    assert "reached its time limit (launch.slurm.time)" in status["expert"]["error"]
     assert status["zero"]["state"] == "cancelled"
+
+
+def test_without_accounting_scontrol_tells_how_a_recent_job_ended(tmp_path, fake_slurm):
+    out = submit(tmp_path)
+    fake_slurm.set(queue={}, scontrol={"101": "OUT_OF_MEMORY"})  # sacct disabled; slurmctld still remembers 101
+    write_status(out, "zero", "completed")
+    status = submission_status(out)
+    assert status["expert"]["state"] == "failed"
+    assert "ran out of memory: raise launch.slurm.memory" in status["expert"]["error"]
+    assert ["scontrol", "show", "job", "-o", "101"] in fake_slurm.calls("scontrol")
 
 
 def test_collect_reports_a_dead_job_as_failed_not_missing(tmp_path, fake_slurm):
@@ -225,3 +248,56 @@ def test_status_off_the_cluster_reads_the_status_files(tmp_path, fake_slurm, mon
     status = submission_status(out)
     assert status["expert"]["state"] == "running" and status["zero"]["state"] == "completed"
     assert status["expert"]["slurm_states"] is None
+
+
+def test_a_pending_job_shows_slurms_reason(tmp_path, fake_slurm):
+    out = submit(tmp_path)
+    fake_slurm.set(queue={"101": "PENDING|Resources", "102": "PENDING|Priority"})
+    status = submission_status(out)
+    assert status["expert"]["state"] == "pending" and status["expert"]["pending_reason"] == "Resources"
+    assert status["expert"]["error"] is None
+
+
+def test_a_job_that_can_never_start_fails_its_run_naming_the_option_to_change(tmp_path, fake_slurm):
+    from arena_slurm.backend import SlurmBackend
+
+    out = submit(tmp_path)
+    fake_slurm.set(queue={"101": "PENDING|PartitionConfig"})
+    status = submission_status(out)
+    assert status["expert"]["state"] == "pending"
+    assert "Slurm will never start job 101 (pending: PartitionConfig)" in status["expert"]["error"]
+    SlurmBackend(SlurmBackend.Config(poll_interval_s=0.01)).wait(Submission.load(out))  # --wait stops waiting for it
+    assert ["scancel", "101"] in fake_slurm.calls("scancel")
+    result = json.loads((out / "expert" / "run_result.json").read_text())
+    assert result["state"] == "failed" and "lower launch.slurm.cpus, gpus or memory" in result["error"]
+
+
+def _records(run_dir: Path, run: str, indices: list[int]) -> None:
+    from arena.rollout.records import EpisodeRecord, RecordWriter
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with RecordWriter(run_dir / "episodes.jsonl") as writer:
+        for i in indices:
+            writer.write(EpisodeRecord(run=run, episode_index=i, seed=i, outcome="failure"))
+
+
+def test_resume_resubmits_only_the_shards_with_unfinished_work(tmp_path, fake_slurm):
+    from arena.launch.submit import resume_experiment
+
+    out = submit(tmp_path, {"shards": {"expert": 2}})
+    fake_slurm.set(queue={})  # every job ended: shard 1 of expert was killed after one episode
+    _records(out / "expert" / "shards" / "0", "expert", [0, 2])
+    write_status(out / "expert" / "shards", "0", "completed")
+    _records(out / "expert" / "shards" / "1", "expert", [1])
+    _records(out / "zero", "zero", [0, 1, 2, 3])
+    write_status(out, "zero", "completed")
+    assert resume_experiment(out) == 0
+    sbatch = fake_slurm.calls("sbatch")[-2:]
+    assert sbatch[0][2:] == ["--array=1", str(out / "slurm" / "expert.sbatch"), "--resume"]
+    assert sbatch[1][2] == "--dependency=afterany:104"
+    submission = Submission.load(out)
+    assert submission.ids == {"expert": {"0": "101_0", "1": "104_1"}, "zero": {"0": "102"}}
+    assert json.loads((out / "expert" / "shards" / "1" / "status.json").read_text())["state"] == "pending"
+    assert not (out / "expert" / "shards" / "1" / "run_result.json").exists()
+    assert json.loads((out / "expert" / "shards" / "0" / "status.json").read_text())["state"] == "completed"
+    assert submission.extra["resumes"][0]["runs"] == ["expert"]

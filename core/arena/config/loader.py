@@ -63,13 +63,15 @@ from arena.envs.workers.layout import plan_workers
 from arena.errors import ConfigError, PluginError, SuccessSignalError, short_repr
 from arena.fsutil import write_text_atomic
 from arena.policies.base import PolicyBase
-from arena.servertask import ServerOverrides
+from arena.servertask import ENV_NAME, ServerOverrides
 
 if TYPE_CHECKING:
     from arena.plugins import PluginManager
 
 TOP_LEVEL_KEYS = ("name", "requires", "launch", "shared", "runs", SNAPSHOT_KEY)
-RUN_KEYS = ("environment", "policy", "environment_builder", "rollout_limit", "server", "recording")
+RUN_KEYS = ("environment", "policy", "environment_builder", "rollout_limit", "server", "recording", "credentials")
+#: Run keys whose value is a list, not a mapping of fields.
+LIST_RUN_KEYS = ("credentials",)
 RUN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)?")
 _SUFFIX = re.compile(r"[A-Za-z0-9_-]+")
 #: An experiment name becomes ``outputs/<name>/``, job names and lines of job scripts.
@@ -326,13 +328,28 @@ def _check_run_keys(data: Mapping[str, Any], *, source: str | None, run: str | N
                 run=run,
                 key=path,
             )
-        if value is not None and not isinstance(value, Mapping):
+        if key in LIST_RUN_KEYS:
+            _check_credentials(value, source=source, run=run, key=path)
+        elif value is not None and not isinstance(value, Mapping):
             raise ConfigError(
                 f"expected a mapping of {key} fields; got {type(value).__name__} {short_repr(value)}",
                 file=source,
                 run=run,
                 key=path,
             )
+
+
+def _check_credentials(value: Any, *, source: str | None, run: str | None, key: str) -> None:
+    """``credentials``: a list of environment variable NAMES (never values) the runner needs."""
+    if value is None:
+        return
+    if not isinstance(value, list) or not all(isinstance(v, str) and ENV_NAME.fullmatch(v) for v in value):
+        raise ConfigError(
+            f"expected a list of environment variable names (e.g. [HF_TOKEN]) the run's runner needs; got {short_repr(value)}",
+            file=source,
+            run=run,
+            key=key,
+        )
 
 
 def _scope(parsed: list[Override], scope: str) -> list[Override]:
@@ -445,6 +462,8 @@ def _resolve_run(
     _check_run_keys(own, source=source, run=name, prefix=None)
     merged: dict[str, dict[str, Any]] = {}
     for section in RUN_KEYS:
+        if section in LIST_RUN_KEYS:
+            continue
         base = dict(shared.get(section) or {})
         top = dict(own.get(section) or {})
         if section in _COMPONENTS and "type" in base and "type" in top and base["type"] != top["type"]:
@@ -535,6 +554,8 @@ def _resolve_run(
         policy_cls=policy_cls,
         policy=policy_config,  # type: ignore[arg-type]
         **sections,  # type: ignore[arg-type]
+        # a run's own list replaces shared's, as every value does
+        credentials=list(dict.fromkeys(own.get("credentials") or shared.get("credentials") or [])),
     )
     try:  # how the envs spread over worker processes (environment.workers / python)
         plan_workers(env_cls, env_config, run.environment_builder.num_envs)  # type: ignore[arg-type]

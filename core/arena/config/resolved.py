@@ -31,7 +31,9 @@ class ResolvedRun:
 
     ``environment_type`` / ``policy_type`` are the ``type`` as written (a registered name or
     ``package.module:Class``); ``environment`` / ``policy`` are instances of the class's
-    ``Config``.
+    ``Config``. ``credentials`` are the names of environment variables (secrets) the run's
+    runner needs besides its policy's ``api_key_env``; backends that isolate runners pass
+    exactly these (and only by name).
     """
 
     name: str
@@ -45,6 +47,7 @@ class ResolvedRun:
     rollout_limit: RolloutLimitConfig
     server: ServerOverrides
     recording: RecordingConfig
+    credentials: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The run as plain YAML-able data, every field included (defaults too)."""
@@ -55,7 +58,14 @@ class ResolvedRun:
             "rollout_limit": _dump(self.rollout_limit),
             "server": _dump(self.server),
             "recording": _dump(self.recording),
+            "credentials": list(self.credentials),
         }
+
+    def runner_secrets(self) -> list[str]:
+        """The environment variable names the runner of this run needs: its policy's
+        ``api_key_env`` (when set) and ``credentials``, in that order, without repeats."""
+        key_env = getattr(self.policy, "api_key_env", None)
+        return list(dict.fromkeys([*([key_env] if key_env else []), *self.credentials]))
 
 
 @dataclass

@@ -4,11 +4,18 @@ A backend turns a resolved experiment into something that runs (``plan`` renders
 starts it) and later answers ``status``, ``cancel`` and ``collect`` for the output directory,
 whose ``submission.json`` names the backend. Every backend executes a run through
 ``arena run-one``, so a run behaves the same on a laptop, in a Slurm step and in an OSMO task.
+
+Resume is a declared capability (:attr:`LaunchBackend.can_resume`): ``arena run --resume``
+hands such a backend a :class:`Resume` naming the work items left undone, and the backend
+starts ``arena run-one --resume`` for exactly those (whole runs, or only the shards that still
+have some); a backend that does not declare it is refused with a clear message.
 """
 
 from __future__ import annotations
 
 import json
+import os
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -67,6 +74,29 @@ class Submission(BaseModel):
             raise LaunchError(f"{path} is not a valid submission: {exc}") from None
 
 
+@dataclass(frozen=True)
+class Resume:
+    """What ``arena run --resume`` asks of a backend: run only the unfinished work items.
+
+    ``remaining`` maps each run handed to ``submit`` to the episode indices of its manifest
+    that have no finished record (its other items are done and must not run again);
+    ``keep_errors``: records whose outcome is ``error`` count as finished (runners get
+    ``--keep-errors``). The runners are started with ``arena run-one --resume``.
+    """
+
+    remaining: dict[str, list[int]] = field(default_factory=dict)
+    keep_errors: bool = False
+
+    def run_one_flags(self) -> list[str]:
+        """The flags every resumed ``arena run-one`` gets."""
+        return ["--resume", *(["--keep-errors"] if self.keep_errors else [])]
+
+    def shard_has_work(self, run: str, shard: int, shards: int) -> bool:
+        """Whether shard ``shard`` of ``shards`` of ``run`` still has an unfinished item
+        (items are assigned by ``episode_index % shards``, :func:`arena.rollout.workitems.select_shard`)."""
+        return any(index % shards == shard for index in self.remaining.get(run, []))
+
+
 class BackendOptions(BaseModel):
     """Base of every backend's options (``launch.<backend>``). Unknown keys are errors."""
 
@@ -78,6 +108,8 @@ class LaunchBackend:
 
     name: ClassVar[str] = ""
     Config: ClassVar[type[BackendOptions]] = BackendOptions
+    #: Whether ``submit`` accepts a :class:`Resume` (``arena run --resume``).
+    can_resume: ClassVar[bool] = False
 
     def __init__(self, options: BackendOptions) -> None:
         self.options = options
@@ -110,8 +142,14 @@ class LaunchBackend:
         *,
         wait: bool,
         console: Console | None = None,
+        resume: Resume | None = None,
     ) -> Submission:
-        """Start the runs. ``output_dir`` already holds experiment.yaml and manifest.json."""
+        """Start the runs. ``output_dir`` already holds experiment.yaml and manifest.json.
+
+        ``resume`` (only when :attr:`can_resume`): ``output_dir`` is an earlier submission
+        whose runs ``experiment`` lists with work left; start only that work, keep the
+        earlier records and extend the earlier ``submission.json``.
+        """
         raise NotImplementedError
 
     def status(self, submission: Submission) -> dict[str, dict[str, Any]]:
@@ -122,5 +160,8 @@ class LaunchBackend:
         raise NotImplementedError
 
     def collect(self, submission: Submission) -> Path:
-        """Bring every run's records into ``output_dir``; returns the output directory."""
+        """Bring every run's records into ``output_dir``; returns the output directory.
+
+        Also called by ``arena run --resume`` before it counts what is left, so it must be
+        safe to call while runs still execute and more than once."""
         return Path(submission.output_dir)

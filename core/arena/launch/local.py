@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from arena.errors import ConfigError
-from arena.launch.base import BackendOptions, LaunchBackend, Submission
+from arena.launch.base import BackendOptions, LaunchBackend, Resume, Submission
 from arena.launch.exposure import GENERATED_KEY_ENV, Exposure, decide_exposure, generate_key
 from arena.launch.gpus import GpuPool, discover_gpus
 from arena.launch.local_server import LocalServer
@@ -81,6 +81,7 @@ class LocalBackend(LaunchBackend):
 
     name = "local"
     Config = LocalOptions
+    can_resume = True
 
     def __init__(self, options: LocalOptions) -> None:
         super().__init__(options)
@@ -175,10 +176,9 @@ class LocalBackend(LaunchBackend):
         *,
         wait: bool = True,
         console: Console | None = None,
-        resume: bool = False,
-        keep_errors: bool = False,
+        resume: Resume | None = None,
     ) -> Submission:
-        """``resume``: runners skip work items with a finished record (``keep_errors``: errors too)."""
+        """``resume``: runners skip work items with a finished record (see :class:`Resume`)."""
         self.check(experiment, servers)
         submission = Submission(
             backend=self.name,
@@ -187,7 +187,7 @@ class LocalBackend(LaunchBackend):
             extra={"pid": os.getpid(), "jobs": self.options.jobs},
         )
         submission.save()
-        resume_flags = (("--resume",) + (("--keep-errors",) if keep_errors else ())) if resume else ()
+        resume_flags = tuple(resume.run_one_flags()) if resume is not None else ()
         _Scheduler(self, experiment, servers, output_dir, submission, console, resume_flags).run()
         return submission
 

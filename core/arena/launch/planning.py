@@ -74,6 +74,22 @@ def plan_servers(experiment: ResolvedExperiment, manager: PluginManager | None =
     return plans
 
 
+def missing_image(experiment: ResolvedExperiment, run: str, task: ServerTask) -> ConfigError:
+    """The error for a backend that must run ``task`` in a container and has no image for it.
+
+    Plugins leave ``image`` unset where they know of no image a cluster can pull (and say how
+    to get one in ``image_hint``); the user names theirs in the run's ``server.image``.
+    """
+    hint = f" ({task.image_hint})" if task.image_hint else ""
+    return ConfigError(
+        f"policy server '{task.name}' has no container image{hint}; set runs.{run}.server.image=IMAGE, "
+        "or shared.server.image for every run",
+        file=experiment.source,
+        run=run,
+        key="server.image",
+    )
+
+
 def ignored_endpoints(experiment: ResolvedExperiment) -> list[tuple[str, str]]:
     """``(run, message)`` for every run whose policy sets ``remote_host`` / ``remote_port``
     although arena starts its server (not ``external``): the backend chooses where that server

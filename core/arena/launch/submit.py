@@ -5,9 +5,12 @@ and ``manifest.json``, hands the runs to the backend named by ``launch.backend``
 they are done (local, or ``--wait``), builds ``experiment_result.json`` and ``index.html``.
 ``status``/``cancel``/``collect`` dispatch to the backend named in ``submission.json``.
 
-``resume_experiment`` (``arena run --resume OUTPUT_DIR``) reloads the snapshot and hands the
-backend only the runs whose manifest work items lack a finished record; each runner is
-started with ``--resume`` (and ``--keep-errors`` when ``error`` episodes are to be kept).
+``resume_experiment`` (``arena run --resume OUTPUT_DIR``) first lets the backend bring in
+whatever records its runs published (``collect``), then reloads the snapshot and hands a
+backend that declares :attr:`~arena.launch.base.LaunchBackend.can_resume` only the runs whose
+manifest work items lack a finished record, with a :class:`~arena.launch.base.Resume` naming
+those items; each runner is started with ``--resume`` (and ``--keep-errors`` when ``error``
+episodes are to be kept).
 While a local submission runs, :class:`arena.rollout.progress.ProgressWatcher` shows progress
 (bars on a terminal, periodic plain lines otherwise). ``provenance.json`` records what ran.
 """
@@ -15,7 +18,6 @@ While a local submission runs, :class:`arena.rollout.progress.ProgressWatcher` s
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import json
 import os
 import re
@@ -26,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from arena.errors import ConfigError, LaunchError, short_repr
-from arena.launch.base import Submission
+from arena.launch.base import Resume, Submission
 from arena.launch.planning import plan_servers
 
 if TYPE_CHECKING:
@@ -136,7 +138,7 @@ def run_experiment(
     write_manifest(experiment, out)
     _write_provenance(out, experiment.source, _exposure_dicts(backend, experiment, servers))
     _say(console, f"experiment [bold]{experiment.name}[/]: {len(experiment.runs)} run(s) -> {out}")
-    return _submit_and_report(experiment, servers, backend, out, wait, console, {})
+    return _submit_and_report(experiment, servers, backend, out, wait, console, None)
 
 
 def _not_empty(out: Path, source: str | None) -> ConfigError:
@@ -148,12 +150,13 @@ def _not_empty(out: Path, source: str | None) -> ConfigError:
     return ConfigError(message, file=source)
 
 
-def _submit_and_report(experiment, servers, backend, out: Path, wait: bool, console, resume_kwargs: dict) -> int:
+def _submit_and_report(experiment, servers, backend, out: Path, wait: bool, console, resume: Resume | None) -> int:
     totals = {name: int(run.rollout_limit.num_episodes) for name, run in experiment.runs.items()}
     policies = {name: run.policy_type for name, run in experiment.runs.items()}
     try:
         with _progress(backend, out, list(experiment.runs), console, totals, policies):
-            submission = backend.submit(experiment, servers, out, wait=wait, console=console, **resume_kwargs)
+            kwargs = {"resume": resume} if resume is not None else {}
+            submission = backend.submit(experiment, servers, out, wait=wait, console=console, **kwargs)
     except KeyboardInterrupt:
         _finish_report(out, console)
         _say(console, f"interrupted: finished episodes are kept; run the rest with: arena run --resume {out}")
@@ -226,13 +229,16 @@ def resume_experiment(
 ) -> int:
     """``arena run --resume OUTPUT_DIR``: run what an interrupted experiment left undone.
 
-    Only runs with manifest work items lacking a finished record are handed to the backend
-    of the snapshot (``launch.backend``), and their runners skip the finished items. Returns
+    The backend of the earlier submission first collects what its runs published, so records
+    that reached only the cluster's storage count as done. Then only runs with manifest work
+    items lacking a finished record are handed to the backend of the snapshot
+    (``launch.backend``), with a :class:`~arena.launch.base.Resume` naming those items. Returns
     the exit code like :func:`run_experiment`; 0 when nothing is left to do.
 
     Raises:
         ConfigError: ``output_dir`` is not an arena output directory, its submission is still
             running, or its backend cannot resume.
+        LaunchError: the earlier submission's scheduler cannot be asked what it holds.
     """
     from arena.config import load_experiment
     from arena.results.provenance import note_resume
@@ -242,8 +248,15 @@ def resume_experiment(
     snapshot = output_dir / "experiment.yaml"
     if not snapshot.exists():
         raise ConfigError(f"{output_dir} has no experiment.yaml: is it an arena output directory?")
-    _refuse_if_running(output_dir)
     experiment = load_experiment(snapshot, trust_snapshot=True)  # a snapshot arena wrote: its allow_imports hold
+    backend = make_backend(experiment)
+    if not backend.can_resume:
+        raise ConfigError(
+            f"the '{backend.name}' launch backend cannot resume: run the experiment again into a new --output-dir",
+            file=str(snapshot), key="launch.backend",
+        )
+    _refuse_if_running(output_dir)
+    _collect_published(output_dir)
     manifest = read_json(output_dir / "manifest.json") or {}
     if manifest.get("experiment"):
         experiment = dataclasses.replace(experiment, name=str(manifest["experiment"]))
@@ -257,31 +270,52 @@ def resume_experiment(
     sub = dataclasses.replace(experiment, runs=todo)
     servers = plan_servers(sub)
     backend = make_backend(sub)
-    parameters = inspect.signature(backend.submit).parameters
-    if "resume" not in parameters:
-        raise ConfigError(f"the '{backend.name}' launch backend cannot resume (its submit() takes no resume flag)")
-    kwargs: dict[str, Any] = {"resume": True}
-    if "keep_errors" in parameters:
-        kwargs["keep_errors"] = keep_errors
-    elif keep_errors:
-        raise ConfigError(f"the '{backend.name}' launch backend cannot keep error episodes on resume")
     backend.check(sub, servers)
     note_resume(output_dir, keep_errors)
-    return _submit_and_report(sub, servers, backend, output_dir, wait, console, kwargs)
+    resume = Resume(remaining={name: remaining[name] for name in todo}, keep_errors=keep_errors)
+    return _submit_and_report(sub, servers, backend, output_dir, wait, console, resume)
+
+
+#: Run states in which a submission still holds (or will hold) resources.
+LIVE_STATES = ("pending", "starting_server", "running")
 
 
 def _refuse_if_running(output_dir: Path) -> None:
+    """Refuse to resume a submission that still runs: two runners would write one run's records.
+
+    Raises:
+        ConfigError: a run of the earlier submission is still pending or running.
+    """
     try:
         submission = Submission.load(output_dir)
     except (ConfigError, LaunchError):  # no (readable) submission: nothing can be running it
         return
-    pid = submission.extra.get("pid")
-    if submission.backend == "local" and pid and int(pid) != os.getpid():
-        try:
-            os.kill(int(pid), 0)
-        except (ProcessLookupError, ValueError, PermissionError):
-            return
-        raise ConfigError(f"{output_dir} is still being run by process {pid}; stop it (arena cancel) before resuming")
+    if submission.backend == "local":
+        pid = submission.extra.get("pid")
+        if pid and int(pid) != os.getpid():
+            try:
+                os.kill(int(pid), 0)
+            except (ProcessLookupError, ValueError, PermissionError):
+                return
+            raise ConfigError(f"{output_dir} is still being run by process {pid}; stop it (arena cancel) before resuming")
+        return
+    live = {run: st.get("state") for run, st in _backend_for(submission).status(submission).items() if st.get("state") in LIVE_STATES}
+    if live:
+        which = ", ".join(f"{run} ({state})" for run, state in live.items())
+        raise ConfigError(
+            f"{output_dir} is still running on {submission.backend}: {which}; wait for it, or stop it with "
+            f"`arena cancel {output_dir}`, before resuming"
+        )
+
+
+def _collect_published(output_dir: Path) -> None:
+    """Let the earlier submission's backend bring in what its runs published (records kept on
+    the cluster's storage count as done)."""
+    try:
+        submission = Submission.load(output_dir)
+    except (ConfigError, LaunchError):
+        return
+    _backend_for(submission).collect(submission)
 
 
 def _finish_report(out: Path, console: Console | None) -> int:
@@ -365,19 +399,10 @@ def _say(console: Console | None, text: str) -> None:
 
 
 def _print_dry_run(experiment, servers, backend, out: Path, console: Console | None) -> None:
+    """A page a user reads: one line per run, one per distinct server task, then the backend's
+    plan (every resolved value is ``arena validate FILE --list-overrides``)."""
     exposures = backend.exposures(experiment, servers)
-    doc = {
-        "backend": backend.name,
-        "output_dir": str(out),
-        "runs": {name: run.to_dict() for name, run in experiment.runs.items()},
-        "servers": {
-            name: ({"external": f"{p.host}:{p.port}"} if p.external else p.task.model_dump(exclude_defaults=False))
-            for name, p in servers.items()
-        },
-    }
-    if exposures:
-        doc["exposure"] = {name: exposure.describe() for name, exposure in exposures.items()}
-    text = yaml.safe_dump(doc, sort_keys=False)
+    text = "\n".join(dry_run_summary(experiment, servers, backend.name, out, exposures)) + "\n"
     spec = backend.plan(experiment, servers, out)
     if console is None:
         print(text)
@@ -385,6 +410,46 @@ def _print_dry_run(experiment, servers, backend, out: Path, console: Console | N
     else:
         console.print(text, highlight=False, markup=False)
         console.print(spec, highlight=False, markup=False)
+
+
+def dry_run_summary(experiment, servers, backend: str, out: Path, exposures: dict[str, Any] | None = None) -> list[str]:
+    """The runs and their servers as ``--dry-run`` lists them, each server task once, with who
+    can reach it (``exposures``: per run, :class:`arena.launch.exposure.Exposure`)."""
+    lines = [f"experiment {experiment.name}: {len(experiment.runs)} run(s), '{backend}' backend, output {out}"]
+    users: dict[str, list[str]] = {}
+    tasks = {}
+    for name, run in experiment.runs.items():
+        plan = servers.get(name)
+        where = ""
+        if plan is not None and plan.external:
+            where = f"; its own server at {plan.host}:{plan.port}"
+        elif plan is not None and plan.task is not None:
+            where = f"; server {plan.task.name}"
+            key = plan.task.identity()
+            tasks.setdefault(key, plan.task)
+            users.setdefault(key, []).append(name)
+        task = run.environment.task_name()
+        limit = run.rollout_limit
+        steps = f"≤ {limit.max_episode_steps} steps" if limit.max_episode_steps else "the environment's step limit"
+        lines.append(
+            f"  run {name}: {run.environment_type}{' ' + task if task else ''} with {run.policy_type}, "
+            f"{limit.num_episodes} episode(s) ({steps}), {run.environment_builder.num_envs} env(s), "
+            f"seed {run.environment_builder.seed}{where}"
+        )
+    for key, task in tasks.items():
+        r = task.resources
+        need = ", ".join(p for p in (
+            f"{r.cpu} CPU" if r.cpu else "", f"{r.gpu} GPU" if r.gpu else "",
+            f"{r.memory:g} GiB" if r.memory else "", f"{r.storage:g} GiB disk" if r.storage else "",
+        ) if p)
+        lines.append(
+            f"  server {task.name} for {', '.join(users[key])}: image {task.image or '(none)'}, port {task.port}, "
+            f"readiness {task.readiness}, startup timeout {task.startup_timeout_s:g} s" + (f", {need}" if need else "")
+        )
+        for described in dict.fromkeys(exposures[run].describe() for run in users[key] if run in (exposures or {})):
+            lines.append(f"    {described}")
+    lines.append(f"  (every resolved value: arena validate {experiment.source or 'EXPERIMENT'} --list-overrides)")
+    return lines
 
 
 def _print_summary(result: dict[str, Any], console: Console) -> None:

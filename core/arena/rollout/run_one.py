@@ -20,8 +20,16 @@ With ``launch.watchdog`` set in the snapshot, run-one supervises itself: the rol
 a child ``arena run-one`` and :mod:`arena.rollout.watchdog` restarts it (resuming) when
 ``status.json`` shows no progress. ``$ARENA_WATCHDOG_CHILD`` marks that child.
 
-Exit codes: 0 completed with no ``error`` episode; 3 aborted, failed, cancelled (SIGTERM) or
-any ``error`` episode; 2 configuration error (message on stderr).
+SIGTERM ends the run ``cancelled`` (``arena cancel``, ``scancel``). SIGUSR1 asks it to stop
+and end ``failed`` for a reason of the backend's: the text of ``stop_reason`` in the run's
+directory when the backend wrote one there first (e.g. "its policy server died and could not
+be restarted"), otherwise the scheduler's time limit is near (Slurm's ``--signal``) and the
+error names the limit as ``$ARENA_TIME_LIMIT`` describes it (e.g. ``launch.slurm.time=02:00:00``)
+and how to continue (``arena run --resume``). Finished episodes are kept either way.
+
+Exit codes: 0 completed with no ``error`` episode; 3 aborted, failed, cancelled (SIGTERM),
+stopped at a time limit (SIGUSR1) or any ``error`` episode; 2 configuration error (message on
+stderr).
 """
 
 from __future__ import annotations
@@ -62,6 +70,10 @@ SERVER_PORT_ENV = "ARENA_SERVER_PORT"
 SERVER_API_KEY_ENV_ENV = "ARENA_SERVER_API_KEY_ENV"
 #: JSON describing the server a backend started for this run (task name, host, port, log).
 SERVER_INFO_ENV = "ARENA_SERVER_INFO"
+#: Describes the time limit whose approach SIGUSR1 announces (e.g. ``launch.slurm.time=02:00:00``).
+TIME_LIMIT_ENV = "ARENA_TIME_LIMIT"
+#: A backend's reason for the SIGUSR1 it sends, written into the run's directory first.
+STOP_REASON_FILE = "stop_reason"
 #: Seconds between ``last_progress_at`` updates while steps progress without episode ends.
 PROGRESS_INTERVAL_S = 5.0
 
@@ -74,7 +86,16 @@ STATUS_FILE = "status.json"
 
 
 class RunCancelled(BaseException):
-    """Raised inside run-one by SIGTERM; not an ``Exception`` so the rollout lets it through."""
+    """Raised inside run-one by SIGTERM (or SIGUSR1); not an ``Exception`` so the rollout lets it through."""
+
+
+def time_limit_error(done: int, total: int, output_dir: str | os.PathLike[str] = "OUTPUT_DIR") -> str:
+    """The error of a run stopped because the scheduler's time limit was near (SIGUSR1)."""
+    limit = os.environ.get(TIME_LIMIT_ENV) or "the scheduler's time limit"
+    return (
+        f"stopped at the time limit ({limit}) before the run finished: {done} of {total} episode(s) recorded; "
+        f"`arena run --resume {output_dir}` runs the rest (or raise the limit)"
+    )
 
 
 def run_output_dir(output_dir: str | os.PathLike[str], run_name: str, shard: tuple[int, int] | None = None) -> Path:
@@ -280,6 +301,7 @@ class _Invocation:
         self.indices = {item.episode_index for item in items}
         self.merged: dict[int, EpisodeRecord] = {}
         self.cancel_requested = False
+        self.time_limit = False
         self.armed = False
         self.last_progress = 0.0
         self.keep_errors = False
@@ -310,6 +332,7 @@ class _Invocation:
     def _execute(self) -> int:
         started_at = utc_now()
         self.work_dir.mkdir(parents=True, exist_ok=True)
+        (self.work_dir / STOP_REASON_FILE).unlink(missing_ok=True)  # an earlier attempt's
         restarts = self._prepare_records()
         self.status = StatusWriter(
             self.work_dir / STATUS_FILE,
@@ -386,11 +409,24 @@ class _Invocation:
                         print(f"arena run-one: close failed: {_describe(exc)}", file=sys.stderr)
             writer.close()
         try:
-            if self.cancel_requested:
+            if self.time_limit:
+                state, error = "failed", self._stop_reason() or time_limit_error(
+                    len(self.merged), len(self.items), self.run_dir.parent
+                )
+            elif self.cancel_requested:
                 state, error = "cancelled", "cancelled by signal"
             return self._finish(state, error, started_at)
         finally:  # a SIGTERM while the result is written only marks the run cancelled
             self._restore_sigterm(previous_handler)
+
+    def _stop_reason(self) -> str | None:
+        path = self.work_dir / STOP_REASON_FILE
+        try:
+            text = path.read_text().strip()
+        except OSError:
+            return None
+        path.unlink(missing_ok=True)  # read once: it becomes the run's error
+        return text or None
 
     # -- records ---------------------------------------------------------------------------
     def _prepare_records(self) -> int:
@@ -480,15 +516,18 @@ class _Invocation:
 
         def handler(signum: int, frame: Any) -> None:
             self.cancel_requested = True
+            if signum == signal.SIGUSR1:
+                self.time_limit = True
             if self.armed:
                 self.armed = False
                 raise RunCancelled(f"signal {signum}")
 
-        return signal.signal(signal.SIGTERM, handler)
+        return signal.signal(signal.SIGTERM, handler), signal.signal(signal.SIGUSR1, handler)
 
     def _restore_sigterm(self, previous: Any) -> None:
         if previous is not None and threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, previous)
+            signal.signal(signal.SIGTERM, previous[0])
+            signal.signal(signal.SIGUSR1, previous[1])
 
 
 def _describe(exc: BaseException) -> str:

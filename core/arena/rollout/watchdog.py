@@ -17,7 +17,8 @@ progress: a process can print while wedged, and a sim can be silent while workin
   (the count) and ``restart_history`` (``[{"at", "reason"}]``). After the last allowed one the
   run is marked ``failed`` (``status.json`` and ``run_result.json``) and exit code 3 returned.
 - SIGTERM to the supervisor (``arena cancel``) is passed to the child, which records
-  ``cancelled``; the supervisor then returns the child's exit code.
+  ``cancelled``; SIGUSR1 (a scheduler's time limit is near) likewise, the child recording
+  ``failed`` with the limit; the supervisor then returns the child's exit code.
 
 Improves on Arena's stdout-silence watchdog (a cold start could be killed before its first
 line; a restart emptied the run's outputs): here the grace period and resume keep work.
@@ -134,13 +135,13 @@ def supervise(
         proc = child["proc"]
         if proc is not None and proc.poll() is None:
             try:
-                os.killpg(proc.pid, signal.SIGTERM)
+                os.killpg(proc.pid, signum)  # SIGTERM or SIGUSR1: the child records why it stops
             except (ProcessLookupError, PermissionError):
                 pass
 
     previous = None
     if threading.current_thread() is threading.main_thread():
-        previous = signal.signal(signal.SIGTERM, on_sigterm)
+        previous = (signal.signal(signal.SIGTERM, on_sigterm), signal.signal(signal.SIGUSR1, on_sigterm))
     progress = _Progress(status_path)
     attempt_resume = resume
     if resume:  # a final state left by the previous attempt must not pass for the new child's
@@ -190,7 +191,8 @@ def supervise(
         if proc is not None and proc.poll() is None:
             terminate(proc, kill_grace_s)
         if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+            signal.signal(signal.SIGTERM, previous[0])
+            signal.signal(signal.SIGUSR1, previous[1])
 
 
 def _record_restart(status_path: Path, restarts: int, reason: str) -> None:

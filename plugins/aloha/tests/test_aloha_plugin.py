@@ -23,6 +23,8 @@ EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 def arena(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "MUJOCO_GL": "osmesa", "PYOPENGL_PLATFORM": "osmesa"}
+    if cwd is not None:
+        env["TMPDIR"] = str(cwd)  # a Slurm dry-run writes its scripts to a temporary directory
     return subprocess.run([sys.executable, "-m", "arena", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=240)
 
 
@@ -77,10 +79,11 @@ def test_examples_validate_and_dry_run_everywhere_without_gym_aloha(tmp_path):
     pi0 = EXAMPLES / "aloha_pi0.yaml"
     local = arena("run", str(pi0), "--dry-run", cwd=tmp_path)
     assert local.returncode == 0, local.stderr
-    assert "type: aloha" in local.stdout and "pi0_aloha_sim" in local.stdout
+    assert "aloha transfer_cube with pi0_remote" in local.stdout and "pi0_aloha_sim" in local.stdout
     slurm = arena("run", str(pi0), "--dry-run", "--backend", "slurm", cwd=tmp_path)
     assert slurm.returncode == 0, slurm.stderr
-    assert "--policy.config=pi0_aloha_sim" in slurm.stdout
+    script = next(word for word in slurm.stdout.split() if word.endswith("transfer_cube_pi0.sbatch"))
+    assert "--policy.config=pi0_aloha_sim" in Path(script).read_text()
     data = yaml.safe_load(pi0.read_text())
     h100 = {"gpu_type": "H100", "gpus": 8, "gpu_memory_gb": 80, "memory_gb": 2048, "cpus": 224}
     data["launch"] = {"backend": "osmo", "osmo": {"pool": "gpu-pool", "platforms": {"gpu-pool": {"dgx-h100": h100}}}}

@@ -131,4 +131,4 @@ def test_server_task_runs_the_robolab_server_on_the_baked_checkpoint():
     ]  # fmt: skip
     assert task.port == 8000 and task.readiness == "websocket" and task.resources.gpu == 1
     assert task.secrets == ["HF_TOKEN"] and task.startup_timeout_s >= 600
-    assert task.image
+    assert task.image is None and "no public" in task.image_hint  # container backends ask for the user's image

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -44,7 +45,8 @@ def test_env_cfg_is_a_code_reference_and_device_is_checked():
 
 
 def _arena(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "arena", *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+    env = {**os.environ, "TMPDIR": str(cwd)}  # a Slurm dry-run writes its scripts to a temporary directory
+    return subprocess.run([sys.executable, "-m", "arena", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
 
 
 @pytest.mark.parametrize("backend", ["local", "slurm", "osmo"])

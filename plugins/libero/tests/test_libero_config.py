@@ -3,6 +3,7 @@ task catalog. Validation, suite expansion, step limits and the expert's checks."
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -144,15 +145,17 @@ EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
         ("osmo", ["launch.osmo.pool=h100", "launch.osmo.platforms={h100: {dgx: {gpu_type: H100, gpus: 8, gpu_memory_gb: 80, memory_gb: 2048, cpus: 224}}}"]),
     ],
 )
-def test_pi05_example_dry_runs_every_task_of_four_suites_on_every_backend(backend, extra):
+def test_pi05_example_dry_runs_every_task_of_four_suites_on_every_backend(backend, extra, tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "arena", "run", str(EXAMPLES / "libero_pi05.yaml"), "--dry-run", "--backend", backend, *extra],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        env={**os.environ, "TMPDIR": str(tmp_path)},  # a Slurm dry-run writes its scripts to a temporary directory
     )
     assert done.returncode == 0, done.stderr[-2000:]
     for run in ("spatial.0", "object.9", "goal.4", "long.9"):
         assert run in done.stdout or run.replace(".", "-") in done.stdout, run
-    assert "pi05_libero" in done.stdout
+    scripts = "".join(p.read_text() for p in tmp_path.glob("arena-dry-run-*/*.sbatch"))  # Slurm writes them there
+    assert "pi05_libero" in done.stdout + scripts
 
 
 def test_quick_example_validates_with_the_expert_and_zero_actions():

@@ -18,8 +18,12 @@ from __future__ import annotations
 
 from arena.servertask import ServerResources, ServerTask
 
-#: Container image of the Cosmos policy server, checkpoint baked in.
-COSMOS_SERVER_IMAGE = "cosmos-policy-server:latest"
+#: No public image of the Cosmos policy server exists: container backends need the user's
+#: own, with the checkpoint baked in at :data:`BAKED_CHECKPOINT`.
+COSMOS_IMAGE_HINT = (
+    "no public Cosmos policy server image exists: build one with cosmos_framework installed and the "
+    "Cosmos3-Edge-Policy-DROID checkpoint at /workspace/baked_checkpoint, push it to a registry the cluster can pull from"
+)
 #: Where the image holds the checkpoint.
 BAKED_CHECKPOINT = "/workspace/baked_checkpoint"
 
@@ -39,13 +43,14 @@ def cosmos_server_task(config) -> ServerTask:
     """The ServerTask of a :class:`~arena_cosmos.policy.CosmosRemoteConfig` (one server serves all)."""
     return ServerTask(
         name=f"cosmos-{config.embodiment}",
-        image=COSMOS_SERVER_IMAGE,
+        image=None,
+        image_hint=COSMOS_IMAGE_HINT,
         command=["python", *_SERVE],
         local_command=["{cosmos_python}", *_SERVE],
         port=8000,
         readiness="websocket",
         startup_timeout_s=1800.0,
-        resources=ServerResources(cpu=4, gpu=1, memory=32.0),
+        resources=ServerResources(cpu=4, gpu=1, memory=32.0, storage=40.0),  # Hugging Face cache
         secrets=["HF_TOKEN"],
         shareable=True,
         checkpoint="{checkpoint}",

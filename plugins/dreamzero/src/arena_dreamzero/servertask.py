@@ -26,12 +26,18 @@ def dreamzero_server_task(config: DreamZeroRemoteConfig) -> ServerTask:
     return ServerTask(
         name="dreamzero-droid",
         image=config.server_image,
+        image_hint=(
+            "no public DreamZero server image exists: build one with the DreamZero checkout at server_repo_dir and "
+            "the checkpoint at model_path, push it to a registry the cluster can pull from, and set policy.server_image"
+        ),
         command=argv,
         local_command=argv,
         port=5000,
         readiness="websocket",
         startup_timeout_s=3600.0,
-        resources=ServerResources(cpu=8, gpu=config.server_gpus, gpu_memory_gb=80.0, memory=128.0, gpu_type="H100"),
+        resources=ServerResources(
+            cpu=8, gpu=config.server_gpus, gpu_memory_gb=80.0, memory=128.0, gpu_type="H100", storage=100.0
+        ),
         env={"NCCL_DEBUG": "INFO", "NO_ALBUMENTATIONS_UPDATE": "1"},
         shareable=False,
         checkpoint="{model_path}",

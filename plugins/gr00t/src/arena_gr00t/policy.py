@@ -81,7 +81,8 @@ class Gr00tRemoteConfig(RemotePolicyConfig):
     model_path: str = Field("nvidia/GR00T-N1.6-DROID", description="checkpoint path or hub id the server loads")
     embodiment_tag: str = Field("OXE_DROID", description="GR00T embodiment tag passed to the server")
     server_image: str | None = Field(
-        "nvcr.io/nvstaging/isaac-amr/gr00t_1_6_droid", description="container image of the GR00T server"
+        None,
+        description="container image of the GR00T server (none is public: build one from Isaac-GR00T's Dockerfile)",
     )
     server_repo_dir: str = Field("/workspace", description="Isaac-GR00T checkout the server command runs in")
     connect_timeout_s: float = Field(600.0, gt=0, description="seconds to wait for the server's first ping answer")

@@ -17,6 +17,13 @@ from arena_gr00t.policy import Gr00tRemoteConfig
 
 __all__ = ["gr00t_server_task"]
 
+#: No public GR00T server image exists (NVIDIA's is on an internal staging registry).
+GR00T_IMAGE_HINT = (
+    "no public GR00T server image exists: build one from Isaac-GR00T's Dockerfile (the checkout at "
+    "server_repo_dir, /workspace by default), push it to a registry the cluster can pull from, and set "
+    "policy.server_image (or server.image)"
+)
+
 
 def _argv(sim_wrapper: bool) -> list[str]:
     return [
@@ -33,12 +40,13 @@ def gr00t_server_task(config: Gr00tRemoteConfig) -> ServerTask:
     return ServerTask(
         name=f"gr00t-{tag}",
         image=config.server_image,
+        image_hint=GR00T_IMAGE_HINT,
         command=argv,
         local_command=argv,
         port=5555,
         readiness="zmq-ping",
         startup_timeout_s=600.0,
-        resources=ServerResources(cpu=4, gpu=1, gpu_memory_gb=24.0, memory=32.0),
+        resources=ServerResources(cpu=4, gpu=1, gpu_memory_gb=24.0, memory=32.0, storage=40.0),  # model download
         shareable=True,
         checkpoint="{model_path}",
         fields={

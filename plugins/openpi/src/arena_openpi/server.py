@@ -24,9 +24,12 @@ from __future__ import annotations
 from arena.errors import ConfigError
 from arena.servertask import ServerResources, ServerTask
 
-#: Container image of openpi's policy server (built from openpi's serve-policy Dockerfile;
-#: the openpi checkout is at /app).
-OPENPI_SERVER_IMAGE = "openpi-server:latest"
+#: openpi publishes no server image: a container backend needs the user's own, built from
+#: openpi's ``scripts/docker/serve_policy.Dockerfile`` (the checkout at /app).
+OPENPI_IMAGE_HINT = (
+    "openpi publishes no server image: build one from an openpi checkout with "
+    "scripts/docker/serve_policy.Dockerfile (it puts openpi at /app) and push it to a registry the cluster can pull from"
+)
 
 #: (embodiment, policy_variant) -> (openpi training config, checkpoint directory).
 CHECKPOINTS: dict[tuple[str, str], tuple[str, str]] = {
@@ -62,13 +65,14 @@ def openpi_server_task(config) -> ServerTask:
     policy_config, policy_dir = CHECKPOINTS[key]
     return ServerTask(
         name=f"openpi-{config.policy_variant}-{config.embodiment}",
-        image=OPENPI_SERVER_IMAGE,
+        image=None,
+        image_hint=OPENPI_IMAGE_HINT,
         command=["uv", "run", "--directory", "/app", *_SERVE],
         local_command=["uv", "run", "--directory", "{openpi_dir}", *_SERVE],
         port=8000,
         readiness="websocket",
         startup_timeout_s=1800.0,
-        resources=ServerResources(cpu=4, gpu=1, memory=32.0),
+        resources=ServerResources(cpu=4, gpu=1, memory=32.0, storage=50.0),  # checkpoint download, JAX caches
         env={"XLA_PYTHON_CLIENT_MEM_FRACTION": "0.5"},
         shareable=True,
         checkpoint="{policy_dir}",
