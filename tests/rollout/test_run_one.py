@@ -241,3 +241,28 @@ def test_sigusr1_after_a_backend_wrote_its_reason_fails_the_run_with_that_reason
     assert result["error"] == reason
     assert not (tmp_path / "out" / "count" / "stop_reason").exists()  # read once: a resume does not inherit it
     assert 0 < len(records) < 50
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_signal_while_a_record_is_written_leaves_the_record_counted(tmp_path, manager, monkeypatch, signum):
+    """A record on disk is in run_result.json and status.json too, whenever the signal lands
+    (here: right after the third record reached the disk, before run-one counted it)."""
+    from arena.rollout import run_one as module
+
+    real_write = module.RecordWriter.write
+    written = []
+
+    def write_then_signal(self, record):
+        real_write(self, record)
+        written.append(record.episode_index)
+        if len(written) == 3:
+            os.kill(os.getpid(), signum)  # the handler runs before this function returns
+
+    monkeypatch.setattr(module.RecordWriter, "write", write_then_signal)
+    snap = _snapshot(tmp_path / "experiment.yaml", num_episodes=20, num_envs=1)
+    out = tmp_path / "out"
+    assert run_one(snap, "count", out, manager=manager) == 3
+    records, result, status = _read(out)
+    assert len(records) == 3
+    assert result["state"] == "cancelled" and result["episodes"] == 3
+    assert status["state"] == "cancelled" and status["episodes_done"] == 3

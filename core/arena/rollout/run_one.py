@@ -353,6 +353,8 @@ class _Invocation:
         previous_handler = self._install_sigterm()
         try:
             self.armed = True
+            if self.cancel_requested:  # a signal came before the handler could raise
+                raise RunCancelled("a stop signal arrived while the run was starting")
             if todo:
                 what = "environment"
                 try:
@@ -467,11 +469,20 @@ class _Invocation:
         return {"episodes_done": len(self.merged), "successes": counts["success"], "errors": counts["error"]}
 
     def _episode_end(self, writer: RecordWriter, record: EpisodeRecord) -> None:
-        writer.write(record)
-        current = self.merged.get(record.episode_index)
-        self.merged[record.episode_index] = merge_records([r for r in (current, record) if r is not None])[0]
-        self.last_progress = time.monotonic()
-        self.status.progress(**self._tallies())
+        # A record on disk is also counted in memory (run_result.json, status.json): a stop
+        # signal waits until both are done, then takes effect.
+        armed, self.armed = self.armed, False
+        try:
+            writer.write(record)
+            current = self.merged.get(record.episode_index)
+            self.merged[record.episode_index] = merge_records([r for r in (current, record) if r is not None])[0]
+            self.last_progress = time.monotonic()
+            self.status.progress(**self._tallies())
+        finally:
+            self.armed = armed
+        if armed and self.cancel_requested:
+            self.armed = False
+            raise RunCancelled("a stop signal arrived while an episode's record was written")
 
     def _progress(self, summary: RolloutSummary) -> None:
         now = time.monotonic()
@@ -522,12 +533,16 @@ class _Invocation:
                 self.armed = False
                 raise RunCancelled(f"signal {signum}")
 
-        return signal.signal(signal.SIGTERM, handler), signal.signal(signal.SIGUSR1, handler)
+        # SIGINT (Ctrl-C reaches the runner too) is handled alike, unless it is ignored.
+        interrupt = signal.getsignal(signal.SIGINT)
+        on_interrupt = interrupt if interrupt == signal.SIG_IGN else signal.signal(signal.SIGINT, handler)
+        return signal.signal(signal.SIGTERM, handler), signal.signal(signal.SIGUSR1, handler), on_interrupt
 
     def _restore_sigterm(self, previous: Any) -> None:
         if previous is not None and threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, previous[0])
             signal.signal(signal.SIGUSR1, previous[1])
+            signal.signal(signal.SIGINT, previous[2])
 
 
 def _describe(exc: BaseException) -> str:
