@@ -41,6 +41,7 @@ def test_flags_show_no_type_and_usage_lines_name_arguments_in_capitals(helps):
     assert {"", "run", "validate", "serve", "plugins", "plugins new"} <= set(helps)
     for path, text in helps.items():
         assert "<bool>" not in text, f"arena {path} --help"
+        assert "<list[" not in text, f"arena {path} --help"  # a repeatable shows the type of one value
         usage = next(line for line in text.splitlines() if "Usage:" in line)
         assert "{" not in usage, usage
     usage = {path: next(line for line in text.splitlines() if "Usage:" in line).split("Usage:")[1].strip() for path, text in helps.items()}

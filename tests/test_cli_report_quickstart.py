@@ -75,7 +75,7 @@ def test_quickstart_cancelled_mid_run_is_marked_partial_and_compare_exits_3(tmp_
     assert 'id="partial-runs"' in html and f"{len(partial)} run(s) are partial" in html
     for name in partial:
         assert re.search(rf'>{name}</a> <span class="partial" title="partial: cancelled', html), name
-        assert f"{name} (partial)</text>" in html  # the chart's label
+        assert f'<span class="chart-label">{name} (partial)</span>' in html  # the chart's label
 
     reference = tmp_path / "reference"  # the same experiment, another output directory
     shutil.copytree(cancelled, reference)

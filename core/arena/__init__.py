@@ -1,8 +1,8 @@
 """arena: evaluate robot foundation-model policies in simulation.
 
 The model runs as a policy server behind a websocket; the simulator runs a thin client
-policy. See the README's architecture section for the data flow
-config -> plan -> launch -> rollout -> records -> report.
+policy. docs/architecture.md describes the data flow
+config -> plan -> launch -> rollout -> records -> report, the hooks and the contracts.
 """
 
 from importlib.metadata import PackageNotFoundError, version

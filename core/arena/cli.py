@@ -326,8 +326,20 @@ def collect(output_dir: Annotated[Path, typer.Argument(help="experiment output d
 
 
 @app.command()
-def report(output_dir: Annotated[Path, typer.Argument(help="experiment output directory")]) -> None:
+def report(
+    output_dir: Annotated[Path, typer.Argument(help="experiment output directory")],
+    redact: Annotated[
+        bool,
+        typer.Option(
+            "--redact/--no-redact",
+            help="leave host names, the kernel and local paths out of index.html, so it can be shared (the default); "
+            "provenance.json keeps them either way",
+        ),
+    ] = True,
+) -> None:
     """Rebuild experiment_result.json and index.html from the records (any record format_version this arena knows).
+
+    index.html leaves out host names, the kernel and local paths unless --no-redact.
 
     Exit codes:
     0  rebuilt
@@ -338,7 +350,7 @@ def report(output_dir: Annotated[Path, typer.Argument(help="experiment output di
 
     _require_output_dir(output_dir)
     try:
-        path = write_report(output_dir)
+        path = write_report(output_dir, redact=redact)
     except ArenaError as exc:
         raise _fail(exc) from None
     except OSError as exc:
@@ -428,7 +440,7 @@ def compare(
         out.print("[yellow bold]compared with --force although the runs' setups differ:[/]", highlight=False)
         for line in differences:
             out.print(f"  [yellow]{line}[/]", highlight=False)
-    table = Table("run", "task", "A", "B", "B − A", "95% CI (Newcombe)", "paired: only A / only B", title=f"A = {a}   B = {b}")
+    table = Table("run", "task", "A", "B", "B − A", "95% CI (Newcombe)", "paired seeds: only A / only B", title=f"A = {a}   B = {b}")
     for row in data["runs"]:
         ci = row["ci95"]
         mark = "[bold]" if row["significant"] else ""

@@ -1,10 +1,12 @@
 """Help text in the usual shape: ``Usage: arena validate [OPTIONS] EXPERIMENT [OVERRIDES]...``.
 
-Recent typer releases show a type after every option (``--dry-run <bool>``) and wrap a
-required argument in braces (``{experiment}``) in usage lines. :class:`ArenaGroup`, the class
-of the ``arena`` command group, adjusts every command it hands out, plugin commands included:
-flags show no type, and usage lines name arguments in capitals, optional ones in brackets.
-Typer versions that already print help this way are left as they are.
+Recent typer releases show a type after every option (``--dry-run <bool>``), a Python type
+for repeatable ones (``--set <list[str]>``) and wrap a required argument in braces
+(``{experiment}``) in usage lines. :class:`ArenaGroup`, the class of the ``arena`` command
+group, adjusts every command it hands out, plugin commands included: flags show no type,
+repeatable options and arguments show the type of one value (``--set <str>``), and usage lines
+name arguments in capitals, optional ones in brackets. Typer versions that already print help
+this way are left as they are.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ def conventional_help(command: Any) -> Any:
             param.get_usage_pieces = _usage_pieces(param)
         elif param.param_type_name == "option" and (param.is_flag or param.count):
             _flag_without_type(param)
+        if callable(getattr(param, "display_type", None)):
+            param.display_type = _one_value_type(param.display_type)
     original = command.get_help_option
 
     def get_help_option(ctx: Any) -> Any:
@@ -65,3 +69,15 @@ def _usage_pieces(argument: Any) -> Any:
         return [shown + ("..." if argument.nargs != 1 else "")]
 
     return pieces
+
+
+def _one_value_type(display_type: Any) -> Any:
+    """``<str>`` for typer's ``<list[str]>``: the type of each value a repeatable takes."""
+
+    def one(ctx: Any) -> Any:
+        shown = display_type(ctx)
+        if isinstance(shown, str) and shown.startswith("<list[") and shown.endswith("]>"):
+            return "<" + shown[len("<list[") : -len("]>")] + ">"
+        return shown
+
+    return one

@@ -135,7 +135,7 @@ def test_partial_runs_are_marked_in_report_status_and_progress(tmp_path):
     html = write_report(out, result).read_text()
     assert 'id="partial-runs"' in html
     assert '<a href="#run-2">stopped</a> <span class="partial"' in html  # the runs table
-    assert "stopped (partial)</text>" in html  # the chart's label
+    assert '<span class="chart-label">stopped (partial)</span>' in html  # the chart's label
     assert '<a href="#run-1">done</a> <span class="partial"' not in html
 
     from arena.launch.base import Submission

@@ -75,8 +75,12 @@ def test_report_shows_k_of_n_wilson_intervals_and_outcomes_apart(report_dir):
 
 def test_chart_draws_a_bar_and_an_error_bar_per_run(report_dir):
     html = write_report(report_dir).read_text()
-    chart = html.split('aria-label="success rate per run with 95% interval"')[1].split("</svg>")[0]
-    assert chart.count('class="bar"') == 3 and chart.count('class="errorbar"') == 3
+    chart = html[html.index('aria-label="success rate per run with 95% interval"'):html.index('id="tasks"')]
+    assert len(re.findall(r'class="bar[ "]', chart)) == 3 and chart.count('class="errorbar"') == 3
+    assert chart.count('class="bar is-partial"') == 1  # pick_zero has an error episode
+    # 9/10: the bar is 90 % wide, the whisker spans the Wilson interval [59.6 %, 98.2 %]
+    assert 'class="bar" style="width: 90.0%"' in chart
+    assert 'class="errorbar" style="left: 59.6%; width: 38.6%"' in chart
 
 
 def test_breakdown_by_task_and_comparison_with_newcombe_interval(report_dir):
@@ -92,6 +96,35 @@ def test_breakdown_by_task_and_comparison_with_newcombe_interval(report_dir):
     html = write_report(report_dir).read_text()
     assert "+60.0%" in html and "[+17.1%, +80.9%]" in html
     assert "By task" in html and "reach-v3" in html
+    # paired seeds read as `arena compare` prints them: only first / only second of the common seeds
+    assert "paired seeds: only first / only second" in html and ">6 / 0 of 9</td>" in html
+    assert '<h3 id="compare-chart">Differences of success rates' in html  # the forest plot has a heading
+
+
+def test_one_policy_type_served_by_two_models_is_compared(tmp_path):
+    out = _experiment(tmp_path / "out", {
+        "pick_droid": ("pick-place-v3", "pi0_remote", ["success"] * 8 + ["failure"] * 2),
+        "pick_libero": ("pick-place-v3", "pi0_remote", ["success"] * 2 + ["failure"] * 8),
+        "pick_droid_again": ("pick-place-v3", "pi0_remote", ["success"] * 7 + ["failure"] * 3),
+    })
+    for run, checkpoint in (("pick_droid", "pi05_droid"), ("pick_libero", "pi05_libero"), ("pick_droid_again", "pi05_droid")):
+        result = json.loads((out / run / "run_result.json").read_text())
+        result["model"] = {"policy_type": "pi0_remote", "checkpoint": f"gs://openpi-assets/checkpoints/{checkpoint}",
+                           "revision": None, "image": None, "image_digest": None, "server_metadata": {"session": run}}
+        write_json_atomic(out / run / "run_result.json", result)
+    result = build_experiment_result(out)
+    labels = {name: run["policy_label"] for name, run in result["runs"].items()}
+    assert labels["pick_droid"] == labels["pick_droid_again"] == "pi0_remote · checkpoint gs://openpi-assets/checkpoints/pi05_droid"
+    assert labels["pick_libero"] == "pi0_remote · checkpoint gs://openpi-assets/checkpoints/pi05_libero"
+    pairs = {(c["a"], c["b"]): c for c in result["comparisons"]}
+    assert set(pairs) == {("pick_droid", "pick_libero"), ("pick_libero", "pick_droid_again")}  # one model: no pair
+    assert "checkpoint" in pairs[("pick_droid", "pick_libero")]["models_differ"]
+    assert pairs[("pick_droid", "pick_libero")]["difference"] == pytest.approx(0.6)
+    assert set(result["by_policy"]) == {labels["pick_droid"], labels["pick_libero"]}  # never pooled across models
+    html = write_report(out, result).read_text()
+    compared = html[html.index('id="compare"'):html.index('id="latency"')]
+    assert "pick_droid − pick_libero" in compared and "checkpoint gs://openpi-assets/checkpoints/pi05_libero" in compared
+    assert "2 policies" in html  # no overall rate pooled across the two models
 
 
 def test_latency_comes_from_the_records(report_dir):
@@ -107,12 +140,83 @@ def test_latency_comes_from_the_records(report_dir):
 
 
 def test_provenance_config_seeds_and_machine_are_shown(report_dir):
-    html = write_report(report_dir).read_text()
+    html = write_report(report_dir, redact=False).read_text()
     prov = json.loads((report_dir / "provenance.json").read_text())
     assert prov["arena_version"] and prov["arena_version"] in html
-    assert prov["hostname"] in html and "node-7" in html
+    assert f"host <code>{prov['hostname']}</code>" in html and "host <code>node-7</code>" in html
+    assert prov["platform"] in html  # the kernel too, when asked for
     assert "Resolved experiment" in html and "demo: {}" in html
     assert "0–9" in html  # seeds of the 10-episode runs
+
+
+def _shareable_experiment(tmp_path, monkeypatch):
+    """An experiment whose files name its machines and paths everywhere a report shows text."""
+    checkout = tmp_path / "home" / "ada" / "arena"
+    monkeypatch.setenv("HOME", str(tmp_path / "home" / "ada"))
+    out = _experiment(checkout / "outputs" / "demo", {
+        "pick_expert": ("pick-place-v3", "metaworld_expert_remote", ["success", "error"]),
+    })
+    run = json.loads((out / "pick_expert" / "run_result.json").read_text())
+    run.update(state="completed", error=f"server on node-7 wrote {checkout}/outputs/demo/pick_expert/server.log")
+    run["machine"]["platform"] = "Linux-6.8.0-45-generic-x86_64-with-glibc2.39"
+    write_json_atomic(out / "pick_expert" / "run_result.json", run)
+    (out / "experiment.yaml").write_text(f"runs:\n  demo: {{environment: {{python: {checkout}/.venvs/x/bin/python}}}}\n")
+    write_provenance(out, None)
+    prov = json.loads((out / "provenance.json").read_text())
+    prov.update(
+        hostname="login-3.cluster.example", cwd=str(checkout), platform="Linux-6.8.0-45-generic-x86_64-with-glibc2.39",
+        argv=[f"{checkout}/.venv/bin/arena", "run", f"{checkout}/examples/quickstart.yaml"],
+        git={"commit": "a" * 40, "dirty": False, "root": str(checkout)},
+        resumes=[{"at": "2026-01-02T03:04:05.678901+00:00", "hostname": "login-3.cluster.example", "keep_errors": False}],
+    )
+    write_json_atomic(out / "provenance.json", prov)
+    return out, checkout
+
+
+def test_the_report_names_no_host_kernel_or_local_path_unless_asked(tmp_path, monkeypatch):
+    out, checkout = _shareable_experiment(tmp_path, monkeypatch)
+    secrets = ("login-3.cluster.example", "node-7", "6.8.0-45-generic", str(checkout), str(tmp_path), "10.0.0.7")
+
+    result = CliRunner().invoke(app, ["report", str(out)])
+    assert result.exit_code == 0, result.output
+    html = (out / "index.html").read_text()
+    for secret in secrets:
+        assert secret not in html, secret
+    assert "Linux" in html and "<checkout>/.venvs/x/bin/python" in html.replace("&lt;", "<").replace("&gt;", ">")
+    assert "arena run &lt;checkout&gt;/examples/quickstart.yaml" in html  # the command, its program's path cut
+    assert "arena report DIR --no-redact" in html  # the page says what it left out and how to get it
+    # provenance.json and the run's own files keep everything
+    assert "login-3.cluster.example" in (out / "provenance.json").read_text()
+    assert "node-7" in (out / "pick_expert" / "run_result.json").read_text()
+
+    result = CliRunner().invoke(app, ["report", str(out), "--no-redact"])
+    assert result.exit_code == 0, result.output
+    html = (out / "index.html").read_text()
+    for secret in secrets:
+        assert secret in html, secret
+    assert "--no-redact writes them in" not in html
+
+
+def test_the_header_labels_its_facts_and_times_have_whole_seconds(report_dir):
+    html = write_report(report_dir).read_text()
+    header = html[html.index("<h1>"):html.index("<nav>")]
+    assert re.search(r"<dt>report generated</dt><dd>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC</dd>", header), header
+    assert re.search(r"<dt>experiment started</dt><dd>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC</dd>", header), header
+    assert "<dt>arena</dt>" in header and "<dt>git commit</dt>" in header
+    assert not re.search(r"\d\d:\d\d:\d\d\.\d+", html)  # no fractions of seconds anywhere
+
+
+def test_returns_have_one_format_without_exponents(tmp_path):
+    out = _experiment(tmp_path / "out", {"r": ("reach-v3", "zero_action", ["timeout"] * 3)})
+    records, _ = read_records(out / "r" / "episodes.jsonl")
+    (out / "r" / "episodes.jsonl").unlink()
+    with RecordWriter(out / "r" / "episodes.jsonl") as writer:
+        for record, value in zip(records, (1660.349, 5, -0.25)):
+            writer.write(record.model_copy(update={"return_": value}))
+    html = write_report(out).read_text()
+    returns = re.findall(r'<td class="num">([^<]*)</td>\n  <td class="num">[\d.]+ s</td>', html)
+    assert sorted(returns) == sorted(["1,660.35", "5.00", "-0.25"]), returns
+    assert "e+" not in html
 
 
 def test_episode_list_puts_failures_first_and_links_videos_and_server_log(report_dir):
@@ -152,6 +256,7 @@ def test_arena_compare_two_experiments_run_by_run(tmp_path):
     assert data["only_a"] == ["old"] and data["only_b"] == ["new"]
     cli = CliRunner().invoke(app, ["compare", str(a), str(b)])
     assert cli.exit_code == 0 and "+60.0%" in cli.output and "only in A: old" in cli.output
+    assert "paired seeds: only A / only B" in cli.output and "0 / 6 of 10" in cli.output  # as the report says it
     as_json = CliRunner().invoke(app, ["compare", str(a), str(b), "--json"])
     assert json.loads(as_json.output)["runs"][0]["run"] == "pick"
     assert not (a / "experiment_result.json").exists()  # comparing writes nothing

@@ -9,9 +9,9 @@ Observations use the Arena layout, so adapters move between simulators::
 The environment never resets by itself: the rollout calls ``reset_envs`` with the seeds of
 the episodes it hands out, so totals never depend on which env finished first.
 
-Environment workers (README, "Architecture"): every environment config has ``workers`` and
-``python``; :func:`arena.envs.workers.build_environment` honours them by spreading the envs
-over worker processes, each building this same class for its slice of env ids, behind one
+Environment workers (docs/architecture.md, "Environment workers"): every environment config
+has ``workers`` and ``python``; :func:`arena.envs.workers.build_environment` honours them by
+spreading the envs over worker processes, each building this same class for its slice of env ids, behind one
 vectorized ``Environment`` the rollout drives as if it ran in-process. Constructing the class
 directly always runs in this process. Class attributes tell the workers what a simulator
 needs: :attr:`Environment.envs_per_worker` and :attr:`Environment.default_venv`.

@@ -3,4 +3,7 @@
 - :mod:`~arena.results.stats`      ``wilson_interval``, ``newcombe_difference``
 - :mod:`~arena.results.aggregate`  ``collect_run_records``, ``build_experiment_result``
 - :mod:`~arena.results.report`     ``write_report`` (``index.html``, template ``arena/templates/report.html.j2``)
+- :mod:`~arena.results.redact`     what a shareable report leaves out (hosts, the kernel, local paths)
+- :mod:`~arena.results.compare`    ``compare_experiments`` (``arena compare``)
+- :mod:`~arena.results.provenance` ``provenance.json``
 """

@@ -14,6 +14,7 @@ failures.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -212,6 +213,66 @@ def policy_label(policy: dict | None) -> str:
     return f"{label} ({policy['variant']})" if policy.get("variant") else label
 
 
+#: What identifies the model that answered a run (``run_result.json``'s ``model``).
+MODEL_FIELDS = ("checkpoint", "revision", "image", "image_digest", "server_metadata")
+
+
+def models_differ(run_a: dict[str, Any], run_b: dict[str, Any]) -> list[str] | None:
+    """What differs between the models that served two runs of the same policy type.
+
+    ``None`` when the policy types differ (a different model is expected) or either side
+    recorded no model (a local policy, or a run that never reached its server: unknown is
+    not different); else the list of differing :data:`MODEL_FIELDS` (empty: the same model
+    as far as recorded).
+    """
+    pa, pb = run_a.get("policy") or {}, run_b.get("policy") or {}
+    if not pa or pa.get("type") != pb.get("type"):
+        return None
+    ma, mb = run_a.get("model") or {}, run_b.get("model") or {}
+    if not ma or not mb:
+        return None
+    return [f for f in MODEL_FIELDS if ma.get(f) != mb.get(f) and (ma.get(f) is not None or mb.get(f) is not None)]
+
+
+#: The fields that name a model in a label (server metadata may hold per-connection values).
+_NAMING_FIELDS = ("checkpoint", "revision", "image", "image_digest")
+
+
+def _model_identity(model: Any) -> tuple | None:
+    if not isinstance(model, dict):
+        return None
+    return tuple(json.dumps(model.get(f), sort_keys=True, default=str) for f in _NAMING_FIELDS)
+
+
+def policy_labels(runs: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """Each run's policy as the report names it: :func:`policy_label`, plus the model that
+    answered where runs of that label were served by different models.
+
+    ``pi0_remote · checkpoint gs://…/pi05_droid`` and ``pi0_remote · checkpoint
+    gs://…/pi05_libero`` are two policies (tabled, compared and pooled apart). Models differ
+    by checkpoint, revision, image or image digest; the label shows the first of these that
+    tells them apart. A run without a recorded model keeps the bare label.
+    """
+    labels = {name: policy_label(run.get("policy")) for name, run in runs.items()}
+    groups: dict[str, list[str]] = {}
+    for name, label in labels.items():
+        if _model_identity(runs[name].get("model")) is not None:
+            groups.setdefault(label, []).append(name)
+    for label, names in groups.items():
+        identities = {_model_identity(runs[n]["model"]) for n in names}
+        if len(identities) < 2:
+            continue
+        field = next(f for i, f in enumerate(_NAMING_FIELDS) if len({ident[i] for ident in identities}) > 1)
+        for name in names:
+            value = runs[name]["model"].get(field)
+            labels[name] = f"{label} · {field.replace('_', ' ')} {value if value is not None else 'none'}"
+    return labels
+
+
+def _label(run: dict[str, Any]) -> str:
+    return run.get("policy_label") or policy_label(run.get("policy"))
+
+
 def _paired(records_a: list[EpisodeRecord], records_b: list[EpisodeRecord]) -> dict[str, int] | None:
     """Outcome pairs on seeds both runs played (non-error on both sides)."""
     a = {r.seed: r.outcome == "success" for r in records_a if r.outcome != "error"}
@@ -241,8 +302,8 @@ def compare_runs(name_a: str, run_a: dict, name_b: str, run_b: dict, records_a=N
         "a": name_a,
         "b": name_b,
         "task": run_a.get("task"),
-        "policy_a": policy_label(run_a.get("policy")),
-        "policy_b": policy_label(run_b.get("policy")),
+        "policy_a": _label(run_a),
+        "policy_b": _label(run_b),
         "k_a": run_a["k"], "n_a": run_a["n"], "rate_a": run_a["success_rate"],
         "k_b": run_b["k"], "n_b": run_b["n"], "rate_b": run_b["success_rate"],
         "difference": diff,
@@ -252,6 +313,7 @@ def compare_runs(name_a: str, run_a: dict, name_b: str, run_b: dict, records_a=N
         "paired": _paired(records_a, records_b) if records_a is not None and records_b is not None else None,
         "partial_a": run_a.get("partial_note"),
         "partial_b": run_b.get("partial_note"),
+        "models_differ": models_differ(run_a, run_b),
     }
 
 
@@ -268,6 +330,9 @@ def task_comparisons(
 ) -> list[dict[str, Any]]:
     """Every pair of runs on the same task with different policies, compared (run order).
 
+    Policies differ when their labels do (:func:`policy_labels`, read from each run's
+    ``policy_label``): another type or variant, or the same type served by another model.
+
     ``records_of``: each run's records where already read (the rest are read from disk).
     """
     pairs: list[dict[str, Any]] = []
@@ -281,7 +346,7 @@ def task_comparisons(
     for task, names in by_task(runs).items():
         for i, a in enumerate(names):
             for b in names[i + 1 :]:
-                if policy_label(runs[a].get("policy")) == policy_label(runs[b].get("policy")):
+                if _label(runs[a]) == _label(runs[b]):
                     continue
                 if not (runs[a]["n"] and runs[b]["n"]):
                     continue
@@ -306,10 +371,11 @@ def _pooled(members: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def by_policy(runs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per policy: its runs, pooled k/n with a Wilson interval, and the macro average over runs."""
+    """Per policy (:func:`policy_labels`): its runs, pooled k/n with a Wilson interval, and the
+    macro average over runs."""
     members: dict[str, list[str]] = {}
     for name, run in runs.items():
-        members.setdefault(policy_label(run.get("policy")), []).append(name)
+        members.setdefault(_label(run), []).append(name)
     out: dict[str, dict[str, Any]] = {}
     for label, names in members.items():
         tasks = list(dict.fromkeys(runs[name].get("task") for name in names))
@@ -380,7 +446,8 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
     episodes missing or error episodes), partial_note (why, see
     :func:`arena.rollout.records.partial_note`), server, server_log, issues, latency, seeds,
     num_envs, videos, restarts, machine, warnings, model (what answered, see
-    :func:`arena.rollout.run_one.model_record`)}}``, ``by_task`` (task -> run names),
+    :func:`arena.rollout.run_one.model_record`), policy_label (see :func:`policy_labels`)}}``,
+    ``by_task`` (task -> run names),
     ``by_policy`` (pooled and macro rates per policy), ``by_group`` (expanded runs under their
     parent run, e.g. a LIBERO suite's tasks: see :func:`by_group`), ``comparisons`` (every pair of policies on one task: difference and
     its Newcombe interval, see :func:`compare_runs`), ``provenance`` (``provenance.json``)
@@ -400,6 +467,8 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
         runs[name] = _summarize(
             output_dir, name, (manifest or {}).get("runs", {}).get(name), records_of[name], issues
         )
+    for name, label in policy_labels(runs).items():
+        runs[name]["policy_label"] = label
     counts = {outcome: sum(r["counts"][outcome] for r in runs.values()) for outcome in OUTCOMES}
     k = counts["success"]
     n = k + counts["failure"] + counts["timeout"]

@@ -27,7 +27,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from arena.results.aggregate import build_experiment_result, collect_run_records, compare_runs
+from arena.results.aggregate import build_experiment_result, collect_run_records, compare_runs, models_differ
 
 #: Run settings (snapshot paths) that must agree for two success rates to be comparable.
 #: ``environment.*`` covers the type, the task and every other environment field.
@@ -175,27 +175,6 @@ def _read_snapshot(path: Path) -> Any:
         return read_yaml(path)
     except ConfigError:
         return None
-
-
-#: What identifies the model that answered a run (see :mod:`arena.results.aggregate`'s ``model``).
-MODEL_FIELDS = ("checkpoint", "revision", "image", "image_digest", "server_metadata")
-
-
-def models_differ(run_a: dict[str, Any], run_b: dict[str, Any]) -> list[str] | None:
-    """What differs between the models that served two runs of the same policy type.
-
-    ``None`` when the policy types differ (a different model is expected) or either side
-    recorded no model (a local policy, or a run that never reached its server: unknown is
-    not different); else the list of differing fields (empty: the same model as far as
-    recorded).
-    """
-    pa, pb = run_a.get("policy") or {}, run_b.get("policy") or {}
-    if not pa or pa.get("type") != pb.get("type"):
-        return None
-    ma, mb = run_a.get("model") or {}, run_b.get("model") or {}
-    if not ma or not mb:
-        return None
-    return [f for f in MODEL_FIELDS if ma.get(f) != mb.get(f) and (ma.get(f) is not None or mb.get(f) is not None)]
 
 
 def describe_value(value: Any, limit: int = 80) -> str:

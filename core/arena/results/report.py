@@ -9,11 +9,15 @@ paired seeds); request latency from the records (``latency``, ``server_timing``)
 provenance (arena and plugin versions, git commit, command, machines, seeds, the resolved
 ``experiment.yaml``); each run's episodes (errors and failures first) linked to their videos
 and to the run's ``server.log``. Everything is escaped.
+
+By default the report can be shared: host names, the kernel and local paths are left out
+(:mod:`arena.results.redact`); ``redact=False`` (``arena report DIR --no-redact``) writes them in.
 """
 
 from __future__ import annotations
 
 import os
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +43,8 @@ def _environment() -> jinja2.Environment:
     env.filters["pct"] = lambda v: f"{100 * v:.1f}%" if _is_number(v) else "–"
     env.filters["signed_pct"] = lambda v: f"{100 * v:+.1f}%" if _is_number(v) else "–"
     env.filters["ms"] = lambda v: f"{v:.1f} ms" if _is_number(v) else "–"
+    env.filters["num"] = format_number
+    env.filters["when"] = format_time
     env.filters["policy"] = _policy_label
     return env
 
@@ -47,14 +53,42 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def format_number(value: Any, decimals: int = 2) -> str:
+    """A return or other score as the report prints it: fixed decimals with thousands
+    separators (``1,660.35``, ``0.00``, ``-3.10``), never an exponent; ``–`` for no number."""
+    if not _is_number(value) or value != value:  # None, text, NaN
+        return "–"
+    return f"{value:,.{decimals}f}"
+
+
+def format_time(value: Any) -> str:
+    """``2026-01-02 03:04:05 UTC`` of an ISO 8601 timestamp (whole seconds, in UTC); other
+    text is returned unchanged, nothing as ``–``."""
+    if not value:
+        return "–"
+    try:
+        moment = datetime.fromisoformat(str(value))
+    except ValueError:
+        return str(value)
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(timezone.utc)
+    return moment.strftime("%Y-%m-%d %H:%M:%S") + (" UTC" if moment.tzinfo is not None else "")
+
+
 def _policy_label(policy: Any) -> str:
     from arena.results.aggregate import policy_label
 
     return policy_label(policy) if policy else "–"
 
 
-def render_report(output_dir: str | os.PathLike[str], result: dict[str, Any] | None = None) -> str:
-    """The report's HTML for ``output_dir`` (``result``: an experiment result; rebuilt if None)."""
+def render_report(
+    output_dir: str | os.PathLike[str], result: dict[str, Any] | None = None, *, redact: bool = True
+) -> str:
+    """The report's HTML for ``output_dir`` (``result``: an experiment result; rebuilt if None).
+
+    ``redact``: leave out host names, the kernel and local paths (see
+    :mod:`arena.results.redact`), so the page can be shared.
+    """
     output_dir = Path(output_dir)
     if result is None:
         result = build_experiment_result(output_dir)
@@ -65,19 +99,27 @@ def render_report(output_dir: str | os.PathLike[str], result: dict[str, Any] | N
         episodes[name] = [r.model_dump(by_alias=True, mode="json") for r in records]
     snapshot = output_dir / "experiment.yaml"
     config_text = snapshot.read_text(encoding="utf-8", errors="replace") if snapshot.exists() else None
+    if redact:
+        from arena.results.redact import redact_for_sharing
+
+        result, episodes, config_text = redact_for_sharing(result, episodes, config_text, output_dir)
     template = _environment().get_template("report.html.j2")
-    return template.render(result=result, episodes=episodes, prov=result.get("provenance"), config_text=config_text)
+    return template.render(
+        result=result, episodes=episodes, prov=result.get("provenance"), config_text=config_text, redacted=redact
+    )
 
 
-def write_report(output_dir: str | os.PathLike[str], result: dict[str, Any] | None = None) -> Path:
+def write_report(
+    output_dir: str | os.PathLike[str], result: dict[str, Any] | None = None, *, redact: bool = True
+) -> Path:
     """Write ``<output_dir>/index.html``; return its path.
 
     ``result``: the experiment result just built; ``None`` rebuilds it (refreshing
-    ``experiment_result.json``).
+    ``experiment_result.json``). ``redact``: see :func:`render_report`.
     """
     output_dir = Path(output_dir)
     if result is None:
         result = build_experiment_result(output_dir)
     path = output_dir / REPORT_NAME
-    write_text_atomic(path, render_report(output_dir, result), fsync=False)
+    write_text_atomic(path, render_report(output_dir, result, redact=redact), fsync=False)
     return path

@@ -1,7 +1,7 @@
 """Environment workers: one vectorized ``Environment`` whose envs run in worker processes.
 
-One mechanism serves three needs (README, "Architecture"): parallel simulation on many-core
-nodes, benchmarks that need another interpreter (their own venv), and crash isolation.
+One mechanism serves three needs (docs/architecture.md, "Environment workers"): parallel
+simulation on many-core nodes, benchmarks that need another interpreter (their own venv), and crash isolation.
 
 - :func:`build_environment` builds what a run's ``environment`` config asks for: the class
   itself in this process (``workers: 0``, the default), or a :class:`WorkerEnvironment` that
