@@ -29,9 +29,38 @@ app = typer.Typer(
 plugins_app = typer.Typer(invoke_without_command=True)  # its help: the docstring of plugins() below
 app.add_typer(plugins_app, name="plugins")
 
-out = Console(soft_wrap=True)
+class _Stdout:
+    """``sys.stdout`` for the console, except that a reader that went away (``arena run | head``)
+    does not stop the experiment: output from then on goes to /dev/null and the runs go on."""
+
+    def write(self, text: str) -> int:
+        try:
+            return sys.stdout.write(text)
+        except BrokenPipeError:
+            self._discard()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            self._discard()
+
+    @staticmethod
+    def _discard() -> None:
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # also what the interpreter flushes at exit
+        os.close(devnull)
+
+    def __getattr__(self, name: str):  # isatty, fileno, encoding, ...
+        return getattr(sys.stdout, name)
+
+
+out = Console(file=_Stdout(), soft_wrap=True)
 if not out.is_terminal:  # logs and CI: do not squeeze tables into 80 columns
-    out = Console(width=160, soft_wrap=True)
+    out = Console(file=_Stdout(), width=160, soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
 AllowImportOpt = Annotated[
@@ -109,7 +138,7 @@ def _print_overrides(exp) -> None:
     from arena.config import list_overrides
 
     for key, value in list_overrides(exp):
-        out.print(f"{key}={json.dumps(value) if not isinstance(value, str) else value}", highlight=False)
+        out.print(f"{key}={json.dumps(value) if not isinstance(value, str) else value}", highlight=False, markup=False)
 
 
 @app.command()
@@ -686,6 +715,7 @@ def plugins_new(
         f"(then `arena plugins` lists '{created.entry_point}')",
         highlight=False,
         soft_wrap=True,
+        markup=False,  # '[test]' is an extra, not a rich style
     )
 
 

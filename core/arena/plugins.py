@@ -207,7 +207,13 @@ class PluginManager:
                 for part in attr.split("."):
                     obj = getattr(obj, part)
             except (ImportError, AttributeError) as exc:
-                raise PluginError(f"cannot import '{type_name}': {exc}") from exc
+                hint = ""
+                if isinstance(exc, ModuleNotFoundError) and exc.name == module_name.split(".")[0]:
+                    hint = (
+                        " (arena never imports from the working directory: install the package, "
+                        "e.g. pip install -e ., or put its folder on PYTHONPATH)"
+                    )
+                raise PluginError(f"cannot import '{type_name}': {exc}{hint}") from exc
             return obj
         singular = kind.rstrip("s") if kind != "policies" else "policy"
         known = ", ".join(sorted(table)) or "none"

@@ -87,6 +87,8 @@ def claim_output_dir(experiment: ResolvedExperiment, output_dir: Path | None) ->
                 n += 1
     else:
         out = Path(output_dir)
+        if out.exists() and not out.is_dir():
+            raise ConfigError(f"--output-dir {out} is a file, not a directory; choose another --output-dir", file=experiment.source)
         out.mkdir(parents=True, exist_ok=True)
         if any(out.iterdir()):
             raise ConfigError(f"output directory {out} is not empty; choose another --output-dir", file=experiment.source)
