@@ -164,3 +164,11 @@ def test_empty_override_value_is_the_empty_string(manager, value):
     data = {"runs": {"alpha": {"environment": RUN["environment"], "policy": {"type": "fake_remote"}}}}
     run = load_experiment_dict(data, [f"runs.alpha.policy.remote_host={value}"], manager=manager).runs["alpha"]
     assert run.policy.remote_host == ""
+
+
+def test_a_mapping_override_merges_into_the_section_instead_of_replacing_it(manager):
+    data = {"shared": {"rollout_limit": {"num_episodes": 10, "max_episode_steps": 60}}, "runs": {"alpha": dict(RUN)}}
+    limit = load_experiment_dict(data, ["shared.rollout_limit={num_episodes: 3}"], manager=manager).runs["alpha"].rollout_limit
+    assert (limit.num_episodes, limit.max_episode_steps) == (3, 60)
+    cleared = load_experiment_dict(data, ["shared.rollout_limit={max_episode_steps: null}"], manager=manager)
+    assert cleared.runs["alpha"].rollout_limit.max_episode_steps is None

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import yaml
 
-from arena.config.merge import Path, set_path
+from arena.config.merge import Path, deep_merge, get_path, set_path
 from arena.errors import ConfigError
 
 Scope = Literal["shared", "runs", "launch"]
@@ -87,7 +87,10 @@ def parse_value(text: str, *, token: str | None = None, file: str | None = None)
 
 
 def apply_overrides(data: Mapping[str, Any] | None, overrides: Iterable[Override], *, file: str | None = None) -> dict[str, Any]:
-    """``data`` with each override's ``path`` set to its value, in order.
+    """``data`` with each override's ``path`` set to its value, in order. A mapping value
+    merges into a mapping already there (``shared.rollout_limit={num_episodes: 3}`` keeps
+    ``max_episode_steps``), like the file's own sections merge; set a key to ``null`` to
+    clear it.
 
     Raises:
         ConfigError: an override descends into a value that is not a mapping.
@@ -95,7 +98,11 @@ def apply_overrides(data: Mapping[str, Any] | None, overrides: Iterable[Override
     out = dict(data or {})
     for override in overrides:
         try:
-            out = set_path(out, override.path, override.value)
+            value = override.value
+            current = get_path(out, override.path, None)
+            if isinstance(value, Mapping) and isinstance(current, Mapping):
+                value = deep_merge(current, value)
+            out = set_path(out, override.path, value)
         except TypeError as exc:
             raise ConfigError(f"override '{override.token}' cannot be applied: {exc}", file=file, run=override.run) from None
     return out
