@@ -67,3 +67,10 @@ def test_the_new_plugin_hint_installs_the_test_extra(tmp_path):
     result = CliRunner().invoke(app, ["plugins", "new", "my-vla", "--dir", str(tmp_path / "pkg")])
     assert result.exit_code == 0, result.output
     assert f"pip install -e '{tmp_path / 'pkg'}[test]'" in result.output
+
+
+def test_a_new_plugin_may_not_take_the_name_of_an_installed_one(tmp_path):
+    result = CliRunner().invoke(app, ["plugins", "new", "openpi", "--dir", str(tmp_path / "pkg")])
+    assert result.exit_code == 2
+    assert "is taken" in result.output and "arena-plugin-openpi" in result.output
+    assert not (tmp_path / "pkg").exists()

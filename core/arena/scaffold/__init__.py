@@ -63,13 +63,36 @@ def _target(relative: Path, names: dict[str, str]) -> Path:
     return Path(*parts)
 
 
+def _refuse_installed(names: dict[str, str]) -> None:
+    """A new plugin must not share a distribution, package or entry-point name with one that is
+    installed: ``pip install -e`` of it would silently replace that plugin."""
+    import importlib.metadata
+    import importlib.util
+
+    clash = None
+    try:
+        importlib.metadata.distribution(names["dist"])
+        clash = f"the distribution {names['dist']} is installed"
+    except importlib.metadata.PackageNotFoundError:
+        if importlib.util.find_spec(names["module"]) is not None:
+            clash = f"the package {names['module']} is importable"
+        elif any(ep.name == names["name"] for ep in importlib.metadata.entry_points(group="arena")):
+            clash = f"a plugin registers the entry point '{names['name']}'"
+    if clash:
+        raise ConfigError(f"plugin name {names['name']!r} is taken: {clash}; installing the new package would "
+                          "replace it. Choose another name")
+
+
 def create_plugin(name: str, directory: str | os.PathLike[str] | None = None, *, force: bool = False) -> CreatedPlugin:
     """Write the plugin package for ``name`` into ``directory`` (default ``./arena-plugin-NAME``).
 
     Raises:
-        ConfigError: a bad name, or ``directory`` exists and is not empty (without ``force``).
+        ConfigError: a bad name; a name whose distribution, import package or entry point is
+            already installed (installing the new package would replace that plugin); or
+            ``directory`` exists and is not empty (without ``force``).
     """
     names = plugin_names(name)
+    _refuse_installed(names)
     root = Path(directory) if directory is not None else Path.cwd() / names["dist"]
     if root.exists() and any(root.iterdir()) and not force:
         raise ConfigError(f"{root} exists and is not empty (use --force to write into it)")
