@@ -1,7 +1,7 @@
 """Remote policies: ``RemotePolicyConfig`` and ``RemoteChunkReplayPolicy``.
 
 A remote policy is a thin client of a policy server speaking the openpi websocket protocol
-(ARCHITECTURE.md section 7). Per env it requests an action chunk ``(H, action_dim)``, replays
+(docs/architecture.md, "Inside the simulation process"). Per env it requests an action chunk ``(H, action_dim)``, replays
 its first ``open_loop_horizon`` rows one per step, then requests again.
 
 Connections: one per env, all opened in :meth:`RemoteChunkReplayPolicy.start` (not lazily: an

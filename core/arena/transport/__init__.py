@@ -1,6 +1,6 @@
 """The wire layer: openpi-compatible codec, WebSocket client and server, readiness probes.
 
-Protocol summary in ARCHITECTURE.md section 7; wire facts in ``reference/protocols.md``.
+Protocol summary in docs/architecture.md ("The policy server"); the wire facts of openpi, GR00T and DreamZero are cited where each is implemented.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 gym-aloha 0.1.5 requires ``mujoco < 3.9`` (it installs dm_control 1.0.41 and MuJoCo 3.8.1),
 which arena-core's built-in simulators and other benchmarks do not accept, so the ``aloha``
-environment's workers run under this venv's interpreter (design §6a): the environment's
+environment's workers run under this venv's interpreter (docs/architecture.md, "Environment workers"): the environment's
 ``default_venv``. :func:`ensure_aloha_venv` creates it with :func:`arena.venvs.ensure_venv`
 under ``$ARENA_VENVS/aloha`` and does nothing when it is up to date (~650 MB; no downloads at
 run time: the scenes ship in the wheel).

