@@ -74,3 +74,17 @@ def test_a_new_plugin_may_not_take_the_name_of_an_installed_one(tmp_path):
     assert result.exit_code == 2
     assert "is taken" in result.output and "arena-plugin-openpi" in result.output
     assert not (tmp_path / "pkg").exists()
+
+
+def test_validate_warns_when_a_benchmark_venv_the_runs_need_is_missing(tmp_path, monkeypatch):
+    example = Path(__file__).resolve().parents[1] / "examples" / "libero_quick.yaml"
+    monkeypatch.setenv("ARENA_VENVS", str(tmp_path / "venvs"))
+    result = CliRunner().invoke(app, ["validate", str(example)])
+    assert result.exit_code == 0, result.output  # a warning: the simulator may be installed here
+    text = " ".join(result.output.split())
+    assert text.count("arena libero setup") == 1 and "every episode will fail" in text
+    python = tmp_path / "venvs" / "libero" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text("")
+    result = CliRunner().invoke(app, ["validate", str(example)])
+    assert result.exit_code == 0 and "arena libero setup" not in result.output

@@ -10,6 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from arena.clihelp import ArenaGroup
@@ -132,6 +133,29 @@ def _print_run_warnings(exp) -> None:
             err.print(f"[yellow]warning:[/] run {name}: {warning}", highlight=False)
     for name, warning in ignored_endpoints(exp):
         err.print(f"[yellow]warning:[/] run {name}: {warning}", highlight=False)
+    if exp.launch.backend == "local":  # a cluster's nodes have their own venvs
+        for warning in _missing_venvs(exp):
+            err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
+
+
+def _missing_venvs(exp) -> list[str]:
+    """One warning per benchmark venv (an environment's ``default_venv``) that runs need and
+    that does not exist on this machine: their episodes fail unless the simulator is installed
+    in this interpreter."""
+    from arena.envs.workers.layout import worker_python
+    from arena.venvs import venv_dir
+
+    needing: dict[str, list[str]] = {}
+    for name, run_cfg in exp.runs.items():
+        venv = getattr(run_cfg.environment_cls, "default_venv", None)
+        if venv and worker_python(run_cfg.environment_cls, run_cfg.environment) is None:
+            needing.setdefault(venv, []).append(name)
+    return [
+        f"run(s) {', '.join(runs)}: the environment runs in its own venv '{venv}', which does not exist "
+        f"({venv_dir(venv)}); unless its simulator is installed in this interpreter, every episode will fail: "
+        f"create it once with `arena {venv} setup`"
+        for venv, runs in needing.items()
+    ]
 
 
 def _print_overrides(exp) -> None:
