@@ -166,3 +166,19 @@ def test_running_into_an_earlier_output_directory_points_at_resume(tmp_path):
     (other / "notes.txt").write_text("mine")
     result = CliRunner().invoke(app, ["run", str(exp), "--output-dir", str(other), "--allow-import", "rollout_fakes"])
     assert result.exit_code == 2 and "is not empty" in result.output and "--resume" not in result.output
+
+
+def test_resume_may_run_more_runs_at_once_with_jobs(tmp_path):
+    out = tmp_path / "out"
+    done = _arena("run", _experiment(tmp_path, 0.0), "--output-dir", out, "--allow-import", "rollout_fakes")
+    assert done.returncode in (0, 3), done.stderr[-2000:]
+    before = {run: _outcomes(out, run) for run in ("first", "second")}
+    for run in ("first", "second"):  # as if both runs had been interrupted after 2 episodes
+        records, _ = read_records(out / run / "episodes.jsonl")
+        (out / run / "episodes.jsonl").unlink()
+        _write(out / run / "episodes.jsonl", {r.episode_index: r.outcome for r in records[:2]})
+    resumed = _arena("run", "--resume", out, "--jobs", "2")
+    assert resumed.returncode in (0, 3), resumed.stdout[-2000:] + resumed.stderr[-2000:]
+    assert {run: _outcomes(out, run) for run in ("first", "second")} == before
+    refused = _arena("run", "--resume", out, "--backend", "local")
+    assert refused.returncode == 2 and "but --jobs" in " ".join(refused.stderr.split())

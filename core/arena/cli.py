@@ -199,12 +199,15 @@ def run(
     from arena.launch.submit import resume_experiment, run_experiment
 
     if resume is not None:
-        if experiment is not None or overrides or output_dir is not None or backend or jobs is not None or dry_run or allow_import:
+        if experiment is not None or overrides or output_dir is not None or backend or dry_run or allow_import:
             raise _fail(
-                ConfigError("--resume OUTPUT_DIR takes no experiment file, overrides or other run options: it reuses the snapshot")
+                ConfigError(
+                    "--resume OUTPUT_DIR takes no experiment file, overrides or other run options (but --jobs, "
+                    "--keep-errors and --wait): it reuses the snapshot"
+                )
             )
         try:
-            code = resume_experiment(resume, keep_errors=keep_errors, wait=wait, console=out)
+            code = resume_experiment(resume, keep_errors=keep_errors, wait=wait, console=out, jobs=jobs)
         except ArenaError as exc:
             raise _fail(exc) from None
         except OSError as exc:

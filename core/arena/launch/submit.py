@@ -228,8 +228,12 @@ def resume_experiment(
     keep_errors: bool = False,
     wait: bool = False,
     console: Console | None = None,
+    jobs: int | None = None,
 ) -> int:
     """``arena run --resume OUTPUT_DIR``: run what an interrupted experiment left undone.
+
+    ``jobs`` replaces ``launch.local.jobs`` for this resume (how many runs at once; results do
+    not depend on it); everything else comes from the snapshot.
 
     The backend of the earlier submission first collects what its runs published, so records
     that reached only the cluster's storage count as done. Then only runs with manifest work
@@ -250,7 +254,8 @@ def resume_experiment(
     snapshot = output_dir / "experiment.yaml"
     if not snapshot.exists():
         raise ConfigError(f"{output_dir} has no experiment.yaml: is it an arena output directory?")
-    experiment = load_experiment(snapshot, trust_snapshot=True)  # a snapshot arena wrote: its allow_imports hold
+    overrides = [f"launch.local.jobs={int(jobs)}"] if jobs is not None else []
+    experiment = load_experiment(snapshot, overrides, trust_snapshot=True)  # a snapshot arena wrote: its allow_imports hold
     backend = make_backend(experiment)
     if not backend.can_resume:
         raise ConfigError(
