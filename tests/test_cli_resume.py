@@ -179,6 +179,8 @@ def test_resume_may_run_more_runs_at_once_with_jobs(tmp_path):
         _write(out / run / "episodes.jsonl", {r.episode_index: r.outcome for r in records[:2]})
     resumed = _arena("run", "--resume", out, "--jobs", "2")
     assert resumed.returncode in (0, 3), resumed.stdout[-2000:] + resumed.stderr[-2000:]
+    progress = [line for line in resumed.stdout.splitlines() if line.startswith("[arena]")]
+    assert progress and "runs 0/2 finished" in progress[0], progress  # not how the earlier attempt ended
     assert {run: _outcomes(out, run) for run in ("first", "second")} == before
     refused = _arena("run", "--resume", out, "--backend", "local")
     assert refused.returncode == 2 and "but --jobs" in " ".join(refused.stderr.split())

@@ -468,6 +468,13 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat()
 
 
+def mark_resumed(output_dir: Path, runs: list[str]) -> None:
+    """Before a local resume: the runs' ``status.json`` still say how the earlier attempt
+    ended (``cancelled``, ``failed``); they are ``pending`` again until their runner starts."""
+    for run in runs:
+        _write_status(output_dir, run, "pending", error=None)
+
+
 def _write_status(output_dir: Path, run: str, state: str, **fields: Any) -> None:
     from arena.rollout.records import StatusWriter
 

@@ -279,6 +279,10 @@ def resume_experiment(
     backend = make_backend(sub)
     backend.check(sub, servers)
     note_resume(output_dir, keep_errors)
+    if backend.name == "local":
+        from arena.launch.local import mark_resumed
+
+        mark_resumed(output_dir, list(todo))
     resume = Resume(remaining={name: remaining[name] for name in todo}, keep_errors=keep_errors)
     return _submit_and_report(sub, servers, backend, output_dir, wait, console, resume)
 
