@@ -88,3 +88,11 @@ def test_validate_warns_when_a_benchmark_venv_the_runs_need_is_missing(tmp_path,
     python.write_text("")
     result = CliRunner().invoke(app, ["validate", str(example)])
     assert result.exit_code == 0 and "arena libero setup" not in result.output
+
+
+def test_arena_version_prints_the_installed_arena_core():
+    from arena import __version__
+
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.output.strip() == f"arena-core {__version__}"
+    assert "<bool>" not in CliRunner().invoke(app, ["--help"]).output

@@ -30,6 +30,23 @@ app = typer.Typer(
 plugins_app = typer.Typer(invoke_without_command=True)  # its help: the docstring of plugins() below
 app.add_typer(plugins_app, name="plugins")
 
+
+def _print_version(value: bool) -> None:
+    if value:
+        from arena import __version__
+
+        print(f"arena-core {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_print_version, is_eager=True, help="print arena-core's version and exit")
+    ] = False,
+) -> None:
+    pass
+
 class _Stdout:
     """``sys.stdout`` for the console, except that a reader that went away (``arena run | head``)
     does not stop the experiment: output from then on goes to /dev/null and the runs go on."""

@@ -29,6 +29,9 @@ class ArenaGroup(TyperGroup):
         return command
 
     def get_help_option(self, ctx: Any) -> Any:
+        for param in self.params:  # the group's own flags (--version)
+            if param.param_type_name == "option" and getattr(param, "is_flag", False):
+                _flag_without_type(param)
         return _flag_without_type(super().get_help_option(ctx))
 
 
