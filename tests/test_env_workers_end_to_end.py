@@ -246,7 +246,8 @@ def test_cancelling_a_run_stops_its_workers_and_records_cancelled(tmp_path):
 
 
 def _python_312() -> str | None:
-    candidates = [shutil.which("python3.12"), *sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.12*/bin/python3.12")))]
+    pyenv = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")  # the suite's HOME is a fresh folder
+    candidates = [shutil.which("python3.12"), *sorted(glob.glob(os.path.join(pyenv, "versions", "3.12*", "bin", "python3.12")))]
     for candidate in candidates:
         if candidate and subprocess.run(
             [candidate, "-c", "import sys, venv; assert sys.version_info[:2] == (3, 12)"], capture_output=True
@@ -260,7 +261,7 @@ def python_312_venv(tmp_path_factory) -> Path:
     """A Python 3.12 venv made by arena.venvs.ensure_venv: arena-core without extras, nothing else."""
     base = _python_312()
     if base is None:
-        pytest.skip("no Python 3.12 interpreter (python3.12 on PATH or ~/.pyenv/versions/3.12*) to make the venv with")
+        pytest.skip("no Python 3.12 interpreter (python3.12 on PATH or $PYENV_ROOT/versions/3.12*) to make the venv with")
     from arena.venvs import ensure_venv
 
     root = tmp_path_factory.mktemp("venvs")
