@@ -148,13 +148,14 @@ def _env_errors(info: Any, running: list[int]) -> dict[int, str]:
     return {e: named[e] for e in running if e in named}
 
 
-def _env_episode_info(env: Any, env_id: int) -> dict[str, Any]:
-    episode_info = getattr(env, "episode_info", None)
+def _episode_extras(source: Any, env_id: int) -> dict[str, Any]:
+    """``source.episode_info(env_id)`` (a policy's or an environment's extra record fields)."""
+    episode_info = getattr(source, "episode_info", None)
     if not callable(episode_info):
         return {}
     try:
         return dict(episode_info(env_id) or {})
-    except Exception as exc:  # a nicety; never lose the episode over it
+    except Exception as exc:  # stats are a nicety; never lose the episode over them
         return {"episode_info_error": _describe(exc)}
 
 
@@ -319,7 +320,8 @@ class _Rollout:
                 except SimulatorError as exc:  # some envs lost (a worker died); the others reset
                     if exc.observation is None or exc.env_ids is None:
                         raise
-                    lost = [e for e in ids if e in set(exc.env_ids)]
+                    failed = set(exc.env_ids)
+                    lost = [e for e in ids if e in failed]
                     self.obs = exc.observation
                     self._fail(lost, f"reset failed: {_describe(exc)}", restart=False, one_fault=True)
                 started = [e for e in ids if e not in lost]
@@ -354,11 +356,8 @@ class _Rollout:
     def _finish(self, env_id: int, outcome: str, error: str | None = None, *, count: bool = True) -> None:
         episode = self.active[env_id]
         self.active[env_id] = None
-        try:
-            extras = dict(self.policy.episode_info(env_id) or {})
-        except Exception as exc:  # stats are a nicety; never lose the episode over them
-            extras = {"episode_info_error": _describe(exc)}
-        env_extras = _env_episode_info(self.env, env_id)
+        extras = _episode_extras(self.policy, env_id)
+        env_extras = _episode_extras(self.env, env_id)
         video = self.recorder.end(env_id, outcome) if self.recorder is not None else None
         latency = extras.pop("latency", None)
         server_timing = extras.pop("server_timing", None)
