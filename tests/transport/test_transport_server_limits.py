@@ -23,6 +23,7 @@ from websockets.sync.client import connect as raw_connect
 
 from arena.testing.doubles import ServerProcess
 from arena.transport import HandshakeError, PolicyClient
+from arena.transport.probe import wait_until_ready
 
 OBS = {"observation/state": np.zeros(3, np.float32), "prompt": "hold"}
 
@@ -44,20 +45,6 @@ def _healthz_s(port: int, timeout_s: float = 30.0) -> float:
     finally:
         conn.close()
     return time.monotonic() - started
-
-
-def _healthz_retrying_s(port: int, timeout_s: float) -> float:
-    """Seconds until ``GET /healthz`` answered 200, retrying connections the server closed
-    (what a readiness probe does); raises the last error after ``timeout_s``."""
-    started = time.monotonic()
-    while True:
-        try:
-            _healthz_s(port, timeout_s=max(1.0, timeout_s - (time.monotonic() - started)))
-            return time.monotonic() - started
-        except (ConnectionError, http.client.HTTPException):
-            if time.monotonic() - started > timeout_s:
-                raise
-            time.sleep(0.2)
 
 
 def _client(port: int, **kw: Any) -> PolicyClient:
@@ -211,7 +198,9 @@ def test_more_connections_than_open_files_neither_floods_the_log_nor_breaks_the_
         assert client.infer(OBS)["actions"].shape == (4, 3)  # the connected client is served
         # at the open-file limit a new connection may be shed at once; the server recovers
         # as the idle ones reach their handshake timeout (2 s), so a probe gets through
-        assert _healthz_retrying_s(server.port, timeout_s=30) < 30
+        started = time.monotonic()
+        wait_until_ready("http:/healthz", "127.0.0.1", server.port, 30)  # raises ReadinessTimeout
+        assert time.monotonic() - started < 30
         for sock in idle:
             sock.close()
         newcomer = _client(server.port, connect_timeout_s=20)
