@@ -350,7 +350,7 @@ class _Invocation:
         self.warnings = self._static_warnings()
         env = policy = recorder = None
         writer = RecordWriter(self.records_path)
-        previous_handler = self._install_sigterm()
+        previous_handler = self._install_stop_handlers()
         try:
             self.armed = True
             if self.cancel_requested:  # a signal came before the handler could raise
@@ -419,7 +419,7 @@ class _Invocation:
                 state, error = "cancelled", "cancelled by signal"
             return self._finish(state, error, started_at)
         finally:  # a SIGTERM while the result is written only marks the run cancelled
-            self._restore_sigterm(previous_handler)
+            self._restore_stop_handlers(previous_handler)
 
     def _stop_reason(self) -> str | None:
         path = self.work_dir / STOP_REASON_FILE
@@ -520,8 +520,8 @@ class _Invocation:
             print(f"arena run-one: run {self.run.name}{where}: warning: {warning}", file=sys.stderr)
         return EXIT_OK if state == "completed" and counts["error"] == 0 else EXIT_RUN
 
-    # -- SIGTERM ---------------------------------------------------------------------------
-    def _install_sigterm(self) -> Any:
+    # -- SIGTERM, SIGUSR1, SIGINT-----------------------------------------------------------------------
+    def _install_stop_handlers(self) -> Any:
         if threading.current_thread() is not threading.main_thread():
             return None
 
@@ -538,7 +538,7 @@ class _Invocation:
         on_interrupt = interrupt if interrupt == signal.SIG_IGN else signal.signal(signal.SIGINT, handler)
         return signal.signal(signal.SIGTERM, handler), signal.signal(signal.SIGUSR1, handler), on_interrupt
 
-    def _restore_sigterm(self, previous: Any) -> None:
+    def _restore_stop_handlers(self, previous: Any) -> None:
         if previous is not None and threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, previous[0])
             signal.signal(signal.SIGUSR1, previous[1])
