@@ -520,7 +520,7 @@ class _Invocation:
             print(f"arena run-one: run {self.run.name}{where}: warning: {warning}", file=sys.stderr)
         return EXIT_OK if state == "completed" and counts["error"] == 0 else EXIT_RUN
 
-    # -- SIGTERM, SIGUSR1, SIGINT-----------------------------------------------------------------------
+    # -- SIGTERM, SIGUSR1, SIGINT ------------------------------------------------------------
     def _install_stop_handlers(self) -> Any:
         if threading.current_thread() is not threading.main_thread():
             return None
