@@ -12,6 +12,7 @@ from websockets.asyncio.server import ServerConnection
 
 from arena.transport import (
     ConnectionLost,
+    HandshakeError,
     InternalServerError,
     MissingMetadata,
     NonMapReply,
@@ -47,6 +48,10 @@ def _reply_with(*frames: Any, close: tuple[int, str] | None = None, hold_s: floa
 
     return handler
 
+
+async def send_metadata_then_wait(ws: ServerConnection) -> None:
+    await send_metadata(ws)
+    await ws.wait_closed()
 
 def test_text_frame_then_close_1011_is_a_server_traceback() -> None:
     handler = _reply_with(TRACEBACK, close=(1011, "Internal server error. Traceback included in previous frame."))
@@ -145,3 +150,74 @@ def test_the_exceptions_are_distinct_types() -> None:
         for b in kinds:
             assert a is b or not issubclass(a, b)
     assert not issubclass(MissingMetadata, ConnectionLost)
+
+
+def _refuse_first(n: int, status: int, body: str):
+    """A ``process_request`` hook answering the first ``n`` handshakes with ``status``."""
+    seen = {"handshakes": 0}
+
+    def process_request(connection: ServerConnection, request: Any):
+        seen["handshakes"] += 1
+        if seen["handshakes"] <= n:
+            return connection.respond(status, body)
+        return None
+
+    return process_request, seen
+
+
+@pytest.mark.parametrize("status", [502, 503, 504])
+def test_a_server_answering_not_now_is_retried_until_it_accepts(status: int) -> None:
+    # A proxy whose backend restarts (502/504), a server shutting down or at its cap (503).
+    hook, seen = _refuse_first(2, status, "restarting\n")
+    with RawServer(send_metadata_then_wait, process_request=hook) as raw:
+        client = _client(raw.port)
+        assert client.connect() == {}
+        assert seen["handshakes"] == 3 and client.saw_server_down
+        client.close()
+
+
+def test_a_server_refusing_with_503_past_the_deadline_is_a_handshake_error_with_its_reason() -> None:
+    hook, seen = _refuse_first(10**6, 503, "server at its connection limit (3 connections)\n")
+    with RawServer(send_metadata_then_wait, process_request=hook) as raw:
+        started = time.monotonic()
+        with pytest.raises(HandshakeError, match=r"HTTP 503: server at its connection limit \(3 connections\) \(still after retrying for 1 s\)"):
+            _client(raw.port, connect_timeout_s=1).connect()
+        assert 1 <= time.monotonic() - started < 4 and seen["handshakes"] >= 2
+
+
+def test_a_server_error_status_is_not_retried() -> None:
+    hook, seen = _refuse_first(10**6, 500, "boom\n")
+    with RawServer(send_metadata_then_wait, process_request=hook) as raw:
+        with pytest.raises(HandshakeError, match=r"HTTP 500: boom$"):
+            _client(raw.port).connect()
+        assert seen["handshakes"] == 1
+
+
+@pytest.mark.parametrize("code", [1001, 1012, 1013])
+def test_a_server_going_away_before_its_metadata_is_connected_to_again(code: int) -> None:
+    # The window of a restart: the old server accepted, then closed going away.
+    connections = {"n": 0}
+
+    async def restarting(ws: ServerConnection) -> None:
+        connections["n"] += 1
+        if connections["n"] == 1:
+            await ws.close(code, "restarting")
+            return
+        await send_metadata_then_wait(ws)
+
+    with RawServer(restarting) as raw:
+        client = _client(raw.port)
+        assert client.connect() == {}
+        assert connections["n"] == 2 and client.saw_server_down
+        client.close()
+
+
+def test_a_server_always_going_away_is_missing_metadata_once_the_deadline_passes() -> None:
+    async def leaving(ws: ServerConnection) -> None:
+        await ws.close(1001, "going away")
+
+    with RawServer(leaving) as raw:
+        started = time.monotonic()
+        with pytest.raises(MissingMetadata, match=r"code 1001: going away\) without sending the metadata frame"):
+            _client(raw.port, connect_timeout_s=1).connect()
+        assert 1 <= time.monotonic() - started < 4

@@ -25,6 +25,21 @@ class ExperimentOutcome:
         records = collect_run_records(self.output_dir / run)
         return sorted((r if isinstance(r, dict) else r.model_dump(by_alias=True) for r in records), key=lambda r: r["episode_index"])
 
+    def explain(self) -> str:
+        """Exit code, each run's state and error, and every error episode's message: what a
+        failing assertion should print (``assert outcome.exit_code == 0, outcome.explain()``)."""
+        lines = [f"exit code {self.exit_code}, output {self.output_dir}"]
+        for name, run in (self.result.get("runs") or {}).items():
+            lines.append(f"run {name}: {run.get('state')}{': ' + str(run['error']) if run.get('error') else ''}")
+            try:
+                records = self.episodes(name)
+            except (OSError, ValueError):
+                continue
+            for r in records:
+                if r.get("outcome") == "error":
+                    lines.append(f"  episode {r['episode_index']}: {r.get('error')}")
+        return "\n".join(lines)
+
 
 def tiny_experiment(
     policy: dict[str, Any],

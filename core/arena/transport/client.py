@@ -49,6 +49,13 @@ _KEEPALIVE_REASON = "keepalive ping timeout"
 _BACKOFF_START_S = 0.1
 _BACKOFF_MAX_S = 2.0
 _CLOSE_TIMEOUT_S = 1.0
+# Handshake answers that mean "not now" rather than "never": a proxy or ingress whose backend
+# is (re)starting (502, 504), a server shutting down or at its connection cap (503). Retried
+# with back-off until the connect deadline, like a refused TCP connection.
+_TRANSIENT_HTTP_STATUSES = frozenset({502, 503, 504})
+# Close codes before the metadata frame that mean the server is going down or restarting
+# (RFC 6455 1001 going away; IANA 1012 service restart, 1013 try again later): retried too.
+_TRANSIENT_CLOSE_CODES = frozenset({1001, 1012, 1013})
 # After a text frame, how long to wait for the close 1011 that makes it openpi's error sequence.
 _TRACEBACK_CLOSE_WAIT_S = 1.0
 
@@ -72,6 +79,15 @@ def endpoint_uri(host: str, port: int | None) -> str:
     if host.startswith(("ws://", "wss://")):
         return host
     return f"ws://{host}:{port}" if port is not None else f"ws://{host}"
+
+
+class _GoingAway(Exception):
+    """The server closed with a going-away code before its metadata frame; ``error`` is what
+    :meth:`PolicyClient.connect` raises when the deadline leaves no time to try again."""
+
+    def __init__(self, error: MissingMetadata) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 class PolicyClient:
@@ -150,10 +166,12 @@ class PolicyClient:
         Raises:
             ServerUnavailable: nothing accepted the connection within ``connect_timeout_s``.
             Unauthorized: the server answered the handshake with HTTP 401 or 403.
-            HandshakeError: the handshake failed (bad HTTP status, not a WebSocket server,
-                proxy error) or timed out.
-            MissingMetadata: no metadata frame came in time, the server closed normally
-                before sending one, or the frame is not a map.
+            HandshakeError: the handshake failed (bad HTTP status, not a WebSocket server)
+                or timed out. HTTP 502, 503 and 504 (a proxy whose backend restarts, a server
+                shutting down or at its connection cap) are retried until the deadline first.
+            MissingMetadata: no metadata frame came in time, the server closed before
+                sending one (after a going-away close 1001, 1012 or 1013: only once the
+                deadline leaves no time to connect again), or the frame is not a map.
             ServerTraceback: the server sent its traceback (then close 1011) instead.
             InternalServerError: the server closed with 1011 without a traceback.
             UnexpectedTextFrame: a text frame not followed by close 1011.
@@ -164,20 +182,39 @@ class PolicyClient:
             self.saw_server_down = False
             budget = self.connect_timeout_s if timeout_s is None else timeout_s
             deadline = time.monotonic() + budget
-            conn = self._open(deadline, budget)
-            try:
-                metadata = self._read_metadata(conn, deadline, budget)
-            except BaseException:
-                self._conn = conn
-                self._discard()
-                raise
+            delay = _BACKOFF_START_S
+            gone: MissingMetadata | None = None
+            while True:
+                conn = self._open(deadline, budget, gone)
+                try:
+                    metadata = self._read_metadata(conn, deadline, budget)
+                    break
+                except _GoingAway as exc:  # a server going down as we connected: try again
+                    self._conn = conn
+                    self._discard()
+                    self.saw_server_down = True
+                    gone = exc.error
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise exc.error from exc.error.__cause__
+                    time.sleep(min(delay, remaining))
+                    delay = min(delay * 2, _BACKOFF_MAX_S)
+                except BaseException:
+                    self._conn = conn
+                    self._discard()
+                    raise
             self._conn = conn
             if self.saw_server_down:
                 self.server_warm = False  # a restarted server warms up (compiles) again
             self.metadata = metadata
             return metadata
 
-    def _open(self, deadline: float, budget: float) -> ClientConnection:
+    def _open(self, deadline: float, budget: float, refused: TransportError | None = None) -> ClientConnection:
+        """A websocket connection to the server, opened before ``deadline`` (monotonic s).
+
+        ``refused``: the last "not now" answer (a going-away close before the metadata),
+        raised instead of :class:`ServerUnavailable` if time runs out.
+        """
         headers = {"Authorization": f"Api-Key {self.api_key}"} if self.api_key else None
         delay = _BACKOFF_START_S
         while True:
@@ -193,13 +230,13 @@ class PolicyClient:
                     **self._version_options,
                 )
             except TimeoutError as exc:
-                if "handshake" in str(exc):
+                if "handshake" in str(exc) and refused is None:
                     raise HandshakeError(
                         f"{self.endpoint}: handshake timed out after "
                         f"{budget:.3g} s "
                         f"(is the server's event loop blocked?)"
                     ) from exc
-                raise self._unavailable(exc, budget) from exc
+                raise (refused or self._unavailable(exc, budget)) from exc
             except InvalidStatus as exc:
                 status = exc.response.status_code
                 if status in (401, 403):
@@ -209,22 +246,26 @@ class PolicyClient:
                         f"(missing or wrong api_key: this client connected {sent})"
                     ) from exc
                 body = (exc.response.body or b"")[:300].decode("utf-8", "replace").strip()
-                raise HandshakeError(
-                    f"{self.endpoint}: server answered the handshake with HTTP {status}"
-                    f"{': ' + body if body else ''}"
-                ) from exc
+                answer = f"{self.endpoint}: server answered the handshake with HTTP {status}{': ' + body if body else ''}"
+                if status not in _TRANSIENT_HTTP_STATUSES:
+                    raise HandshakeError(answer) from exc
+                refused = HandshakeError(f"{answer} (still after retrying for {budget:.3g} s)")
+                refused.__cause__ = exc
+                last: BaseException = exc
             except (InvalidHandshake, InvalidURI) as exc:
                 raise HandshakeError(
                     f"{self.endpoint}: handshake failed: {exc} (is a WebSocket policy server "
                     f"listening there? an openpi or arena server answers GET /healthz with OK)"
                 ) from exc
             except OSError as exc:  # ConnectionRefusedError and friends: server not up yet
-                self.saw_server_down = True
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise self._unavailable(exc, budget) from exc
-                time.sleep(min(delay, remaining))
-                delay = min(delay * 2, _BACKOFF_MAX_S)
+                last = exc
+            # Not up yet, or "not now": back off and try again until the deadline.
+            self.saw_server_down = True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise (refused or self._unavailable(last, budget)) from last
+            time.sleep(min(delay, remaining))
+            delay = min(delay * 2, _BACKOFF_MAX_S)
 
     def _unavailable(self, exc: BaseException, budget: float) -> ServerUnavailable:
         return ServerUnavailable(
@@ -243,11 +284,15 @@ class PolicyClient:
             ) from exc
         except ConnectionClosed as exc:
             rcvd = exc.rcvd
-            if rcvd is not None and rcvd.code in (1000, 1001):
-                raise MissingMetadata(
+            if rcvd is not None and rcvd.code in (1000, *_TRANSIENT_CLOSE_CODES):
+                missing = MissingMetadata(
                     f"{self.endpoint}: server closed the connection (code {rcvd.code}: "
                     f"{rcvd.reason or '-'}) without sending the metadata frame"
-                ) from exc
+                )
+                missing.__cause__ = exc
+                if rcvd.code in _TRANSIENT_CLOSE_CODES:
+                    raise _GoingAway(missing) from exc
+                raise missing
             raise self._closed_error(exc, before="the metadata frame") from exc
         if isinstance(frame, str):
             raise self._text_frame_error(conn, frame, "instead of the metadata frame")

@@ -34,7 +34,7 @@ def test_arena_run_on_franka_kitchen_against_the_dreamzero_double(run_experiment
                 },
             }
         )
-    assert outcome.exit_code == 0, outcome.result
+    assert outcome.exit_code == 0, outcome.explain()
     records = outcome.episodes("microwave_dreamzero")
     assert [r["episode_index"] for r in records] == [0, 1]
     assert all(r["outcome"] in ("success", "failure", "timeout") for r in records)

@@ -26,7 +26,7 @@ def test_arena_run_on_franka_kitchen_against_the_gr00t_double(run_experiment):
     with Gr00tDouble(restart_on_request=2) as server:
         run = kitchen_run(server.port, 3, 4, request_timeout_s=3, first_request_timeout_s=3)
         outcome = run_experiment({"requires": {"arena-plugin-gr00t": ">=0.1"}, "runs": {"microwave_gr00t": run}})
-    assert outcome.exit_code == 0, outcome.result
+    assert outcome.exit_code == 0, outcome.explain()
     records = outcome.episodes("microwave_gr00t")
     assert [r["episode_index"] for r in records] == [0, 1, 2]
     assert all(r["outcome"] in ("success", "failure", "timeout") for r in records)
@@ -41,7 +41,7 @@ def test_arena_run_against_a_sim_policy_wrapper_server(run_experiment):
     with Gr00tDouble(generation="n1.6-sim") as server:
         run = kitchen_run(server.port, 2, 3, wire_generation="n1.6-sim")
         outcome = run_experiment({"requires": {"arena-plugin-gr00t": ">=0.1"}, "runs": {"microwave_gr00t_sim": run}})
-    assert outcome.exit_code == 0, outcome.result
+    assert outcome.exit_code == 0, outcome.explain()
     records = outcome.episodes("microwave_gr00t_sim")
     assert sorted(r["episode_index"] for r in records) == [0, 1]
     assert all(r["outcome"] in ("success", "failure", "timeout") for r in records)
