@@ -84,3 +84,62 @@ def test_doctor_counts_and_hints_read_as_english(monkeypatch):
     assert doctor._count(2, "policy", "policies") == "2 policies"
     detail = next(c for c in doctor.check_plugins() if c.name == "plugins").detail
     assert "1 launch backends" not in detail and "1 policies" not in detail and "1 environments" not in detail
+
+
+def _only_environment_in_venv(monkeypatch, tmp_path, venv: str = "bench"):
+    import arena.plugins
+
+    class BenchEnvironment:
+        default_venv = venv
+
+    fake = SimpleNamespace(registry=SimpleNamespace(environments={"bench_env": BenchEnvironment, "metaworld": object}))
+    monkeypatch.setattr(arena.plugins, "get_plugin_manager", lambda: fake)
+    monkeypatch.setenv("ARENA_VENVS", str(tmp_path / "venvs"))
+    return tmp_path / "venvs" / venv
+
+
+def _interpreter(directory, script: str | None = None):
+    import sys
+
+    (directory / "bin").mkdir(parents=True)
+    python = directory / "bin" / "python"
+    if script is None:  # stands in for a venv of this interpreter: the same arena-core
+        script = f'#!/bin/sh\nexec {sys.executable} "$@"\n'
+    python.write_text(script)
+    python.chmod(0o755)
+    return python
+
+
+def test_a_benchmark_venv_never_created_is_information_with_its_setup_command(monkeypatch, tmp_path):
+    where = _only_environment_in_venv(monkeypatch, tmp_path)
+    [check] = doctor.check_venvs()
+    assert (check.name, check.status, check.fix) == ("venv bench", "info", "arena bench setup")
+    assert str(where) in check.detail and "bench_env environment" in check.detail
+
+
+def test_a_benchmark_venv_whose_setup_did_not_finish_is_a_warning(monkeypatch, tmp_path):
+    where = _only_environment_in_venv(monkeypatch, tmp_path)
+    _interpreter(where)
+    [check] = doctor.check_venvs()
+    assert check.status == "warn" and "incomplete" in check.detail and check.fix == "arena bench setup"
+
+
+def test_a_complete_benchmark_venv_is_ok_with_its_python_and_arena_core(monkeypatch, tmp_path):
+    import sys
+    from importlib import metadata
+
+    where = _only_environment_in_venv(monkeypatch, tmp_path)
+    python = _interpreter(where)
+    (where / ".arena-stamp").write_text("{}")
+    [check] = doctor.check_venvs()
+    assert check.status == "ok", check
+    assert check.detail == f"Python {sys.version.split()[0]} at {python}, arena-core {metadata.version('arena-core')}"
+
+
+def test_a_benchmark_venv_with_another_arena_core_is_a_warning(monkeypatch, tmp_path):
+    where = _only_environment_in_venv(monkeypatch, tmp_path)
+    _interpreter(where, "#!/bin/sh\necho 3.11.0 0.0.1\n")
+    (where / ".arena-stamp").write_text("{}")
+    [check] = doctor.check_venvs()
+    assert check.status == "warn" and "arena-core 0.0.1, this interpreter has" in check.detail
+    assert check.fix == "arena bench setup"

@@ -4,7 +4,8 @@ Checks: the Python version; versions of arena-core and the packages it runs on (
 simulators' and video's are extras: missing ones are ``info`` with the ``pip install``);
 plugins (loaded and broken, with their errors); headless rendering (MuJoCo's OpenGL platform,
 EGL or OSMesa, and who chose it; one Meta-World frame rendered in a child process, so a
-crashing OpenGL driver cannot take arena down); video encoding (PyAV);
+crashing OpenGL driver cannot take arena down); video encoding (PyAV); the benchmark venvs
+that registered environments run in (``default_venv``: created? the same arena-core?);
 ``sbatch`` / ``osmo`` on ``PATH`` (needed only by those backends); free TCP ports on
 127.0.0.1 (an ephemeral one, and the policy servers' usual defaults).
 
@@ -167,6 +168,71 @@ def check_rendering(timeout_s: float = RENDER_TIMEOUT_S) -> Check:
     return Check("headless rendering", "ok", f"MUJOCO_GL={gl}: rendered a 64x64 Meta-World frame")
 
 
+def check_venvs() -> list[Check]:
+    """One check per benchmark venv a registered environment runs its workers in
+    (:attr:`arena.envs.base.Environment.default_venv`): ``info`` when it was never created
+    (needed only for that environment), ``warn`` when it is incomplete or holds another
+    arena-core than this interpreter, else ``ok`` with its interpreter and Python version."""
+    from arena.plugins import get_plugin_manager
+    from arena.venvs import STAMP_NAME, venv_dir, venv_python
+
+    try:
+        environments = get_plugin_manager().registry.environments
+    except Exception:  # noqa: BLE001 - check_plugins reports a broken plugin manager
+        return []
+    users: dict[str, list[str]] = {}
+    for env_name, env_cls in environments.items():
+        venv = getattr(env_cls, "default_venv", None)
+        if venv:
+            users.setdefault(venv, []).append(env_name)
+    checks = []
+    for venv, envs in sorted(users.items()):
+        name, fix = f"venv {venv}", f"arena {venv} setup"
+        python = venv_python(venv)
+        if not python.exists():
+            checks.append(Check(name, "info", f"not created ({venv_dir(venv)}): needed only for the {', '.join(envs)} environment", fix))
+            continue
+        if not (venv_dir(venv) / STAMP_NAME).exists():
+            checks.append(Check(name, "warn", f"{venv_dir(venv)} is incomplete (its set-up did not finish)", fix))
+            continue
+        probe = _venv_versions(python)
+        if probe is None:
+            checks.append(Check(name, "warn", f"{python} does not run", fix))
+            continue
+        py_version, core_version = probe
+        here = _version("arena-core")
+        if core_version != here:
+            checks.append(Check(name, "warn", f"{python}: arena-core {core_version or 'missing'}, this interpreter has {here}", fix))
+            continue
+        checks.append(Check(name, "ok", f"Python {py_version} at {python}, arena-core {core_version}"))
+    return checks
+
+
+def _venv_versions(python: Path) -> tuple[str, str | None] | None:
+    """(Python version, arena-core version or None) of a venv's interpreter; None if it fails."""
+    code = (
+        "import sys, importlib.metadata as m\n"
+        "try: core = m.version('arena-core')\n"
+        "except m.PackageNotFoundError: core = ''\n"
+        "print(sys.version.split()[0], core)"
+    )
+    try:
+        done = subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    fields = done.stdout.split()
+    if done.returncode != 0 or not fields:
+        return None
+    return fields[0], (fields[1] if len(fields) > 1 else None)
+
+
+def _version(distribution: str) -> str | None:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def _render_fix() -> str:
     return (
         "CPU: install OSMesa (apt-get install libosmesa6) and set MUJOCO_GL=osmesa PYOPENGL_PLATFORM=osmesa; "
@@ -261,6 +327,7 @@ def run_checks(*, render: bool = True) -> list[Check]:
     if render:
         checks.append(check_rendering())
     checks.append(check_video())
+    checks.extend(check_venvs())
     checks.extend(check_tools())
     checks.extend(check_ports())
     return checks
