@@ -66,7 +66,8 @@ def test_quickstart_cancelled_mid_run_is_marked_partial_and_compare_exits_3(tmp_
     cancel = subprocess.run([*arena, "cancel", str(cancelled)], capture_output=True, text=True, timeout=120)
     assert cancel.returncode == 0, cancel.stderr
     output, _ = proc.communicate(timeout=300)
-    assert proc.returncode == 130, output[-3000:]  # interrupted, not a success
+    assert proc.returncode == 143, output[-3000:]  # cancelled (128 + SIGTERM), not a success
+    assert "cancelled: finished episodes are kept" in output
 
     result = json.loads((cancelled / "experiment_result.json").read_text())
     partial = sorted(name for name, run in result["runs"].items() if run["partial"])

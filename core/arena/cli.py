@@ -21,7 +21,7 @@ app = typer.Typer(
     cls=ArenaGroup,
     help="Evaluate robot foundation-model policies in simulation.",
     epilog="Exit codes, for every command: 0 success; 1 a check failed (doctor, probe); 2 a configuration or usage "
-    "error; 3 the work failed (a run, an I/O error, a taken port); 130 interrupted. Each command's --help says which "
+    "error; 3 the work failed (a run, an I/O error, a taken port); 130 interrupted (143 by SIGTERM). Each command's --help says which "
     "it uses.",
     no_args_is_help=True,
     add_completion=False,
@@ -211,6 +211,7 @@ def run(
     2    a configuration error, or --output-dir is not empty
     3    a run failed or has error episodes, or the output could not be written
     130  interrupted (Ctrl-C); `arena run --resume OUTPUT_DIR` finishes it
+    143  cancelled (SIGTERM: `arena cancel`, a scheduler); the same `--resume` finishes it
     """
     from arena.config import load_experiment
     from arena.launch.submit import resume_experiment, run_experiment

@@ -9,12 +9,19 @@ Resume is a declared capability (:attr:`LaunchBackend.can_resume`): ``arena run 
 hands such a backend a :class:`Resume` naming the work items left undone, and the backend
 starts ``arena run-one --resume`` for exactly those (whole runs, or only the shards that still
 have some); a backend that does not declare it is refused with a clear message.
+
+While ``submit`` runs under ``arena run``, Ctrl-C raises ``KeyboardInterrupt`` and SIGTERM its
+subclass :class:`Terminated`: a backend that waits stops what it started and lets it through.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -33,6 +40,30 @@ if TYPE_CHECKING:
     from arena.launch.planning import ServerPlan
 
 SUBMISSION_FILE = "submission.json"
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM to ``arena run`` (``arena cancel``, a scheduler stopping it): handled like Ctrl-C
+    (runners and servers stopped, finished episodes kept), but ``arena run`` exits 143
+    (128 + SIGTERM, the shell's convention) instead of 130."""
+
+
+@contextlib.contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """Within the block, SIGTERM raises :class:`Terminated` in the main thread (elsewhere,
+    where Python cannot install handlers, nothing changes)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum: int, frame: object) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 class Submission(BaseModel):

@@ -260,10 +260,6 @@ class _Scheduler:
             self.console.print(text, highlight=False)
 
     def run(self) -> None:
-        previous = signal.getsignal(signal.SIGTERM)
-        in_main = _is_main_thread()
-        if in_main:
-            signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
         try:
             while self.pending or self.slots:
                 self._fill_slots()
@@ -285,8 +281,6 @@ class _Scheduler:
             raise LaunchError(unwritable(exc)) from exc
         finally:
             self._stop_all_servers()
-            if in_main:
-                signal.signal(signal.SIGTERM, previous)
 
     # -- scheduling ---------------------------------------------------------------------------
     def _fill_slots(self) -> None:
@@ -454,14 +448,6 @@ class _Scheduler:
                 self._stop_server(inst)
 
 
-def _raise_keyboard_interrupt(signum, frame):  # SIGTERM (arena cancel) behaves like Ctrl-C
-    raise KeyboardInterrupt
-
-
-def _is_main_thread() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
 
 
 def _now() -> str:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from arena.errors import ConfigError, LaunchError, short_repr
-from arena.launch.base import Resume, Submission
+from arena.launch.base import Resume, Submission, Terminated, sigterm_interrupts
 from arena.launch.planning import plan_servers
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from arena.config import ResolvedExperiment
     from arena.launch.base import LaunchBackend
 
-EXIT_OK, EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED = 0, 2, 3, 130
+EXIT_OK, EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 2, 3, 130, 143
 
 
 def make_backend(experiment: ResolvedExperiment, name: str | None = None) -> LaunchBackend:
@@ -112,7 +112,8 @@ def run_experiment(
 ) -> int:
     """Execute ``experiment`` with its launch backend; returns the exit code of ``arena run``.
 
-    0 when every run completed without ``error`` episodes, 3 otherwise, 130 when interrupted.
+    0 when every run completed without ``error`` episodes, 3 otherwise, 130 when interrupted
+    (Ctrl-C), 143 when cancelled (SIGTERM: ``arena cancel``, a scheduler).
 
     Raises:
         ConfigError: the experiment cannot run as configured (exit code 2).
@@ -156,13 +157,14 @@ def _submit_and_report(experiment, servers, backend, out: Path, wait: bool, cons
     totals = {name: int(run.rollout_limit.num_episodes) for name, run in experiment.runs.items()}
     policies = {name: run.policy_type for name, run in experiment.runs.items()}
     try:
-        with _progress(backend, out, list(experiment.runs), console, totals, policies):
+        with sigterm_interrupts(), _progress(backend, out, list(experiment.runs), console, totals, policies):
             kwargs = {"resume": resume} if resume is not None else {}
             submission = backend.submit(experiment, servers, out, wait=wait, console=console, **kwargs)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         _finish_report(out, console)
-        _say(console, f"interrupted: finished episodes are kept; run the rest with: arena run --resume {out}")
-        return EXIT_INTERRUPTED
+        how = "cancelled" if isinstance(stop, Terminated) else "interrupted"
+        _say(console, f"{how}: finished episodes are kept; run the rest with: arena run --resume {out}")
+        return EXIT_TERMINATED if isinstance(stop, Terminated) else EXIT_INTERRUPTED
     if backend.name != "local" and not wait:
         _say(console, f"submitted to {backend.name}; follow it with `arena status {out}`")
         return EXIT_OK
