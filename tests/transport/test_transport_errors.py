@@ -185,12 +185,34 @@ def test_a_server_refusing_with_503_past_the_deadline_is_a_handshake_error_with_
         assert 1 <= time.monotonic() - started < 4 and seen["handshakes"] >= 2
 
 
-def test_a_server_error_status_is_not_retried() -> None:
-    hook, seen = _refuse_first(10**6, 500, "boom\n")
+def test_a_status_that_will_not_change_is_not_retried() -> None:
+    hook, seen = _refuse_first(10**6, 404, "no such path\n")
     with RawServer(send_metadata_then_wait, process_request=hook) as raw:
-        with pytest.raises(HandshakeError, match=r"HTTP 500: boom$"):
+        with pytest.raises(HandshakeError, match=r"HTTP 404: no such path$"):
             _client(raw.port).connect()
         assert seen["handshakes"] == 1
+
+
+def test_a_server_closing_before_answering_the_handshake_is_connected_to_again() -> None:
+    # The window of a restart seen in CI: the old server's socket accepted the connection,
+    # then the server went down without an HTTP answer; the new one comes up on the port.
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    client = _client(port, connect_timeout_s=10)
+    outcome: dict[str, Any] = {}
+    connecting = threading.Thread(target=lambda: outcome.update(metadata=client.connect()), daemon=True)
+    connecting.start()
+    accepted, _ = listener.accept()
+    accepted.recv(4096)  # the client's HTTP upgrade request, never answered
+    accepted.close()
+    listener.close()
+    with RawServer(send_metadata_then_wait, port=port):
+        connecting.join(10)
+        assert outcome.get("metadata") == {} and client.saw_server_down
+        client.close()
 
 
 @pytest.mark.parametrize("code", [1001, 1012, 1013])

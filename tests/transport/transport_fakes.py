@@ -74,10 +74,10 @@ class RawServer:
     """A bare websockets server on a background loop, for peers arena's server would not be:
     one that blocks its event loop, one that sends text acknowledgements."""
 
-    def __init__(self, handler: Callable[[ServerConnection], Awaitable[None]], **kw: Any) -> None:
+    def __init__(self, handler: Callable[[ServerConnection], Awaitable[None]], *, port: int = 0, **kw: Any) -> None:
         self.handler = handler
         self.kw = kw
-        self.port = 0
+        self.port = port
         self._bound = threading.Event()
         self._stop: asyncio.Future[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -86,7 +86,7 @@ class RawServer:
     async def _main(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._stop = self._loop.create_future()
-        async with serve(self.handler, "127.0.0.1", 0, compression=None, **self.kw) as server:
+        async with serve(self.handler, "127.0.0.1", self.port, compression=None, **self.kw) as server:
             self.port = server.sockets[0].getsockname()[1]
             self._bound.set()
             await self._stop
@@ -134,6 +134,14 @@ class GarbageTcpServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        # shutdown() wakes the thread blocked in accept(); close() alone would leave that
+        # accept holding the listening socket, still answering garbage on the port (a later
+        # test's server restarting on that port number then met it).
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._thread.join(5)
         self.sock.close()
 
 

@@ -22,6 +22,7 @@ from websockets.exceptions import (
     InvalidStatus,
     InvalidURI,
 )
+from websockets.client import process_exception as _fatal_handshake_error
 from websockets.sync.client import ClientConnection
 from websockets.sync.client import connect as ws_connect
 
@@ -49,10 +50,6 @@ _KEEPALIVE_REASON = "keepalive ping timeout"
 _BACKOFF_START_S = 0.1
 _BACKOFF_MAX_S = 2.0
 _CLOSE_TIMEOUT_S = 1.0
-# Handshake answers that mean "not now" rather than "never": a proxy or ingress whose backend
-# is (re)starting (502, 504), a server shutting down or at its connection cap (503). Retried
-# with back-off until the connect deadline, like a refused TCP connection.
-_TRANSIENT_HTTP_STATUSES = frozenset({502, 503, 504})
 # Close codes before the metadata frame that mean the server is going down or restarting
 # (RFC 6455 1001 going away; IANA 1012 service restart, 1013 try again later): retried too.
 _TRANSIENT_CLOSE_CODES = frozenset({1001, 1012, 1013})
@@ -167,8 +164,10 @@ class PolicyClient:
             ServerUnavailable: nothing accepted the connection within ``connect_timeout_s``.
             Unauthorized: the server answered the handshake with HTTP 401 or 403.
             HandshakeError: the handshake failed (bad HTTP status, not a WebSocket server)
-                or timed out. HTTP 502, 503 and 504 (a proxy whose backend restarts, a server
-                shutting down or at its connection cap) are retried until the deadline first.
+                or timed out. What websockets deems transient (``websockets.client.
+                process_exception``: HTTP 500, 502, 503 and 504 — a proxy whose backend
+                restarts, a server shutting down or at its connection cap — and a connection
+                closed before any HTTP answer) is retried until the deadline first.
             MissingMetadata: no metadata frame came in time, the server closed before
                 sending one (after a going-away close 1001, 1012 or 1013: only once the
                 deadline leaves no time to connect again), or the frame is not a map.
@@ -247,16 +246,21 @@ class PolicyClient:
                     ) from exc
                 body = (exc.response.body or b"")[:300].decode("utf-8", "replace").strip()
                 answer = f"{self.endpoint}: server answered the handshake with HTTP {status}{': ' + body if body else ''}"
-                if status not in _TRANSIENT_HTTP_STATUSES:
+                if _fatal_handshake_error(exc) is not None:
                     raise HandshakeError(answer) from exc
                 refused = HandshakeError(f"{answer} (still after retrying for {budget:.3g} s)")
-                refused.__cause__ = exc
-                last: BaseException = exc
+                refused.__cause__ = last = exc
             except (InvalidHandshake, InvalidURI) as exc:
-                raise HandshakeError(
-                    f"{self.endpoint}: handshake failed: {exc} (is a WebSocket policy server "
-                    f"listening there? an openpi or arena server answers GET /healthz with OK)"
-                ) from exc
+                hint = "(is a WebSocket policy server listening there? an openpi or arena server answers GET /healthz with OK)"
+                if isinstance(exc, InvalidURI) or _fatal_handshake_error(exc) is not None:
+                    cause = f" ({type(exc.__cause__).__name__}: {exc.__cause__})" if exc.__cause__ else ""
+                    raise HandshakeError(f"{self.endpoint}: handshake failed: {exc}{cause} {hint}") from exc
+                # The connection closed before any HTTP answer: a server going down as we came.
+                refused = HandshakeError(
+                    f"{self.endpoint}: the server closed every connection before answering the handshake "
+                    f"(still after retrying for {budget:.3g} s) {hint}"
+                )
+                refused.__cause__ = last = exc
             except OSError as exc:  # ConnectionRefusedError and friends: server not up yet
                 last = exc
             # Not up yet, or "not now": back off and try again until the deadline.
