@@ -448,8 +448,6 @@ class _Scheduler:
                 self._stop_server(inst)
 
 
-
-
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat()
 
