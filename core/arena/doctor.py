@@ -15,7 +15,6 @@ Status per check: ``ok``, ``info`` (nothing to do), ``warn`` (works, with a cave
 
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 import subprocess
