@@ -126,3 +126,15 @@ def test_cam2_source_fills_the_second_exterior_image(source):
 def test_an_unusable_greeting_is_a_protocol_error():
     with pytest.raises(ProtocolError, match="image_resolution"):
         ServerConfig.from_greeting({"image_resolution": [180]})
+
+
+def test_a_restart_that_cannot_listen_again_is_raised_when_the_double_exits():
+    import socket
+
+    with pytest.raises(RuntimeError, match="could not restart on port") as raised:
+        with DreamZeroDouble() as server:
+            server.stop()
+            with socket.create_server(("127.0.0.1", server.port)):  # someone else took the port
+                with pytest.raises(OSError):
+                    server.restart()
+    assert isinstance(raised.value.__cause__, OSError)

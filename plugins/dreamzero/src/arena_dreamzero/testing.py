@@ -106,6 +106,7 @@ class DreamZeroDouble:
         self.history_resets = 0
         self.connections = 0
         self.restarts = 0
+        self.restart_error: OSError | None = None  # why a restart could not listen again
         self.infer_count = 0
         self._session: str | None = None
         self._history = 0
@@ -150,13 +151,19 @@ class DreamZeroDouble:
             self._session = None
             self._history = 0
         self.restarts += 1
-        self.start()
+        try:
+            self.start()
+        except OSError as exc:  # e.g. the port stayed taken: kept for __exit__ to raise
+            self.restart_error = exc
+            raise
 
     def __enter__(self) -> DreamZeroDouble:
         return self.start()
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, *exc: object) -> None:
         self.stop()
+        if self.restart_error is not None and exc_type is None:
+            raise RuntimeError(f"the double could not restart on port {self.port}: {self.restart_error}") from self.restart_error
 
     @property
     def sessions(self) -> list[str]:
