@@ -199,7 +199,8 @@ def check_venvs() -> list[Check]:
             checks.append(Check(name, "warn", f"{python} does not run", fix))
             continue
         py_version, core_version = probe
-        here = _version("arena-core")
+        from arena import __version__ as here
+
         if core_version != here:
             checks.append(Check(name, "warn", f"{python}: arena-core {core_version or 'missing'}, this interpreter has {here}", fix))
             continue
@@ -223,13 +224,6 @@ def _venv_versions(python: Path) -> tuple[str, str | None] | None:
     if done.returncode != 0 or not fields:
         return None
     return fields[0], (fields[1] if len(fields) > 1 else None)
-
-
-def _version(distribution: str) -> str | None:
-    try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return None
 
 
 def _render_fix() -> str:

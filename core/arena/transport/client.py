@@ -181,45 +181,26 @@ class PolicyClient:
             self.saw_server_down = False
             budget = self.connect_timeout_s if timeout_s is None else timeout_s
             deadline = time.monotonic() + budget
-            delay = _BACKOFF_START_S
-            gone: MissingMetadata | None = None
-            while True:
-                conn = self._open(deadline, budget, gone)
-                try:
-                    metadata = self._read_metadata(conn, deadline, budget)
-                    break
-                except _GoingAway as exc:  # a server going down as we connected: try again
-                    self._conn = conn
-                    self._discard()
-                    self.saw_server_down = True
-                    gone = exc.error
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
-                        raise exc.error from exc.error.__cause__
-                    time.sleep(min(delay, remaining))
-                    delay = min(delay * 2, _BACKOFF_MAX_S)
-                except BaseException:
-                    self._conn = conn
-                    self._discard()
-                    raise
+            conn, metadata = self._open(deadline, budget)
             self._conn = conn
             if self.saw_server_down:
                 self.server_warm = False  # a restarted server warms up (compiles) again
             self.metadata = metadata
             return metadata
 
-    def _open(self, deadline: float, budget: float, refused: TransportError | None = None) -> ClientConnection:
-        """A websocket connection to the server, opened before ``deadline`` (monotonic s).
+    def _open(self, deadline: float, budget: float) -> tuple[ClientConnection, dict[str, Any]]:
+        """A connection to the server and its metadata, before ``deadline`` (monotonic s).
 
-        ``refused``: the last "not now" answer (a going-away close before the metadata),
-        raised instead of :class:`ServerUnavailable` if time runs out.
+        A server not up yet, or answering "not now", is tried again with back-off; if time
+        runs out, its last "not now" answer is raised (else :class:`ServerUnavailable`).
         """
         headers = {"Authorization": f"Api-Key {self.api_key}"} if self.api_key else None
         delay = _BACKOFF_START_S
+        refused: TransportError | None = None
         while True:
             remaining = deadline - time.monotonic()
             try:
-                return ws_connect(
+                conn = ws_connect(
                     self.endpoint,
                     additional_headers=headers,
                     compression=None,
@@ -263,6 +244,15 @@ class PolicyClient:
                 refused.__cause__ = last = exc
             except OSError as exc:  # ConnectionRefusedError and friends: server not up yet
                 last = exc
+            else:
+                try:
+                    return conn, self._read_metadata(conn, deadline, budget)
+                except BaseException as exc:
+                    self._conn = conn
+                    self._discard()
+                    if not isinstance(exc, _GoingAway):
+                        raise
+                    refused, last = exc.error, exc.error.__cause__ or exc.error  # going down as we came
             # Not up yet, or "not now": back off and try again until the deadline.
             self.saw_server_down = True
             remaining = deadline - time.monotonic()
