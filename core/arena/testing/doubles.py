@@ -68,7 +68,8 @@ class RecordingModel(FaultKnobs):
     def infer(self, obs: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
             self.requests.append(obs)
-        self.before_inference()  # no hang or restart knob is set: delays and failures only
+        if self.before_inference() is not None:  # set by hand: the constructor takes neither
+            raise NotImplementedError("RecordingModel cannot hang or restart: serve FaultInjector in a ServerProcess")
         if self.validator is not None:
             self.validator(obs)
         return self.reply_factory(obs)
