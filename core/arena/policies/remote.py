@@ -2,7 +2,8 @@
 
 A remote policy is a thin client of a policy server speaking the openpi websocket protocol
 (docs/architecture.md, "Inside the simulation process"). Per env it requests an action chunk ``(H, action_dim)``, replays
-its first ``open_loop_horizon`` rows one per step, then requests again.
+its first ``open_loop_horizon`` rows one per step, then requests again; the rows wait in a
+:class:`~arena.policies.chunks.ChunkBroker`, which also keeps each env's latency records.
 
 Connections: one per env, all opened in :meth:`RemoteChunkReplayPolicy.start` (not lazily: an
 openpi server runs inference on its event loop, so a handshake made while another env's first
@@ -26,6 +27,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -34,7 +36,8 @@ from pydantic import AliasChoices, Field, field_validator
 
 from arena.errors import ArenaError, ObservationError, PolicyError, TransportError
 from arena.policies.adapters import EmbodimentAdapter, ProtocolViolation
-from arena.policies.base import PolicyBase, PolicyConfig, latency_stats
+from arena.policies.base import PolicyBase, PolicyConfig
+from arena.policies.chunks import ChunkBroker
 from arena.transport.client import PolicyClient
 from arena.transport.errors import CodecError, ProtocolError
 
@@ -159,25 +162,6 @@ class ChunkLength:
                 )
 
 
-class _LatencyLog:
-    """Request latencies (ms) and server-reported inference times of one env's episode."""
-
-    __slots__ = ("latency_ms", "server_infer_ms")
-
-    def __init__(self) -> None:
-        self.latency_ms: list[float] = []
-        self.server_infer_ms: list[float] = []
-
-    def summary(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        if self.latency_ms:
-            out["latency"] = latency_stats(self.latency_ms)
-        if self.server_infer_ms:
-            arr = np.asarray(self.server_infer_ms)
-            out["server_timing"] = {"infer_ms_mean": float(arr.mean()), "infer_ms_max": float(arr.max())}
-        return out
-
-
 class RemoteChunkReplayPolicy(PolicyBase):
     """Chunk-replaying client of an openpi-protocol policy server.
 
@@ -198,9 +182,7 @@ class RemoteChunkReplayPolicy(PolicyBase):
         self.adapter = adapter if adapter is not None else self.make_adapter(config)
         self.open_loop_horizon = config.open_loop_horizon
         self._clients: list[PolicyClient] = []
-        self._chunks: list[np.ndarray | None] = []
-        self._steps: list[int] = []
-        self._logs: list[_LatencyLog] = []
+        self.broker: ChunkBroker | None = None  # built in start(), when num_envs is known
         self._pool: ThreadPoolExecutor | None = None
         self.reconnects = 0
         self._metadata: dict[str, Any] | None = None
@@ -229,9 +211,7 @@ class RemoteChunkReplayPolicy(PolicyBase):
             PolicyError: a connection could not be opened (every env's episode is an error).
         """
         n = env.num_envs
-        self._chunks = [None] * n
-        self._steps = [0] * n
-        self._logs = [_LatencyLog() for _ in range(n)]
+        self.broker = ChunkBroker(n, self.open_loop_horizon, self.adapter.action_dim, active=self.active_envs)
         self._clients = [self._new_client() for _ in range(n)]
         self._pool = ThreadPoolExecutor(max_workers=max(1, n), thread_name_prefix="arena-request")
         errors = [f for f in self._pool.map(self._connect_quietly, self._clients) if f]
@@ -259,17 +239,20 @@ class RemoteChunkReplayPolicy(PolicyBase):
         if client.saw_server_down:
             for other in self._clients:
                 other.expect_warmup()
-        for i in range(len(self._chunks)):
-            self._chunks[i] = None
-            self._steps[i] = 0
+        assert self.broker is not None
+        self.broker.discard()
 
     # -- the step loop -----------------------------------------------------------------------
     def reset(self, env_ids: list[int] | None = None, seeds: list[int] | None = None) -> None:
-        ids = range(len(self._chunks)) if env_ids is None else env_ids
-        for i in ids:
-            self._chunks[i] = None
-            self._steps[i] = 0
-            self._logs[i] = _LatencyLog()
+        """Drop the chunks and latency records of ``env_ids`` (all when ``None``)."""
+        if self.broker is not None:
+            self.broker.reset(env_ids)
+
+    def set_active(self, env_ids: Sequence[int]) -> None:
+        """Only ``env_ids`` run episodes: idle envs send no request and take no chunk rows."""
+        super().set_active(env_ids)
+        if self.broker is not None:
+            self.broker.set_active(self.active_envs or ())
 
     def get_action(self, env: Environment, observation: dict[str, Any]) -> np.ndarray:
         """Return ``float32 (num_envs, action_dim)``, fetching chunks for active envs that are due.
@@ -281,32 +264,25 @@ class RemoteChunkReplayPolicy(PolicyBase):
             PolicyError: some envs got no chunk (server gone after the reconnect attempts, or
                 a protocol violation); their ``env_ids`` are listed, other envs keep theirs.
         """
-        if not self._clients:
+        if not self._clients or self.broker is None:
             raise PolicyError("get_action called before start()")
+        broker = self.broker
         # A reconnect in one env's request discards every env's chunk, so fetch until none
         # is due (bounded: each round either fills chunks or raises).
         rounds = 0
-        while due := self._due():
+        while due := np.flatnonzero(broker.due()).tolist():
             if rounds == 2 + self.config.max_reconnect_attempts:
                 raise PolicyError("action chunks kept being discarded by reconnects")
             self._fetch_due(due, observation)
             rounds += 1
-        actions = np.zeros((len(self._chunks), self.adapter.action_dim), dtype=np.float32)
-        for i, chunk in enumerate(self._chunks):
-            if not self.is_active(i):  # idle: no request; the rollout repeats its last action
-                continue
-            assert chunk is not None
-            actions[i] = chunk[self._steps[i]]
-            self._steps[i] += 1
-        return actions
+        # idle envs' rows stay zero: no request; the rollout repeats their last action
+        return broker.take(broker.active, out=self._simulator_actions(broker.num_envs))
 
-    def _due(self) -> list[int]:
-        """Active envs without a cached chunk, or whose chunk has been replayed."""
-        return [
-            i
-            for i, chunk in enumerate(self._chunks)
-            if self.is_active(i) and (chunk is None or self._steps[i] >= len(chunk))
-        ]
+    def _simulator_actions(self, num_envs: int) -> np.ndarray:
+        """Zeros in the dtype actions reach the simulator in, ``float32 (num_envs, action_dim)``:
+        the one place it is chosen (the broker keeps the chunks' own dtype and casts the
+        replayed rows into this array)."""
+        return np.zeros((num_envs, self.adapter.action_dim), dtype=np.float32)
 
     def _fetch_due(self, due: list[int], observation: dict[str, Any]) -> None:
         requests = []
@@ -352,12 +328,14 @@ class RemoteChunkReplayPolicy(PolicyBase):
                 if attempt >= self.config.max_reconnect_attempts:
                     return env_id, f"{type(exc).__name__}: {exc}"
             else:
-                self._logs[env_id].latency_ms.append((time.perf_counter() - started) * 1e3)
+                latency_ms = (time.perf_counter() - started) * 1e3
                 timing = response.get("server_timing") if isinstance(response, dict) else None
-                if isinstance(timing, dict) and isinstance(timing.get("infer_ms"), (int, float)):
-                    self._logs[env_id].server_infer_ms.append(float(timing["infer_ms"]))
-                self._chunks[env_id] = chunk[: self.open_loop_horizon]
-                self._steps[env_id] = 0
+                infer_ms = timing.get("infer_ms") if isinstance(timing, dict) else None
+                assert self.broker is not None
+                self.broker.put(
+                    [env_id], chunk[None], latency_ms=latency_ms,
+                    server_infer_ms=float(infer_ms) if isinstance(infer_ms, (int, float)) else None,
+                )
                 return env_id, None
             attempt += 1
             time.sleep(min(2.0, 0.2 * 2 ** (attempt - 1)))
@@ -372,9 +350,9 @@ class RemoteChunkReplayPolicy(PolicyBase):
         return self._metadata
 
     def episode_info(self, env_id: int) -> dict[str, Any]:
-        if env_id >= len(self._logs):
-            return {}
-        return self._logs[env_id].summary()
+        """``latency`` and ``server_timing`` of the requests that served ``env_id``'s episode
+        (:meth:`ChunkBroker.episode_info`); ``{}`` before :meth:`start`."""
+        return {} if self.broker is None else self.broker.episode_info(env_id)
 
     def close(self) -> None:
         for client in self._clients:

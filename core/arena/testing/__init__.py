@@ -8,9 +8,21 @@ Meta-World expert server; ``arena_cli`` runs the ``arena`` command in a subproce
 :func:`tiny_experiment` builds a one-run Meta-World experiment for any policy.
 :mod:`arena.testing.envs` has small pure-numpy environments (one with a camera, one that
 crashes on demand) that also run in environment workers under other interpreters.
+:class:`FaultKnobs` (:mod:`arena.testing.faults`) is the mixin giving every server double,
+core's and the plugins', the same fault knobs.
 """
 
 from arena.testing.doubles import OpenPIDouble, RecordingModel
 from arena.testing.experiments import ExperimentOutcome, run_tiny_experiment, tiny_experiment
+from arena.testing.faults import Fault, FaultKnobs, InjectedFailure
 
-__all__ = ["ExperimentOutcome", "OpenPIDouble", "RecordingModel", "run_tiny_experiment", "tiny_experiment"]
+__all__ = [
+    "ExperimentOutcome",
+    "Fault",
+    "FaultKnobs",
+    "InjectedFailure",
+    "OpenPIDouble",
+    "RecordingModel",
+    "run_tiny_experiment",
+    "tiny_experiment",
+]

@@ -6,9 +6,10 @@ server answer like a real one: a traceback text frame, then close 1011), and the
 factory answers like the real model.
 
 For fault and benchmark tests against a real server *process*, ``python -m
-arena.testing.doubles`` serves a :class:`ChunkModel` (or a registered model wrapped in
-:class:`FaultInjector`) with arena's server and prints ``listening on ws://HOST:PORT`` once
-bound; :mod:`arena.testing.openpi_like` does the same with an openpi-like server.
+arena.testing.doubles`` serves a :class:`ChunkModel` (or a registered model), wrapped in
+:class:`FaultInjector` when a fault knob is given (:mod:`arena.testing.faults`), with arena's
+server and prints ``listening on ws://HOST:PORT`` once bound; :mod:`arena.testing.openpi_like`
+does the same with an openpi-like server.
 """
 
 from __future__ import annotations
@@ -25,17 +26,20 @@ from typing import Any
 
 import numpy as np
 
+from arena.testing.faults import Fault, FaultKnobs, add_fault_arguments, fault_options
 from arena.transport.server import PolicyServer, serve_until_signalled
 
 Validator = Callable[[dict[str, Any]], None]
 ReplyFactory = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-class RecordingModel:
+class RecordingModel(FaultKnobs):
     """A Model that validates each request, records it, and answers with ``reply_factory``.
 
-    ``infer_delay_s`` makes every inference block that long (first call: ``first_delay_s``),
-    ``fail_on_request`` raises on that 1-based request number.
+    Fault knobs (:mod:`arena.testing.faults`): ``infer_delay_s`` makes every inference block
+    that long (first call: ``first_delay_s``), ``fail_on_request`` raises on that 1-based
+    request number (the server answers a traceback). For hangs and restarts, serve a model
+    wrapped in :class:`FaultInjector` in a :class:`ServerProcess`.
     """
 
     def __init__(
@@ -51,9 +55,7 @@ class RecordingModel:
         self.reply_factory = reply_factory
         self.validator = validator
         self._metadata = metadata or {}
-        self.infer_delay_s = infer_delay_s
-        self.first_delay_s = first_delay_s
-        self.fail_on_request = fail_on_request
+        self.init_faults(infer_delay_s=infer_delay_s, first_delay_s=first_delay_s, fail_on_request=fail_on_request)
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
@@ -66,12 +68,8 @@ class RecordingModel:
     def infer(self, obs: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
             self.requests.append(obs)
-            n = len(self.requests)
-        delay = self.first_delay_s if (n == 1 and self.first_delay_s is not None) else self.infer_delay_s
-        if delay:
-            time.sleep(delay)
-        if self.fail_on_request is not None and n == self.fail_on_request:
-            raise RuntimeError(f"injected failure on request {n}")
+        if self.before_inference() is not None:  # set by hand: the constructor takes neither
+            raise NotImplementedError("RecordingModel cannot hang or restart: serve FaultInjector in a ServerProcess")
         if self.validator is not None:
             self.validator(obs)
         return self.reply_factory(obs)
@@ -104,35 +102,32 @@ class OpenPIDouble:
         return self.server.port
 
 
-class FaultInjector:
-    """Wraps a Model: blocks the first (``first_delay_s``) or every (``delay_s``) inference,
-    hangs for good from request ``hang_from_request`` on (a hung model whose server still
-    answers handshakes and health checks, as long as the server runs it off the event loop:
-    ``--inline-below-ms 0``), and kills the whole process with
-    ``os._exit(exit_code)`` on request ``exit_on_request`` (1-based, counted per process) —
-    only once across restarts when ``exit_marker`` is given (the file is created just before
-    exiting)."""
+class FaultInjector(FaultKnobs):
+    """Wraps a Model in the fault knobs of :mod:`arena.testing.faults`, for a double in its own
+    process (``python -m arena.testing.doubles`` or ``arena.testing.openpi_like``).
+
+    Inferences are counted per process (a batch of ``k`` counts ``k``). ``never_reply`` /
+    ``hang_from_request``: the model hangs for good (its server still answers handshakes and
+    health checks as long as it runs inference off the event loop: ``--inline-below-ms 0``);
+    ``restart_on_request``: the whole process exits with ``os._exit(exit_code)``, a crash its
+    supervisor restarts (the local backend's server task does) — only once across restarts when
+    ``exit_marker`` is given (the file is created just before exiting); ``fail_on_request``:
+    the inference raises (the server answers a traceback); ``first_delay_s`` /
+    ``infer_delay_s``: it blocks first.
+    """
 
     def __init__(
         self,
         model: Any,
         *,
-        first_delay_s: float = 0.0,
-        delay_s: float = 0.0,
-        exit_on_request: int | None = None,
         exit_marker: str | Path | None = None,
         exit_code: int = 137,
-        hang_from_request: int | None = None,
+        **knobs: Any,
     ) -> None:
         self.model = model
-        self.hang_from_request = hang_from_request
-        self.first_delay_s = first_delay_s
-        self.delay_s = delay_s
-        self.exit_on_request = exit_on_request
+        self.init_faults(**knobs)
         self.exit_marker = Path(exit_marker) if exit_marker else None
         self.exit_code = exit_code
-        self.requests = 0
-        self._lock = threading.Lock()
 
     def metadata(self) -> dict[str, Any]:
         return self.model.metadata() if hasattr(self.model, "metadata") else {}
@@ -141,20 +136,23 @@ class FaultInjector:
         if hasattr(self.model, "load"):
             self.model.load()
 
+    @property
+    def requests(self) -> int:
+        """Inferences received by this process."""
+        return self.inferences
+
+    def restart_allowed(self) -> bool:
+        """Not once ``exit_marker`` exists: the process restarted once already."""
+        return self.exit_marker is None or not self.exit_marker.exists()
+
     def _before(self, count: int) -> None:
-        with self._lock:
-            self.requests += count
-            n = self.requests
-        if self.exit_on_request is not None and n >= self.exit_on_request:
-            if self.exit_marker is None or not self.exit_marker.exists():
-                if self.exit_marker is not None:
-                    self.exit_marker.touch()
-                os._exit(self.exit_code)
-        if self.hang_from_request is not None and n >= self.hang_from_request:
+        fault = self.before_inference(count)
+        if fault is Fault.RESTART:
+            if self.exit_marker is not None:
+                self.exit_marker.touch()
+            os._exit(self.exit_code)
+        if fault is Fault.HANG:
             threading.Event().wait()  # never answers
-        delay = self.first_delay_s if n == count and self.first_delay_s else self.delay_s
-        if delay:
-            time.sleep(delay)
 
     def infer(self, obs: dict[str, Any]) -> dict[str, Any]:
         self._before(1)
@@ -218,11 +216,11 @@ def chunk_model_arguments(description: str) -> argparse.ArgumentParser:
     p.add_argument("--dtype", default="float32", help="dtype of the constant chunk")
     p.add_argument("--cost-ms", type=float, default=0.0, help="ms every inference (batch) costs")
     p.add_argument("--per-item-ms", type=float, default=0.0, help="ms each request of a batch adds")
-    p.add_argument("--first-delay-s", type=float, default=0.0, help="the first inference blocks this long")
-    p.add_argument("--delay-s", type=float, default=0.0, help="every inference blocks this long")
-    p.add_argument("--exit-on-request", type=int, default=None, help="os._exit on this request (1-based)")
-    p.add_argument("--exit-marker", default=None, help="exit only if this file does not exist (creates it)")
-    p.add_argument("--hang-from-request", type=int, default=None, help="this request and later ones never answer")
+    add_fault_arguments(p)  # --never-reply, --hang-from-request, --restart-on-request, ...
+    p.add_argument("--delay-s", dest="infer_delay_s", type=float, default=argparse.SUPPRESS, help="= --infer-delay-s")
+    p.add_argument("--exit-on-request", dest="restart_on_request", type=int, default=argparse.SUPPRESS,
+                   help="= --restart-on-request: the process exits (os._exit) on this request, for its supervisor to restart it")
+    p.add_argument("--exit-marker", default=None, help="restart only if this file does not exist (creates it)")
     return p
 
 
@@ -235,15 +233,9 @@ def chunk_model_from_args(args: argparse.Namespace) -> Any:
         model = ChunkModel(
             tuple(args.action_shape), args.dtype, cost_ms=args.cost_ms, per_item_ms=args.per_item_ms
         )
-    if args.first_delay_s or args.delay_s or args.exit_on_request is not None or args.hang_from_request is not None:
-        model = FaultInjector(
-            model,
-            first_delay_s=args.first_delay_s,
-            delay_s=args.delay_s,
-            exit_on_request=args.exit_on_request,
-            exit_marker=args.exit_marker,
-            hang_from_request=args.hang_from_request,
-        )
+    knobs = fault_options(args)
+    if any(value not in (None, False, 0.0) for value in knobs.values()):
+        model = FaultInjector(model, exit_marker=args.exit_marker, **knobs)
     return model
 
 

@@ -191,3 +191,19 @@ def test_core_zmq_ping_probe_sends_the_api_token_and_names_a_refusal():
             wait_until_ready("zmq-ping", "127.0.0.1", server.port, 600.0)
         with pytest.raises(Unauthorized, match="with an api_token"):
             wait_until_ready("zmq-ping", "127.0.0.1", server.port, 600.0, api_key="nope")
+
+
+def test_the_shared_fault_knobs_count_get_action_only():
+    # arena.testing.faults: first_delay_s on the first get_action, fail_on_request by number;
+    # pings are not inferences and are neither counted nor delayed
+    with Gr00tDouble(fail_on_request=2, first_delay_s=0.3) as server:
+        client = Gr00tClient("127.0.0.1", server.port, request_timeout_s=5)
+        assert client.call("ping")["status"] == "ok" and server.get_action_count == 0
+        started = time.monotonic()
+        with pytest.raises(Gr00tServerError, match="unexpected keyword"):  # answered, after the delay
+            client.call("get_action", {})
+        assert time.monotonic() - started >= 0.3
+        with pytest.raises(Gr00tServerError, match="injected failure on get_action 2"):
+            client.call("get_action", {})
+        assert server.get_action_count == 2 and server.errors[-1] == "injected failure on get_action 2"
+        client.close()

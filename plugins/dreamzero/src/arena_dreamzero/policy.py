@@ -12,7 +12,9 @@ shards, each with its own server), and:
 * the first request of a session sends one frame per camera; later ones send a
   ``(T, H, W, 3)`` stack taken at ``frame_offsets`` steps from now (DreamZero's own test
   client: ``[-23, -16, -8, 0]``, padded with the oldest frame at an episode's start);
-* the reply's first ``open_loop_horizon`` (24) rows are replayed, then the next request goes.
+* the reply's first ``open_loop_horizon`` (24) rows are replayed, then the next request goes
+  (the rows and each episode's latency records wait in arena's
+  :class:`~arena.policies.chunks.ChunkBroker`).
 
 Connecting waits up to ``connect_timeout_s`` (a 14B model loads and warms up for minutes);
 reconnects wait ``reconnect_timeout_s``, and a reconnect that finds no server ends the
@@ -27,6 +29,7 @@ import inspect
 import time
 import uuid
 from collections import deque
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
@@ -34,7 +37,8 @@ from pydantic import AliasChoices, Field, field_validator
 
 from arena.errors import PolicyError, TransportError
 from arena.policies.adapters import ProtocolViolation
-from arena.policies.base import PolicyBase, latency_stats
+from arena.policies.base import PolicyBase
+from arena.policies.chunks import ChunkBroker
 from arena.policies.remote import RemotePolicyConfig
 from arena.transport.errors import ConnectionLost, HandshakeError, RequestTimeout, ServerUnavailable
 
@@ -118,10 +122,8 @@ class DreamZeroRemotePolicy(PolicyBase):
         self.reconnects = 0
         self.session_ids: list[str] = []
         self._session_requests: list[int] = []
-        self._chunks: list[np.ndarray | None] = []
-        self._steps: list[int] = []
+        self.broker: ChunkBroker | None = None  # built in start(), when num_envs is known
         self._history: list[deque[dict[str, np.ndarray]]] = []
-        self._latency: list[list[float]] = []
         self._greeting: dict[str, Any] | None = None
 
     def _make_adapter(self) -> DreamZeroAdapter:
@@ -151,10 +153,11 @@ class DreamZeroRemotePolicy(PolicyBase):
             )
 
     def _new_session(self, env_id: int) -> None:
+        """A new ``session_id`` for ``env_id``; the chunk of its old session is dropped."""
         self.session_ids[env_id] = str(uuid.uuid4())
         self._session_requests[env_id] = 0
-        self._chunks[env_id] = None
-        self._steps[env_id] = 0
+        assert self.broker is not None
+        self.broker.discard([env_id])
 
     def start(self, env: Environment) -> None:
         """Connect (waiting up to ``connect_timeout_s``) and read the greeting.
@@ -170,9 +173,9 @@ class DreamZeroRemotePolicy(PolicyBase):
         self.num_envs = env.num_envs
         self.session_ids = [""] * self.num_envs
         self._session_requests = [0] * self.num_envs
-        self._chunks = [None] * self.num_envs
-        self._steps = [0] * self.num_envs
-        self._latency = [[] for _ in range(self.num_envs)]
+        self.broker = ChunkBroker(
+            self.num_envs, self.config.open_loop_horizon, self.adapter.action_dim, active=self.active_envs
+        )
         depth = 1 - min(self.config.frame_offsets)
         self._history = [deque(maxlen=depth) for _ in range(self.num_envs)]
         try:
@@ -185,18 +188,24 @@ class DreamZeroRemotePolicy(PolicyBase):
     def reset(self, env_ids: list[int] | None = None, seeds: list[int] | None = None) -> None:
         """New session for each of ``env_ids`` and an explicit server ``reset`` (best effort:
         a failed reset leaves the connection to be re-opened by the next request)."""
-        if self.client is None:
+        if self.client is None or self.broker is None:
             return
         ids = range(self.num_envs) if env_ids is None else env_ids
+        self.broker.reset(list(ids))  # the episode's chunk and latency records
         for i in ids:
             self._new_session(i)
             self._history[i].clear()
-            self._latency[i] = []
         if self.client.connected:
             try:
                 self.client.reset_server()
             except TransportError:
                 self.client.close()
+
+    def set_active(self, env_ids: Sequence[int]) -> None:
+        """Only ``env_ids`` run episodes: idle envs send no request and take no chunk rows."""
+        super().set_active(env_ids)
+        if self.broker is not None:
+            self.broker.set_active(self.active_envs or ())
 
     # -- the step loop --------------------------------------------------------------------
     def get_action(self, env: Environment, observation: dict[str, Any]) -> np.ndarray:
@@ -206,23 +215,21 @@ class DreamZeroRemotePolicy(PolicyBase):
             PolicyError: no chunk after ``max_reconnect_attempts`` reconnects, a server
                 traceback, or a protocol violation (the env's episode is an error).
         """
-        if self.client is None:
+        if self.client is None or self.broker is None:
             raise PolicyError("get_action called before start()")
-        out = np.zeros((self.num_envs, self.adapter.action_dim), np.float32)
-        active = [i for i in range(self.num_envs) if self.is_active(i)]  # idle envs send nothing
+        broker = self.broker
+        active = np.flatnonzero(broker.active).tolist()  # idle envs send nothing
         for i in active:
             try:
                 self._history[i].append(self.adapter.frames(observation, i))
             except ProtocolViolation as exc:
                 raise PolicyError(str(exc), env_ids=[i]) from exc
         for i in active:
-            chunk = self._chunks[i]
-            if chunk is None or self._steps[i] >= len(chunk):
+            if broker.due()[i]:  # checked env by env: a reconnect during one fetch drops every chunk
                 self._fetch(i, observation)
-        for i in active:
-            out[i] = self._chunks[i][self._steps[i]]
-            self._steps[i] += 1
-        return out
+        # The dtype actions reach the simulator in (the adapter's chunks are float32 already).
+        out = np.zeros((self.num_envs, self.adapter.action_dim), np.float32)
+        return broker.take(broker.active, out=out)
 
     def _frames_for_request(self, env_id: int) -> dict[str, np.ndarray]:
         history = self._history[env_id]
@@ -265,10 +272,9 @@ class DreamZeroRemotePolicy(PolicyBase):
                 continue
             except TransportError as exc:  # ServerError (traceback), ProtocolError, ProtocolViolation
                 raise PolicyError(f"{type(exc).__name__}: {exc}", env_ids=[env_id]) from exc
-            self._latency[env_id].append((time.perf_counter() - started) * 1e3)
+            assert self.broker is not None
+            self.broker.put([env_id], chunk, latency_ms=(time.perf_counter() - started) * 1e3)
             self._session_requests[env_id] += 1
-            self._chunks[env_id] = chunk[: c.open_loop_horizon]
-            self._steps[env_id] = 0
             return
 
     def _reconnect(self) -> None:
@@ -287,14 +293,12 @@ class DreamZeroRemotePolicy(PolicyBase):
         return self._greeting
 
     def episode_info(self, env_id: int) -> dict[str, Any]:
-        """The episode's session id and request latencies."""
-        if env_id >= len(self.session_ids):
+        """The episode's session id, its session's request count and the episode's request
+        latencies (:meth:`ChunkBroker.episode_info`)."""
+        if self.broker is None or not 0 <= env_id < len(self.session_ids):
             return {}
         out: dict[str, Any] = {"dreamzero": {"session_id": self.session_ids[env_id], "requests": self._session_requests[env_id]}}
-        lat = self._latency[env_id]
-        if lat:
-            out["latency"] = latency_stats(lat)
-        return out
+        return out | self.broker.episode_info(env_id)
 
     def close(self) -> None:
         """Reset the server's history (best effort) and disconnect; the server keeps running."""

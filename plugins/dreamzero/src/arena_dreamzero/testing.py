@@ -16,12 +16,12 @@ DreamZero's RoboArena server (``reference/protocols.md`` sections 4 and 9.2):
   via ``calls`` (one :class:`InferCall` per inference);
 * a failing request: traceback text frame, then close 1011.
 
-Fault knobs: ``never_reply`` (requests are read but never answered), ``hang_from_request``
-(from that 1-based inference on, inferences are never answered; resets still are),
-``infer_delay_s`` /
-``first_delay_s``, ``fail_on_request`` (1-based inference number answered with a traceback),
+Fault knobs, arena's shared ones (:mod:`arena.testing.faults`, counted per inference):
+``never_reply`` (requests are read but never answered), ``hang_from_request`` (from that
+1-based inference on, inferences are never answered; resets still are), ``infer_delay_s`` /
+``first_delay_s``, ``fail_on_request`` (that inference is answered with a traceback),
 ``restart_on_request`` (that inference is dropped, the server restarts on the same port
-and loses its history), and :meth:`DreamZeroDouble.restart`.
+and loses its history); and :meth:`DreamZeroDouble.restart`.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ import numpy as np
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.server import Server, ServerConnection, serve
 
+from arena.testing.faults import Fault, FaultKnobs
 from arena.transport.codec import packb, unpackb
 
 __all__ = ["DreamZeroDouble", "InferCall"]
@@ -55,14 +56,16 @@ class InferCall:
     new_session: bool
 
 
-class DreamZeroDouble:
+class DreamZeroDouble(FaultKnobs):
     """DreamZero's server on ``ws://host:port`` (port 0: a free one); a context manager.
 
     Attributes read by tests: ``calls`` (:class:`InferCall` per answered inference),
     ``messages`` (every decoded message, images dropped), ``resets`` (explicit resets),
     ``history_resets`` (history clears: explicit or by a new session), ``connections``,
-    ``restarts``, ``port``.
+    ``restarts``, ``infer_count`` (inferences received), ``port``.
     """
+
+    fault_unit = "inference"
 
     def __init__(
         self,
@@ -84,12 +87,10 @@ class DreamZeroDouble:
         self.horizon = horizon
         self.action_columns = action_columns
         self.frames_per_chunk = frames_per_chunk
-        self.never_reply = never_reply
-        self.infer_delay_s = infer_delay_s
-        self.first_delay_s = first_delay_s
-        self.fail_on_request = fail_on_request
-        self.restart_on_request = restart_on_request
-        self.hang_from_request = hang_from_request
+        self.init_faults(
+            never_reply=never_reply, hang_from_request=hang_from_request, restart_on_request=restart_on_request,
+            fail_on_request=fail_on_request, infer_delay_s=infer_delay_s, first_delay_s=first_delay_s,
+        )
         self.host = host
         self.port = port
         self.greeting = {
@@ -107,7 +108,6 @@ class DreamZeroDouble:
         self.connections = 0
         self.restarts = 0
         self.restart_error: OSError | None = None  # why a restart could not listen again
-        self.infer_count = 0
         self._session: str | None = None
         self._history = 0
         self._lock = threading.Lock()
@@ -209,20 +209,18 @@ class DreamZeroDouble:
                 self.resets += 1
                 self._clear()
             return "reset successful"
-        with self._lock:
-            self.infer_count += 1
-            n = self.infer_count
-        if n == self.restart_on_request:
+        fault = self.before_inference()  # raises InjectedFailure: a traceback, as any failure
+        if fault is Fault.RESTART:
             raise _Restart()
-        if self.hang_from_request is not None and n >= self.hang_from_request:
+        if fault is Fault.HANG:
             self._stopping.wait()  # a hung model: this connection never hears back
             raise _Hung()
-        delay = self.first_delay_s if (n == 1 and self.first_delay_s is not None) else self.infer_delay_s
-        if delay:
-            time.sleep(delay)
-        if n == self.fail_on_request:
-            raise RuntimeError(f"injected failure on inference {n}")
         return self._infer(obs)
+
+    @property
+    def infer_count(self) -> int:
+        """Inferences received, answered or not."""
+        return self.inferences
 
     def _clear(self) -> None:
         self._session = None

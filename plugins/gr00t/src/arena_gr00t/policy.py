@@ -3,7 +3,8 @@
 Per step the action scheduler (``chunk`` or ``synced_batch``) decides whether a chunk is
 due; a fetch sends **one** batched request holding every env's observation (mapped from the
 server's modality config by the embodiment adapter) and maps the reply's action groups back
-into the simulator's action slots.
+into the simulator's action slots. The rows, and each env's latency records, wait in the
+scheduler's :class:`~arena.policies.chunks.ChunkBroker`.
 
 Wire modes (``wire_generation``): ``n1.6`` (nested observation inside ``{observation,
 options}``, reply ``[action, info]``), ``n1.6-sim`` (a server started with
@@ -35,13 +36,13 @@ from pydantic import AliasChoices, Field, model_validator
 
 from arena.errors import PolicyError, TransportError
 from arena.policies.adapters import ProtocolViolation
-from arena.policies.base import PolicyBase, latency_stats
+from arena.policies.base import PolicyBase
 from arena.policies.remote import RemotePolicyConfig
 from arena.transport.errors import ConnectionLost, RequestTimeout
 
 from arena_gr00t.adapters import DROID_MODALITY, Gr00tAdapter
 from arena_gr00t.client import Gr00tClient, Gr00tServerError
-from arena_gr00t.schedulers import SCHEDULERS, ActionScheduler, make_scheduler
+from arena_gr00t.schedulers import SCHEDULERS, ActionScheduler, Fetched, make_scheduler
 
 if TYPE_CHECKING:
     from arena.envs.base import Environment
@@ -97,13 +98,6 @@ class Gr00tRemoteConfig(RemotePolicyConfig):
         return self
 
 
-class _EnvLog:
-    __slots__ = ("latency_ms",)
-
-    def __init__(self) -> None:
-        self.latency_ms: list[float] = []
-
-
 class Gr00tRemotePolicy(PolicyBase):
     """GR00T over its native ZeroMQ protocol; one batched request for all envs."""
 
@@ -119,7 +113,6 @@ class Gr00tRemotePolicy(PolicyBase):
         self.scheduler: ActionScheduler | None = None
         self.num_envs = 0
         self.reconnects = 0
-        self._logs: list[_EnvLog] = []
         self._modality: dict[str, Any] | None = None
 
     @property
@@ -167,7 +160,6 @@ class Gr00tRemotePolicy(PolicyBase):
         self.scheduler = make_scheduler(c.scheduler, self.num_envs, c.open_loop_horizon, action_dim)
         if self.active_envs is not None:
             self.scheduler.set_active(sorted(self.active_envs))
-        self._logs = [_EnvLog() for _ in range(self.num_envs)]
         if c.wire_generation != "n1.5":
             try:
                 self.client.reset()
@@ -175,13 +167,12 @@ class Gr00tRemotePolicy(PolicyBase):
                 raise PolicyError(f"GR00T server {self.client.endpoint}: reset failed: {exc}") from exc
 
     def reset(self, env_ids: list[int] | None = None, seeds: list[int] | None = None) -> None:
-        """Drop the chunks of ``env_ids``. GR00T's server state is shared by all envs, so
-        nothing is sent per env (``reset`` went to the server once, in :meth:`start`)."""
+        """Drop the chunks and latency records of ``env_ids``. GR00T's server state is shared
+        by all envs, so nothing is sent per env (``reset`` went to the server once, in
+        :meth:`start`)."""
         if self.scheduler is None:
             return
         self.scheduler.reset(env_ids)
-        for i in range(self.num_envs) if env_ids is None else env_ids:
-            self._logs[i] = _EnvLog()
 
     def set_active(self, env_ids: list[int]) -> None:
         """Only ``env_ids`` run episodes: idle envs never make the scheduler fetch."""
@@ -202,7 +193,7 @@ class Gr00tRemotePolicy(PolicyBase):
         hold = self.adapter.hold_action(observation) if self.scheduler.needs_hold else None
         return self.scheduler.get_action(lambda: self._fetch(observation), hold)
 
-    def _fetch(self, observation: dict[str, Any]) -> np.ndarray:
+    def _fetch(self, observation: dict[str, Any]) -> Fetched:
         assert self.client is not None and self.adapter is not None and self.scheduler is not None
         c = self.config
         try:
@@ -233,10 +224,8 @@ class Gr00tRemotePolicy(PolicyBase):
                 raise PolicyError(f"GR00T server error: {exc}", env_ids=self._due()) from exc
             except TransportError as exc:  # ProtocolError, ProtocolViolation, CodecError
                 raise PolicyError(f"protocol violation from {self.client.endpoint}: {exc}", env_ids=self._due()) from exc
-            elapsed_ms = (time.perf_counter() - started) * 1e3
-            for i in self._due():
-                self._logs[i].latency_ms.append(elapsed_ms)
-            return chunk
+            # the scheduler records the latency for every env that takes the new rows
+            return Fetched(chunk, latency_ms=(time.perf_counter() - started) * 1e3)
 
     def _due(self) -> list[int]:
         assert self.scheduler is not None
@@ -244,13 +233,10 @@ class Gr00tRemotePolicy(PolicyBase):
 
     def episode_info(self, env_id: int) -> dict[str, Any]:
         """Latency of the batched requests that served this env's episode, and held steps."""
-        if self.scheduler is None or env_id >= len(self._logs):
+        if self.scheduler is None or not 0 <= env_id < self.num_envs:
             return {}
         out: dict[str, Any] = {"gr00t": {"requests": int(self.scheduler.requests[env_id]), "held_steps": int(self.scheduler.held_steps[env_id])}}
-        lat = self._logs[env_id].latency_ms
-        if lat:
-            out["latency"] = latency_stats(lat)
-        return out
+        return out | self.scheduler.broker.episode_info(env_id)
 
     def server_metadata(self) -> dict[str, Any] | None:
         """The server's modality config (keys and horizons), when it was asked for one."""

@@ -19,12 +19,14 @@
   ...}, info]``. A nested N1.6 observation fails like the wrapper does ("Video key
   'video.…' must be in observation"), a flat N1.5 request on the unexpected keyword.
 
-Fault knobs: ``never_reply`` (a hung server: requests are never read), ``hang_from_request``
-(from that 1-based ``get_action`` on, the server hangs for good), ``hang_requests``
-(1-based ``get_action`` numbers answered only after ``hang_s``, after a client would have
-given up), ``restart_on_request`` (that ``get_action`` is dropped and the server restarts on
-the same port, losing it), ``error_requests`` (answered ``{"error": ...}``), and
-:meth:`Gr00tDouble.restart`.
+Fault knobs, arena's shared ones (:mod:`arena.testing.faults`, counted per ``get_action``):
+``never_reply`` (a hung server: requests are never read), ``hang_from_request`` (from that
+1-based ``get_action`` on, the server hangs for good: nothing is read any more, ``ping``
+included), ``restart_on_request`` (that ``get_action`` is dropped and the server restarts on
+the same port, losing it), ``fail_on_request`` (answered ``{"error": ...}``; an int or a
+collection; ``error_requests`` is the same knob), ``infer_delay_s`` / ``first_delay_s``; and
+GR00T's own ``hang_requests`` (1-based ``get_action`` numbers answered only after
+``hang_s``, after a client would have given up) and :meth:`Gr00tDouble.restart`.
 
     with Gr00tDouble() as server:
         policy config: remote_host=server.host, remote_port=server.port
@@ -41,6 +43,8 @@ from typing import Any
 
 import numpy as np
 import zmq
+
+from arena.testing.faults import Fault, FaultKnobs, InjectedFailure, add_fault_arguments, fault_options
 
 from arena_gr00t.adapters import DROID_MODALITY
 from arena_gr00t.codec import ModalityConfig, packb, unpackb
@@ -73,13 +77,15 @@ def hold_still(state: dict[str, np.ndarray], batch: int, horizon: int) -> dict[s
     }
 
 
-class Gr00tDouble:
+class Gr00tDouble(FaultKnobs):
     """A GR00T ``PolicyServer`` stand-in on ``tcp://host:port`` (port 0: a free one).
 
     Attributes read by tests: ``requests`` (every decoded request, in order), ``batches``
     (batch size of each answered ``get_action``), ``get_action_count`` (received, answered or
     not), ``errors`` (the error strings sent), ``port``.
     """
+
+    fault_unit = "get_action"
 
     def __init__(
         self,
@@ -96,8 +102,10 @@ class Gr00tDouble:
         hang_from_request: int | None = None,
         restart_on_request: int | None = None,
         restart_gap_s: float = 0.05,
+        fail_on_request: int | Iterable[int] | None = None,
         error_requests: Iterable[int] = (),
         infer_delay_s: float = 0.0,
+        first_delay_s: float | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
@@ -109,20 +117,19 @@ class Gr00tDouble:
         self.image_size = tuple(image_size)
         self.api_token = api_token
         self.action_fn = action_fn
-        self.never_reply = never_reply
+        fails = {fail_on_request} if isinstance(fail_on_request, int) else set(fail_on_request or ())
+        self.init_faults(
+            never_reply=never_reply, hang_from_request=hang_from_request, restart_on_request=restart_on_request,
+            fail_on_request=fails | set(error_requests), infer_delay_s=infer_delay_s, first_delay_s=first_delay_s,
+        )
         self.hang_requests = set(hang_requests)
         self.hang_s = hang_s
-        self.hang_from_request = hang_from_request
-        self.restart_on_request = restart_on_request
         self.restart_gap_s = restart_gap_s
-        self.error_requests = set(error_requests)
-        self.infer_delay_s = infer_delay_s
         self.host = host
         self.port = port
         self.requests: list[dict[str, Any]] = []
         self.batches: list[int] = []
         self.errors: list[str] = []
-        self.get_action_count = 0
         self.restarts = 0
         self._context = zmq.Context.instance()
         self._socket: zmq.Socket | None = None
@@ -194,20 +201,30 @@ class Gr00tDouble:
             self.requests.append(request if isinstance(request, dict) else {"raw": request})
             endpoint = request.get("endpoint", "get_action") if isinstance(request, dict) else "get_action"
             if endpoint == "get_action":
-                self.get_action_count += 1
-                n = self.get_action_count
-                if self.hang_from_request is not None and n >= self.hang_from_request:
+                numbers = self.count_inferences()
+                fault = self.fault_for(numbers)
+                if fault is Fault.HANG:
                     self.never_reply = True  # hung mid-inference: this and later requests go unanswered
                     continue
-                if n == self.restart_on_request:
+                if fault is Fault.RESTART:
                     self._crash_and_rebind()
                     continue
-                if n in self.hang_requests:
+                if numbers[0] in self.hang_requests:
                     time.sleep(self.hang_s)
+                try:
+                    self.apply_delay_and_failure(numbers)
+                except InjectedFailure as exc:  # answered like any failing handler
+                    self._send(sock, {"error": str(exc)})
+                    continue
             reply = self._handle(request, endpoint)
             self._send(sock, reply)
             if endpoint == "kill":
                 self._stop.set()
+
+    @property
+    def get_action_count(self) -> int:
+        """``get_action`` requests received, answered or not."""
+        return self.inferences
 
     def _crash_and_rebind(self) -> None:
         assert self._socket is not None
@@ -237,10 +254,6 @@ class Gr00tDouble:
             if endpoint == "reset" and self.generation != "n1.5":
                 return {}
             if endpoint == "get_action":
-                if self.get_action_count in self.error_requests:
-                    raise RuntimeError(f"injected failure on get_action {self.get_action_count}")
-                if self.infer_delay_s:
-                    time.sleep(self.infer_delay_s)
                 return self._get_action(request.get("data"))
             return {"error": f"Unknown endpoint: {endpoint}"}
         except Exception as exc:  # noqa: BLE001 - GR00T sends str(e) only, no traceback
@@ -362,11 +375,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port (printed once bound)")
     parser.add_argument("--generation", default="n1.6", choices=GENERATIONS)
     parser.add_argument("--api-token-env", default=None, help="NAME of the variable holding the api_token")
-    parser.add_argument("--infer-delay-s", type=float, default=0.0, help="every get_action blocks this long")
+    add_fault_arguments(parser)  # --infer-delay-s, --hang-from-request, --restart-on-request, ...
     args = parser.parse_args(argv)
     token = os.environ[args.api_token_env] if args.api_token_env else None
     double = Gr00tDouble(
-        generation=args.generation, api_token=token, infer_delay_s=args.infer_delay_s, host=args.host, port=args.port
+        generation=args.generation, api_token=token, host=args.host, port=args.port, **fault_options(args)
     ).start()
     stopped = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
