@@ -150,6 +150,12 @@ def _print_run_warnings(exp) -> None:
             err.print(f"[yellow]warning:[/] run {name}: {warning}", highlight=False)
     for name, warning in ignored_endpoints(exp):
         err.print(f"[yellow]warning:[/] run {name}: {warning}", highlight=False)
+    from arena.results.sample_size import detect_warning
+
+    for name, run_cfg in exp.runs.items():
+        detect = getattr(run_cfg.rollout_limit, "detect", None)
+        if detect is not None and (warning := detect_warning(run_cfg.rollout_limit.num_episodes, detect)):
+            err.print(f"[yellow]warning:[/] run {name}: {warning}", highlight=False)
     if exp.launch.backend == "local":  # a cluster's nodes have their own venvs
         for warning in _missing_venvs(exp):
             err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
@@ -505,6 +511,57 @@ def compare(
     for line in partial:
         err.print(f"[yellow]partial:[/] {line}; its rate covers fewer episodes than planned", highlight=False)
     raise typer.Exit(code)
+
+
+@app.command("plan-episodes")
+def plan_episodes(
+    baseline: Annotated[float, typer.Option("--baseline", help="the success rate of the run compared against (0-1)")],
+    detect: Annotated[float, typer.Option("--detect", help="the difference of success rates to resolve (0-1)")],
+    paired: Annotated[bool, typer.Option("--paired", help="both runs play the same episodes (same seeds and init states)")] = False,
+    discordant: Annotated[
+        Optional[float], typer.Option("--discordant", help="with --paired: fraction of episodes only one run solves")
+    ] = None,
+    power: Annotated[float, typer.Option("--power", help="probability of resolving the difference when it is there")] = 0.8,
+    confidence: Annotated[float, typer.Option("--confidence", help="1 - the two-sided test's level")] = 0.95,
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+) -> None:
+    """Episodes per run needed to resolve a difference of success rates, and what early stopping saves.
+
+    Unpaired: Fleiss, Levin & Paik (2003) eq. 4.14; paired: Connor (1987). The saving is
+    simulated (fixed seed) for one run with stop_when.threshold = baseline whose true rate is
+    baseline + detect.
+
+    Exit codes:
+    0  planned
+    2  a value out of range (or --paired without --discordant)
+    """
+    from arena.results.sample_size import plan
+
+    try:
+        result = plan(baseline, detect, paired=paired, discordant=discordant, power=power, confidence=confidence)
+    except ValueError as exc:
+        raise _fail(ConfigError(str(exc))) from None
+    if as_json:
+        out.print_json(json.dumps(result))
+        raise typer.Exit(0)
+    design = "paired" if paired else "unpaired"
+    out.print(
+        f"{design}: [bold]{result['episodes_per_run']}[/] episodes per run to resolve {100 * detect:+.1f} points "
+        f"from {100 * baseline:.1f}% with {power:.0%} power at {confidence:.0%} "
+        f"({result['paired_method'] if paired else result['unpaired_method']})",
+        highlight=False,
+    )
+    if paired:
+        out.print(f"unpaired runs would need {result['unpaired_episodes_per_run']} each", highlight=False)
+    stop = result["early_stopping"]
+    out.print(
+        f"early stopping (rollout_limit.stop_when: {{threshold: {baseline}}}) on one run at {100 * stop['rate']:.1f}%: "
+        f"{stop['mean_episodes']:.0f} episodes on average (median {stop['median_episodes']:.0f}, 90% within "
+        f"{stop['p90_episodes']:.0f}) instead of {stop['max_episodes']}; decided above in {stop['decisions']['above']:.0%} "
+        f"of {stop['replicates']} simulated runs (seed {stop['seed']})",
+        highlight=False,
+    )
+    raise typer.Exit(0)
 
 
 @app.command()

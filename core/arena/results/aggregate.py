@@ -75,6 +75,22 @@ def collect_run_records(run_dir: str | os.PathLike[str], issues: list[str] | Non
     return merge_records(records)
 
 
+def read_stop(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The ``stop`` entry of a run stopped early by ``rollout_limit.stop_when``
+    (:meth:`arena.rollout.stopping.StopDecision.to_dict`), or ``None``."""
+    result = read_json(Path(run_dir) / "run_result.json")
+    stop = result.get("stop") if isinstance(result, dict) else None
+    return stop if isinstance(stop, dict) and isinstance(stop.get("episodes_used"), int) else None
+
+
+def counted_run_records(run_dir: str | os.PathLike[str], issues: list[str] | None = None) -> list[EpisodeRecord]:
+    """:func:`collect_run_records` less the episodes past an early stop (kept on disk, never
+    counted: see :mod:`arena.rollout.stopping`)."""
+    records = collect_run_records(run_dir, issues)
+    stop = read_stop(run_dir)
+    return records if stop is None else [r for r in records if r.episode_index < stop["episodes_used"]]
+
+
 def _run_state(run_dir: Path, has_records: bool) -> tuple[str, list[str], dict | None]:
     """``(state, errors, server)`` from the run's (and its shards') result and status files."""
     states: list[str] = []
@@ -102,7 +118,7 @@ def _run_state(run_dir: Path, has_records: bool) -> tuple[str, list[str], dict |
 def summarize_run(output_dir: str | os.PathLike[str], name: str, manifest_entry: dict | None = None) -> dict[str, Any]:
     """One run's entry of ``experiment_result.json`` (see :func:`build_experiment_result`)."""
     issues: list[str] = []
-    records = collect_run_records(Path(output_dir) / name, issues)
+    records = counted_run_records(Path(output_dir) / name, issues)
     return _summarize(Path(output_dir), name, manifest_entry, records, issues)
 
 
@@ -118,6 +134,10 @@ def _summarize(
     entry = manifest_entry or {}
     first = records[0] if records else None
     total = entry.get("num_episodes", len(entry.get("work_items", [])) or None)
+    stop = read_stop(run_dir)
+    if stop is not None:  # a run stopped by its rule is complete at the stopping index
+        total = stop["episodes_used"]
+        stop = {**stop, "wilson_ci95": [low, high]}
     recorded = len(records)
     note = partial_note(state, recorded, total, counts["error"])
     server_log = run_dir / "server.log"
@@ -169,6 +189,7 @@ def _summarize(
         "machine": machine,
         "warnings": warnings,
         "model": model,
+        "stop": stop,
     }
 
 
@@ -404,7 +425,7 @@ def task_comparisons(
 
     def records(name: str) -> list[EpisodeRecord]:
         if name not in cache:
-            cache[name] = collect_run_records(output_dir / name)
+            cache[name] = counted_run_records(output_dir / name)
         return cache[name]
 
     for task, names in by_task(runs).items():
@@ -616,7 +637,7 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
     runs: dict[str, dict[str, Any]] = {}
     for name in _run_names(output_dir, manifest):
         issues: list[str] = []
-        records_of[name] = collect_run_records(output_dir / name, issues)
+        records_of[name] = counted_run_records(output_dir / name, issues)
         runs[name] = _summarize(
             output_dir, name, (manifest or {}).get("runs", {}).get(name), records_of[name], issues
         )

@@ -33,8 +33,8 @@ from arena.results.aggregate import (
     METHODS,
     adjust_holm,
     build_experiment_result,
-    collect_run_records,
     compare_runs,
+    counted_run_records,
     models_differ,
     suite_comparison,
 )
@@ -77,7 +77,7 @@ def compare_experiments(a: str | os.PathLike[str], b: str | os.PathLike[str]) ->
         setup = pairing_differences(setups_a.get(name), setups_b.get(name))
         # B - A: compare_runs computes first - second, so B goes first.
         row = compare_runs(
-            name, run_b, name, run_a, collect_run_records(b / name), collect_run_records(a / name), setup
+            name, run_b, name, run_a, counted_run_records(b / name), counted_run_records(a / name), setup
         )
         paired = row["paired"]
         if paired is not None:  # flip the labels back to A/B
