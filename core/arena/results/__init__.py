@@ -8,5 +8,6 @@
 - :mod:`~arena.results.suite`      task-averaged and episode-weighted suite rates, suite differences
 - :mod:`~arena.results.compare`    ``compare_experiments`` (``arena compare``'s figures)
 - :mod:`~arena.results.comparison` what ``arena compare`` refuses and shows (the CLI prints it)
+- :mod:`~arena.results.sample_size` episodes needed for a difference (``arena plan-episodes``, ``rollout_limit.detect``)
 - :mod:`~arena.results.provenance` ``provenance.json``
 """

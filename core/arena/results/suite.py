@@ -17,7 +17,7 @@ Methodology* 24:193–201; Wilson form as in Dean & Pagano 2015, *J. Survey Stat
 interval of the pooled counts where tasks of unequal n make the pooled variance wrong. The
 interval is for *these* tasks (the suite as defined), not for a population of tasks the suite
 would be a sample of. With equal episodes per task and equal rates it is the pooled Wilson
-interval. Coverage by simulation (tests/results/test_suite_stats.py): ≥ 94 % over realistic
+interval. Coverage by simulation (tests/results/test_paired_and_suite_stats.py): ≥ 94 % over realistic
 suites (10 tasks × 20–50 episodes); below that with one to five episodes per task.
 
 :func:`suite_difference` compares two suites over their common tasks: the task-averaged
@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from arena.results.stats import Z95, wilson_interval
+from arena.results.stats import Z95
 
 STRATIFIED_METHOD = "stratified-wilson-effective-n"
 DIFFERENCE_METHOD = "stratified-adjusted-wald-per-task"
