@@ -107,6 +107,37 @@ def test_same_seeds_give_same_outcomes_with_1_and_4_envs(tmp_path, expert_server
     assert outcomes[1] == outcomes[4]
 
 
+def test_early_stopping_stops_at_the_same_episode_with_any_num_envs_and_workers(tmp_path, expert_server):
+    # the expert with 53 steps solves pick-place on about half the seeds: a mixed sequence, so
+    # the stop depends on the outcomes in seed order, not on which env finished first
+    stops = {}
+    for num_envs, workers in ((1, 0), (4, 2)):
+        exp = load_experiment_dict(
+            {"runs": {"expert": {
+                "environment": {"type": "metaworld", "task": "pick-place-v3", "workers": workers},
+                "policy": {"type": "metaworld_expert_remote"},
+                "environment_builder": {"num_envs": num_envs, "seed": 0},
+                "rollout_limit": {"num_episodes": 60, "max_episode_steps": 53, "stop_when": {"threshold": 0.85}},
+            }}},
+            source="e2e.yaml",
+        )
+        snapshot = tmp_path / f"stop-{num_envs}.yaml"
+        write_snapshot(exp, snapshot)
+        out = tmp_path / f"stop{num_envs}"
+        done = run_one(snapshot, "expert", out, expert_server)
+        assert done.returncode == 0, done.stderr[-2000:]
+        result = json.loads((out / "expert" / "run_result.json").read_text())
+        assert result["state"] == "completed" and result["stop"] is not None
+        records = [json.loads(line) for line in (out / "expert" / "episodes.jsonl").read_text().splitlines()]
+        used = result["stop"]["episodes_used"]
+        outcomes = {r["episode_index"]: r["outcome"] for r in records}
+        assert 0 < sum(o == "success" for i, o in outcomes.items() if i < used) < used  # mixed
+        stops[num_envs] = ({k: result["stop"][k] for k in ("episodes_used", "decision", "sequence_ci", "successes")},
+                           result["counts"])
+    assert stops[1] == stops[4]
+    assert stops[1][0]["episodes_used"] < 60
+
+
 def test_shards_and_resume_give_the_unsharded_totals(tmp_path, expert_server):
     runs = {"expert": {"environment": {"type": "metaworld", "task": "reach-v3"}, "policy": {"type": "metaworld_expert_remote"}}}
     snapshot = snapshot_of(tmp_path, runs, episodes=6)

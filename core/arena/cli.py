@@ -150,6 +150,12 @@ def _print_run_warnings(exp) -> None:
             err.print(f"[yellow]warning:[/] run {name}: {warning}", highlight=False)
     for name, warning in ignored_endpoints(exp):
         err.print(f"[yellow]warning:[/] run {name}: {warning}", highlight=False)
+    from arena.results.sample_size import detect_warning
+
+    for name, run_cfg in exp.runs.items():
+        detect = getattr(run_cfg.rollout_limit, "detect", None)
+        if detect is not None and (warning := detect_warning(run_cfg.rollout_limit.num_episodes, detect)):
+            err.print(f"[yellow]warning:[/] run {name}: {warning}", highlight=False)
     if exp.launch.backend == "local":  # a cluster's nodes have their own venvs
         for warning in _missing_venvs(exp):
             err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
@@ -452,11 +458,14 @@ def compare(
         bool, typer.Option("--force", help="compare runs whose environment, task, seeds or rollout limits differ")
     ] = False,
 ) -> None:
-    """Compare two experiments run by run: B − A with its 95% Newcombe interval.
+    """Compare two experiments run by run: B − A with its 95% interval and a test.
 
     Runs are matched by name and compared only when their environment (type, task, fields),
     seeds and rollout limits agree (exit 2 naming what differs; --force compares anyway and
-    prints the differences first). Exit 3 when a compared run is partial (cancelled, failed,
+    prints the differences first). Like runs are compared paired (McNemar's exact test,
+    Newcombe's paired interval), forced unlike ones unpaired (Fisher, Newcombe); each row
+    says which and why. Several tests: p-values Holm-adjusted. Suites (expanded runs) are
+    compared task-averaged over their common tasks. Exit 3 when a compared run is partial (cancelled, failed,
     still running, episodes missing or error episodes).
 
     Exit codes:
@@ -464,87 +473,95 @@ def compare(
     2  A or B is not an arena output directory, or compared runs differ (without --force)
     3  a compared run is partial
     """
-    from arena.results.compare import compare_experiments, describe_value
+    from arena.results import comparison
+    from arena.results.compare import compare_experiments
 
     _require_output_dir(a)
     _require_output_dir(b)
     try:
         data = compare_experiments(a, b)
+        differences = comparison.check_comparable(data, a, b, force)
     except FileNotFoundError as exc:
         raise _fail(ConfigError(str(exc))) from None
-    if data["same_directory"]:
-        raise _fail(ConfigError(f"{a} and {b} are the same output directory: every difference would be 0; give two experiments"))
-    if not data["runs"]:
-        names_a = ", ".join(data["only_a"]) or "none"
-        names_b = ", ".join(data["only_b"]) or "none"
-        raise _fail(ConfigError(f"{a} and {b} have no run names in common (A: {names_a}; B: {names_b}); nothing to compare"))
-    differences = [
-        f"run {run}: {d['key']}: {describe_value(d['a'])} (A) vs {describe_value(d['b'])} (B)"
-        for run, diffs in data["differences"].items()
-        for d in diffs
-    ]
-    if differences and not force:
-        raise _fail(
-            ConfigError(
-                "these runs differ in their setup, so their success rates are not comparable:\n  "
-                + "\n  ".join(differences)
-                + "\n(--force compares them anyway)"
-            )
-        )
-    partial = [f"run {p['run']} in {p['side']}: {p['note']}" for p in data["partial"]]
-    code = 3 if partial else 0
+    except ConfigError as exc:
+        raise _fail(exc) from None
+    partial = comparison.partial_lines(data)
+    code = comparison.exit_code(data)
     if as_json:
         out.print_json(json.dumps(data))
         for line in partial:
             err.print(f"[yellow]{line}[/]", highlight=False)
         raise typer.Exit(code)
-
-    def pct(v: Optional[float], signed: bool = False) -> str:
-        return "-" if v is None else (f"{100 * v:+.1f}%" if signed else f"{100 * v:.1f}%")
-
-    def side(row: dict, x: str) -> str:
-        text = f"{row[f'k_{x}']}/{row[f'n_{x}']} {pct(row[f'rate_{x}'])}"
-        if row[f"errors_{x}"]:
-            text += f" err {row[f'errors_{x}']}"
-        if row[f"partial_{x}"]:
-            text += f" [yellow]({row[f'partial_{x}']})[/]"
-        return text
-
     if differences:
         out.print("[yellow bold]compared with --force although the runs' setups differ:[/]", highlight=False)
         for line in differences:
             out.print(f"  [yellow]{line}[/]", highlight=False)
-    table = Table("run", "task", "A", "B", "B − A", "95% CI (Newcombe)", "paired seeds: only A / only B", title=f"A = {a}   B = {b}")
-    for row in data["runs"]:
-        ci = row["ci95"]
-        mark = "[bold]" if row["significant"] else ""
-        end = "[/]" if mark else ""
-        paired = row["paired"]
-        table.add_row(
-            row["run"],
-            str(row["task"] or "-"),
-            side(row, "a"),
-            side(row, "b"),
-            f"{mark}{pct(row['difference'], True)}{end}",
-            "-" if ci is None else f"{mark}[{pct(ci[0], True)}, {pct(ci[1], True)}]{end}",
-            "-" if paired is None else f"{paired['only_a']} / {paired['only_b']} of {paired['seeds']}",
-        )
+    table = Table(*comparison.HEADERS, title=f"A = {a}   B = {b}")
+    for cells in comparison.table(data):
+        table.add_row(*cells)
     out.print(table)
     if data["only_a"]:
         out.print(f"only in A: {', '.join(data['only_a'])}", highlight=False)
     if data["only_b"]:
         out.print(f"only in B: {', '.join(data['only_b'])}", highlight=False)
-    for row in data["runs"]:
-        if row.get("models_differ"):
-            out.print(
-                f"[yellow]run {row['run']}: the same policy type was served by different models "
-                f"({', '.join(row['models_differ'])} differ)[/]",
-                highlight=False,
-            )
-    out.print("bold: the interval excludes 0", style="dim")
+    for line in comparison.suite_lines(data):
+        out.print(line, highlight=False)
+    for line in comparison.notes(data):
+        out.print(line, style="dim", highlight=False)
     for line in partial:
         err.print(f"[yellow]partial:[/] {line}; its rate covers fewer episodes than planned", highlight=False)
     raise typer.Exit(code)
+
+
+@app.command("plan-episodes")
+def plan_episodes(
+    baseline: Annotated[float, typer.Option("--baseline", help="the success rate of the run compared against (0-1)")],
+    detect: Annotated[float, typer.Option("--detect", help="the difference of success rates to resolve (0-1)")],
+    paired: Annotated[bool, typer.Option("--paired", help="both runs play the same episodes (same seeds and init states)")] = False,
+    discordant: Annotated[
+        Optional[float], typer.Option("--discordant", help="with --paired: fraction of episodes only one run solves")
+    ] = None,
+    power: Annotated[float, typer.Option("--power", help="probability of resolving the difference when it is there")] = 0.8,
+    confidence: Annotated[float, typer.Option("--confidence", help="1 - the two-sided test's level")] = 0.95,
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+) -> None:
+    """Episodes per run needed to resolve a difference of success rates, and what early stopping saves.
+
+    Unpaired: Fleiss, Levin & Paik (2003) eq. 4.14; paired: Connor (1987). The saving is
+    simulated (fixed seed) for one run with stop_when.threshold = baseline whose true rate is
+    baseline + detect.
+
+    Exit codes:
+    0  planned
+    2  a value out of range (or --paired without --discordant)
+    """
+    from arena.results.sample_size import plan
+
+    try:
+        result = plan(baseline, detect, paired=paired, discordant=discordant, power=power, confidence=confidence)
+    except ValueError as exc:
+        raise _fail(ConfigError(str(exc))) from None
+    if as_json:
+        out.print_json(json.dumps(result))
+        raise typer.Exit(0)
+    design = "paired" if paired else "unpaired"
+    out.print(
+        f"{design}: [bold]{result['episodes_per_run']}[/] episodes per run to resolve {100 * detect:+.1f} points "
+        f"from {100 * baseline:.1f}% with {power:.0%} power at {confidence:.0%} "
+        f"({result['paired_method'] if paired else result['unpaired_method']})",
+        highlight=False,
+    )
+    if paired:
+        out.print(f"unpaired runs would need {result['unpaired_episodes_per_run']} each", highlight=False)
+    stop = result["early_stopping"]
+    out.print(
+        f"early stopping (rollout_limit.stop_when: {{threshold: {baseline}}}) on one run at {100 * stop['rate']:.1f}%: "
+        f"{stop['mean_episodes']:.0f} episodes on average (median {stop['median_episodes']:.0f}, 90% within "
+        f"{stop['p90_episodes']:.0f}) instead of {stop['max_episodes']}; decided above in {stop['decisions']['above']:.0%} "
+        f"of {stop['replicates']} simulated runs (seed {stop['seed']})",
+        highlight=False,
+    )
+    raise typer.Exit(0)
 
 
 @app.command()

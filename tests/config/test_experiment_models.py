@@ -16,7 +16,9 @@ from arena.config import (
 
 def test_section_defaults():
     assert EnvironmentBuilderConfig().model_dump() == {"num_envs": 1, "seed": 0}
-    assert RolloutLimitConfig().model_dump() == {"num_episodes": 10, "max_episode_steps": None, "terminate_on_success": True}
+    assert RolloutLimitConfig().model_dump() == {
+        "num_episodes": 10, "max_episode_steps": None, "terminate_on_success": True, "stop_when": None, "detect": None
+    }
     assert RecordingConfig().model_dump() == {"enabled": False, "camera": None, "fps": 20, "max_episodes": None}
     assert WatchdogConfig().model_dump() == {"stall_s": 600, "first_episode_grace_s": 1800, "max_restarts": 2}
 

@@ -34,7 +34,9 @@ def test_snapshot_has_no_shared_and_every_field(write, manager, valid_text):
         "type": "fake_env", "task": "reach", "horizon": 100, "options": {}, "workers": 0, "python": None
     }
     assert alpha["environment_builder"] == {"num_envs": 2, "seed": 0}
-    assert alpha["rollout_limit"] == {"num_episodes": 20, "max_episode_steps": None, "terminate_on_success": True}
+    assert alpha["rollout_limit"] == {
+        "num_episodes": 20, "max_episode_steps": None, "terminate_on_success": True, "stop_when": None, "detect": None
+    }
     assert alpha["recording"]["fps"] == 20
     assert snapshot["launch"] == {"backend": "local", "watchdog": None, "local": {"jobs": 1}}
     yaml.safe_dump(snapshot)  # plain data only

@@ -61,7 +61,8 @@ class SlurmBackend(LaunchBackend):
             ConfigError: a server task whose plugin knows of no pullable image has none while
                 ``containers`` is on; a server task has neither a usable image nor a local_command; a
                 hetjob run is sharded (Slurm has no het-job arrays); a run is sharded into
-                more shards than it has episodes; a hetjob server would bind loopback.
+                more shards than it has episodes; a hetjob server would bind loopback; a sharded
+                run has ``rollout_limit.stop_when`` (the rule needs all episodes in one process).
         """
         missing = self._missing_images(experiment, servers)
         if missing:
@@ -117,6 +118,15 @@ class SlurmBackend(LaunchBackend):
             if shards > 1 and isinstance(episodes, int) and shards > episodes:
                 raise ConfigError(
                     f"{shards} shards for {episodes} episode(s): every shard needs at least one episode",
+                    file=experiment.source,
+                    run=name,
+                    key="launch.slurm.shards",
+                )
+            if shards > 1 and getattr(run.rollout_limit, "stop_when", None) is not None:
+                raise ConfigError(
+                    f"rollout_limit.stop_when cannot stop a run split into {shards} shards: each shard runs in its "
+                    "own arena run-one and sees only its own episodes, while the rule needs them all in seed order; "
+                    "run it unsharded (launch.slurm.shards: 1) or drop stop_when",
                     file=experiment.source,
                     run=name,
                     key="launch.slurm.shards",

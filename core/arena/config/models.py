@@ -37,6 +37,41 @@ class EnvironmentBuilderConfig(BaseModel):
     seed: int = Field(0, description="base seed; episode i resets with seed + i")
 
 
+class StopWhenConfig(BaseModel):
+    """``rollout_limit.stop_when``: end a run early once its success rate is known well enough.
+
+    Decided on an anytime-valid confidence sequence (:mod:`arena.rollout.stopping`) over the
+    episodes in seed order, inside ``arena run-one``; the run stops at the first rule met and
+    is complete, not partial. At least one of ``half_width`` and ``threshold``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    half_width: float | None = Field(
+        None, gt=0, lt=0.5, description="stop once the confidence sequence is at most ± this wide (a fraction)"
+    )
+    threshold: float | None = Field(
+        None, gt=0, lt=1, description="stop once the confidence sequence lies wholly above or below this rate"
+    )
+    confidence: float = Field(0.95, gt=0.5, lt=1, description="confidence of the sequence")
+    min_episodes: int = Field(1, ge=1, description="never stop before this many episodes")
+    paired_with: str | None = Field(
+        None, description="stop when the difference to this run excludes 0 (not supported: refused)"
+    )
+
+    @model_validator(mode="after")
+    def _a_rule(self) -> "StopWhenConfig":
+        if self.paired_with is not None:
+            raise ValueError(
+                "paired stopping (stop_when.paired_with) is not supported: the two runs execute in separate "
+                "arena run-one processes, none of which sees both runs' records; stop each run on its own "
+                "(half_width or threshold) and compare them afterwards with arena compare"
+            )
+        if self.half_width is None and self.threshold is None:
+            raise ValueError("stop_when needs half_width or threshold (or both)")
+        return self
+
+
 class RolloutLimitConfig(BaseModel):
     """How many episodes a run executes and when an episode ends."""
 
@@ -47,6 +82,12 @@ class RolloutLimitConfig(BaseModel):
         None, ge=1, description="steps until an episode is a timeout; null: the environment's default"
     )
     terminate_on_success: bool = Field(True, description="end an episode as soon as it succeeds")
+    stop_when: StopWhenConfig | None = Field(
+        None, description="end the run early (anytime-valid); null: run every episode"
+    )
+    detect: float | None = Field(
+        None, gt=0, lt=1, description="the difference of success rates this run should resolve (validate warns when num_episodes cannot)"
+    )
 
 
 class RecordingConfig(BaseModel):

@@ -201,12 +201,13 @@ def remaining_work(output_dir: Path, keep_errors: bool = False) -> dict[str, lis
     """Per run of ``manifest.json``: the episode indices without a finished record.
 
     A record is finished unless its outcome is ``error`` (with ``keep_errors`` every record
-    is). Records of shards count too.
+    is). Records of shards count too. A run stopped early by ``rollout_limit.stop_when`` has
+    nothing left: it is complete.
 
     Raises:
         ConfigError: the directory has no readable manifest.json.
     """
-    from arena.results.aggregate import collect_run_records
+    from arena.results.aggregate import collect_run_records, read_stop
     from arena.rollout.records import read_json
 
     manifest = read_json(output_dir / "manifest.json")
@@ -215,6 +216,9 @@ def remaining_work(output_dir: Path, keep_errors: bool = False) -> dict[str, lis
     remaining: dict[str, list[int]] = {}
     for name, entry in manifest["runs"].items():
         indices = [int(item["episode_index"]) for item in entry.get("work_items", [])]
+        if read_stop(output_dir / name) is not None:
+            remaining[name] = []
+            continue
         done = {
             r.episode_index
             for r in collect_run_records(output_dir / name)

@@ -9,7 +9,9 @@ Reads the output directory layout::
 Records of one run (unsharded and all shards) are merged by ``episode_index``: a non-error
 record wins over an error one, among equals the latest. Success rates are ``k/n`` over
 non-error episodes with a 95 % Wilson interval; errors are reported next to them, never as
-failures.
+failures. Groups of runs (a policy's runs, a suite's tasks) get task-averaged and
+episode-weighted rates with stratified intervals (:mod:`arena.results.suite`); policies on one
+task are compared paired or unpaired (:mod:`arena.results.paired`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from arena.results.stats import newcombe_difference, success_rate, wilson_interval
+from arena.results.paired import compare_rates, holm
+from arena.results.stats import success_rate, wilson_interval
+from arena.results.suite import suite_difference, suite_rates
 from arena.rollout.records import (
     FORMAT_VERSION,
     OUTCOMES,
@@ -71,6 +75,22 @@ def collect_run_records(run_dir: str | os.PathLike[str], issues: list[str] | Non
     return merge_records(records)
 
 
+def read_stop(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The ``stop`` entry of a run stopped early by ``rollout_limit.stop_when``
+    (:meth:`arena.rollout.stopping.StopDecision.to_dict`), or ``None``."""
+    result = read_json(Path(run_dir) / "run_result.json")
+    stop = result.get("stop") if isinstance(result, dict) else None
+    return stop if isinstance(stop, dict) and isinstance(stop.get("episodes_used"), int) else None
+
+
+def counted_run_records(run_dir: str | os.PathLike[str], issues: list[str] | None = None) -> list[EpisodeRecord]:
+    """:func:`collect_run_records` less the episodes past an early stop (kept on disk, never
+    counted: see :mod:`arena.rollout.stopping`)."""
+    records = collect_run_records(run_dir, issues)
+    stop = read_stop(run_dir)
+    return records if stop is None else [r for r in records if r.episode_index < stop["episodes_used"]]
+
+
 def _run_state(run_dir: Path, has_records: bool) -> tuple[str, list[str], dict | None]:
     """``(state, errors, server)`` from the run's (and its shards') result and status files."""
     states: list[str] = []
@@ -98,7 +118,7 @@ def _run_state(run_dir: Path, has_records: bool) -> tuple[str, list[str], dict |
 def summarize_run(output_dir: str | os.PathLike[str], name: str, manifest_entry: dict | None = None) -> dict[str, Any]:
     """One run's entry of ``experiment_result.json`` (see :func:`build_experiment_result`)."""
     issues: list[str] = []
-    records = collect_run_records(Path(output_dir) / name, issues)
+    records = counted_run_records(Path(output_dir) / name, issues)
     return _summarize(Path(output_dir), name, manifest_entry, records, issues)
 
 
@@ -114,6 +134,10 @@ def _summarize(
     entry = manifest_entry or {}
     first = records[0] if records else None
     total = entry.get("num_episodes", len(entry.get("work_items", [])) or None)
+    stop = read_stop(run_dir)
+    if stop is not None:  # a run stopped by its rule is complete at the stopping index
+        total = stop["episodes_used"]
+        stop = {**stop, "wilson_ci95": [low, high]}
     recorded = len(records)
     note = partial_note(state, recorded, total, counts["error"])
     server_log = run_dir / "server.log"
@@ -165,6 +189,7 @@ def _summarize(
         "machine": machine,
         "warnings": warnings,
         "model": model,
+        "stop": stop,
     }
 
 
@@ -289,15 +314,42 @@ def _paired(records_a: list[EpisodeRecord], records_b: list[EpisodeRecord]) -> d
     }
 
 
-def compare_runs(name_a: str, run_a: dict, name_b: str, run_b: dict, records_a=None, records_b=None) -> dict[str, Any]:
-    """``a`` vs ``b``: rates, the difference ``a - b`` and its 95 % Newcombe interval.
+def _pair_table(paired: dict[str, int] | None) -> dict[str, int] | None:
+    """:func:`_paired`'s counts as :func:`arena.results.paired.pair_outcomes` names them."""
+    if paired is None:
+        return None
+    return {"episodes": paired["seeds"], "both": paired["both"], "neither": paired["neither"],
+            "only_1": paired["only_a"], "only_2": paired["only_b"]}
 
-    ``difference``/``ci95`` are ``None`` when either side has no non-error episode.
-    ``significant``: the interval excludes 0. ``paired`` counts outcome pairs on common seeds.
+
+def compare_runs(
+    name_a: str, run_a: dict, name_b: str, run_b: dict, records_a=None, records_b=None,
+    setup_differences: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """``a`` vs ``b``: rates, the difference ``a - b``, its 95 % interval and a test.
+
+    The design is paired (McNemar's exact test, Newcombe's paired interval: see
+    :mod:`arena.results.paired`) when ``setup_differences`` is an empty list (the runs share
+    environment, task, init states and seeds per episode) and both recorded some common seeds;
+    else unpaired (Fisher's exact test, Newcombe's interval for independent rates), with
+    ``design_reason`` saying why. ``None`` for ``setup_differences``: the setups are unknown.
+    ``difference``/``ci95``/``p_value`` are ``None`` when either side has no non-error
+    episode. ``significant``: the interval excludes 0. ``paired`` counts outcome pairs on
+    common seeds.
     """
-    diff = low = high = None
-    if run_a["n"] and run_b["n"]:
-        diff, low, high = newcombe_difference(run_a["k"], run_a["n"], run_b["k"], run_b["n"])
+    paired = _paired(records_a, records_b) if records_a is not None and records_b is not None else None
+    if setup_differences is None:
+        why = "the runs' setups are unknown, so episodes cannot be matched"
+    elif setup_differences:
+        keys = ", ".join(d["key"] for d in setup_differences[:3]) + (" …" if len(setup_differences) > 3 else "")
+        why = f"the runs' setups differ ({keys}), so episode i is not the same situation in both"
+    else:
+        why = None if paired else "no seed played by both runs without an error"
+    figures = compare_rates(
+        run_a["k"], run_a["n"], run_b["k"], run_b["n"],
+        pairs=_pair_table(paired) if why is None else None, unpaired_because=why,
+    )
+    diff, ci = figures["difference"], figures["ci95"]
     return {
         "a": name_a,
         "b": name_b,
@@ -307,14 +359,40 @@ def compare_runs(name_a: str, run_a: dict, name_b: str, run_b: dict, records_a=N
         "k_a": run_a["k"], "n_a": run_a["n"], "rate_a": run_a["success_rate"],
         "k_b": run_b["k"], "n_b": run_b["n"], "rate_b": run_b["success_rate"],
         "difference": diff,
-        "ci95": [low, high] if diff is not None else None,
-        "ci_method": "newcombe-hybrid-score",
-        "significant": diff is not None and (low > 0 or high < 0),
-        "paired": _paired(records_a, records_b) if records_a is not None and records_b is not None else None,
+        "ci95": ci,
+        "ci_method": figures["ci_method"],
+        "significant": diff is not None and (ci[0] > 0 or ci[1] < 0),
+        "design": figures["design"],
+        "design_reason": figures["design_reason"],
+        "p_value": figures["p_value"],
+        "test_method": figures["test_method"],
+        "discordant": figures["discordant"],
+        "paired": paired,
         "partial_a": run_a.get("partial_note"),
         "partial_b": run_b.get("partial_note"),
         "models_differ": models_differ(run_a, run_b),
     }
+
+
+#: What the report and ``arena compare`` say about Holm-adjusted p-values next to intervals.
+HOLM_NOTE = (
+    "p-values adjusted for the {m} tests shown (Holm 1979: family-wise error rate 5%); "
+    "the intervals beside them are 95% for each difference alone, not adjusted"
+)
+
+
+def adjust_holm(rows: list[dict[str, Any]]) -> str | None:
+    """Add ``p_holm`` and ``significant_holm`` (``p_holm < 0.05``) to each comparison row.
+
+    Returns the note to print beside them (:data:`HOLM_NOTE`), ``None`` when fewer than two
+    rows have a test (nothing to adjust: ``p_holm`` equals ``p_value``).
+    """
+    adjusted = holm([row.get("p_value") for row in rows])
+    for row, p in zip(rows, adjusted):
+        row["p_holm"] = p
+        row["significant_holm"] = p is not None and p < 0.05
+    tested = sum(p is not None for p in adjusted)
+    return HOLM_NOTE.format(m=tested) if tested > 1 else None
 
 
 def by_task(runs: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
@@ -326,21 +404,28 @@ def by_task(runs: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
 
 
 def task_comparisons(
-    output_dir: Path, runs: dict[str, dict[str, Any]], records_of: dict[str, list[EpisodeRecord]] | None = None
+    output_dir: Path,
+    runs: dict[str, dict[str, Any]],
+    records_of: dict[str, list[EpisodeRecord]] | None = None,
+    setups: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Every pair of runs on the same task with different policies, compared (run order).
 
     Policies differ when their labels do (:func:`policy_labels`, read from each run's
     ``policy_label``): another type or variant, or the same type served by another model.
-
-    ``records_of``: each run's records where already read (the rest are read from disk).
+    ``setups``: each run's setup (:func:`arena.results.compare.run_setup`), which decides the
+    design (:func:`arena.results.paired.pairing_differences`); without it, the pairs are
+    unpaired. ``records_of``: each run's records where already read (the rest are read from
+    disk). The rows carry Holm-adjusted p-values (:func:`adjust_holm`).
     """
+    from arena.results.paired import pairing_differences
+
     pairs: list[dict[str, Any]] = []
     cache: dict[str, list[EpisodeRecord]] = dict(records_of or {})
 
     def records(name: str) -> list[EpisodeRecord]:
         if name not in cache:
-            cache[name] = collect_run_records(output_dir / name)
+            cache[name] = counted_run_records(output_dir / name)
         return cache[name]
 
     for task, names in by_task(runs).items():
@@ -350,36 +435,43 @@ def task_comparisons(
                     continue
                 if not (runs[a]["n"] and runs[b]["n"]):
                     continue
-                pairs.append(compare_runs(a, runs[a], b, runs[b], records(a), records(b)))
+                differences = pairing_differences(setups.get(a), setups.get(b)) if setups is not None else None
+                pairs.append(compare_runs(a, runs[a], b, runs[b], records(a), records(b), differences))
+    adjust_holm(pairs)
     return pairs
 
 
-def _pooled(members: list[dict[str, Any]]) -> dict[str, Any]:
-    """Pooled ``k``/``n``, ``errors``, ``success_rate`` with its Wilson ``ci95`` and the macro
-    rate (the mean of the members' rates) of several run summaries."""
-    k = sum(run["k"] for run in members)
-    n = sum(run["n"] for run in members)
-    rates = [run["success_rate"] for run in members if run["success_rate"] is not None]
+def _aggregate(members: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several runs (one stratum each) summarized: ``k``/``n``, ``errors``, the episode-weighted
+    ``success_rate`` with its stratified ``ci95`` and the task-averaged ``macro_success_rate``
+    with its ``macro_ci95`` (:func:`arena.results.suite.suite_rates`), and both in full under
+    ``episode_weighted`` / ``task_averaged`` with their ``ci_method``."""
+    rates = suite_rates([run["k"] for run in members], [run["n"] for run in members])
+    pooled, macro = rates["episode_weighted"], rates["task_averaged"]
     return {
-        "k": k,
-        "n": n,
+        "k": rates["k"],
+        "n": rates["n"],
         "errors": sum(run["errors"] for run in members),
-        "success_rate": success_rate(k, n),
-        "ci95": list(wilson_interval(k, n)),
-        "macro_success_rate": sum(rates) / len(rates) if rates else None,
+        "success_rate": pooled["success_rate"],
+        "ci95": pooled["ci95"] or [0.0, 1.0],
+        "ci_method": pooled["ci_method"],
+        "macro_success_rate": macro["success_rate"],
+        "macro_ci95": macro["ci95"],
+        "episode_weighted": pooled,
+        "task_averaged": macro,
     }
 
 
 def by_policy(runs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per policy (:func:`policy_labels`): its runs, pooled k/n with a Wilson interval, and the
-    macro average over runs."""
+    """Per policy (:func:`policy_labels`): its runs and tasks, the episode-weighted and the
+    task-averaged rate over its runs, each with a stratified interval (:func:`_aggregate`)."""
     members: dict[str, list[str]] = {}
     for name, run in runs.items():
         members.setdefault(_label(run), []).append(name)
     out: dict[str, dict[str, Any]] = {}
     for label, names in members.items():
         tasks = list(dict.fromkeys(runs[name].get("task") for name in names))
-        out[label] = {"runs": names, "tasks": tasks, **_pooled([runs[name] for name in names])}
+        out[label] = {"runs": names, "tasks": tasks, **_aggregate([runs[name] for name in names])}
     return out
 
 
@@ -387,9 +479,10 @@ def by_group(runs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Expanded runs (``NAME.<suffix>``, e.g. a LIBERO suite's tasks) grouped under ``NAME``.
 
     Per group, as benchmark papers report a suite: ``runs`` and ``tasks`` (in run order),
-    ``policy``, pooled ``k``/``n`` with ``success_rate`` and its Wilson ``ci95``,
-    ``macro_success_rate`` (the mean of the per-task rates, the suite's figure when tasks
-    have unequal n), ``errors`` and ``partial`` (any of its runs is partial or unfinished).
+    ``policy``, ``k``/``n``, the episode-weighted ``success_rate`` with its stratified
+    ``ci95``, the task-averaged ``macro_success_rate`` (the suite's figure in papers) with its
+    ``macro_ci95`` (see :mod:`arena.results.suite`), ``errors`` and ``partial`` (any of its
+    runs is partial or unfinished).
     """
     members: dict[str, list[str]] = {}
     for name in runs:
@@ -403,9 +496,66 @@ def by_group(runs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
             "runs": names,
             "tasks": [run.get("task") for run in listed],
             "policy": listed[0].get("policy"),
+            "policy_label": _label(listed[0]),
             "partial": any(bool(run.get("partial")) or run.get("state") != "completed" for run in listed),
-            **_pooled(listed),
+            **_aggregate(listed),
         }
+    return out
+
+
+def suite_comparison(
+    group_1: dict[str, Any], group_2: dict[str, Any], task_rows: dict[str, dict[str, Any]]
+) -> dict[str, Any] | None:
+    """Two suites (:func:`by_group` entries) compared over their common tasks, task-averaged.
+
+    ``task_rows``: task -> the :func:`compare_runs` row of that task (first = ``group_1``'s
+    run as ``a``). Returns :func:`arena.results.suite.suite_difference` (second − first,
+    i.e. ``b − a`` of the rows) plus ``common_tasks`` and ``tasks_only_one_side``.
+    """
+    common = [t for t in group_1["tasks"] if t in group_2["tasks"] and t in task_rows]
+    rows = []
+    for task in common:
+        row = task_rows[task]
+        pairs = None
+        if row["design"] == "paired" and row["paired"]:
+            pairs = {"episodes": row["paired"]["seeds"], "only_1": row["paired"]["only_a"], "only_2": row["paired"]["only_b"]}
+        rows.append({"task": task, "design": row["design"], "k_1": row["k_a"], "n_1": row["n_a"],
+                     "k_2": row["k_b"], "n_2": row["n_b"], "pairs": pairs})
+    result = suite_difference(rows)
+    if result is None:
+        return None
+    only = len(set(group_1["tasks"]) ^ set(group_2["tasks"]))
+    return {**result, "common_tasks": common, "tasks_only_one_side": only}
+
+
+def group_comparisons(runs: dict[str, dict[str, Any]], groups: dict[str, dict[str, Any]],
+                      comparisons: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every pair of suites (groups) of different policies sharing tasks: ``b − a`` task-averaged.
+
+    Uses the per-task rows of ``comparisons`` (:func:`task_comparisons`), whose difference is
+    ``a − b``; the suite row keeps ``first``/``second`` in group order and reports
+    ``first − second`` like the task rows.
+    """
+    rows_of: dict[tuple[str, str], dict[str, Any]] = {(c["a"], c["b"]): c for c in comparisons}
+    names = list(groups)
+    out = []
+    for i, g1 in enumerate(names):
+        for g2 in names[i + 1 :]:
+            first, second = groups[g1], groups[g2]
+            if first["policy_label"] == second["policy_label"]:
+                continue
+            task_rows: dict[str, dict[str, Any]] = {}
+            for ra in first["runs"]:
+                for rb in second["runs"]:
+                    row = rows_of.get((ra, rb))
+                    if row is not None:
+                        task_rows[row["task"]] = row
+            result = suite_comparison(first, second, task_rows)
+            if result is None:
+                continue
+            out.append({"a": g1, "b": g2, "policy_a": first["policy_label"], "policy_b": second["policy_label"],
+                        **result, "difference": -result["difference"],
+                        "ci95": [-result["ci95"][1], -result["ci95"][0]]})
     return out
 
 
@@ -436,6 +586,30 @@ def _run_names(output_dir: Path, manifest: dict | None) -> list[str]:
     return names + extra
 
 
+#: Every method name a figure of ``experiment_result.json`` or ``arena compare --json`` may
+#: carry, with the one line the report and ``arena compare`` explain it by.
+METHODS = {
+    "wilson": "Wilson score interval of one run's k/n (fixed number of episodes).",
+    "stratified-wilson-effective-n": "Wilson interval at a suite's weighted rate with the effective number of "
+    "episodes of its tasks (strata), so each task contributes its own variance.",
+    "newcombe-hybrid-score": "Newcombe's (1998, method 10) interval for the difference of two independent rates.",
+    "newcombe-paired-hybrid-score": "Newcombe's (1998, method 10 for paired data) interval for the difference of "
+    "two rates measured on the same episodes (seeds, init states).",
+    "mcnemar-exact": "McNemar's exact test: a binomial test on the episodes only one of two paired runs solved.",
+    "fisher-exact": "Fisher's exact test of two independent rates (two-sided).",
+    "holm": "Holm's step-down adjustment of the p-values shown together (family-wise error 5%).",
+    "stratified-adjusted-wald-per-task": "A suite difference: the mean of per-task differences, its variance summed "
+    "over tasks (Agresti-Caffo for unpaired tasks, Agresti-Min for paired).",
+    "betting-confidence-sequence": "Waudby-Smith & Ramdas (2023) betting confidence sequence: valid at every "
+    "episode count, so after stopping early too.",
+}
+
+
+def _multiplicity_note(comparisons: list[dict[str, Any]]) -> str | None:
+    tested = sum(c.get("p_value") is not None for c in comparisons)
+    return HOLM_NOTE.format(m=tested) if tested > 1 else None
+
+
 def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool = True) -> dict[str, Any]:
     """Summarize every run of ``output_dir``; write ``experiment_result.json`` when ``write``.
 
@@ -463,22 +637,22 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
     runs: dict[str, dict[str, Any]] = {}
     for name in _run_names(output_dir, manifest):
         issues: list[str] = []
-        records_of[name] = collect_run_records(output_dir / name, issues)
+        records_of[name] = counted_run_records(output_dir / name, issues)
         runs[name] = _summarize(
             output_dir, name, (manifest or {}).get("runs", {}).get(name), records_of[name], issues
         )
     for name, label in policy_labels(runs).items():
         runs[name]["policy_label"] = label
     counts = {outcome: sum(r["counts"][outcome] for r in runs.values()) for outcome in OUTCOMES}
-    k = counts["success"]
-    n = k + counts["failure"] + counts["timeout"]
-    low, high = wilson_interval(k, n)
-    rates = [r["success_rate"] for r in runs.values() if r["success_rate"] is not None]
     states: dict[str, int] = {}
     for r in runs.values():
         states[r["state"]] = states.get(r["state"], 0) + 1
+    from arena.results.compare import run_setups
     from arena.results.provenance import read_provenance
 
+    comparisons = task_comparisons(output_dir, runs, records_of, run_setups(output_dir, runs))
+    groups = by_group(runs)
+    overall = _aggregate(list(runs.values()))
     result = {
         "format_version": FORMAT_VERSION,
         "experiment": _experiment_name(output_dir, manifest),
@@ -486,19 +660,16 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
         "runs": runs,
         "by_task": by_task(runs),
         "by_policy": by_policy(runs),
-        "by_group": by_group(runs),
-        "comparisons": task_comparisons(output_dir, runs, records_of),
+        "by_group": groups,
+        "comparisons": comparisons,
+        "group_comparisons": group_comparisons(runs, groups, comparisons),
+        "multiplicity": _multiplicity_note(comparisons),
+        "methods": METHODS,
         "provenance": read_provenance(output_dir),
         "overall": {
+            **overall,
             "counts": counts,
-            "n": n,
-            "k": k,
-            "success_rate": success_rate(k, n),
-            "ci95": [low, high],
-            "ci_method": "wilson",
-            "aggregation": "pooled",
-            "macro_success_rate": sum(rates) / len(rates) if rates else None,
-            "errors": counts["error"],
+            "aggregation": "episode-weighted over runs (stratified by run)",
             "states": states,
         },
     }

@@ -1,8 +1,10 @@
 """``arena compare A B``: two experiments (output directories), run by run.
 
 Runs are matched by name. For each pair: both success rates as k/n, the difference
-``B - A`` with its 95 % Newcombe hybrid score interval (Newcombe 1998, method 10; never the
-difference of two Wilson intervals), whether that interval excludes 0, and — when both
+``B - A`` with its 95 % interval and a test — paired (Newcombe's interval for paired data,
+McNemar's exact test) when the runs' setups agree, else unpaired (Newcombe 1998 method 10,
+Fisher's exact test; see :mod:`arena.results.paired`), with Holm-adjusted p-values when
+several are shown — whether that interval excludes 0, and — when both
 played some of the same seeds — the outcome pairs on those seeds (``only_a``/``only_b``:
 seeds only one side solved; a paired view that seeds recorded per episode make possible).
 Runs present on one side only are listed as such.
@@ -27,7 +29,16 @@ import os
 from pathlib import Path
 from typing import Any
 
-from arena.results.aggregate import build_experiment_result, collect_run_records, compare_runs, models_differ
+from arena.results.aggregate import (
+    METHODS,
+    adjust_holm,
+    build_experiment_result,
+    compare_runs,
+    counted_run_records,
+    models_differ,
+    suite_comparison,
+)
+from arena.results.paired import pairing_differences
 
 #: Run settings (snapshot paths) that must agree for two success rates to be comparable.
 #: ``environment.*`` covers the type, the task and every other environment field.
@@ -63,12 +74,14 @@ def compare_experiments(a: str | os.PathLike[str], b: str | os.PathLike[str]) ->
         run_b = result_b["runs"].get(name)
         if run_b is None:
             continue
+        setup = pairing_differences(setups_a.get(name), setups_b.get(name))
         # B - A: compare_runs computes first - second, so B goes first.
-        row = compare_runs(name, run_b, name, run_a, collect_run_records(b / name), collect_run_records(a / name))
+        row = compare_runs(
+            name, run_b, name, run_a, counted_run_records(b / name), counted_run_records(a / name), setup
+        )
         paired = row["paired"]
         if paired is not None:  # flip the labels back to A/B
             paired = {**paired, "only_a": paired["only_b"], "only_b": paired["only_a"]}
-        setup = setup_differences(setups_a.get(name), setups_b.get(name))
         if setup:
             differences[name] = setup
         for side, run in (("A", run_a), ("B", run_b)):
@@ -88,11 +101,17 @@ def compare_experiments(a: str | os.PathLike[str], b: str | os.PathLike[str]) ->
                 "ci95": row["ci95"],
                 "ci_method": row["ci_method"],
                 "significant": row["significant"],
+                "design": row["design"],
+                "design_reason": row["design_reason"],
+                "p_value": row["p_value"],
+                "test_method": row["test_method"],
+                "discordant": None if row["discordant"] is None else row["discordant"][::-1],
                 "paired": paired,
                 "setup_differences": setup,
                 "models_differ": models_differ(run_a, run_b),
             }
         )
+    multiplicity = adjust_holm(rows)
     return {
         "a": {"experiment": result_a["experiment"], "path": str(a)},
         "b": {"experiment": result_b["experiment"], "path": str(b)},
@@ -102,7 +121,37 @@ def compare_experiments(a: str | os.PathLike[str], b: str | os.PathLike[str]) ->
         "only_b": [n for n in result_b["runs"] if n not in result_a["runs"]],
         "differences": differences,
         "partial": partial,
+        "multiplicity": multiplicity,
+        "suites": _suite_rows(result_a, result_b, rows),
+        "methods": METHODS,
     }
+
+
+def _suite_rows(result_a: dict[str, Any], result_b: dict[str, Any], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Suites (expanded runs, :func:`arena.results.aggregate.by_group`) of one name in A and B:
+    ``B − A`` task-averaged over their common tasks from the per-task rows."""
+    by_run = {row["run"]: row for row in rows}
+    out = []
+    for name, group_a in result_a.get("by_group", {}).items():
+        group_b = result_b.get("by_group", {}).get(name)
+        if group_b is None:
+            continue
+        task_rows = {}
+        for run in group_a["runs"]:
+            row = by_run.get(run)
+            if row is not None and row["task"] is not None:
+                task_rows[row["task"]] = {
+                    "task": row["task"], "design": row["design"], "k_a": row["k_a"], "n_a": row["n_a"],
+                    "k_b": row["k_b"], "n_b": row["n_b"],
+                    # suite_comparison reads the A-first orientation of the pairs
+                    "paired": row["paired"] and {"seeds": row["paired"]["seeds"], "only_a": row["paired"]["only_a"],
+                                                 "only_b": row["paired"]["only_b"]},
+                }
+        result = suite_comparison(group_a, group_b, task_rows)
+        if result is not None:
+            out.append({"suite": name, "macro_a": group_a["macro_success_rate"], "macro_b": group_b["macro_success_rate"],
+                        **result})
+    return out
 
 
 Setup = tuple[str, dict[str, Any]]
@@ -147,6 +196,11 @@ def setup_differences(a: Setup | None, b: Setup | None) -> list[dict[str, Any]]:
     (source_a, flat_a), (source_b, flat_b) = a, b
     keys = sorted(set(flat_a) | set(flat_b)) if source_a == source_b else sorted(set(flat_a) & set(flat_b))
     return [{"key": k, "a": flat_a.get(k), "b": flat_b.get(k)} for k in keys if flat_a.get(k) != flat_b.get(k)]
+
+
+def run_setups(output_dir: str | os.PathLike[str], runs: dict[str, Any]) -> dict[str, Setup | None]:
+    """Each run's setup (:func:`run_setup`) read from ``output_dir``'s snapshot or manifest."""
+    return _setups(Path(output_dir), {"runs": runs})
 
 
 def _setups(output_dir: Path, result: dict[str, Any]) -> dict[str, Setup | None]:

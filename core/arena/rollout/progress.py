@@ -49,6 +49,8 @@ def read_progress(output_dir: str | os.PathLike[str], runs: list[str], totals: d
         if all(s in FINAL_STATES for s in states):
             state = next((s for s in ("failed", "cancelled") if s in states), "completed")
         total = (totals or {}).get(name)
+        if any(isinstance(s.get("stop"), dict) for s in found):  # stopped early by its rule: complete
+            total = None
         out[name] = {
             "state": state,
             "episodes_done": sum(int(s.get("episodes_done") or 0) for s in shard_rows),

@@ -67,6 +67,8 @@ class RolloutSummary:
     unfinished: list[WorkItem] = field(default_factory=list)
     #: Caveats of the numbers that do not stop the run (e.g. no success signal).
     warnings: list[str] = field(default_factory=list)
+    #: Why ``until`` ended the rollout early (a complete run, not an abort); ``None`` otherwise.
+    stopped: str | None = None
 
 
 @dataclass
@@ -95,6 +97,7 @@ def rollout(
     task: str | None = None,
     policy_info: dict[str, Any] | None = None,
     recorder: Any = None,
+    until: Callable[[], str | None] | None = None,
 ) -> RolloutSummary:
     """Run ``items`` on the vectorized ``env`` with ``policy``; return a :class:`RolloutSummary`.
 
@@ -113,6 +116,10 @@ def rollout(
         recorder: an :class:`arena.rollout.recording.EpisodeRecorder` (or ``None``): told when
             an env starts an episode, after every step and when an episode ends; the path it
             returns becomes the record's ``video``.
+        until: asked after every recorded episode; a reason (e.g. an early-stopping rule's,
+            :mod:`arena.rollout.stopping`) ends the rollout there, not as an abort:
+            ``stopped`` holds it, no more work is handed out, running episodes are left
+            unrecorded (``unfinished``) and episodes finishing in the same step are recorded.
 
     A failure of ``policy.start`` aborts before any episode (nothing recorded). Exceptions
     other than :class:`Exception` subclasses (``KeyboardInterrupt``, cancellation) propagate.
@@ -129,6 +136,7 @@ def rollout(
         task=task if task is not None else _task_of(env),
         policy_info=policy_info if policy_info is not None else _policy_of(policy),
         recorder=recorder,
+        until=until,
     )
     return loop.run()
 
@@ -171,7 +179,7 @@ def _policy_of(policy: Any) -> dict[str, Any]:
 class _Rollout:
     def __init__(
         self, env, policy, items, limit, *, on_episode_end, on_progress, max_consecutive_errors, should_stop,
-        task, policy_info, recorder=None,
+        task, policy_info, recorder=None, until=None,
     ) -> None:
         self.env = env
         self.policy = policy
@@ -186,6 +194,7 @@ class _Rollout:
         self.task = task
         self.policy_info = policy_info
         self.recorder = recorder
+        self.until = until
         self.active: list[_Episode | None] = [None] * self.num_envs
         self.consecutive_errors = 0
         self.obs: Any = None
@@ -383,6 +392,9 @@ class _Rollout:
         self.on_episode_end(record)
         self.summary.episodes += 1
         self.summary.counts[outcome] += 1
+        if self.until is not None and self.summary.stopped is None:
+            self.summary.stopped = self.until()
+            self.stopping = self.stopping or self.summary.stopped is not None
         if outcome == "error" and count:
             self._count_error(error)
 

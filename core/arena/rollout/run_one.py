@@ -48,6 +48,7 @@ from typing import Any
 from arena.envs.workers import WorkerEnvironment, build_environment
 from arena.errors import ConfigError, PluginError, unwritable
 from arena.rollout.records import (
+    RUN_RESULT_NAME,
     EpisodeRecord,
     RecordWriter,
     StatusWriter,
@@ -56,9 +57,11 @@ from arena.rollout.records import (
     read_json,
     read_records,
     utc_now,
+    write_json_atomic,
     write_run_result,
 )
 from arena.rollout.rollout import RolloutSummary, rollout
+from arena.rollout.stopping import make_stopper, stop_record
 from arena.rollout.workitems import plan_work_items, select_shard
 
 #: Set in the environment of the rollout process a watchdog supervises (it must not supervise).
@@ -141,6 +144,11 @@ def run_one(
         items = plan_work_items(run)
         if shard is not None:
             items = select_shard(items, *shard)
+            if shard[1] > 1 and run.rollout_limit.stop_when is not None:
+                raise ConfigError(
+                    f"run {run_name}: rollout_limit.stop_when cannot stop a sharded run (--shard {shard[0]}/{shard[1]}): "
+                    "each shard's process sees only its own episodes; run it unsharded"
+                )
     except (ConfigError, PluginError, ValueError) as exc:
         print(f"arena run-one: {exc}", file=sys.stderr)
         return EXIT_CONFIG
@@ -311,6 +319,7 @@ class _Invocation:
         self.task: Any = None
         self.notes: list[str] = []
         self.metadata: Any = None
+        self.stopper: Any = None  # the rule of rollout_limit.stop_when (arena.rollout.stopping)
 
     # -- main ------------------------------------------------------------------------------
     def execute(self) -> int:
@@ -344,7 +353,10 @@ class _Invocation:
             hostname=machine_info()["hostname"],
         )
         self.status.progress(state="running", episodes_total=len(self.items), **self._tallies())
+        self.stopper = make_stopper(self.run.rollout_limit, self.items, self.merged)
         todo = [item for item in self.items if not self._finished(item.episode_index)]
+        if self.stopper is not None and self.stopper.decision is not None:
+            todo = []  # stopped by its rule on an earlier attempt: the rest is not run
 
         state, error = "completed", None
         self.warnings = self._static_warnings()
@@ -385,6 +397,7 @@ class _Invocation:
                         task=self.run.environment.task_name(),
                         policy_info={"type": self.run.policy_type, "variant": self.run.policy.variant()},
                         recorder=recorder,
+                        until=self.stopper.reason if self.stopper is not None else None,
                     )
                     self.warnings += [w for w in summary.warnings if w not in self.warnings]
                     if summary.aborted:
@@ -476,6 +489,8 @@ class _Invocation:
             writer.write(record)
             current = self.merged.get(record.episode_index)
             self.merged[record.episode_index] = merge_records([r for r in (current, record) if r is not None])[0]
+            if self.stopper is not None:
+                self.stopper.feed(self.merged)
             self.last_progress = time.monotonic()
             self.status.progress(**self._tallies())
         finally:
@@ -492,13 +507,15 @@ class _Invocation:
 
     # -- the end ---------------------------------------------------------------------------
     def _finish(self, state: str, error: str | None, started_at: str) -> int:
+        stop = stop_record(self.stopper, self.merged)
+        records = [r for r in self.merged.values() if stop is None or r.episode_index < stop["episodes_used"]]
         result = write_run_result(
             self.work_dir,
             run=self.run.name,
             state=state,
             error=error,
             server=self.server,
-            records=list(self.merged.values()),
+            records=records,
             episodes_total=len(self.items),
             started_at=started_at,
             shard=self.shard,
@@ -506,7 +523,15 @@ class _Invocation:
             warnings=self.warnings,
             model=model_record(self.run, self.task, self.server, self.metadata),
         )
-        self.status.update(state=state, error=error, warnings=self.warnings, **self._tallies())
+        if stop is not None:  # the rule's decision, and the episodes past it (kept, not counted)
+            result["stop"] = stop
+            write_json_atomic(self.work_dir / RUN_RESULT_NAME, result)
+            print(f"arena run-one: run {self.run.name}: stopped early: {stop['reason']}", file=sys.stderr)
+        tallies = self._tallies()
+        if stop is not None:  # complete at the stopping index: the progress line and arena status say so
+            used = stop["episodes_used"]
+            tallies = {"episodes_done": used, "episodes_total": used, "successes": stop["successes"], "errors": 0}
+        self.status.update(state=state, error=error, warnings=self.warnings, stop=stop, **tallies)
         counts = result["counts"]
         k, n = counts["success"], counts["success"] + counts["failure"] + counts["timeout"]
         rate = "n/a" if n == 0 else f"{k}/{n} = {k / n:.1%}"
