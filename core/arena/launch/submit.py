@@ -431,13 +431,13 @@ def dry_run_summary(experiment, servers, backend: str, out: Path, exposures: dic
 
     Three or more consecutive runs that differ only in their task (a LIBERO suite's 40) share
     one line, then one short line per run naming its task; long lists of runs are shortened
-    (``40 runs: spatial.0 … long.9``)."""
+    (``40 runs (spatial.0 … long.9)``)."""
     from arena.launch.wording import count, run_list, run_names
 
     lines = [f"experiment {experiment.name}: {count(len(experiment.runs), 'run')}, '{backend}' backend, output {out}"]
     users: dict[str, list[str]] = {}
     tasks = {}
-    described: list[tuple[str, str, str]] = []  # (run, its task, what else it is)
+    described: list[tuple[str, str, tuple[str, str]]] = []  # (run, its task, (environment, the rest))
     for name, run in experiment.runs.items():
         plan = servers.get(name)
         where = ""
@@ -454,9 +454,9 @@ def dry_run_summary(experiment, servers, backend: str, out: Path, exposures: dic
             f"with {run.policy_type}, {count(limit.num_episodes, 'episode')} ({steps}), "
             f"{count(run.environment_builder.num_envs, 'env')}, seed {run.environment_builder.seed}{where}"
         )
-        described.append((name, run.environment.task_name() or "", f"{run.environment_type}|{rest}"))
+        described.append((name, run.environment.task_name() or "", (run.environment_type, rest)))
     for group in _consecutive(described):
-        environment, rest = group[0][2].split("|", 1)
+        environment, rest = group[0][2]
         if len(group) < 3:
             lines += [f"  run {name}: {environment}{' ' + task if task else ''} {rest}" for name, task, _ in group]
             continue
@@ -479,9 +479,9 @@ def dry_run_summary(experiment, servers, backend: str, out: Path, exposures: dic
     return lines
 
 
-def _consecutive(described: list[tuple[str, str, str]]) -> list[list[tuple[str, str, str]]]:
+def _consecutive(described: list[tuple[str, str, Any]]) -> list[list[tuple[str, str, Any]]]:
     """Consecutive runs that differ only in name and task, as groups (in order)."""
-    groups: list[list[tuple[str, str, str]]] = []
+    groups: list[list[tuple[str, str, Any]]] = []
     for item in described:
         if groups and groups[-1][0][2] == item[2]:
             groups[-1].append(item)
