@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,7 @@ def _environment() -> jinja2.Environment:
     env.filters["when"] = format_time
     env.filters["policy"] = _policy_label
     env.filters["breakable"] = breakable
+    env.filters["shell"] = lambda argv: shlex.join(str(a) for a in argv) if isinstance(argv, (list, tuple)) else "–"
     return env
 
 
