@@ -43,7 +43,10 @@ if [ "$have_hash" != "$hash" ] || [ "$union" != "$have_extras" ]; then
     [ -f "${dir}pyproject.toml" ] && packages+=(-e "${dir%/}")
   done
   echo "installing arena-core [sim${union:+,$union}] with the workspace packages into .venv"
-  .venv/bin/python -m pip install -q "${packages[@]}"
+  # setuptools' "Editable installation" banner (one per flat-layout package, 13 lines each)
+  # passes `pip -q` as a warning of the build backend: it says nothing about this checkout.
+  PYTHONWARNINGS="ignore:Editable installation${PYTHONWARNINGS:+,$PYTHONWARNINGS}" \
+    .venv/bin/python -m pip install -q "${packages[@]}"
   echo "$hash $union" > "$stamp"
 fi
 

@@ -166,6 +166,7 @@ def _missing_venvs(exp) -> list[str]:
     that does not exist on this machine: their episodes fail unless the simulator is installed
     in this interpreter."""
     from arena.envs.workers.layout import worker_python
+    from arena.launch.wording import run_list
     from arena.venvs import venv_dir
 
     needing: dict[str, list[str]] = {}
@@ -174,7 +175,7 @@ def _missing_venvs(exp) -> list[str]:
         if venv and worker_python(run_cfg.environment_cls, run_cfg.environment) is None:
             needing.setdefault(venv, []).append(name)
     return [
-        f"run(s) {', '.join(runs)}: the environment runs in its own venv '{venv}', which does not exist "
+        f"{run_list(runs)}: the environment runs in its own venv '{venv}', which does not exist "
         f"({venv_dir(venv)}); unless its simulator is installed in this interpreter, every episode will fail: "
         f"create it once with `arena {venv} setup`"
         for venv, runs in needing.items()

@@ -73,7 +73,8 @@ def test_dry_run_shows_each_servers_gpus(tmp_path):
     path = write(tmp_path, {"a": gpu_run(1), "b": gpu_run(1), "c": gpu_run(1), "d": gpu_run(4)}, jobs=4)
     dry = subprocess.run([sys.executable, "-m", "arena", "run", str(path), "--dry-run"], capture_output=True, text=True, env=env)
     assert dry.returncode == 0, dry.stderr
-    gpu_lines = [line.strip() for line in dry.stdout.splitlines() if line.strip().startswith("GPUs:")]
+    # "# server NAME (port chosen at start); GPUs: ...", then the server's command
+    gpu_lines = ["GPUs: " + line.split("; GPUs: ", 1)[1] for line in dry.stdout.splitlines() if line.startswith("# server ")]
     assert gpu_lines[0].startswith("GPUs: CUDA_VISIBLE_DEVICES=3 (of 3, 5;")
     assert gpu_lines[1].startswith("GPUs: CUDA_VISIBLE_DEVICES=5 ")
     assert "queued until they are free" in gpu_lines[2]

@@ -183,7 +183,8 @@ def test_the_report_names_no_host_kernel_or_local_path_unless_asked(tmp_path, mo
     for secret in secrets:
         assert secret not in html, secret
     assert "Linux" in html and "<checkout>/.venvs/x/bin/python" in html.replace("&lt;", "<").replace("&gt;", ">")
-    assert "arena run &lt;checkout&gt;/examples/quickstart.yaml" in html  # the command, its program's path cut
+    # the command, its program's path cut, as a shell reads it (shlex.join: '<' quoted)
+    assert "arena run &#39;&lt;checkout&gt;/examples/quickstart.yaml&#39;" in html
     assert "arena report DIR --no-redact" in html  # the page says what it left out and how to get it
     # provenance.json and the run's own files keep everything
     assert "login-3.cluster.example" in (out / "provenance.json").read_text()

@@ -81,3 +81,29 @@ def test_on_a_terminal_the_episode_bar_keeps_policies_apart(tmp_path):
         time.sleep(0.15)
     text = buffer.getvalue()
     assert "success: expert 2/2, zero_action 0/2" in text and "1 cancelled" in text
+
+
+def test_plain_progress_ends_on_the_final_count_said_once(tmp_path):
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=False, width=200)
+    for run in ("a", "b", "c"):
+        _status(tmp_path, run, state="completed", episodes_done=10, episodes_total=10, successes=5, errors=0)
+    _status(tmp_path, "d", state="running", episodes_done=7, episodes_total=10, successes=2, errors=0)
+    # The last run ends between two lines: the watcher's next look would come after the exit.
+    with ProgressWatcher(tmp_path, ["a", "b", "c", "d"], console, interval_s=60, refresh_s=60):
+        _status(tmp_path, "d", state="completed", episodes_done=10, episodes_total=10, successes=3, errors=0)
+    lines = buffer.getvalue().splitlines()
+    assert len(lines) == 1 and "runs 4/4 finished | episodes 40/40 | success 18/40" in lines[0], lines
+
+
+def test_the_final_line_is_not_said_twice(tmp_path):
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=False, width=200)
+    _status(tmp_path, "a", state="running", episodes_done=1, episodes_total=2, successes=1, errors=0)
+    with ProgressWatcher(tmp_path, ["a"], console, interval_s=60, refresh_s=0.02):
+        _status(tmp_path, "a", state="completed", episodes_done=2, episodes_total=2, successes=1, errors=0)
+        deadline = time.monotonic() + 10
+        while "runs 1/1" not in buffer.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.02)
+    lines = buffer.getvalue().splitlines()
+    assert sum("runs 1/1 finished" in line for line in lines) == 1, lines

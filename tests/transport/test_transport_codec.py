@@ -148,11 +148,18 @@ def test_droid_request_is_301439_bytes_like_openpi() -> None:
     assert len(wire) == 301_439
 
 
-def test_decoded_arrays_are_writable_and_own_their_memory() -> None:
-    decoded = unpackb(packb({"a": np.arange(6, dtype=np.float32).reshape(2, 3)}))["a"]
-    assert decoded.flags.writeable and decoded.flags.c_contiguous
-    decoded *= 2  # would raise "output array is read-only" with openpi's decoder
-    assert decoded[1, 2] == 10
+def test_decoded_arrays_are_read_only_views_as_openpis_are() -> None:
+    wire = packb({"a": np.arange(6, dtype=np.float32).reshape(2, 3), "e": np.zeros((0, 3)), "z": np.zeros((2, 0), np.int8)})
+    decoded = unpackb(wire)
+    ours, theirs = decoded["a"], openpi.unpackb(wire)["a"]
+    assert not ours.flags.writeable and not theirs.flags.writeable and ours.flags.c_contiguous
+    assert not ours.flags.owndata  # a view of the payload: nothing copied
+    with pytest.raises(ValueError, match="read-only"):
+        ours *= 2
+    copy = np.array(ours)  # what a consumer that writes does
+    copy *= 2
+    assert copy[1, 2] == 10 and ours[1, 2] == 5
+    assert not decoded["e"].flags.writeable and not decoded["z"].flags.writeable
 
 
 def test_openpi_encoded_messages_decode() -> None:
@@ -308,7 +315,7 @@ def _assert_same(decoded: Any, original: Any) -> None:
         assert isinstance(decoded, np.ndarray)
         assert decoded.dtype == original.dtype and decoded.shape == original.shape
         np.testing.assert_array_equal(decoded, original)
-        assert decoded.flags.writeable
+        assert not decoded.flags.writeable
     elif isinstance(original, dict):
         assert decoded.keys() == original.keys()
         for key in original:

@@ -40,6 +40,7 @@ from arena_osmo.render import (
     render_workflows,
     run_url,
     server_exposures,
+    submit_argv,
 )
 from arena_osmo.states import run_state, workflow_finished
 
@@ -102,9 +103,27 @@ class OsmoBackend(LaunchBackend):
         )
 
     def plan(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan], output_dir: Path) -> str:
+        """Write the workflow files ``submit`` would submit to a new temporary directory
+        (nothing is submitted, the output directory is not created) and return a summary
+        naming them, as the Slurm dry-run does: per file its pool, runs and which task gets
+        which credential, the command that would submit it, then the missing settings. So
+        ``arena run ... --dry-run > wf.yaml`` cannot be mistaken for a workflow file."""
+        import tempfile
+
+        from arena.launch.wording import command, count
+
         workflows, problems = self._render(experiment, servers, placeholders=True)
-        notes = "".join(f"# {line}\n" for line in problems.notes())
-        return "---\n".join(wf.text() for wf in workflows) + notes
+        where = Path(tempfile.mkdtemp(prefix=f"arena-dry-run-{experiment.name}-osmo-"))
+        lines = [f"# osmo: {count(len(workflows), 'workflow')}, not submitted; the workflow files are in {where}/"]
+        for wf in workflows:
+            path = where / f"{wf.name}.yaml"
+            path.write_text(wf.text())
+            lines.append(f"  {path}  {wf.header[0] if wf.header else ''}".rstrip())
+            lines += [f"  {line}" for line in wf.header if " gets " in line]
+            lines.append(f"    submit: {command(submit_argv(str(path), wf.pool, self.options.priority))}")
+        if workflows:
+            lines.append(f"  (read one: less {where / workflows[0].name}.yaml)")
+        return "\n".join(lines + [f"# {line}" for line in problems.notes()])
 
     def check(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan]) -> None:
         """Refuse a submission that cannot work, before anything is written.

@@ -18,6 +18,7 @@ Commands used (NVIDIA/OSMO ``src/cli/workflow.py`` and ``src/cli/data.py``):
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import subprocess
 from typing import Any
@@ -59,10 +60,10 @@ def run(args: list[str], *, timeout_s: float = 300.0, stdin: str | None = None) 
             stdin=None if stdin is not None else subprocess.DEVNULL,
         )
     except subprocess.TimeoutExpired:
-        raise OsmoCliError(f"`osmo {' '.join(args)}` did not answer within {timeout_s:g} s") from None
+        raise OsmoCliError(f"`{shlex.join(['osmo', *args])}` did not answer within {timeout_s:g} s") from None
     if proc.returncode != 0:
         detail = (proc.stderr or proc.stdout).strip() or "no output"
-        raise OsmoCliError(f"`osmo {' '.join(args)}` failed (exit {proc.returncode}): {detail}")
+        raise OsmoCliError(f"`{shlex.join(['osmo', *args])}` failed (exit {proc.returncode}): {detail}")
     return proc.stdout
 
 
@@ -70,7 +71,7 @@ def _json(args: list[str], text: str) -> Any:
     try:
         return json.loads(text)
     except ValueError:
-        raise OsmoCliError(f"`osmo {' '.join(args)}` did not print JSON: {text.strip()[:300]!r}") from None
+        raise OsmoCliError(f"`{shlex.join(['osmo', *args])}` did not print JSON: {text.strip()[:300]!r}") from None
 
 
 def submit(path: str, pool: str, priority: str) -> str:
@@ -79,7 +80,7 @@ def submit(path: str, pool: str, priority: str) -> str:
     answer = _json(args, run(args))
     workflow_id = answer.get("name") if isinstance(answer, dict) else None
     if not isinstance(workflow_id, str) or not workflow_id:
-        raise OsmoCliError(f"`osmo {' '.join(args)}` answered without a workflow ID: {answer!r}")
+        raise OsmoCliError(f"`{shlex.join(['osmo', *args])}` answered without a workflow ID: {answer!r}")
     return workflow_id
 
 
@@ -88,7 +89,7 @@ def query(workflow_id: str) -> dict[str, Any]:
     args = ["workflow", "query", workflow_id, "--format-type", "json"]
     answer = _json(args, run(args, timeout_s=120.0))
     if not isinstance(answer, dict) or "status" not in answer:
-        raise OsmoCliError(f"`osmo {' '.join(args)}` answered without a status: {answer!r}")
+        raise OsmoCliError(f"`{shlex.join(['osmo', *args])}` answered without a status: {answer!r}")
     return answer
 
 

@@ -297,7 +297,7 @@ def _header(experiment, wf: RenderedWorkflow, k: int, count: int, options: OsmoO
     lines.append(
         f"each runner publishes its run directory to <output_url>/<run> every {options.publish_interval} and when it ends"
     )
-    lines.append(f"submit: {' '.join(submit_argv('WORKFLOW.yaml', wf.pool, options.priority))}")
+    lines.append(f"submit: {shlex.join(submit_argv('WORKFLOW.yaml', wf.pool, options.priority))}")
     return lines
 
 

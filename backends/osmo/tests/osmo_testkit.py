@@ -140,8 +140,13 @@ class FakeModelsPlugin:
 
 
 @pytest.fixture
-def fake_models(arena_plugin):
+def fake_models(arena_plugin, tmp_path, monkeypatch):
     arena_plugin(FakeModelsPlugin(), "osmo-test-fake-models")
+    # A dry-run writes its workflow files to a new temporary directory: this test's.
+    import tempfile
+
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
 
 
 PLATFORMS = {
@@ -199,6 +204,15 @@ def dry_run_text(exp) -> str:
     from arena.launch.submit import make_backend
 
     return make_backend(exp).plan(exp, plan_servers(exp), Path("out"))
+
+
+def dry_run_files(text: str) -> dict[str, str]:
+    """The workflow files a dry-run wrote, by file name, found where its output says they are."""
+    import re
+
+    found = re.search(r"the workflow files are in (\S+)/$", text, re.M)
+    assert found, text
+    return {p.name: p.read_text() for p in sorted(Path(found.group(1)).glob("*.yaml"))}
 
 
 def tasks_of(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from osmo_testkit import fake_models, fake_osmo, osmo_options, run, runner_output, task  # noqa: F401
+from osmo_testkit import dry_run_files, fake_models, fake_osmo, osmo_options, run, runner_output, task  # noqa: F401
 from typer.testing import CliRunner
 
 from arena.cli import app
@@ -55,8 +55,14 @@ def test_dry_run_prints_the_workflow_without_calling_osmo(fake_models, fake_osmo
     path = write_experiment(tmp_path, osmo_options(runner_image=None, output_url=None))
     result = cli.invoke(app, ["run", str(path), "--dry-run"])
     assert result.exit_code == 0, result.output
-    assert "version: 2" in result.output
-    assert "<unset: launch.osmo.runner_image>" in result.output and "<unset: launch.osmo.output_url>" in result.output
+    # The workflow goes to a file the output names, never mixed with the summary on stdout:
+    # `arena run ... --dry-run > wf.yaml` cannot be taken for a workflow file.
+    assert "version: 2" not in result.output
+    (workflow,) = dry_run_files(result.output).values()
+    assert yaml.safe_load(workflow)["workflow"]["groups"]
+    assert "<unset: launch.osmo.runner_image>" in workflow and "<unset: launch.osmo.output_url>" in workflow
+    assert "launch.osmo.runner_image: not set" in result.output  # and the summary says what is missing
+    assert "submit: osmo workflow submit /" in result.output
     assert fake_osmo.calls == []
     refused = cli.invoke(app, ["run", str(path), "--output-dir", str(tmp_path / "out")])
     assert refused.exit_code == 2

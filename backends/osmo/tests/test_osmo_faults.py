@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 from osmo_testkit import (  # noqa: F401
+    dry_run_files,
     dry_run_text,
     execute_task,
     experiment,
@@ -198,7 +199,8 @@ def test_a_server_without_a_public_image_is_refused_naming_the_key_to_set(fake_m
     assert "run 'un': key server.image: policy server 'unpublished-server' has no container image" in str(refused.value)
     assert "build one from the model's Dockerfile" in str(refused.value)
     text = dry_run_text(exp)
-    assert "image: '<unset: runs.un.server.image>'" in text
+    (workflow,) = dry_run_files(text).values()
+    assert "image: '<unset: runs.un.server.image>'" in workflow
     assert "#   runs.un.server.image: policy server 'unpublished-server' has no container image" in text
     (wf,) = render(experiment({"un": run("fake_unpublished")}, ["runs.un.server.image=registry.example/un:1"]))
     assert tasks_of(wf.spec)["r0-un-server"]["image"] == "registry.example/un:1"

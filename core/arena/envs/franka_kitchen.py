@@ -169,12 +169,33 @@ class FrankaKitchenConfig(EnvironmentConfig):
         return check_task_name(value)
 
 
+def _kitchen_env() -> Any:
+    """gymnasium-robotics' ``kitchen_env`` module, imported without its Adroit notice.
+
+    gymnasium-robotics 1.2.1-1.4.2 print, on import, a notice (from ``farama_notifications``)
+    that the Adroit hand envs' rewards changed: it concerns no Franka Kitchen run, and every
+    env worker printed it once. Only that notice is dropped; others still print.
+    """
+    import sys
+
+    if "gymnasium_robotics" not in sys.modules:
+        try:
+            from farama_notifications import notifications
+        except ImportError:
+            notifications = {}
+        notices = notifications.get("gymnasium_robotics")
+        if isinstance(notices, dict):
+            for version in [v for v, text in notices.items() if "Adroit" in str(text)]:
+                del notices[version]
+    return import_extra("gymnasium_robotics.envs.franka_kitchen.kitchen_env", "kitchen", _WHAT)
+
+
 def build_model() -> Any:
     """The benchmark's kitchen model with a ``wrist_cam`` camera on the hand (an ``MjModel``)."""
     import os
 
     mujoco = _mujoco()
-    kitchen_env = import_extra("gymnasium_robotics.envs.franka_kitchen.kitchen_env", "kitchen", _WHAT)
+    kitchen_env = _kitchen_env()
 
     path = os.path.join(
         os.path.dirname(os.path.realpath(kitchen_env.__file__)),
@@ -225,7 +246,7 @@ class FrankaKitchenEnvironment(Environment):
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         super().__init__(config, num_envs=num_envs, cameras=bool(cameras or config.cameras))
         mujoco = _mujoco()
-        KitchenEnv = import_extra("gymnasium_robotics.envs.franka_kitchen.kitchen_env", "kitchen", _WHAT).KitchenEnv
+        KitchenEnv = _kitchen_env().KitchenEnv
 
         self.task = config.task
         self._cameras = CAMERA_SETS[config.exterior_cameras]

@@ -106,22 +106,25 @@ class LocalBackend(LaunchBackend):
                 )
 
     def plan(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan], output_dir: Path) -> str:
+        """The commands ``submit`` would start, pasteable (``shlex.join``), under comment lines:
+        each server's once with its GPUs (who uses it and its exposure are in the summary
+        above), then the first run's, the others' being the same but for ``--run``."""
+        from arena.launch.wording import command, count, run_names
+
         self.check(experiment, servers)
-        lines = [f"# local backend: {self.options.jobs} run(s) at a time; output {output_dir}"]
+        lines = [f"# local backend: {count(self.options.jobs, 'run')} at a time; output {output_dir}"]
         pool = GpuPool(*discover_gpus())
         for inst in self._instances(experiment, servers).values():
             if inst.server is None or inst.exposure is None:
                 continue
             task = inst.server.task
-            argv = inst.server.argv(port=0)
-            lines.append(
-                f"server {task.name} for {', '.join(inst.all_users)}: {' '.join(argv)}  (port chosen at start; "
-                f"readiness {task.readiness}, timeout {task.startup_timeout_s:g} s)"
-            )
-            lines.append(f"  {inst.exposure.describe()}")
-            lines.append(f"  {_gpu_plan(pool, task, inst.key)}")
-        for run in experiment.runs:
-            lines.append(f"run {run}: {' '.join(self._runner_argv(output_dir, run, None))}")
+            lines.append(f"# server {task.name} (port chosen at start); {_gpu_plan(pool, task, inst.key)}")
+            lines.append(command(inst.server.argv(port=0)))
+        names = list(experiment.runs)
+        if names:
+            others = f"; then {run_names(names[1:])}, each the same command with its own --run" if len(names) > 1 else ""
+            lines.append(f"# run {names[0]}{others}")
+            lines.append(command(self._runner_argv(output_dir, names[0], None)))
         return "\n".join(lines)
 
     def exposures(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan]) -> dict[str, Exposure]:

@@ -431,10 +431,17 @@ def _print_dry_run(experiment, servers, backend, out: Path, console: Console | N
 
 def dry_run_summary(experiment, servers, backend: str, out: Path, exposures: dict[str, Any] | None = None) -> list[str]:
     """The runs and their servers as ``--dry-run`` lists them, each server task once, with who
-    can reach it (``exposures``: per run, :class:`arena.launch.exposure.Exposure`)."""
-    lines = [f"experiment {experiment.name}: {len(experiment.runs)} run(s), '{backend}' backend, output {out}"]
+    can reach it (``exposures``: per run, :class:`arena.launch.exposure.Exposure`).
+
+    Three or more consecutive runs that differ only in their task (a LIBERO suite's 40) share
+    one line, then one short line per run naming its task; long lists of runs are shortened
+    (``40 runs (spatial.0 … long.9)``)."""
+    from arena.launch.wording import count, run_list, run_names
+
+    lines = [f"experiment {experiment.name}: {count(len(experiment.runs), 'run')}, '{backend}' backend, output {out}"]
     users: dict[str, list[str]] = {}
     tasks = {}
+    described: list[tuple[str, str, tuple[str, str]]] = []  # (run, its task, (environment, the rest))
     for name, run in experiment.runs.items():
         plan = servers.get(name)
         where = ""
@@ -445,14 +452,21 @@ def dry_run_summary(experiment, servers, backend: str, out: Path, exposures: dic
             key = plan.task.identity()
             tasks.setdefault(key, plan.task)
             users.setdefault(key, []).append(name)
-        task = run.environment.task_name()
         limit = run.rollout_limit
-        steps = f"≤ {limit.max_episode_steps} steps" if limit.max_episode_steps else "the environment's step limit"
-        lines.append(
-            f"  run {name}: {run.environment_type}{' ' + task if task else ''} with {run.policy_type}, "
-            f"{limit.num_episodes} episode(s) ({steps}), {run.environment_builder.num_envs} env(s), "
-            f"seed {run.environment_builder.seed}{where}"
+        steps = f"each ≤ {limit.max_episode_steps} steps" if limit.max_episode_steps else "each up to the environment's step limit"
+        rest = (
+            f"with {run.policy_type}, {count(limit.num_episodes, 'episode')} ({steps}), "
+            f"{count(run.environment_builder.num_envs, 'env')}, seed {run.environment_builder.seed}{where}"
         )
+        described.append((name, run.environment.task_name() or "", (run.environment_type, rest)))
+    for group in _consecutive(described):
+        environment, rest = group[0][2]
+        if len(group) < 3:
+            lines += [f"  run {name}: {environment}{' ' + task if task else ''} {rest}" for name, task, _ in group]
+            continue
+        lines.append(f"  {run_list([g[0] for g in group])}: {environment} {rest}")
+        width = max(len(g[0]) for g in group)
+        lines += [f"    {name:<{width}}  {task}".rstrip() for name, task, _ in group]
     for key, task in tasks.items():
         r = task.resources
         need = ", ".join(p for p in (
@@ -460,13 +474,24 @@ def dry_run_summary(experiment, servers, backend: str, out: Path, exposures: dic
             f"{r.memory:g} GiB" if r.memory else "", f"{r.storage:g} GiB disk" if r.storage else "",
         ) if p)
         lines.append(
-            f"  server {task.name} for {', '.join(users[key])}: image {task.image or '(none)'}, port {task.port}, "
+            f"  server {task.name} for {run_names(users[key])}: image {task.image or '(none)'}, port {task.port}, "
             f"readiness {task.readiness}, startup timeout {task.startup_timeout_s:g} s" + (f", {need}" if need else "")
         )
-        for described in dict.fromkeys(exposures[run].describe() for run in users[key] if run in (exposures or {})):
-            lines.append(f"    {described}")
+        for exposure in dict.fromkeys(exposures[run].describe() for run in users[key] if run in (exposures or {})):
+            lines.append(f"    {exposure}")
     lines.append(f"  (every resolved value: arena validate {experiment.source or 'EXPERIMENT'} --list-overrides)")
     return lines
+
+
+def _consecutive(described: list[tuple[str, str, Any]]) -> list[list[tuple[str, str, Any]]]:
+    """Consecutive runs that differ only in name and task, as groups (in order)."""
+    groups: list[list[tuple[str, str, Any]]] = []
+    for item in described:
+        if groups and groups[-1][0][2] == item[2]:
+            groups[-1].append(item)
+        else:
+            groups.append([item])
+    return groups
 
 
 def _print_summary(result: dict[str, Any], console: Console) -> None:

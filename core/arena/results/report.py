@@ -5,10 +5,14 @@ Sections: runs (task, policy, k/n, success rate with its 95 % Wilson interval, f
 timeouts and errors apart, seeds, state, watchdog restarts); an SVG chart of success rates
 with interval whiskers; a breakdown by task (and by policy: pooled and macro); every pair of
 policies on one task compared (difference and its Newcombe interval, with a forest plot and
-paired seeds); request latency from the records (``latency``, ``server_timing``); config and
+paired seeds; policies against each other and their baselines first, arena's baselines against
+each other last: :func:`ordered_comparisons`); request latency from the records (``latency``, ``server_timing``); config and
 provenance (arena and plugin versions, git commit, command, machines, seeds, the resolved
 ``experiment.yaml``); each run's episodes (errors and failures first) linked to their videos
-and to the run's ``server.log``. Everything is escaped.
+and to the run's ``server.log``. Everything is escaped. At 1,400 px no table needs a scroll
+bar (task names wrap at ``_`` and ``/``); on a phone wide tables scroll in their own boxes;
+chart rows are one line each, of whole pixels (``tests/results/test_report_browser.py``
+measures it in headless Chromium).
 
 By default the report can be shared: host names, the kernel and local paths are left out
 (:mod:`arena.results.redact`); ``redact=False`` (``arena report DIR --no-redact``) writes them in.
@@ -17,17 +21,22 @@ By default the report can be shared: host names, the kernel and local paths are 
 from __future__ import annotations
 
 import os
+import re
+import shlex
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import jinja2
+import markupsafe
 
 from arena.fsutil import write_text_atomic
 from arena.results.aggregate import build_experiment_result, collect_run_records
 
 REPORT_NAME = "index.html"
 _OUTCOME_ORDER = {"error": 0, "failure": 1, "timeout": 2, "success": 3}
+#: arena's baseline policies (:mod:`arena.policies.simple`): compared with each other last.
+BASELINE_POLICIES = frozenset({"zero_action", "random_action"})
 
 
 def _environment() -> jinja2.Environment:
@@ -46,7 +55,29 @@ def _environment() -> jinja2.Environment:
     env.filters["num"] = format_number
     env.filters["when"] = format_time
     env.filters["policy"] = _policy_label
+    env.filters["breakable"] = breakable
+    env.filters["shell"] = lambda argv: shlex.join(str(a) for a in argv) if isinstance(argv, (list, tuple)) else "–"
     return env
+
+
+def breakable(text: Any) -> markupsafe.Markup:
+    """``text`` escaped, with a line-break opportunity (``<wbr>``) after each ``_``, ``/`` and
+    ``.``: a 90-character LIBERO task name wraps at its words instead of widening its column."""
+    escaped = str(markupsafe.escape(text))
+    return markupsafe.Markup(re.sub(r"([_/.])(?=.)", r"\1<wbr>", escaped))
+
+
+def ordered_comparisons(comparisons: list[dict[str, Any]], runs: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The comparisons as the report lists them: those a user asked for (a policy against
+    another or against its baselines) first, then baselines against each other
+    (:data:`BASELINE_POLICIES` on both sides, marked ``baselines_only``); each part in the
+    order given. The comparisons themselves are not changed."""
+
+    def baseline(name: str) -> bool:
+        return str((runs.get(name, {}).get("policy") or {}).get("type")) in BASELINE_POLICIES
+
+    marked = [{**c, "baselines_only": baseline(c.get("a")) and baseline(c.get("b"))} for c in comparisons]
+    return sorted(marked, key=lambda c: c["baselines_only"])
 
 
 def _is_number(value: Any) -> bool:
@@ -105,7 +136,8 @@ def render_report(
         result, episodes, config_text = redact_for_sharing(result, episodes, config_text, output_dir)
     template = _environment().get_template("report.html.j2")
     return template.render(
-        result=result, episodes=episodes, prov=result.get("provenance"), config_text=config_text, redacted=redact
+        result=result, episodes=episodes, prov=result.get("provenance"), config_text=config_text, redacted=redact,
+        comparisons=ordered_comparisons(result.get("comparisons") or [], result["runs"]),
     )
 
 

@@ -4,7 +4,8 @@ Every backend's runs write ``<output_dir>/<run>/status.json`` (and ``shards/<K>/
 so one watcher serves them all. On a terminal: rich progress bars — one for the runs, one for
 all episodes with the success counts so far, one per active run. Elsewhere (Slurm logs, CI,
 ``| tee``), where bars turn into garbage: one plain line every ``interval_s`` seconds
-(``$ARENA_PROGRESS_INTERVAL_S``, default 30) and when a run finishes, e.g.::
+(``$ARENA_PROGRESS_INTERVAL_S``, default 30), when a run finishes and once more at the end
+(so a log never ends on a stale count), e.g.::
 
     [arena] 12:03:04 runs 3/9 finished (1 running) | episodes 41/90 | success 22/38 | errors 0
     [arena] 12:04:10 runs 9/9 finished: 2 completed, 7 cancelled | episodes 27/90 | success: metaworld_expert_remote 9/9, zero_action 0/18 | errors 0
@@ -146,6 +147,7 @@ class ProgressWatcher:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._progress: Any = None
+        self._said: str | None = None  # the last plain line printed, without its time
 
     def __enter__(self) -> ProgressWatcher:
         if self.console is None or not self.runs:
@@ -172,7 +174,10 @@ class ProgressWatcher:
         if self._thread is not None:
             self._thread.join(5.0)
         try:
-            self._update()
+            if self.plain and self._thread is not None:
+                self._say(read_progress(self.output_dir, self.runs, self.totals))
+            else:
+                self._update()
         except Exception:
             pass
         if self._progress is not None:
@@ -193,9 +198,18 @@ class ProgressWatcher:
                 if newly or now - last_line >= self.interval_s:
                     finished |= newly
                     last_line = now
-                    self.console.print(summary_line(progress, self.policies), highlight=False, markup=False, soft_wrap=True)
+                    self._say(progress, again=True)
             else:
                 self._render(progress)
+
+    def _say(self, progress: dict[str, dict[str, Any]], *, again: bool = False) -> None:
+        """Print the plain line of ``progress``; at the end (``again=False``) only if it says
+        something the last one did not."""
+        line = summary_line(progress, self.policies)
+        said = line.split(" ", 2)[2]  # without "[arena] HH:MM:SS"
+        if again or said != self._said:
+            self._said = said
+            self.console.print(line, highlight=False, markup=False, soft_wrap=True)
 
     def _update(self) -> None:
         if self._progress is not None:

@@ -38,5 +38,9 @@ class Model(Protocol):
         ...
 
     def infer(self, obs: dict[str, Any]) -> dict[str, Any]:
-        """Answer one request: a dict of numpy arrays, strings and numbers."""
+        """Answer one request: a dict of numpy arrays, strings and numbers.
+
+        The arrays are read-only views of the decoded message (as in openpi's server): copy
+        one before writing into it (``np.array(obs[key])``).
+        """
         ...

@@ -14,7 +14,8 @@ Differences from openpi, all on the safe side:
 * complex, object and void/structured dtypes (``ml_dtypes.bfloat16`` is void) are refused
   **before sending** with :class:`CodecError` naming the key path;
 * torch tensors (and jax arrays) become numpy first; bfloat16 becomes float32;
-* decoded arrays are writable copies that own their memory;
+* decoded arrays are read-only views of their payload, as openpi's are (nothing copied); a
+  consumer that writes into one copies it first (``np.array(a)``);
 * malformed input raises :class:`CodecError` only; object dtypes are never decoded and nothing
   is ever unpickled;
 * what a message may make the decoder build is bounded by its size (:func:`object_budget`):
@@ -210,7 +211,13 @@ def _too_many(nbytes: int, budget: int, max_objects: int) -> CodecError:
 
 
 def unpackb(data: bytes | bytearray | memoryview, *, max_objects: int = DEFAULT_MAX_OBJECTS) -> Any:
-    """Decode one message. Arrays come back writable and owning their memory.
+    """Decode one message. Arrays come back as read-only views of their ``bin`` payloads.
+
+    As openpi's decoder does (``np.ndarray(buffer=...)`` on the payload), nothing is copied: a
+    300 KB DROID request decodes in a fraction of the time a copy would take. Writing into a
+    decoded array raises ``ValueError: assignment destination is read-only``; a consumer that
+    writes (a model normalizing in place, an environment clipping its actions) copies first
+    (``np.array(a)``). The views keep the payload alive, not the whole message.
 
     Only str and bytes map keys are accepted (msgpack ``strict_map_key``). A map with **str**
     keys ``"__ndarray__"`` is not an array and stays a dict. What the message may build is
@@ -230,8 +237,16 @@ def _object_hook(obj: dict[Any, Any]) -> Any:
     return obj
 
 
+_DTYPES: dict[str, np.dtype] = {}
+_DTYPES_KEPT = 64  # dtype names seen so far, parsed once each; a message cannot grow it further
+
+
 def _decode_dtype(obj: dict[Any, Any]) -> np.dtype:
     name = obj.get(b"dtype")
+    if type(name) is str:
+        known = _DTYPES.get(name)
+        if known is not None:
+            return known
     if not isinstance(name, str):
         raise CodecError(f"malformed numpy marker: dtype is {type(name).__name__}, not str")
     try:
@@ -240,6 +255,8 @@ def _decode_dtype(obj: dict[Any, Any]) -> np.dtype:
         raise CodecError(f"malformed numpy marker: unknown dtype {name!r}") from exc
     if dtype.hasobject:
         raise CodecError(f"refusing to decode object dtype {name!r}")
+    if len(_DTYPES) < _DTYPES_KEPT:
+        _DTYPES[name] = dtype
     return dtype
 
 
@@ -256,8 +273,12 @@ def _decode_array(obj: dict[Any, Any]) -> np.ndarray:
             f"malformed ndarray: {len(data)} bytes do not fill shape {shape} of dtype {dtype.str}"
         )
     if dtype.itemsize == 0:
-        return np.empty(shape, dtype)
-    return np.frombuffer(data, dtype=dtype).reshape(shape).copy()
+        array = np.empty(shape, dtype)
+        array.flags.writeable = False
+        return array
+    # A read-only view of the payload (``bytes`` are immutable), as openpi's decoder builds it;
+    # the checks above bound what it may claim.
+    return np.ndarray(shape, dtype, data)
 
 
 def _decode_scalar(obj: dict[Any, Any]) -> np.generic:

@@ -5,7 +5,9 @@ gets its end as an inherited file descriptor). A message is a 5-byte header — 
 (uint32, big-endian) and the number of file descriptors that come with it (uint8) — then a
 msgpack body (arena's wire codec, :mod:`arena.transport.codec`: numpy arrays as the openpi
 ``__ndarray__`` maps, nothing pickled). File descriptors travel as ``SCM_RIGHTS`` with the
-header.
+header. Decoded arrays are read-only views (:func:`arena.transport.codec.unpackb`): the parent
+joins the workers' observations into new arrays (writable, as an in-process environment's
+are) and a worker hands its environment a copy of the actions.
 
 Large arrays do not go through the socket: every array of an observation's ``camera_obs``
 and every other array of :data:`SHARED_MIN_BYTES` or more is copied into a shared-memory

@@ -64,7 +64,8 @@ class _Session:
             obs, created, fds = self.shared.export(obs)
             return {"ok": True, "obs": obs, "shared": created}, fds
         if op == "step":
-            obs, reward, terminated, truncated, info = env.step(message["actions"])
+            # Decoded arrays are read-only views; an environment may clip its actions in place.
+            obs, reward, terminated, truncated, info = env.step(np.array(message["actions"]))
             info = dict(info or {})
             errors = info.pop(ENV_ERRORS, None) or {}
             obs, created, fds = self.shared.export(obs)

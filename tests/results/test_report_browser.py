@@ -1,0 +1,181 @@
+"""The report in a real browser: at a laptop's width (1,400 px) no table needs a scroll bar
+and nothing leaves the page; at a phone's width only the tables scroll, inside their own
+boxes; chart rows are all one line and alike. Measured in headless Chromium (the element
+widths, ``scrollWidth`` against ``clientWidth``), with a screenshot kept for a look.
+
+Chromium is Debian's (``.ci/setup.d/chromium.sh`` installs it for CI); without it the test skips.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from arena.results.report import render_report
+from arena.rollout.records import EpisodeRecord, RecordWriter, write_json_atomic
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium (install it: .ci/setup.d/chromium.sh)")
+
+# libero_10's longest task names (LIBERO's own, as `arena libero tasks libero_10` lists them).
+TASKS = [
+    "LIVING_ROOM_SCENE5_put_the_white_mug_on_the_left_plate_and_put_the_yellow_and_white_mug_on_the_right_plate",
+    "LIVING_ROOM_SCENE6_put_the_white_mug_on_the_plate_and_put_the_chocolate_pudding_to_the_right_of_the_plate",
+    "KITCHEN_SCENE4_put_the_black_bowl_in_the_bottom_drawer_of_the_cabinet_and_close_it",
+    "STUDY_SCENE1_pick_up_the_book_and_place_it_in_the_back_compartment_of_the_caddy",
+]
+POLICIES = {"expert": "libero_expert", "zero": "zero_action", "random": "random_action"}
+
+# Runs in the page after it loaded (--dump-dom prints the DOM then): what overflows, as JSON.
+MEASURE = """
+<script>
+(function () {
+  const wide = (e) => e.scrollWidth > e.clientWidth + 1;
+  const lines = (e) => {  // how many lines the text of e takes: the distinct tops of its boxes
+    const range = document.createRange();
+    range.selectNodeContents(e);
+    return new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size;
+  };
+  const out = {
+    viewport: document.documentElement.clientWidth,
+    page: document.documentElement.scrollWidth,
+    scrolling_tables: [...document.querySelectorAll("div.scroll")].filter(wide).map(
+      (e) => (e.previousElementSibling && e.previousElementSibling.textContent.trim().slice(0, 60)) + " | " +
+             e.querySelector("thead").textContent.replace(/\\s+/g, " ").trim().slice(0, 60)),
+    charts: [...document.querySelectorAll(".chart")].map((chart) => ({
+      label: chart.getAttribute("aria-label"),
+      overflows: wide(chart),
+      rows: [...chart.querySelectorAll(".chart-row:not(.chart-axis)")].map((row) => ({
+        height: row.getBoundingClientRect().height,
+        label_lines: lines(row.querySelector(".chart-label")),
+        whisker: [...row.querySelectorAll(".ci, .errorbar")].map((w) => {
+          const s = getComputedStyle(w);
+          return w.classList.contains("ci") ? s.height : s.borderLeftWidth + " " + s.backgroundSize;
+        }).join(),
+      })),
+    })),
+    numbers_visible: [...document.querySelectorAll("#runs + .scroll td.num")].every(
+      (td) => td.getBoundingClientRect().right <= document.documentElement.clientWidth + 1),
+  };
+  const top = window.parent.document;  // the framing page, which --dump-dom prints
+  const pre = top.createElement("pre");
+  pre.id = "arena-measure";
+  pre.textContent = JSON.stringify(out);
+  top.body.appendChild(pre);
+})();
+</script>
+"""
+
+
+def _report_dir(out: Path) -> Path:
+    """A LIBERO-like experiment: per long task, an expert and the zero and random baselines."""
+    runs = {}
+    for t, task in enumerate(TASKS):
+        for who, policy in POLICIES.items():
+            run = f"long{t}_{who}"
+            outcomes = ["success"] * {"expert": 9, "zero": 0, "random": 1}[who]
+            outcomes += ["timeout"] * (10 - len(outcomes))
+            runs[run] = {
+                "task": f"libero_10/{task}", "policy": {"type": policy, "variant": None}, "num_envs": 2, "seed": 0,
+                "num_episodes": 10,
+                "work_items": [{"run": run, "episode_index": i, "seed": i} for i in range(10)],
+            }
+            with RecordWriter(out / run / "episodes.jsonl") as writer:
+                for i, outcome in enumerate(outcomes):
+                    writer.write(EpisodeRecord(
+                        run=run, episode_index=i, seed=i, env_id=i % 2, task=f"libero_10/{task}",
+                        policy={"type": policy, "variant": None}, outcome=outcome, steps=520,
+                    ))
+            write_json_atomic(out / run / "run_result.json", {"run": run, "state": "completed", "error": None})
+    write_json_atomic(out / "manifest.json", {"format_version": 1, "experiment": "libero_long", "runs": runs})
+    (out / "experiment.yaml").write_text("runs: {}\n")
+    return out
+
+
+def _chromium(page: Path, profile: Path, size: tuple[int, int], *args: str) -> subprocess.CompletedProcess:
+    argv = [
+        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        f"--user-data-dir={profile}", "--hide-scrollbars", f"--window-size={size[0]},{size[1]}", *args, page.as_uri(),
+    ]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
+def _framed(page_html: str, width: int, height: int, script: str = "") -> str:
+    """The report in an iframe ``width`` CSS pixels wide: its viewport, media queries included,
+    is that wide whatever the browser's smallest window (headless Chromium's is ~500 px)."""
+    inner = page_html.replace("</body>", script + "</body>")
+    return (
+        '<!DOCTYPE html><html><body style="margin:0">'
+        f'<iframe style="border:0;display:block;width:{width}px;height:{height}px" srcdoc="{html.escape(inner, quote=True)}">'
+        "</iframe></body></html>"
+    )
+
+
+def _measure(page_html: str, tmp_path: Path, width: int) -> dict:
+    page = tmp_path / f"measure-{width}.html"
+    page.write_text(_framed(page_html, width, 1000, MEASURE))
+    dom = _chromium(page, tmp_path / f"profile-{width}", (max(width, 800), 1000), "--dump-dom").stdout
+    found = re.search(r'<pre id="arena-measure">(.*?)</pre>', dom, re.S)
+    assert found, dom[-2000:]
+    return json.loads(html.unescape(found.group(1)))
+
+
+def _rows_alike(charts: list[dict]) -> None:
+    for chart in charts:
+        assert not chart["overflows"], chart["label"]
+        rows = chart["rows"]
+        assert rows, chart["label"]
+        assert len({r["height"] for r in rows}) == 1, (chart["label"], [r["height"] for r in rows])
+        assert all(r["label_lines"] == 1 for r in rows), (chart["label"], rows)
+        whiskers = {r["whisker"] for r in rows if r["whisker"]}
+        assert len(whiskers) == 1, (chart["label"], whiskers)
+        # Whole pixels: a 1.5 px line in rows 25.6 px apart was drawn 1 px, then 2 px, row by row.
+        assert float(rows[0]["height"]).is_integer(), rows[0]
+        assert all(float(v).is_integer() for v in re.findall(r"([\d.]+)px", next(iter(whiskers)))), whiskers
+
+
+def test_report_fits_a_laptop_and_a_phone(tmp_path):
+    out = _report_dir(tmp_path / "out")
+    page_html = render_report(out)
+    assert "<script" not in page_html.lower()  # the measuring script goes into a copy only
+
+    laptop = _measure(page_html, tmp_path, 1400)
+    assert laptop["viewport"] == 1400
+    assert laptop["page"] <= laptop["viewport"], laptop  # nothing leaves the page
+    assert laptop["scrolling_tables"] == [], laptop["scrolling_tables"]  # no table needs a scroll bar
+    assert laptop["numbers_visible"]  # k/n, rate and 95% CI on screen
+    _rows_alike(laptop["charts"])
+
+    phone = _measure(page_html, tmp_path, 390)
+    assert phone["viewport"] == 390
+    assert phone["page"] <= phone["viewport"], phone  # wide tables scroll in their own boxes only
+    _rows_alike(phone["charts"])
+
+    for width in (1400, 390):  # kept in the test's directory for a look
+        shot = tmp_path / f"report-{width}.png"
+        page = tmp_path / f"shot-{width}.html"
+        page.write_text(_framed(page_html, width, 2400))
+        _chromium(page, tmp_path / f"profile-shot-{width}", (max(width, 800), 2400), f"--screenshot={shot}")
+        assert shot.stat().st_size > 10_000  # a page was drawn
+
+
+def test_comparisons_against_baselines_come_before_baselines_against_each_other(tmp_path):
+    page_html = render_report(_report_dir(tmp_path / "out"))
+    table = page_html[page_html.index('id="compare"'):page_html.index('id="compare-chart"')]
+    pairs = re.findall(r"<td>(long\d_\w+) <span", table)
+    firsts, seconds = pairs[0::2], pairs[1::2]
+    kinds = ["baselines" if "expert" not in a + b else "asked" for a, b in zip(firsts, seconds)]
+    assert kinds == ["asked"] * 8 + ["baselines"] * 4, list(zip(firsts, seconds))
+    assert table.count("Baselines against each other") == 1
+    chart = page_html[page_html.index('id="compare-chart"'):page_html.index('id="latency"')]
+    labels = re.findall(r'class="chart-label">([^<]+)<', chart)
+    assert labels == [f"{a} − {b}" for a, b in zip(firsts, seconds)]
