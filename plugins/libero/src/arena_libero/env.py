@@ -5,14 +5,22 @@ One batch runs ``num_envs`` copies of one task of one suite. The simulator needs
 venv (``arena libero setup``); this module imports LIBERO only when envs are built, so arena's
 own interpreter can validate, expand and plan LIBERO runs from the task catalog alone.
 
-Episodes (as the standard evaluation and openpi's ``examples/libero/main.py`` run them):
-episode seed ``s`` restores the task's fixed init state ``s mod 50`` (``seed + i`` for
-episode ``i``: init states 0-49 are the standard 50 episodes per task; a few LIBERO-PRO tasks
-have 10, taken ``mod 10``), seeds the global numpy
-RNG (LIBERO's only randomness) with ``s``, and steps ``num_steps_wait`` times with the dummy
-action ``[0, 0, 0, 0, 0, 0, -1]`` so that objects settle. Those wait steps happen inside
-``reset_envs``: they count neither in the record's ``steps`` nor against the step limit.
-:meth:`LiberoEnvironment.episode_info` gives the record's ``init_state``.
+Episodes: episode seed ``s`` restores the task's fixed init state ``s mod 50`` (``seed + i``
+for episode ``i``: init states 0-49 are the standard 50 episodes per task; a few LIBERO-PRO
+tasks have 10, taken ``mod 10``), resets with the RNG state of ``config.seeding``
+(:mod:`arena_libero.seeding`; default ``reference``: the state openpi's
+``examples/libero/main.py`` has before that init state's reset, seed 7 once per task), and
+steps ``num_steps_wait`` times with the dummy action ``[0, 0, 0, 0, 0, 0, -1]`` so that
+objects settle. Those wait steps happen inside ``reset_envs``: they count neither in the
+record's ``steps`` nor against the step limit. :meth:`LiberoEnvironment.episode_info` gives
+the record's ``init_state``, ``seeding`` and protocol fingerprint.
+
+What matches openpi's client exactly, proven by ``tests/test_openpi_libero_reference.py``
+against openpi's loop on plain LIBERO: the simulator state after the wait steps, every
+action handed to LIBERO (float64, unclipped, as ``action.tolist()``), every simulator state
+after it, episode length and outcome (and, with the openpi ``libero`` adapter, every
+request byte). Not the same: arena's videos are upright, and ``image_size`` is the render
+size (openpi's 256 by default).
 
 Observation (Arena layout; the openpi ``libero`` adapter's)::
 
@@ -26,9 +34,9 @@ Observation (Arena layout; the openpi ``libero`` adapter's)::
                                                       for scripted experts only
      "task":       list[str] of N instructions}
 
-``S`` is ``image_size`` (default 256, openpi's example). Actions are ``float32 (N, 7)``:
-end-effector delta position (3) and rotation (3) for the OSC_POSE controller at 20 Hz, in
-``[-1, 1]`` (clipped), and the gripper, -1 open ... +1 closed. ``info["success"]`` is LIBERO's
+``S`` is ``image_size`` (default 256, openpi's example). Actions are ``(N, 7)``, handed to
+LIBERO as float64: end-effector delta position (3) and rotation (3) for the OSC_POSE
+controller at 20 Hz, in ``[-1, 1]`` (robosuite clips), and the gripper, -1 open ... +1 closed. ``info["success"]`` is LIBERO's
 own ``check_success()`` (the BDDL goal); reward is 1.0 on success. LIBERO never ends an
 episode itself here; the rollout stops at success or at the suite's step limit.
 
