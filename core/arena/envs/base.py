@@ -206,8 +206,10 @@ class Environment:
         """Extra fields for the record of ``env_id``'s episode that just ended.
 
         E.g. which fixed initial state the episode used. JSON-able values; the record holds
-        them under ``env_extras``. Called once per episode end, before the env is reset; the
-        default has nothing.
+        them under ``env_extras``, except ``"protocol"``: the environment's protocol
+        fingerprint (:mod:`arena.rollout.fingerprint`), which becomes the record's own
+        ``protocol``. Called once per episode end, before the env is reset; the default has
+        nothing.
         """
         return {}
 

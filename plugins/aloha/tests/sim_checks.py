@@ -102,31 +102,6 @@ def cameras() -> dict:
     return result
 
 
-def frames(path: str, *seeds: str) -> dict:
-    """Save, for each seed, gym-aloha's own reset observation (``top`` image, ``agent_pos``)
-    and the ``aloha`` env's (``cam_high_rgb``, ``joint_pos``) to the ``.npz`` file ``path``."""
-    import gymnasium as gym
-    import gym_aloha  # noqa: F401
-
-    from arena_aloha.config import AlohaConfig
-    from arena_aloha.env import AlohaEnvironment
-
-    theirs = gym.make("gym_aloha/AlohaTransferCube-v0", obs_type="pixels_agent_pos")
-    ours = AlohaEnvironment(AlohaConfig(task="transfer_cube"), num_envs=1)
-    arrays = {}
-    for seed in seeds:
-        ref, _ = theirs.reset(seed=int(seed))
-        arrays[f"gym_top_{seed}"] = ref["pixels"]["top"]
-        arrays[f"gym_agent_pos_{seed}"] = ref["agent_pos"]
-        obs = ours.reset_envs([0], [int(seed)])
-        arrays[f"cam_high_rgb_{seed}"] = obs["camera_obs"]["cam_high_rgb"][0]
-        arrays[f"joint_pos_{seed}"] = obs["policy"]["joint_pos"][0]
-    theirs.close()
-    ours.close()
-    np.savez(path, **arrays)
-    return {"saved": sorted(arrays)}
-
-
 if __name__ == "__main__":
     check, *args = sys.argv[1:]
-    print(json.dumps({"parity": parity, "kinematics": kinematics, "cameras": cameras, "frames": frames}[check](*args)))
+    print(json.dumps({"parity": parity, "kinematics": kinematics, "cameras": cameras}[check](*args)))
