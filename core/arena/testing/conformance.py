@@ -101,9 +101,9 @@ def _expert_alone(env: Any, expert: Expert, seeds: list[int], max_steps: int) ->
 class _ReplyModel:
     """Replies ``pack_actions`` of the expert's next chunk (``horizon`` rows per request)."""
 
-    def __init__(self, adapter: EmbodimentAdapter, expert: Expert, key: str, horizon: int,
+    def __init__(self, adapter: EmbodimentAdapter, expert: Expert, key: str, horizon: int, rows: int,
                  recorded: list[np.ndarray], requests_per_episode: list[int]) -> None:
-        self.adapter, self.expert, self.key, self.horizon = adapter, expert, key, horizon
+        self.adapter, self.expert, self.key, self.horizon, self.rows = adapter, expert, key, horizon, rows
         self.recorded, self.requests_per_episode = recorded, requests_per_episode
         self.count = 0
 
@@ -118,8 +118,8 @@ class _ReplyModel:
                 episode += 1
             rows = self.recorded[episode]
             start = min(j * self.horizon, len(rows) - 1)
-            chunk = rows[start : start + self.horizon]
-            chunk = np.concatenate([chunk, np.repeat(chunk[-1:], self.horizon - len(chunk), 0)])
+            chunk = rows[start : start + self.rows]  # the first `horizon` rows are replayed
+            chunk = np.concatenate([chunk, np.repeat(chunk[-1:], self.rows - len(chunk), 0)])
         return self.adapter.pack_actions(chunk, self.key)
 
 
@@ -133,6 +133,7 @@ def check_adapter_conformance(
     max_episode_steps: int,
     output_dir: str | Path,
     actions_key: str = "actions",
+    chunk_rows: int | None = None,
     metadata: dict[str, Any] | None = None,
 ) -> ConformanceReport:
     """Run the check of the module docstring; return its report.
@@ -141,7 +142,9 @@ def check_adapter_conformance(
     remote policy's mapping without ``remote_host``/``remote_port`` (e.g. ``{"type":
     "pi0_remote", "policy_variant": "pi05", "openpi_embodiment_adapter": "libero"}``), its
     adapter the one given here; ``seeds``: consecutive episode seeds (``seeds[0] + i``);
-    ``actions_key``: the reply key the remote policy reads (``"action"`` for Cosmos).
+    ``actions_key``: the reply key the remote policy reads (``"action"`` for Cosmos);
+    ``chunk_rows``: rows of each replayed reply (the checkpoint's chunk length, which some
+    policies insist on; default the open-loop horizon).
 
     Raises:
         ConformanceError: an episode the expert solved alone failed through the adapter, the
@@ -166,7 +169,8 @@ def check_adapter_conformance(
             raise ConformanceError(f"the expert alone solved none of seeds {seeds}: nothing to check")
         horizon = 1 if expert.from_request is not None else int(policy.get("open_loop_horizon") or 1)
         per_episode = [math.ceil(n / horizon) for n in expert_steps]
-        reply = _ReplyModel(adapter, expert, actions_key, horizon, recorded, per_episode)
+        rows = max(horizon, chunk_rows or horizon)
+        reply = _ReplyModel(adapter, expert, actions_key, horizon, rows, recorded, per_episode)
         records: list[Any] = []
         with OpenPIDouble(RecordingModel(reply, metadata=metadata)) as server:
             run = load_experiment_dict(
