@@ -8,6 +8,8 @@ Meta-World expert server; ``arena_cli`` runs the ``arena`` command in a subproce
 :func:`tiny_experiment` builds a one-run Meta-World experiment for any policy.
 :mod:`arena.testing.envs` has small pure-numpy environments (one with a camera, one that
 crashes on demand) that also run in environment workers under other interpreters.
+:func:`arena.testing.conformance.check_adapter_conformance` checks an embodiment adapter
+against an environment's scripted expert (the expert's successes must survive the adapter).
 """
 
 from arena.testing.doubles import OpenPIDouble, RecordingModel

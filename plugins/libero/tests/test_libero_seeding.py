@@ -48,7 +48,7 @@ def openpi_layouts(n: int) -> list[np.ndarray]:
 def test_reference_mode_gives_each_init_state_openpis_layout_in_any_order(order):
     expected = openpi_layouts(12)
     sim = FakeSim()
-    states = ReferenceRngStates(FakeSim())
+    states = ReferenceRngStates()
     np.random.seed(12345)  # whatever the global RNG holds before does not matter
     for k in order:
         seed_reset(sim, "reference", seed=1000 + k, init_state=k, reference=states)
@@ -56,16 +56,27 @@ def test_reference_mode_gives_each_init_state_openpis_layout_in_any_order(order)
 
 
 def test_in_order_episodes_cost_no_extra_resets_and_the_global_rng_is_kept():
-    helper = FakeSim()
-    states = ReferenceRngStates(helper)
+    states = ReferenceRngStates()
     sim = FakeSim()
     for k in range(5):
         seed_reset(sim, "reference", seed=k, init_state=k, reference=states)
-    assert helper.resets == 0 and len(states) == 6
+    assert sim.resets == 5 and len(states) == 6  # one reset per episode, none to find states
     np.random.seed(99)
     before = np.random.get_state()[1].copy()
-    states.state(9)
+    helper = FakeSim()
+    states.state(9, helper)
     assert helper.resets == 4 and np.array_equal(np.random.get_state()[1], before)
+
+
+def test_finding_a_state_resets_only_the_env_being_reset():
+    """Two envs of one process: env 1 jumping ahead must not reset env 0 mid-episode."""
+    states = ReferenceRngStates()
+    env0, env1 = FakeSim(), FakeSim()
+    seed_reset(env0, "reference", seed=0, init_state=0, reference=states)
+    layout0 = env0.layout.copy()
+    seed_reset(env1, "reference", seed=7, init_state=7, reference=states)
+    assert env0.resets == 1 and env0.layout.tobytes() == layout0.tobytes()
+    assert env1.layout.tobytes() == openpi_layouts(8)[7].tobytes()
 
 
 def test_episode_seed_mode_reseeds_before_each_reset_and_differs_from_the_reference():
@@ -83,7 +94,7 @@ def test_bad_modes_are_refused():
     with pytest.raises(ValueError, match="needs the task's ReferenceRngStates"):
         seed_reset(FakeSim(), "reference", seed=0, init_state=0, reference=None)
     with pytest.raises(ValueError, match=">= 0"):
-        ReferenceRngStates(FakeSim()).state(-1)
+        ReferenceRngStates().state(-1, FakeSim())
     assert SEEDING_MODES == ("reference", "episode_seed")
 
 

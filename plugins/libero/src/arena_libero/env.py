@@ -155,7 +155,7 @@ class LiberoEnvironment(Environment):
             for _ in range(num_envs):
                 self._sims.append(_make_sim(self.task, config.image_size, cameras))
             if config.seeding == "reference":
-                self._reference = ReferenceRngStates(self._sims[0])
+                self._reference = ReferenceRngStates()
         except ImportError as exc:
             self.close()
             raise ImportError(

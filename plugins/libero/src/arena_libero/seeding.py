@@ -53,14 +53,13 @@ RngState = tuple[str, np.ndarray, int, int, float]
 class ReferenceRngStates:
     """The global-RNG state openpi's LIBERO evaluation has before the reset of each init state.
 
-    ``state(k)`` is the state after ``np.random.seed(7)`` and ``k`` LIBERO resets. States are
-    computed on ``sim`` (a LIBERO ``ControlEnv`` of the task) on first need, in order, and
-    kept; computing one leaves ``sim`` freshly reset, which the caller's own reset replaces.
-    The global RNG is left as it was found.
+    ``state(k, sim)`` is the state after ``np.random.seed(7)`` and ``k`` LIBERO resets. States
+    are computed on first need, in order, by resetting ``sim`` (a LIBERO ``ControlEnv`` of the
+    task: the one about to be reset for the episode, so that no other env's running episode
+    is touched), and kept. The global RNG is left as it was found.
     """
 
-    def __init__(self, sim: Any, seed: int = REFERENCE_SEED) -> None:
-        self._sim = sim
+    def __init__(self, seed: int = REFERENCE_SEED) -> None:
         saved = np.random.get_state()
         np.random.seed(seed)
         self._states: list[RngState] = [np.random.get_state()]
@@ -69,8 +68,9 @@ class ReferenceRngStates:
     def __len__(self) -> int:
         return len(self._states)
 
-    def state(self, init_state: int) -> RngState:
-        """The RNG state before the reset of the episode on ``init_state`` (>= 0).
+    def state(self, init_state: int, sim: Any) -> RngState:
+        """The RNG state before the reset of the episode on ``init_state`` (>= 0); ``sim`` is
+        reset as often as states are missing.
 
         Raises:
             ValueError: ``init_state < 0``.
@@ -81,7 +81,7 @@ class ReferenceRngStates:
         try:
             while len(self._states) <= init_state:
                 np.random.set_state(self._states[-1])
-                self._sim.reset()
+                sim.reset()
                 self._states.append(np.random.get_state())
         finally:
             np.random.set_state(saved)
@@ -106,7 +106,7 @@ def seed_reset(sim: Any, mode: str, *, seed: int, init_state: int, reference: Re
     if mode == "reference":
         if reference is None:
             raise ValueError("seeding 'reference' needs the task's ReferenceRngStates")
-        np.random.set_state(reference.state(init_state))
+        np.random.set_state(reference.state(init_state, sim))
         sim.reset()
         reference.reset_done(init_state)
     elif mode == "episode_seed":
