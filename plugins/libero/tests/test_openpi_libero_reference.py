@@ -114,6 +114,7 @@ def openpi_libero_episodes(sim: RawLibero, client: Any, init_states: tuple[int, 
                 continue
             if episode["start"] is None:
                 episode["start"] = sim("get_sim_state")
+                episode["body_pos"] = sim("body_positions")
             img = np.ascontiguousarray(obs["agentview_image"][::-1, ::-1])
             wrist_img = np.ascontiguousarray(obs["robot0_eye_in_hand_image"][::-1, ::-1])
             img = image_tools.convert_to_uint8(image_tools.resize_with_pad(img, 224, 224))
@@ -255,7 +256,8 @@ def both_sides(tmp_path_factory) -> dict[str, Any]:
     episodes: list[dict[str, Any]] = []
     for entry in trace:
         if entry["op"] == "reset":
-            episodes.append({"init_state": entry["init_state"], "start": entry["state"], "actions": [], "states": []})
+            episodes.append({"init_state": entry["init_state"], "start": entry["state"], "body_pos": entry["body_pos"],
+                             "actions": [], "states": []})
         else:
             episodes[-1]["actions"].append(entry["action"])
             episodes[-1]["states"].append(entry["state"])
@@ -289,6 +291,8 @@ def test_applied_actions_and_simulator_states_are_identical(both_sides):
     for a, b in zip(ours, theirs):
         k = b["init_state"]
         assert a["start"].tobytes() == b["start"].tobytes(), f"init state {k}: state after the wait steps"
+        # The seeding shows here (and in the images), not in the state: fixtures are model bodies.
+        assert a["body_pos"].tobytes() == b["body_pos"].tobytes(), f"init state {k}: fixture placement"
         assert len(a["actions"]) == len(b["actions"]), f"init state {k}"
         for t, (x, y) in enumerate(zip(a["actions"], b["actions"])):
             assert x.dtype == y.dtype == np.float64 and x.tobytes() == y.tobytes(), f"init state {k}, step {t}: action"

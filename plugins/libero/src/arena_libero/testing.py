@@ -26,6 +26,12 @@ from pydantic import Field
 from arena_libero.env import LiberoConfig, LiberoEnvironment
 
 
+def body_positions(sim: Any) -> np.ndarray:
+    """``float64 (B, 3)``: the MuJoCo model's body positions, where a reset placed the fixtures
+    (``get_sim_state`` holds joints only, so it cannot tell two fixture layouts apart)."""
+    return np.array(sim.sim.model.body_pos, np.float64)
+
+
 class TracedLiberoConfig(LiberoConfig):
     """``libero`` options plus where the trace goes."""
 
@@ -36,7 +42,9 @@ class TracedLiberoEnvironment(LiberoEnvironment):
     """:class:`~arena_libero.env.LiberoEnvironment` that traces what reaches the simulator.
 
     Trace entries (pickled dicts, in order): ``{"op": "reset", "init_state": k, "state":
-    float64 (D,)}`` after each episode start (wait steps included) and ``{"op": "step",
+    float64 (D,), "body_pos": float64 (B, 3)}`` after each episode start (wait steps
+    included; ``body_pos`` holds where the reset placed the fixtures, which the simulator
+    state does not) and ``{"op": "step",
     "action": float64 (7,) as handed to LIBERO, "state": float64 (D,), "success": bool}``.
     """
 
@@ -58,8 +66,10 @@ class TracedLiberoEnvironment(LiberoEnvironment):
     def _reset_one(self, env_id: int, seed: int) -> dict[str, Any]:
         obs = super()._reset_one(env_id, seed)
         if hasattr(self, "_obs"):  # not the constructor's resets: only episodes are traced
-            state = np.array(self._sims[env_id].get_sim_state(), np.float64)
-            self._trace(env_id, {"op": "reset", "init_state": self._init_state[env_id], "state": state})
+            sim = self._sims[env_id]
+            state = np.array(sim.get_sim_state(), np.float64)
+            self._trace(env_id, {"op": "reset", "init_state": self._init_state[env_id], "state": state,
+                                 "body_pos": body_positions(sim)})
         return obs
 
     def step(self, actions: np.ndarray) -> Any:
@@ -99,7 +109,8 @@ def raw_libero_server() -> None:
     ``OffScreenRenderEnv(bddl_file_name, camera_heights, camera_widths)`` as openpi's
     ``_get_libero_env`` does and returns the task's language; then ``seed``, ``reset``,
     ``set_init_state`` (by init-state index), ``step`` (a list of floats) and
-    ``get_sim_state`` call the env's methods of those names; ``close`` ends the loop.
+    ``get_sim_state`` call the env's methods of those names, ``body_positions`` returns
+    :func:`body_positions`; ``close`` ends the loop.
     Exceptions come back as ``("error", repr)``.
     """
     import contextlib
@@ -126,6 +137,8 @@ def raw_libero_server() -> None:
                 bddl = Path(get_libero_path("bddl_files")) / task.problem_folder / task.bddl_file
                 env = OffScreenRenderEnv(bddl_file_name=bddl, camera_heights=resolution, camera_widths=resolution)
                 result: Any = task.language
+            elif method == "body_positions":
+                result = body_positions(env)
             elif method == "set_init_state":
                 result = env.set_init_state(states[args[0]])
             elif method == "close":
