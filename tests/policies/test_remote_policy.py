@@ -68,7 +68,7 @@ def test_chunk_rows_are_replayed_then_requested_again(openpi_double):
         third = policy.get_action(env, obs)
     finally:
         policy.close()
-    assert first.dtype == np.float32 and first.shape == (1, 3)
+    assert first.dtype == np.float64 and first.shape == (1, 3)
     assert first[0].tolist() == [0, 1, 0] and second[0].tolist() == [0, 1, 1]
     assert third[0].tolist() == [0, 2, 0]
     assert len(double.model.requests) == 2
@@ -138,13 +138,16 @@ def test_protocol_violations_are_errors_naming_the_key(openpi_double, reply, nee
     assert "'actions'" in str(info.value) or "no 'actions'" in str(info.value)
 
 
-def test_float64_actions_are_cast_to_float32(openpi_double):
-    double = openpi_double(chunk_reply(dtype=np.float64))
+def test_float64_actions_reach_the_env_unrounded(openpi_double):
+    """openpi's clients hand the simulator ``action.tolist()``: float64, not rounded to float32."""
+    value = 0.1  # not a float32 value
+    double = openpi_double(lambda request: {"actions": np.full((4, 3), value, np.float64)})
     policy, env, obs = make_policy(double.port, num_envs=1)
     try:
-        assert policy.get_action(env, obs).dtype == np.float32
+        actions = policy.get_action(env, obs)
     finally:
         policy.close()
+    assert actions.dtype == np.float64 and actions[0].tolist() == [value] * 3
 
 
 def test_unreachable_server_is_a_policy_error_not_a_hang():
@@ -190,14 +193,14 @@ def test_arena_adapter_aliases_are_accepted():
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, ">f8"])
-def test_any_float_dtype_is_accepted_and_cast_to_float32(openpi_double, dtype):
+def test_any_float_dtype_is_accepted_and_widened_to_float64(openpi_double, dtype):
     double = openpi_double(chunk_reply(dtype=dtype))
     policy, env, obs = make_policy(double.port, num_envs=1)
     try:
         actions = policy.get_action(env, obs)
     finally:
         policy.close()
-    assert actions.dtype == np.float32 and actions[0].tolist() == [0.0, 1.0, 0.0]
+    assert actions.dtype == np.float64 and actions[0].tolist() == [0.0, 1.0, 0.0]
 
 
 class _TinyEnv:

@@ -181,7 +181,13 @@ class Environment:
     def step(
         self, actions: np.ndarray
     ) -> tuple[dict[str, Any], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """Apply ``float32 (num_envs, action_dim)`` actions.
+        """Apply ``(num_envs, action_dim)`` float actions.
+
+        Policies hand float64 or float32; each environment passes them to its simulator in the
+        dtype that simulator's reference client uses (float64 for LIBERO, ALOHA and
+        franka_kitchen, as openpi's clients pass ``action.tolist()``; float32 for Meta-World,
+        its declared action space), so a float64 value is rounded only where the reference
+        rounds it.
 
         Returns ``observation, reward (num_envs,) float, terminated (num_envs,) bool,
         truncated (num_envs,) bool, info`` where ``info[success_key]`` is ``(num_envs,) bool``
@@ -200,8 +206,10 @@ class Environment:
         """Extra fields for the record of ``env_id``'s episode that just ended.
 
         E.g. which fixed initial state the episode used. JSON-able values; the record holds
-        them under ``env_extras``. Called once per episode end, before the env is reset; the
-        default has nothing.
+        them under ``env_extras``, except ``"protocol"``: the environment's protocol
+        fingerprint (:mod:`arena.rollout.fingerprint`), which becomes the record's own
+        ``protocol``. Called once per episode end, before the env is reset; the default has
+        nothing.
         """
         return {}
 

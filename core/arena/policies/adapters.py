@@ -20,7 +20,10 @@ class ProtocolViolation(TransportError):
 class EmbodimentAdapter:
     """Turn one env's observation into a request and a reply into an action chunk.
 
-    Subclasses set ``action_dim`` and implement ``extract`` and ``pack_request``.
+    Subclasses set ``action_dim`` and implement ``extract`` and ``pack_request``; those whose
+    model convention differs from the environment's (sign, order, scale of action
+    dimensions) override :meth:`unpack_actions` and :meth:`pack_actions` together, which
+    :func:`arena.testing.conformance.check_adapter_conformance` holds to being inverses.
     """
 
     action_dim: ClassVar[int] = 0
@@ -34,9 +37,12 @@ class EmbodimentAdapter:
         raise NotImplementedError
 
     def unpack_actions(self, response: dict[str, Any], key: str) -> np.ndarray:
-        """Return the action chunk ``float32 (H, action_dim)`` from ``response[key]``.
+        """Return the action chunk ``float64 (H, action_dim)`` from ``response[key]``.
 
-        Any float dtype is cast to float32 (openpi's actions arrive as float64).
+        Any float dtype is widened to float64, which is exact: openpi's clients hand the
+        simulator ``action.tolist()`` (Python floats), so a float64 reply reaches it
+        unrounded and a float32 one as its exact float64 value. Each environment casts to
+        its simulator's dtype where that simulator's reference client does.
 
         Raises:
             ProtocolViolation: the key is missing, the value is not a 2-D float array with
@@ -58,4 +64,20 @@ class EmbodimentAdapter:
             )
         if not np.all(np.isfinite(chunk)):
             raise ProtocolViolation(f"'{key}' holds NaN or infinite values")
-        return np.array(chunk, dtype=np.float32, copy=True)
+        return np.array(chunk, dtype=np.float64, copy=True)
+
+    def pack_actions(self, actions: np.ndarray, key: str = "actions") -> dict[str, Any]:
+        """The inverse of :meth:`unpack_actions`: the model's reply for env actions.
+
+        ``actions``: ``(H, action_dim)`` in the environment's convention; returns
+        ``{key: float64 (H, action_dim)}`` in the model's, so that
+        ``unpack_actions(pack_actions(a, key), key)`` gives back ``a``. The default is the
+        identity convention (the model's actions are the environment's).
+
+        Raises:
+            ValueError: ``actions`` is not ``(H, action_dim)`` with ``H >= 1``.
+        """
+        chunk = np.asarray(actions, np.float64)
+        if chunk.ndim != 2 or chunk.shape[1] != self.action_dim or chunk.shape[0] < 1:
+            raise ValueError(f"actions must have shape (H, {self.action_dim}) with H >= 1, got {chunk.shape}")
+        return {key: np.array(chunk, copy=True)}

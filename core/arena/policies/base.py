@@ -1,7 +1,9 @@
 """``PolicyBase``: what every policy, local or remote, implements.
 
 Value types: observations arrive in the Arena layout (see :mod:`arena.envs.base`); a policy
-returns ``float32`` numpy actions of shape ``(num_envs, action_dim)``.
+returns float numpy actions of shape ``(num_envs, action_dim)``: float64 for the remote
+policies (the server's values, unrounded), float32 or float64 for local ones; each
+environment casts to its simulator's dtype (:meth:`arena.envs.base.Environment.step`).
 """
 
 from __future__ import annotations
@@ -88,7 +90,7 @@ class PolicyBase(Generic[ConfigT]):
         return self.active_envs is None or env_id in self.active_envs
 
     def get_action(self, env: Environment, observation: dict[str, Any]) -> np.ndarray:
-        """Return ``float32 (num_envs, action_dim)`` actions for the batched ``observation``.
+        """Return float ``(num_envs, action_dim)`` actions for the batched ``observation``.
 
         Rows of inactive envs (:meth:`is_active`) are ignored: compute nothing for them.
 

@@ -255,7 +255,8 @@ class RemoteChunkReplayPolicy(PolicyBase):
             self.broker.set_active(self.active_envs or ())
 
     def get_action(self, env: Environment, observation: dict[str, Any]) -> np.ndarray:
-        """Return ``float32 (num_envs, action_dim)``, fetching chunks for active envs that are due.
+        """Return ``float64 (num_envs, action_dim)`` (the chunks' values, unrounded), fetching
+        chunks for active envs that are due.
 
         Inactive envs (:meth:`is_active`) send nothing and get a zero row (the rollout applies
         their last action instead).
@@ -279,10 +280,11 @@ class RemoteChunkReplayPolicy(PolicyBase):
         return broker.take(broker.active, out=self._simulator_actions(broker.num_envs))
 
     def _simulator_actions(self, num_envs: int) -> np.ndarray:
-        """Zeros in the dtype actions reach the simulator in, ``float32 (num_envs, action_dim)``:
-        the one place it is chosen (the broker keeps the chunks' own dtype and casts the
-        replayed rows into this array)."""
-        return np.zeros((num_envs, self.adapter.action_dim), dtype=np.float32)
+        """Zeros in the dtype actions reach the simulator in, ``float64 (num_envs, action_dim)``
+        (the reference clients hand the simulator float64, e.g. openpi's LIBERO and ALOHA
+        examples): the one place it is chosen (the broker keeps the chunks' own dtype and casts
+        the replayed rows into this array)."""
+        return np.zeros((num_envs, self.adapter.action_dim), dtype=np.float64)
 
     def _fetch_due(self, due: list[int], observation: dict[str, Any]) -> None:
         requests = []

@@ -10,9 +10,13 @@ seeds only one side solved; a paired view that seeds recorded per episode make p
 Runs present on one side only are listed as such.
 
 Only like runs are compared. Two runs of one name must agree on the environment (type,
-task and every other environment field), the episode seeds (``environment_builder.seed``
-and ``rollout_limit.num_episodes``) and the rollout limits, read from each directory's
-snapshot (``experiment.yaml``; ``manifest.json`` for what it holds when there is none).
+task and every other environment field but ``workers`` and ``python``, which cannot change
+a result), the episode seeds (``environment_builder.seed`` and
+``rollout_limit.num_episodes``) and the rollout limits, read from each directory's
+snapshot (``experiment.yaml``; ``manifest.json`` for what it holds when there is none), and
+on the records' protocol fingerprint (:mod:`arena.rollout.fingerprint`: simulator and
+suite versions, init-state hash, seeding mode, image size, settle steps, step limit,
+adapter, the last only between runs of one policy type; keys ``protocol.*``).
 Where they differ, :func:`compare_experiments` lists the differences and the CLI refuses
 (exit 2) unless ``--force``. The policy may differ: that is what is being compared; when two
 runs of the same policy type were served by different models (checkpoint, revision, image,
@@ -39,11 +43,16 @@ from arena.results.aggregate import (
     suite_comparison,
 )
 from arena.results.paired import pairing_differences
+from arena.rollout.fingerprint import common_fingerprint, fingerprint_differences
 
 #: Run settings (snapshot paths) that must agree for two success rates to be comparable.
 #: ``environment.*`` covers the type, the task and every other environment field.
 SETUP_PREFIXES = ("environment.", "rollout_limit.")
 SETUP_KEYS = ("environment_builder.seed",)
+#: Environment fields that cannot change a result: how envs are spread over processes, and
+#: which interpreter runs them (what of it matters, the simulator versions, is in the
+#: records' protocol fingerprint, compared on its own).
+NOT_SETUP_KEYS = ("environment.workers", "environment.python")
 
 
 def compare_experiments(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> dict[str, Any]:
@@ -74,11 +83,15 @@ def compare_experiments(a: str | os.PathLike[str], b: str | os.PathLike[str]) ->
         run_b = result_b["runs"].get(name)
         if run_b is None:
             continue
-        setup = pairing_differences(setups_a.get(name), setups_b.get(name))
         # B - A: compare_runs computes first - second, so B goes first.
-        row = compare_runs(
-            name, run_b, name, run_a, counted_run_records(b / name), counted_run_records(a / name), setup
+        records_a, records_b = counted_run_records(a / name), counted_run_records(b / name)
+        protocol = fingerprint_differences(
+            common_fingerprint(r.protocol for r in records_a), common_fingerprint(r.protocol for r in records_b)
         )
+        if _policy_type(run_a) != _policy_type(run_b):  # the adapter belongs to the compared policy
+            protocol = [d for d in protocol if not d["key"].startswith("protocol.adapter")]
+        setup = pairing_differences(setups_a.get(name), setups_b.get(name)) + protocol
+        row = compare_runs(name, run_b, name, run_a, records_b, records_a, setup)
         paired = row["paired"]
         if paired is not None:  # flip the labels back to A/B
             paired = {**paired, "only_a": paired["only_b"], "only_b": paired["only_a"]}
@@ -157,6 +170,11 @@ def _suite_rows(result_a: dict[str, Any], result_b: dict[str, Any], rows: list[d
 Setup = tuple[str, dict[str, Any]]
 
 
+def _policy_type(run: dict[str, Any]) -> Any:
+    policy = run.get("policy")
+    return policy.get("type") if isinstance(policy, dict) else policy
+
+
 def run_setup(snapshot_run: dict[str, Any] | None, manifest_entry: dict[str, Any] | None) -> Setup | None:
     """``(source, {key path: value})`` of what makes a run comparable (see :data:`SETUP_PREFIXES`).
 
@@ -171,7 +189,9 @@ def run_setup(snapshot_run: dict[str, Any] | None, manifest_entry: dict[str, Any
         for section in ("environment", "rollout_limit"):
             value = snapshot_run.get(section)
             for path, leaf in leaves(value if isinstance(value, dict) else {}):
-                flat[".".join((section, *path))] = leaf
+                key = ".".join((section, *path))
+                if key not in NOT_SETUP_KEYS:
+                    flat[key] = leaf
         builder = snapshot_run.get("environment_builder")
         flat["environment_builder.seed"] = builder.get("seed") if isinstance(builder, dict) else None
         return "experiment.yaml", flat

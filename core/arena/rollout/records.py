@@ -90,6 +90,9 @@ class EpisodeRecord(BaseModel):
     )
     server_timing: dict[str, Any] | None = Field(None, description="timing the server sent, if any")
     video: str | None = Field(None, description="video path relative to the run directory")
+    protocol: dict[str, Any] | None = Field(
+        None, description="protocol fingerprint: what makes two runs comparable (arena.rollout.fingerprint)"
+    )
     finished_at: str = Field(default_factory=utc_now, description="ISO 8601, UTC")
 
     def to_json(self) -> str:
@@ -352,12 +355,14 @@ def write_run_result(
     ``started_at``, ``finished_at``, ``server``, ``shard``, ``machine`` (where it ran),
     ``warnings`` (caveats of the numbers that did not stop the run), ``model`` (what
     answered a remote policy: ``policy_type``, ``variant``, ``server_task``, ``checkpoint``,
-    ``revision``, ``image``, ``image_digest``, ``server_metadata``; ``None`` for a local one).
+    ``revision``, ``image``, ``image_digest``, ``server_metadata``; ``None`` for a local one),
+    ``protocol`` (the records' common protocol fingerprint, :mod:`arena.rollout.fingerprint`).
 
     Raises:
         ValueError: ``state`` is not one of :data:`RUN_STATES`.
     """
     from arena.results.stats import success_rate, wilson_interval
+    from arena.rollout.fingerprint import common_fingerprint
 
     if state not in RUN_STATES:
         raise ValueError(f"unknown run state {state!r}; expected one of {', '.join(RUN_STATES)}")
@@ -385,6 +390,7 @@ def write_run_result(
         "machine": machine,
         "warnings": list(warnings),
         "model": model,
+        "protocol": common_fingerprint(r.protocol for r in merged),
     }
     write_json_atomic(run_dir / RUN_RESULT_NAME, result)
     return result

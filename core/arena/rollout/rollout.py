@@ -49,6 +49,7 @@ import numpy as np
 
 from arena.envs.base import ENV_ERRORS, read_success, success_warning
 from arena.errors import PolicyError, SimulatorError, SuccessSignalError
+from arena.rollout.fingerprint import PROTOCOL_KEY, adapter_fingerprint
 from arena.rollout.records import OUTCOMES, EpisodeRecord, utc_now
 from arena.rollout.workitems import WorkItem
 
@@ -165,6 +166,15 @@ def _episode_extras(source: Any, env_id: int) -> dict[str, Any]:
         return dict(episode_info(env_id) or {})
     except Exception as exc:  # stats are a nicety; never lose the episode over them
         return {"episode_info_error": _describe(exc)}
+
+
+def _protocol(env_protocol: Any, policy: Any) -> dict[str, Any] | None:
+    """The record's protocol fingerprint (:mod:`arena.rollout.fingerprint`): the environment's,
+    plus the policy's embodiment adapter when it has one."""
+    adapter = adapter_fingerprint(getattr(policy, "adapter", None))
+    if not isinstance(env_protocol, dict) and adapter is None:
+        return None
+    return {**(env_protocol if isinstance(env_protocol, dict) else {}), **({"adapter": adapter} if adapter else {})}
 
 
 def _policy_of(policy: Any) -> dict[str, Any]:
@@ -367,6 +377,7 @@ class _Rollout:
         self.active[env_id] = None
         extras = _episode_extras(self.policy, env_id)
         env_extras = _episode_extras(self.env, env_id)
+        protocol = _protocol(env_extras.pop(PROTOCOL_KEY, None), self.policy)
         video = self.recorder.end(env_id, outcome) if self.recorder is not None else None
         latency = extras.pop("latency", None)
         server_timing = extras.pop("server_timing", None)
@@ -386,6 +397,7 @@ class _Rollout:
             server_timing=server_timing,
             video=video,
             finished_at=utc_now(),
+            protocol=protocol,
             **({"policy_extras": extras} if extras else {}),
             **({"env_extras": env_extras} if env_extras else {}),
         )

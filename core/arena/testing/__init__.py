@@ -10,6 +10,8 @@ Meta-World expert server; ``arena_cli`` runs the ``arena`` command in a subproce
 crashes on demand) that also run in environment workers under other interpreters.
 :class:`FaultKnobs` (:mod:`arena.testing.faults`) is the mixin giving every server double,
 core's and the plugins', the same fault knobs.
+:func:`arena.testing.conformance.check_adapter_conformance` checks an embodiment adapter
+against an environment's scripted expert (the expert's successes must survive the adapter).
 """
 
 from arena.testing.doubles import OpenPIDouble, RecordingModel

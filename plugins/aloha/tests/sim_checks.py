@@ -13,7 +13,8 @@ import numpy as np
 
 
 def parity(steps: int = 15) -> dict:
-    """The ``aloha`` env against gym-aloha's own env: same seeds, same float32 actions."""
+    """The ``aloha`` env against gym-aloha's own env: same seeds, same float64 actions (what
+    openpi's ALOHA sim client hands gym-aloha)."""
     import gymnasium as gym
     import gym_aloha  # noqa: F401  (registers the envs)
 
@@ -31,14 +32,14 @@ def parity(steps: int = 15) -> dict:
             obs = ours.reset_envs([0], [seed])
             ref, _ = theirs.reset(seed=seed)
             rng = np.random.default_rng(seed)
-            start = ref["agent_pos"].astype(np.float32)
+            start = np.asarray(ref["agent_pos"], np.float64)
             for t in range(steps + 1):
                 worst_joint = max(worst_joint, float(np.abs(obs["policy"]["joint_pos"][0] - ref["agent_pos"]).max()))
                 if t in (0, steps):
                     frames_equal &= bool(np.array_equal(ours.render(0), ref["pixels"]["top"]))
                 if t == steps:
                     break
-                action = (start + rng.normal(0.0, 0.1, 14)).astype(np.float32)
+                action = start + rng.normal(0.0, 0.1, 14)
                 obs, reward, _, _, info = ours.step(action[None])
                 ref, ref_reward, _, _, ref_info = theirs.step(action)
                 rewards_equal &= float(reward[0]) == float(ref_reward) and bool(info["is_success"][0]) == bool(ref_info["is_success"])
@@ -101,31 +102,6 @@ def cameras() -> dict:
     return result
 
 
-def frames(path: str, *seeds: str) -> dict:
-    """Save, for each seed, gym-aloha's own reset observation (``top`` image, ``agent_pos``)
-    and the ``aloha`` env's (``cam_high_rgb``, ``joint_pos``) to the ``.npz`` file ``path``."""
-    import gymnasium as gym
-    import gym_aloha  # noqa: F401
-
-    from arena_aloha.config import AlohaConfig
-    from arena_aloha.env import AlohaEnvironment
-
-    theirs = gym.make("gym_aloha/AlohaTransferCube-v0", obs_type="pixels_agent_pos")
-    ours = AlohaEnvironment(AlohaConfig(task="transfer_cube"), num_envs=1)
-    arrays = {}
-    for seed in seeds:
-        ref, _ = theirs.reset(seed=int(seed))
-        arrays[f"gym_top_{seed}"] = ref["pixels"]["top"]
-        arrays[f"gym_agent_pos_{seed}"] = ref["agent_pos"]
-        obs = ours.reset_envs([0], [int(seed)])
-        arrays[f"cam_high_rgb_{seed}"] = obs["camera_obs"]["cam_high_rgb"][0]
-        arrays[f"joint_pos_{seed}"] = obs["policy"]["joint_pos"][0]
-    theirs.close()
-    ours.close()
-    np.savez(path, **arrays)
-    return {"saved": sorted(arrays)}
-
-
 if __name__ == "__main__":
     check, *args = sys.argv[1:]
-    print(json.dumps({"parity": parity, "kinematics": kinematics, "cameras": cameras, "frames": frames}[check](*args)))
+    print(json.dumps({"parity": parity, "kinematics": kinematics, "cameras": cameras}[check](*args)))

@@ -28,7 +28,7 @@ def sim_check(*args: str) -> dict:
 
 @pytest.mark.slow
 def test_env_steps_bit_for_bit_like_gym_aloha_for_both_tasks():
-    """Same seed, same float32 actions: identical joints, staged rewards, success and top frames."""
+    """Same seed, same float64 actions: identical joints, staged rewards, success and top frames."""
     result = sim_check("parity")
     for task in ("transfer_cube", "insertion"):
         assert result[task] == {"joint_max_abs_diff": 0.0, "frames_equal": True, "rewards_equal": True}, task

@@ -138,7 +138,7 @@ runs:
     # One task given: no expansion. 7 steps replaying 5 rows per chunk: 2 requests, each
     # validated by the double exactly as openpi's example sends them.
     (record,) = _records(tmp_path / "out", "spatial")
-    assert record["outcome"] == "timeout" and record["steps"] == 7 and record["env_extras"] == {"init_state": 0}
+    assert record["outcome"] == "timeout" and record["steps"] == 7 and record["env_extras"] == {"init_state": 0, "seeding": "reference"}
     assert len(requests) == 2
     language = catalog.find_task("libero_spatial", 1).language
     for request in requests:

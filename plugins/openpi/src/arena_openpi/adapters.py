@@ -30,6 +30,7 @@ Arena-layout observations each adapter reads (``N = num_envs``):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -131,17 +132,23 @@ class LiberoFrame:
 
 
 def quat_to_axis_angle(quat: np.ndarray) -> np.ndarray:
-    """Axis-angle ``(3,)`` (axis times angle, rad) of a unit quaternion ``(x, y, z, w)``.
+    """Axis-angle ``float64 (3,)`` (axis times angle, rad) of a unit quaternion ``(x, y, z, w)``.
 
-    A rotation by ``angle`` about unit ``axis`` has ``w = cos(angle / 2)``, ``xyz = sin(angle / 2) *
-    axis``; near the identity the result is zero.
+    Bit for bit openpi's ``_quat2axisangle`` (``examples/libero/main.py`` 199-214 at 15a9616,
+    copied there from robosuite's ``transform_utils.quat2axisangle``): ``w`` clipped to
+    ``[-1, 1]``, ``den = sqrt(1 - w * w)``, zero when ``math.isclose(den, 0.0)`` (with its
+    default tolerances: only ``den == 0``), else ``(xyz * 2.0 * acos(w)) / den`` in that
+    operation order. The argument is not modified (openpi clips it in place).
     """
-    q = np.asarray(quat, np.float64).reshape(4)
-    w = float(np.clip(q[3], -1.0, 1.0))
-    s = np.sqrt(max(0.0, 1.0 - w * w))
-    if s < 1e-9:
+    q = np.array(quat, np.float64).reshape(4)
+    if q[3] > 1.0:
+        q[3] = 1.0
+    elif q[3] < -1.0:
+        q[3] = -1.0
+    den = np.sqrt(1.0 - q[3] * q[3])
+    if math.isclose(den, 0.0):
         return np.zeros(3)
-    return q[:3] / s * (2.0 * np.arccos(w))
+    return (q[:3] * 2.0 * math.acos(q[3])) / den
 
 
 class OpenPILiberoAdapter(OpenPIAdapter):

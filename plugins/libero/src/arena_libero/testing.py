@@ -1,0 +1,159 @@
+"""Test helpers of the LIBERO plugin: a traced environment and a raw-LIBERO process.
+
+:class:`TracedLiberoEnvironment` is the ``libero`` environment that also appends, for every
+reset and step, what reached the simulator and the simulator state after it to a trace
+file: ``environment.type: arena_libero.testing:TracedLiberoEnvironment`` with
+``trace_dir: DIR`` (one pickle stream per env, ``DIR/<pid>-<env_id>.pkl``, read with
+:func:`read_traces`). The equivalence tests compare it with a reference client's loop.
+
+:func:`raw_libero_server` is the other side: run as ``python -m arena_libero.testing`` under
+the LIBERO venv it serves plain LIBERO calls (``OffScreenRenderEnv``, as openpi's example
+builds it) over stdin/stdout, so a reference client's loop can run in another interpreter
+(one that has ``openpi-client``) and drive LIBERO exactly as the client would.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import Field
+
+from arena_libero.env import LiberoConfig, LiberoEnvironment
+
+
+def body_positions(sim: Any) -> np.ndarray:
+    """``float64 (B, 3)``: the MuJoCo model's body positions, where a reset placed the fixtures
+    (``get_sim_state`` holds joints only, so it cannot tell two fixture layouts apart)."""
+    return np.array(sim.sim.model.body_pos, np.float64)
+
+
+class TracedLiberoConfig(LiberoConfig):
+    """``libero`` options plus where the trace goes."""
+
+    trace_dir: str = Field(description="directory of the per-env trace files")
+
+
+class TracedLiberoEnvironment(LiberoEnvironment):
+    """:class:`~arena_libero.env.LiberoEnvironment` that traces what reaches the simulator.
+
+    Trace entries (pickled dicts, in order): ``{"op": "reset", "init_state": k, "state":
+    float64 (D,), "body_pos": float64 (B, 3)}`` after each episode start (wait steps
+    included; ``body_pos`` holds where the reset placed the fixtures, which the simulator
+    state does not) and ``{"op": "step",
+    "action": float64 (7,) as handed to LIBERO, "state": float64 (D,), "success": bool}``.
+    """
+
+    name = "libero_traced"
+    Config = TracedLiberoConfig
+
+    def __init__(self, config: TracedLiberoConfig, *, num_envs: int, cameras: bool = False) -> None:
+        self._trace_files: list[Any] = []
+        super().__init__(config, num_envs=num_envs, cameras=cameras)
+
+    def _trace(self, env_id: int, entry: dict[str, Any]) -> None:
+        while len(self._trace_files) <= env_id:
+            path = Path(self.config.trace_dir) / f"{os.getpid()}-{len(self._trace_files)}.pkl"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._trace_files.append(path.open("ab"))
+        pickle.dump(entry, self._trace_files[env_id])
+        self._trace_files[env_id].flush()
+
+    def _reset_one(self, env_id: int, seed: int) -> dict[str, Any]:
+        obs = super()._reset_one(env_id, seed)
+        if hasattr(self, "_obs"):  # not the constructor's resets: only episodes are traced
+            sim = self._sims[env_id]
+            state = np.array(sim.get_sim_state(), np.float64)
+            self._trace(env_id, {"op": "reset", "init_state": self._init_state[env_id], "state": state,
+                                 "body_pos": body_positions(sim)})
+        return obs
+
+    def step(self, actions: np.ndarray) -> Any:
+        applied = np.asarray(actions, np.float64).copy()
+        result = super().step(actions)
+        for i, sim in enumerate(self._sims):
+            state = np.array(sim.get_sim_state(), np.float64)
+            self._trace(i, {"op": "step", "action": applied[i], "state": state, "success": bool(result[4]["success"][i])})
+        return result
+
+    def close(self) -> None:
+        for f in getattr(self, "_trace_files", []):
+            f.close()
+        self._trace_files = []
+        super().close()
+
+
+def read_traces(trace_dir: str | os.PathLike[str]) -> list[list[dict[str, Any]]]:
+    """Every trace file of ``trace_dir`` (sorted by name), each a list of its entries."""
+    traces = []
+    for path in sorted(Path(trace_dir).glob("*.pkl")):
+        entries = []
+        with path.open("rb") as f:
+            while True:
+                try:
+                    entries.append(pickle.load(f))
+                except EOFError:
+                    break
+        traces.append(entries)
+    return traces
+
+
+def raw_libero_server() -> None:
+    """Serve plain LIBERO over stdin/stdout (pickled ``(method, args)`` in, pickled result out).
+
+    The first message is ``("make", (suite, task_index, resolution))``: builds
+    ``OffScreenRenderEnv(bddl_file_name, camera_heights, camera_widths)`` as openpi's
+    ``_get_libero_env`` does and returns the task's language; then ``seed``, ``reset``,
+    ``set_init_state`` (by init-state index), ``step`` (a list of floats) and
+    ``get_sim_state`` call the env's methods of those names, ``body_positions`` returns
+    :func:`body_positions`; ``close`` ends the loop.
+    Exceptions come back as ``("error", repr)``.
+    """
+    import contextlib
+    import io
+
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # LIBERO prints; the protocol owns stdout
+    env = states = None
+    while True:
+        try:
+            method, args = pickle.load(stdin)
+        except EOFError:
+            return
+        try:
+            if method == "make":
+                from libero.libero import benchmark, get_libero_path
+                from libero.libero.envs import OffScreenRenderEnv
+
+                suite_name, task_id, resolution = args
+                with contextlib.redirect_stdout(io.StringIO()):
+                    suite = benchmark.get_benchmark_dict()[suite_name]()
+                task = suite.get_task(task_id)
+                states = suite.get_task_init_states(task_id)
+                bddl = Path(get_libero_path("bddl_files")) / task.problem_folder / task.bddl_file
+                env = OffScreenRenderEnv(bddl_file_name=bddl, camera_heights=resolution, camera_widths=resolution)
+                result: Any = task.language
+            elif method == "body_positions":
+                result = body_positions(env)
+            elif method == "set_init_state":
+                result = env.set_init_state(states[args[0]])
+            elif method == "close":
+                env.close()
+                pickle.dump(("ok", None), stdout)
+                stdout.flush()
+                return
+            else:
+                result = getattr(env, method)(*args)
+            reply = ("ok", result)
+        except Exception as exc:  # the client shows it
+            reply = ("error", repr(exc))
+        pickle.dump(reply, stdout)
+        stdout.flush()
+
+
+if __name__ == "__main__":
+    raw_libero_server()
