@@ -28,11 +28,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
+from rich.markup import escape
 
 from arena.errors import ConfigError
 from arena.launch.base import BackendOptions, LaunchBackend, Resume, Submission
 from arena.launch.exposure import GENERATED_KEY_ENV, Exposure, decide_exposure, generate_key
-from arena.launch.gpus import GpuPool, discover_gpus
+from arena.launch.gpus import GpuPool, cuda_device_order, discover_gpus
 from arena.launch.local_server import LocalServer
 from arena.processes import signal_group, spawn, terminate
 from arena.rollout.run_one import SERVER_API_KEY_ENV_ENV
@@ -219,7 +220,11 @@ def _gpu_plan(pool: GpuPool, task, owner: str) -> str:
     taken = pool.take(owner, wanted, task.gpus)
     if taken is None:
         return f"GPUs: {wanted} wanted, held by {', '.join(pool.held_by(task.gpus, wanted))}: queued until they are free"
-    return f"GPUs: CUDA_VISIBLE_DEVICES={','.join(taken)} (of {', '.join(pool.devices)}; {pool.source})"
+    order, why = cuda_device_order({**os.environ, **task.env})
+    return (
+        f"GPUs: CUDA_VISIBLE_DEVICES={','.join(taken)} (of {', '.join(pool.devices)}; {pool.source}), "
+        f"CUDA_DEVICE_ORDER={order} ({why})"
+    )
 
 
 def _pid_alive(pid: Any) -> bool:
@@ -310,9 +315,10 @@ class _Scheduler:
                 if inst.waiting_note is None:
                     holders = [self.instances[k].server.task.name for k in self.gpus.held_by(task.gpus, task.gpu_count)]
                     inst.waiting_note = f"server {task.name} waits for {task.gpu_count} GPU(s) held by {', '.join(holders)}"
-                    self.say(inst.waiting_note)
+                    self.say(escape(inst.waiting_note))
                 return
             server.env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
+            server.env["CUDA_DEVICE_ORDER"] = cuda_device_order({**os.environ, **task.env})[0]
             server.gpus = gpus
         if inst.exposure.key == "generated":
             key = self.keys.setdefault(inst.key, generate_key())
@@ -320,13 +326,17 @@ class _Scheduler:
         server.probe_key = self._client_key(inst)
         server.log_path = self.output_dir / "servers" / f"{task.name}-{list(self.instances).index(inst.key)}.log"
         server.start()
-        gpu_note = f", CUDA_VISIBLE_DEVICES={server.env['CUDA_VISIBLE_DEVICES']}" if gpus is not None else ""
+        gpu_note = (
+            f", CUDA_VISIBLE_DEVICES={server.env['CUDA_VISIBLE_DEVICES']} (CUDA_DEVICE_ORDER={server.env['CUDA_DEVICE_ORDER']})"
+            if gpus is not None else ""
+        )
         server.note(f"{inst.exposure.describe()}{gpu_note}")
         self.say(
-            f"starting server [bold]{task.name}[/] on {server.host}:{server.port} for {', '.join(inst.all_users)}{gpu_note}"
+            f"starting server [bold]{escape(task.name)}[/] on {escape(server.host)}:{server.port} for {escape(', '.join(inst.all_users))}"
+            f"{escape(gpu_note)}"
         )
         if inst.exposure.exposed:
-            self.say(f"[yellow]{inst.exposure.describe()}[/]")
+            self.say(f"[yellow]{escape(inst.exposure.describe())}[/]")
 
     def _client_key(self, inst: _Instance) -> str | None:
         """The key the clients of ``inst`` (and its readiness probe) present."""
