@@ -98,8 +98,6 @@ OverridesArg = Annotated[
 
 
 def _fail(exc: ArenaError) -> typer.Exit:
-    from rich.markup import escape
-
     code = 2 if isinstance(exc, ConfigError) else 3
     err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, markup=True, soft_wrap=True)
     return typer.Exit(code)
@@ -130,14 +128,14 @@ def validate(
         try:
             backend.check(exp, servers)  # what the backend refuses before starting anything
         except LaunchError as exc:  # a missing tool is not a configuration error
-            err.print(f"[yellow]warning:[/] {exc}", highlight=False)
+            err.print(f"[yellow]warning:[/] {escape(str(exc))}", highlight=False)
     except ArenaError as exc:
         raise _fail(exc) from None
     if list_overrides:
         _print_overrides(exp)
         return
     _print_run_warnings(exp)
-    out.print(f"[green]ok[/]: {experiment} — {len(exp.runs)} run(s): {', '.join(exp.runs)}")
+    out.print(f"[green]ok[/]: {escape(f'{experiment} — {len(exp.runs)} run(s): ' + ', '.join(exp.runs))}")
 
 
 def _print_run_warnings(exp) -> None:
@@ -335,21 +333,21 @@ def status(output_dir: Annotated[Path, typer.Argument(help="experiment output di
                 int(st.get("errors") or 0),
             )
         table.add_row(
-            name,
+            escape(name),
             str(st.get("state")),
             f"{st.get('episodes_done', 0)}/{st.get('episodes_total', '?')}",
             str(st.get("successes", 0)),
             str(st.get("errors", 0)),
-            f"[yellow]{note}[/]" if note else "",
+            f"[yellow]{escape(note)}[/]" if note else "",
         )
     out.print(table)
     for name, st in states.items():
         if st.get("pending_reason") and not st.get("error"):
-            out.print(f"[yellow]{name}[/]: waiting: {st['pending_reason']}", highlight=False)
+            out.print(f"[yellow]{escape(name)}[/]: waiting: {escape(str(st['pending_reason']))}", highlight=False)
         if st.get("error"):
-            out.print(f"[red]{name}[/]: {st['error']}", highlight=False)
+            out.print(f"[red]{escape(name)}[/]: {escape(str(st['error']))}", highlight=False)
         for warning in st.get("warnings") or []:
-            out.print(f"[yellow]{name}: warning:[/] {warning}", highlight=False)
+            out.print(f"[yellow]{escape(name)}: warning:[/] {escape(str(warning))}", highlight=False)
 
 
 @app.command()
@@ -370,13 +368,13 @@ def cancel(output_dir: Annotated[Path, typer.Argument(help="experiment output di
     except ArenaError as exc:
         raise _fail(exc) from None
     if states and all(st.get("state") in ("completed", "failed", "cancelled") for st in states.values()):
-        out.print(f"nothing to cancel: every run of {output_dir} has finished", highlight=False)
+        out.print(f"nothing to cancel: every run of {output_dir} has finished", highlight=False, markup=False)
         return
     try:
         cancel_submission(output_dir)
     except ArenaError as exc:
         raise _fail(exc) from None
-    out.print(f"cancel requested for {output_dir}", highlight=False)
+    out.print(f"cancel requested for {output_dir}", highlight=False, markup=False)
 
 
 @app.command()
@@ -396,7 +394,7 @@ def collect(output_dir: Annotated[Path, typer.Argument(help="experiment output d
         raise _fail(exc) from None
     except OSError as exc:
         raise _fail(LaunchError(unwritable(exc))) from None
-    out.print(f"report: {report}")
+    out.print(f"report: {report}", markup=False)
 
 
 @app.command()
@@ -429,7 +427,7 @@ def report(
         raise _fail(exc) from None
     except OSError as exc:
         raise _fail(LaunchError(unwritable(exc))) from None
-    out.print(f"report: {path}", highlight=False, soft_wrap=True)
+    out.print(f"report: {path}", highlight=False, soft_wrap=True, markup=False)
 
 
 def _require_output_dir(path: Path) -> None:
@@ -496,7 +494,7 @@ def compare(
     if as_json:
         out.print_json(json.dumps(data))
         for line in partial:
-            err.print(f"[yellow]{line}[/]", highlight=False)
+            err.print(f"[yellow]{escape(line)}[/]", highlight=False)
         raise typer.Exit(code)
 
     def pct(v: Optional[float], signed: bool = False) -> str:
@@ -507,22 +505,22 @@ def compare(
         if row[f"errors_{x}"]:
             text += f" err {row[f'errors_{x}']}"
         if row[f"partial_{x}"]:
-            text += f" [yellow]({row[f'partial_{x}']})[/]"
+            text += f" [yellow]({escape(str(row[f'partial_{x}']))})[/]"
         return text
 
     if differences:
         out.print("[yellow bold]compared with --force although the runs' setups differ:[/]", highlight=False)
         for line in differences:
-            out.print(f"  [yellow]{line}[/]", highlight=False)
-    table = Table("run", "task", "A", "B", "B − A", "95% CI (Newcombe)", "paired seeds: only A / only B", title=f"A = {a}   B = {b}")
+            out.print(f"  [yellow]{escape(line)}[/]", highlight=False)
+    table = Table("run", "task", "A", "B", "B − A", "95% CI (Newcombe)", "paired seeds: only A / only B", title=escape(f"A = {a}   B = {b}"))
     for row in data["runs"]:
         ci = row["ci95"]
         mark = "[bold]" if row["significant"] else ""
         end = "[/]" if mark else ""
         paired = row["paired"]
         table.add_row(
-            row["run"],
-            str(row["task"] or "-"),
+            escape(row["run"]),
+            escape(str(row["task"] or "-")),
             side(row, "a"),
             side(row, "b"),
             f"{mark}{pct(row['difference'], True)}{end}",
@@ -531,19 +529,19 @@ def compare(
         )
     out.print(table)
     if data["only_a"]:
-        out.print(f"only in A: {', '.join(data['only_a'])}", highlight=False)
+        out.print(f"only in A: {', '.join(data['only_a'])}", highlight=False, markup=False)
     if data["only_b"]:
-        out.print(f"only in B: {', '.join(data['only_b'])}", highlight=False)
+        out.print(f"only in B: {', '.join(data['only_b'])}", highlight=False, markup=False)
     for row in data["runs"]:
         if row.get("models_differ"):
             out.print(
-                f"[yellow]run {row['run']}: the same policy type was served by different models "
-                f"({', '.join(row['models_differ'])} differ)[/]",
+                "[yellow]" + escape(f"run {row['run']}: the same policy type was served by different models "
+                                    f"({', '.join(row['models_differ'])} differ)") + "[/]",
                 highlight=False,
             )
     out.print("bold: the interval excludes 0", style="dim")
     for line in partial:
-        err.print(f"[yellow]partial:[/] {line}; its rate covers fewer episodes than planned", highlight=False)
+        err.print(f"[yellow]partial:[/] {escape(line)}; its rate covers fewer episodes than planned", highlight=False)
     raise typer.Exit(code)
 
 
@@ -568,7 +566,7 @@ def doctor(
         table = Table("check", "status", "detail", "fix")
         colour = {"ok": "green", "warn": "yellow", "fail": "red", "info": "cyan"}
         for c in checks:
-            table.add_row(c.name, f"[{colour.get(c.status, 'white')}]{c.status}[/]", c.detail, c.fix or "")
+            table.add_row(escape(c.name), f"[{colour.get(c.status, 'white')}]{c.status}[/]", escape(c.detail), escape(c.fix or ""))
         out.print(table)
         out.print(f"{len(failed)} problem(s)" if failed else "[green]all checks passed[/]")
     raise typer.Exit(1 if failed else 0)
@@ -644,12 +642,12 @@ def serve(
         # Said once the socket is bound (a taken port fails before it), with the real port (--port 0).
         server.run(on_bound=lambda bound: err.print(
             f"serving {name} on ws://{host}:{bound.port} (healthz: http://{host}:{bound.port}/healthz; "
-            f"{bound.describe()})", highlight=False,
+            f"{bound.describe()})", highlight=False, markup=False,
         ))
     except ArenaError as exc:
         raise _fail(exc) from None
     except OSError as exc:  # e.g. the port is taken
-        err.print(f"[bold red]error:[/] cannot serve on {host}:{port}: {exc.strerror or exc}", highlight=False)
+        err.print(f"[bold red]error:[/] {escape(f'cannot serve on {host}:{port}: {exc.strerror or exc}')}", highlight=False)
         raise typer.Exit(3) from None
 
 
@@ -678,9 +676,9 @@ def probe(
     except ConfigError as exc:  # e.g. an unknown probe kind: a usage error, not "not ready"
         raise _fail(exc) from None
     except ArenaError as exc:
-        err.print(f"not ready: {exc}", highlight=False)
+        err.print(f"not ready: {exc}", highlight=False, markup=False)
         raise typer.Exit(1) from None
-    out.print(f"ready: {kind} {host}:{port}")
+    out.print(f"ready: {kind} {host}:{port}", markup=False)
 
 
 # -- plugins ---------------------------------------------------------------------------------
@@ -727,10 +725,10 @@ def plugins(
     table = Table("plugin", "distribution", "version", "registered")
     for p in data["plugins"]:
         reg = "; ".join(f"{k}: {', '.join(v)}" for k, v in p["registered"].items())
-        table.add_row(p["name"], p["distribution"] or "-", p["version"] or "-", reg or "-")
+        table.add_row(*(escape(str(cell)) for cell in (p["name"], p["distribution"] or "-", p["version"] or "-", reg or "-")))
     out.print(table)
     for b in data["broken"]:  # the traceback is what its author needs; this is where hints send users
-        err.print(f"[red]broken plugin[/] {b['name']} ({b['distribution']}): {b['error']}", highlight=False)
+        err.print("[red]broken plugin[/] " + escape(f"{b['name']} ({b['distribution']}): {b['error']}"), highlight=False)
         err.print(b["traceback"].rstrip(), style="dim", highlight=False, markup=False)
 
 
@@ -754,7 +752,7 @@ def plugins_new(
         created = create_plugin(name, directory, force=force)
     except ArenaError as exc:
         raise _fail(exc) from None
-    out.print(f"created {created.root} ({len(created.files)} files)", highlight=False, soft_wrap=True)
+    out.print(f"created {created.root} ({len(created.files)} files)", highlight=False, soft_wrap=True, markup=False)
     out.print(
         f"next: python -m pip install -e '{created.root}[test]' && python -m pytest {created.root / 'tests'}  "
         f"(then `arena plugins` lists '{created.entry_point}')",
@@ -771,7 +769,7 @@ def main() -> None:
     try:
         get_plugin_manager().register_commands(app)
     except ArenaError as exc:
-        err.print(f"[bold red]error:[/] {exc}")
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
         sys.exit(2)
     app()
 

@@ -14,6 +14,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.markup import escape
+
 from arena.errors import ConfigError, LaunchError
 from arena.launch.base import LaunchBackend, Resume, Submission
 from arena.launch.planning import missing_image
@@ -242,7 +244,7 @@ class SlurmBackend(LaunchBackend):
             done.append(run)
             new_jobs.append(job)
             what = f" (array of {n} shards)" if n > 1 and len(todo) == n else f" (shards {', '.join(map(str, todo))} of {n})" if n > 1 else ""
-            _say(console, f"run [bold]{run}[/]: Slurm job {job}{what}" + (" resuming" if resume is not None else ""))
+            _say(console, f"run [bold]{escape(run)}[/]: " + escape(f"Slurm job {job}{what}" + (" resuming" if resume is not None else "")))
         collect = scheduler.sbatch(
             script_dir / "collect.sbatch",
             f"--dependency=afterany:{':'.join(sorted(new_jobs, key=int))}",
@@ -275,14 +277,14 @@ class SlurmBackend(LaunchBackend):
                 if any(j.state in jobstate.QUEUED and j.reason in jobstate.NEVER_STARTS for j in live.values()):
                     states, _ = jobstate.job_states(submission)
                     for piece in jobstate.fail_never_starting(submission, states):
-                        _say(console, f"[red]run {piece.run}[/]: {states[piece].error}")
+                        _say(console, f"[red]run {escape(piece.run)}[/]: {escape(str(states[piece].error))}")
                 summary = _summary(live)
                 if summary != last:
-                    _say(console, f"waiting for Slurm: {summary}")
+                    _say(console, escape(f"waiting for Slurm: {summary}"))
                     last = summary
                 time.sleep(self.options.poll_interval_s)
         except KeyboardInterrupt:
-            _say(console, f"[yellow]stopped waiting; the jobs keep running (stop them: arena cancel {submission.output_dir})[/]")
+            _say(console, f"[yellow]{escape(f'stopped waiting; the jobs keep running (stop them: arena cancel {submission.output_dir})')}[/]")
             raise
 
     # -- later commands ------------------------------------------------------------------------
@@ -394,5 +396,6 @@ def _manifest(output_dir: Path) -> dict[str, Any]:
 
 
 def _say(console: Console | None, text: str) -> None:
+    """Print rich markup ``text``; whatever it quotes from outside arena must be ``escape``d."""
     if console is not None:
         console.print(text, highlight=False)

@@ -261,6 +261,7 @@ class _Scheduler:
         self.slots: dict[str, _RunSlot] = {}
 
     def say(self, text: str) -> None:
+        """Print rich markup ``text``; whatever it quotes from outside arena must be ``escape``d."""
         if self.console is not None:
             self.console.print(text, highlight=False)
 
@@ -278,7 +279,7 @@ class _Scheduler:
         except OSError as exc:  # the output directory cannot be written (disk full, read-only)
             from arena.errors import LaunchError, unwritable
 
-            self.say(f"[red]{unwritable(exc)}: stopping runners and servers[/]")
+            self.say(f"[red]{escape(unwritable(exc))}: stopping runners and servers[/]")
             try:
                 self._cancel_everything()
             except OSError:  # their states cannot be written either; `arena status` sees them gone
@@ -360,13 +361,13 @@ class _Scheduler:
                 continue
             if state == "starting":
                 self.say(
-                    f"[yellow]server {server.task.name} {server.last_exit}: restarting it on {server.host}:{server.port} "
+                    f"[yellow]server {escape(server.task.name)} {escape(server.last_exit)}: restarting it on {escape(server.host)}:{server.port} "
                     f"({server.restarts}/{server.max_restarts})[/]"
                 )
             elif state == "ready":
-                self.say(f"server {server.task.name} is ready again on {server.host}:{server.port}")
+                self.say(escape(f"server {server.task.name} is ready again on {server.host}:{server.port}"))
             elif state == "failed":
-                self.say(f"[red]server {server.task.name} failed[/]: {server.error}")
+                self.say(f"[red]server {escape(server.task.name)} failed[/]: {escape(str(server.error))}")
 
     def _advance(self) -> None:
         self._watch_servers()
@@ -383,13 +384,13 @@ class _Scheduler:
                     self._launch_runner(slot, server)
                 elif state in ("failed", "stopped"):
                     reason = server.error or f"server '{server.task.name}' is not running"
-                    self.say(f"[red]run {name} failed[/]: {reason}")
+                    self.say(f"[red]run {escape(name)} failed[/]: {escape(reason)}")
                     _write_failed_result(self.output_dir, name, reason, server, slot.instance.exposure if slot.instance else None)
                     self._finish(slot)
             elif slot.proc.poll() is not None:
                 code = slot.proc.returncode
                 _ensure_final_state(self.output_dir, name, code)
-                self.say(f"run {name} finished (exit {code})")
+                self.say(escape(f"run {name} finished (exit {code})"))
                 self._finish(slot)
 
     def _launch_runner(self, slot: _RunSlot, server: LocalServer | None) -> None:
@@ -404,7 +405,7 @@ class _Scheduler:
         slot.proc = spawn(argv, self.output_dir / slot.name / "runner.log", env)
         self.submission.ids[slot.name] = {"0": str(slot.proc.pid)}
         self.submission.save()
-        self.say(f"run [bold]{slot.name}[/] started (pid {slot.proc.pid})")
+        self.say(f"run [bold]{escape(slot.name)}[/] started (pid {slot.proc.pid})")
 
     def _finish(self, slot: _RunSlot) -> None:
         self.slots.pop(slot.name, None)
@@ -426,7 +427,7 @@ class _Scheduler:
                 dst.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(src, dst)
             except OSError as exc:  # a full disk must not hide why the run failed
-                self.say(f"[yellow]cannot copy the server log to {dst}: {exc.strerror or exc}[/]")
+                self.say(f"[yellow]cannot copy the server log to {escape(str(dst))}: {escape(str(exc.strerror or exc))}[/]")
 
     # -- shutting down ------------------------------------------------------------------------
     def _cancel_everything(self) -> None:
