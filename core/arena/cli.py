@@ -145,32 +145,58 @@ def _print_run_warnings(exp) -> None:
 
     for name, run_cfg in exp.runs.items():
         if warning := success_warning(run_cfg.environment_cls):
-            err.print(f"[yellow]warning:[/] run {name}: {warning}", highlight=False)
+            err.print(f"[yellow]warning:[/] {escape(f'run {name}: {warning}')}", highlight=False)
     for name, warning in ignored_endpoints(exp):
-        err.print(f"[yellow]warning:[/] run {name}: {warning}", highlight=False)
+        err.print(f"[yellow]warning:[/] {escape(f'run {name}: {warning}')}", highlight=False)
     if exp.launch.backend == "local":  # a cluster's nodes have their own venvs
-        for warning in _missing_venvs(exp):
+        for warning in _missing_venvs(exp)[1]:
             err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
 
 
-def _missing_venvs(exp) -> list[str]:
-    """One warning per benchmark venv (an environment's ``default_venv``) that runs need and
-    that does not exist on this machine: their episodes fail unless the simulator is installed
-    in this interpreter."""
+def _setup_command(venv: str) -> str:
+    """The command that creates benchmark venv ``venv`` (the one place that names it)."""
+    return f"arena {venv} setup"
+
+
+def _missing_venvs(exp) -> tuple[list[str], list[str]]:
+    """``(refusals, warnings)``: one line per benchmark venv (an environment's ``default_venv``)
+    that runs need and that does not exist on this machine. A refusal when the environment's
+    ``simulator_modules`` are not importable in this interpreter either (every episode would
+    fail on ImportError); a warning when the class declares none (arena cannot tell)."""
+    import importlib.util
+
     from arena.envs.workers.layout import worker_python
     from arena.venvs import venv_dir
 
     needing: dict[str, list[str]] = {}
+    missing_modules: dict[str, list[str]] = {}
     for name, run_cfg in exp.runs.items():
-        venv = getattr(run_cfg.environment_cls, "default_venv", None)
-        if venv and worker_python(run_cfg.environment_cls, run_cfg.environment) is None:
-            needing.setdefault(venv, []).append(name)
-    return [
-        f"run(s) {', '.join(runs)}: the environment runs in its own venv '{venv}', which does not exist "
-        f"({venv_dir(venv)}); unless its simulator is installed in this interpreter, every episode will fail: "
-        f"create it once with `arena {venv} setup`"
-        for venv, runs in needing.items()
-    ]
+        env_cls = run_cfg.environment_cls
+        venv = getattr(env_cls, "default_venv", None)
+        if not venv or worker_python(env_cls, run_cfg.environment) is not None:
+            continue
+        modules = tuple(getattr(env_cls, "simulator_modules", ()))
+        absent = [m for m in modules if importlib.util.find_spec(m) is None]
+        if modules and not absent:
+            continue  # the simulator is installed here: the envs run in this interpreter
+        needing.setdefault(venv, []).append(name)
+        if absent:
+            missing_modules.setdefault(venv, sorted(set(missing_modules.get(venv, []) + absent)))
+    refusals, warnings = [], []
+    for venv, runs in needing.items():
+        where = f"run(s) {', '.join(runs)}: the environment runs in its own venv '{venv}', which does not exist ({venv_dir(venv)})"
+        if venv in missing_modules:
+            refusals.append(
+                f"{exp.source or 'the experiment'}: {where}, and its simulator ({', '.join(missing_modules[venv])}) "
+                f"is not installed in this interpreter ({sys.executable}): every episode would fail. "
+                f"Create the venv once with `{_setup_command(venv)}` (or set environment.python)"
+            )
+        else:
+            warnings.append(
+                f"{where}; unless its simulator is installed in this interpreter, every episode will fail: "
+                f"create it once with `{_setup_command(venv)}`"
+            )
+    return refusals, warnings
 
 
 def _print_overrides(exp) -> None:
@@ -243,6 +269,8 @@ def run(
         if list_overrides:
             _print_overrides(exp)
             return
+        if exp.launch.backend == "local" and (refusals := _missing_venvs(exp)[0]):
+            raise ConfigError("\n".join(refusals))  # before anything starts; --dry-run says it too
         _print_run_warnings(exp)
         code = run_experiment(exp, output_dir=output_dir, wait=wait, dry_run=dry_run, console=out)
     except ArenaError as exc:

@@ -137,6 +137,10 @@ class Environment:
     #: environment's workers when the config sets no ``python`` and the venv exists (a plugin
     #: creates it with :func:`arena.venvs.ensure_venv`, e.g. in its ``arena NAME setup``).
     default_venv: ClassVar[str | None] = None
+    #: Top-level modules of the simulator that :attr:`default_venv` holds (e.g. ``("libero",)``):
+    #: ``arena run`` refuses a run whose venv does not exist while one of these modules is not
+    #: importable in arena's own interpreter either (exit 2, naming the setup command).
+    simulator_modules: ClassVar[tuple[str, ...]] = ()
     #: Cameras whose ``camera_obs`` frames come upside down, as the simulator renders them
     #: (LIBERO): policies get them so, videos are rotated upright.
     upside_down_cameras: ClassVar[frozenset[str]] = frozenset()
