@@ -149,7 +149,8 @@ def _print_run_warnings(exp) -> None:
     for name, warning in ignored_endpoints(exp):
         err.print(f"[yellow]warning:[/] {escape(f'run {name}: {warning}')}", highlight=False)
     if exp.launch.backend == "local":  # a cluster's nodes have their own venvs
-        for warning in _missing_venvs(exp)[1]:
+        refusals, warnings = _missing_venvs(exp)  # `arena run` refuses the former; validate warns
+        for warning in refusals + warnings:
             err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
 
 
@@ -188,8 +189,8 @@ def _missing_venvs(exp) -> tuple[list[str], list[str]]:
         if venv in missing_modules:
             refusals.append(
                 f"{exp.source or 'the experiment'}: {where}, and its simulator ({', '.join(missing_modules[venv])}) "
-                f"is not installed in this interpreter ({sys.executable}): every episode would fail. "
-                f"Create the venv once with `{_setup_command(venv)}` (or set environment.python)"
+                f"is not installed in this interpreter ({sys.executable}), so every episode will fail: "
+                f"create the venv once with `{_setup_command(venv)}` (or set environment.python)"
             )
         else:
             warnings.append(
