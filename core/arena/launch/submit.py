@@ -29,7 +29,7 @@ import yaml
 from rich.markup import escape
 
 from arena.errors import ConfigError, LaunchError, short_repr
-from arena.launch.base import Resume, Submission, Terminated, sigterm_interrupts
+from arena.launch.base import SUBMISSION_FILE, Resume, Submission, Terminated, sigterm_interrupts
 from arena.launch.planning import plan_servers
 
 if TYPE_CHECKING:
@@ -163,14 +163,36 @@ def _submit_and_report(experiment, servers, backend, out: Path, wait: bool, cons
             submission = backend.submit(experiment, servers, out, wait=wait, console=console, **kwargs)
     except KeyboardInterrupt as stop:
         _finish_report(out, console)
+        code = EXIT_TERMINATED if isinstance(stop, Terminated) else EXIT_INTERRUPTED
+        if backend.name != "local" and (out / SUBMISSION_FILE).exists():
+            # only the waiting stopped: the jobs keep running, and a resume now would be refused
+            _say(console, escape(
+                f"stopped waiting; the {backend.name} jobs keep running: follow them with `arena status {out}`, "
+                f"stop them with `arena cancel {out}`, report with `arena collect {out}` once they end"
+            ))
+            return code
         how = "cancelled" if isinstance(stop, Terminated) else "interrupted"
         _say(console, escape(f"{how}: finished episodes are kept; run the rest with: arena run --resume {out}"))
-        return EXIT_TERMINATED if isinstance(stop, Terminated) else EXIT_INTERRUPTED
+        return code
     if backend.name != "local" and not wait:
         _say(console, escape(f"submitted to {backend.name}; follow it with `arena status {out}`"))
         return EXIT_OK
     backend.collect(submission)
-    return _finish_report(out, console)
+    code = _finish_report(out, console)
+    states = {r.get("state") for r in _read_result_states(out)}
+    if states & {"failed", "cancelled"}:
+        _say(console, escape(f"the unfinished work items (and error episodes) run again with: arena run --resume {out}"))
+    return code
+
+
+def _read_result_states(out: Path) -> list[dict[str, Any]]:
+    """The runs of ``experiment_result.json`` (empty when it was not written)."""
+    from arena.results.aggregate import RESULT_NAME
+    from arena.rollout.records import read_json
+
+    data = read_json(out / RESULT_NAME)
+    runs = data.get("runs") if isinstance(data, dict) else None
+    return list(runs.values()) if isinstance(runs, dict) else []
 
 
 def _progress(backend, out: Path, runs: list[str], console, totals: dict[str, int], policies: dict[str, str]):
