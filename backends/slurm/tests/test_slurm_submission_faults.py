@@ -112,8 +112,9 @@ def test_sigterm_to_a_waiting_run_says_the_jobs_keep_running_and_a_failed_wait_h
 
 
 def test_a_job_slurm_ends_at_its_time_limit_is_failed_not_cancelled(slurm_cluster, tmp_path):
-    """The limit lowered under a running job with a policy server (`scontrol update TimeLimit=1`):
-    the runner may see only Slurm's SIGTERM and record `cancelled`; Slurm's TIMEOUT says failed."""
+    """The limit lowered under a running job with a policy server (`scontrol update TimeLimit=1`
+    after a minute): the runner sees only Slurm's SIGTERM and records `cancelled`; Slurm's
+    TIMEOUT says failed."""
     runs = {"expert": {"environment": REACH, "policy": {"type": "metaworld_expert_remote"},
                        "rollout_limit": {"num_episodes": 5000, "max_episode_steps": 40}}}
     path = write_experiment(tmp_path, "timed", runs)
@@ -123,6 +124,7 @@ def test_a_job_slurm_ends_at_its_time_limit_is_failed_not_cancelled(slurm_cluste
     env = slurm_cluster.env()
     wait_for(lambda: state_of(out / "expert" / "status.json").get("state") == "running", 120, "the run never ran",
              slurm_cluster)
+    time.sleep(62)  # a limit already passed: Slurm ends the job at once, no USR1 notice first
     subprocess.run(["scontrol", "update", f"JobId={job}", "TimeLimit=1"], check=True, env=env)
 
     def ended() -> bool:
