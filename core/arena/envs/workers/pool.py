@@ -11,10 +11,10 @@ rollout like the environment class would in-process:
   the first worker's.
 - A worker that dies (a segfault, ``os._exit``, the OOM killer), whose environment raises, or
   that does not answer a step or reset within the config's ``worker_timeout_s`` (it is then
-  killed: a deadlocked simulator) costs only its own envs: ``step`` names them in ``info["env_errors"]`` with the reason
-  (the env ids, the exit status or exception, the worker's last lines of output) and keeps
-  the other workers' results; ``reset_envs`` raises :class:`arena.errors.SimulatorError`
-  naming them, with the observation of the others. A dead worker is started again when the
+  killed: a deadlocked simulator) costs only its own envs: ``step`` names them in
+  ``info["env_errors"]`` with the reason (the env ids, the exit status or exception, the
+  worker's last lines of output) and keeps the other workers' results; ``reset_envs`` raises
+  :class:`arena.errors.SimulatorError` naming them, with the observation of the others. A dead worker is started again when the
   rollout next resets one of its envs. Its envs' rows keep their last values meanwhile.
 - The workers' stdout and stderr go to this process's stderr, each line prefixed with
   ``[env worker K]``.
