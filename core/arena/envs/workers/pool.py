@@ -293,7 +293,10 @@ class WorkerEnvironment(Environment):
         self._build_message = {
             "op": "build",
             "env_class": import_path(env_cls),
-            "config": {**config.model_dump(mode="json", by_alias=True), "workers": 0, "python": None},
+            # the parent-side keys stay here (an older arena-core in a benchmark venv knows no worker_timeout_s)
+            "config": {
+                **config.model_dump(mode="json", by_alias=True, exclude={"worker_timeout_s"}), "workers": 0, "python": None,
+            },
             "cameras": bool(cameras),
         }
         timeout_s = getattr(config, "worker_timeout_s", None)
