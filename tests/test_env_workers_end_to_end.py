@@ -105,6 +105,39 @@ def test_a_crashed_worker_ends_only_its_episode_and_the_run_goes_on(tmp_path):
     assert "restarting env worker" in (out / "crashing" / "runner.log").read_text()
 
 
+def test_a_hung_worker_is_killed_after_worker_timeout_s_and_the_run_goes_on(tmp_path):
+    """A simulator stuck in native code used to hang the run forever; now its worker is killed
+    after ``worker_timeout_s``, its episode ends ``error`` naming the timeout, it restarts."""
+    toy = {"type": "arena.testing.envs:CrashingToyEnv", "image_size": 8, "crash_step": 3}
+    data = {
+        "shared": {
+            "environment_builder": {"num_envs": 3, "seed": 100},
+            "rollout_limit": {"num_episodes": 9, "max_episode_steps": 12},
+            "policy": {"type": "random_action"},
+        },
+        "runs": {
+            "baseline": {"environment": {**toy, "workers": 0}},
+            "hanging": {"environment": {**toy, "workers": 3, "crash_seeds": [104], "crash_mode": "hang",
+                                        "worker_timeout_s": 3}},
+        },
+    }
+    out = tmp_path / "out"
+    started = time.monotonic()
+    done = _arena("run", _write(tmp_path, data), "--output-dir", out, cwd=tmp_path, timeout=300)
+    assert done.returncode == 3, done.stdout[-3000:] + done.stderr[-3000:]  # 3: an error episode
+    assert time.monotonic() - started < 240
+    baseline, hanging = _records(out, "baseline"), _records(out, "hanging")
+    assert sorted(hanging) == list(range(9))
+    stuck = hanging[4]
+    assert stuck["outcome"] == "error" and stuck["steps"] == 2
+    assert "did not answer its step within worker_timeout_s=3 s" in stuck["error"] and "was killed" in stuck["error"]
+    for i in set(hanging) - {4}:
+        assert _essence(hanging[i]) == _essence(baseline[i]), i
+    result = json.loads((out / "hanging" / "run_result.json").read_text())
+    assert result["state"] == "completed" and result["counts"]["error"] == 1
+    assert "restarting env worker" in (out / "hanging" / "runner.log").read_text()
+
+
 # -- no orphans ------------------------------------------------------------------------------
 
 _FORKING_SERVER = """

@@ -98,8 +98,6 @@ OverridesArg = Annotated[
 
 
 def _fail(exc: ArenaError) -> typer.Exit:
-    from rich.markup import escape
-
     code = 2 if isinstance(exc, ConfigError) else 3
     err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, markup=True, soft_wrap=True)
     return typer.Exit(code)
@@ -130,14 +128,14 @@ def validate(
         try:
             backend.check(exp, servers)  # what the backend refuses before starting anything
         except LaunchError as exc:  # a missing tool is not a configuration error
-            err.print(f"[yellow]warning:[/] {exc}", highlight=False)
+            err.print(f"[yellow]warning:[/] {escape(str(exc))}", highlight=False)
     except ArenaError as exc:
         raise _fail(exc) from None
     if list_overrides:
         _print_overrides(exp)
         return
     _print_run_warnings(exp)
-    out.print(f"[green]ok[/]: {experiment} — {len(exp.runs)} run(s): {', '.join(exp.runs)}")
+    out.print(f"[green]ok[/]: {escape(f'{experiment} — {len(exp.runs)} run(s): ' + ', '.join(exp.runs))}")
 
 
 def _print_run_warnings(exp) -> None:
@@ -147,39 +145,66 @@ def _print_run_warnings(exp) -> None:
 
     for name, run_cfg in exp.runs.items():
         if warning := success_warning(run_cfg.environment_cls):
-            err.print(f"[yellow]warning:[/] run {name}: {warning}", highlight=False)
+            err.print(f"[yellow]warning:[/] {escape(f'run {name}: {warning}')}", highlight=False)
     for name, warning in ignored_endpoints(exp):
-        err.print(f"[yellow]warning:[/] run {name}: {warning}", highlight=False)
+        err.print(f"[yellow]warning:[/] {escape(f'run {name}: {warning}')}", highlight=False)
     from arena.results.sample_size import detect_warning
 
     for name, run_cfg in exp.runs.items():
         detect = getattr(run_cfg.rollout_limit, "detect", None)
         if detect is not None and (warning := detect_warning(run_cfg.rollout_limit.num_episodes, detect)):
-            err.print(f"[yellow]warning:[/] run {name}: {warning}", highlight=False)
+            err.print(f"[yellow]warning:[/] {escape(f'run {name}: {warning}')}", highlight=False)
     if exp.launch.backend == "local":  # a cluster's nodes have their own venvs
-        for warning in _missing_venvs(exp):
+        refusals, warnings = _missing_venvs(exp)  # `arena run` refuses the former; validate warns
+        for warning in refusals + warnings:
             err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
 
 
-def _missing_venvs(exp) -> list[str]:
-    """One warning per benchmark venv (an environment's ``default_venv``) that runs need and
-    that does not exist on this machine: their episodes fail unless the simulator is installed
-    in this interpreter."""
+def _setup_command(venv: str) -> str:
+    """The command that creates benchmark venv ``venv`` (the one place that names it)."""
+    return f"arena {venv} setup"
+
+
+def _missing_venvs(exp) -> tuple[list[str], list[str]]:
+    """``(refusals, warnings)``: one line per benchmark venv (an environment's ``default_venv``)
+    that runs need and that does not exist on this machine. A refusal when the environment's
+    ``simulator_modules`` are not importable in this interpreter either (every episode would
+    fail on ImportError); a warning when the class declares none (arena cannot tell)."""
+    import importlib.util
+
     from arena.envs.workers.layout import worker_python
     from arena.launch.wording import run_list
     from arena.venvs import venv_dir
 
     needing: dict[str, list[str]] = {}
+    missing_modules: dict[str, list[str]] = {}
     for name, run_cfg in exp.runs.items():
-        venv = getattr(run_cfg.environment_cls, "default_venv", None)
-        if venv and worker_python(run_cfg.environment_cls, run_cfg.environment) is None:
-            needing.setdefault(venv, []).append(name)
-    return [
-        f"{run_list(runs)}: the environment runs in its own venv '{venv}', which does not exist "
-        f"({venv_dir(venv)}); unless its simulator is installed in this interpreter, every episode will fail: "
-        f"create it once with `arena {venv} setup`"
-        for venv, runs in needing.items()
-    ]
+        env_cls = run_cfg.environment_cls
+        venv = getattr(env_cls, "default_venv", None)
+        if not venv or worker_python(env_cls, run_cfg.environment) is not None:
+            continue
+        modules = tuple(getattr(env_cls, "simulator_modules", ()))
+        absent = [m for m in modules if importlib.util.find_spec(m) is None]
+        if modules and not absent:
+            continue  # the simulator is installed here: the envs run in this interpreter
+        needing.setdefault(venv, []).append(name)
+        if absent:
+            missing_modules.setdefault(venv, sorted(set(missing_modules.get(venv, []) + absent)))
+    refusals, warnings = [], []
+    for venv, runs in needing.items():
+        where = f"{run_list(runs)}: the environment runs in its own venv '{venv}', which does not exist ({venv_dir(venv)})"
+        if venv in missing_modules:
+            refusals.append(
+                f"{exp.source or 'the experiment'}: {where}, and its simulator ({', '.join(missing_modules[venv])}) "
+                f"is not installed in this interpreter ({sys.executable}), so every episode will fail: "
+                f"create the venv once with `{_setup_command(venv)}` (or set environment.python)"
+            )
+        else:
+            warnings.append(
+                f"{where}; unless its simulator is installed in this interpreter, every episode will fail: "
+                f"create it once with `{_setup_command(venv)}`"
+            )
+    return refusals, warnings
 
 
 def _print_overrides(exp) -> None:
@@ -252,6 +277,8 @@ def run(
         if list_overrides:
             _print_overrides(exp)
             return
+        if exp.launch.backend == "local" and (refusals := _missing_venvs(exp)[0]):
+            raise ConfigError("\n".join(refusals))  # before anything starts; --dry-run says it too
         _print_run_warnings(exp)
         code = run_experiment(exp, output_dir=output_dir, wait=wait, dry_run=dry_run, console=out)
     except ArenaError as exc:
@@ -342,21 +369,21 @@ def status(output_dir: Annotated[Path, typer.Argument(help="experiment output di
                 int(st.get("errors") or 0),
             )
         table.add_row(
-            name,
+            escape(name),
             str(st.get("state")),
             f"{st.get('episodes_done', 0)}/{st.get('episodes_total', '?')}",
             str(st.get("successes", 0)),
             str(st.get("errors", 0)),
-            f"[yellow]{note}[/]" if note else "",
+            f"[yellow]{escape(note)}[/]" if note else "",
         )
     out.print(table)
     for name, st in states.items():
         if st.get("pending_reason") and not st.get("error"):
-            out.print(f"[yellow]{name}[/]: waiting: {st['pending_reason']}", highlight=False)
+            out.print(f"[yellow]{escape(name)}[/]: waiting: {escape(str(st['pending_reason']))}", highlight=False)
         if st.get("error"):
-            out.print(f"[red]{name}[/]: {st['error']}", highlight=False)
+            out.print(f"[red]{escape(name)}[/]: {escape(str(st['error']))}", highlight=False)
         for warning in st.get("warnings") or []:
-            out.print(f"[yellow]{name}: warning:[/] {warning}", highlight=False)
+            out.print(f"[yellow]{escape(name)}: warning:[/] {escape(str(warning))}", highlight=False)
 
 
 @app.command()
@@ -377,13 +404,13 @@ def cancel(output_dir: Annotated[Path, typer.Argument(help="experiment output di
     except ArenaError as exc:
         raise _fail(exc) from None
     if states and all(st.get("state") in ("completed", "failed", "cancelled") for st in states.values()):
-        out.print(f"nothing to cancel: every run of {output_dir} has finished", highlight=False)
+        out.print(f"nothing to cancel: every run of {output_dir} has finished", highlight=False, markup=False)
         return
     try:
         cancel_submission(output_dir)
     except ArenaError as exc:
         raise _fail(exc) from None
-    out.print(f"cancel requested for {output_dir}", highlight=False)
+    out.print(f"cancel requested for {output_dir}", highlight=False, markup=False)
 
 
 @app.command()
@@ -403,7 +430,7 @@ def collect(output_dir: Annotated[Path, typer.Argument(help="experiment output d
         raise _fail(exc) from None
     except OSError as exc:
         raise _fail(LaunchError(unwritable(exc))) from None
-    out.print(f"report: {report}")
+    out.print(f"report: {report}", markup=False)
 
 
 @app.command()
@@ -436,7 +463,7 @@ def report(
         raise _fail(exc) from None
     except OSError as exc:
         raise _fail(LaunchError(unwritable(exc))) from None
-    out.print(f"report: {path}", highlight=False, soft_wrap=True)
+    out.print(f"report: {path}", highlight=False, soft_wrap=True, markup=False)
 
 
 def _require_output_dir(path: Path) -> None:
@@ -491,26 +518,26 @@ def compare(
     if as_json:
         out.print_json(json.dumps(data))
         for line in partial:
-            err.print(f"[yellow]{line}[/]", highlight=False)
+            err.print(f"[yellow]{escape(line)}[/]", highlight=False)
         raise typer.Exit(code)
     if differences:
         out.print("[yellow bold]compared with --force although the runs' setups differ:[/]", highlight=False)
         for line in differences:
-            out.print(f"  [yellow]{line}[/]", highlight=False)
-    table = Table(*comparison.HEADERS, title=f"A = {a}   B = {b}")
+            out.print(f"  [yellow]{escape(line)}[/]", highlight=False)
+    table = Table(*comparison.HEADERS, title=escape(f"A = {a}   B = {b}"))
     for cells in comparison.table(data):
         table.add_row(*cells)
     out.print(table)
     if data["only_a"]:
-        out.print(f"only in A: {', '.join(data['only_a'])}", highlight=False)
+        out.print(f"only in A: {', '.join(data['only_a'])}", highlight=False, markup=False)
     if data["only_b"]:
-        out.print(f"only in B: {', '.join(data['only_b'])}", highlight=False)
+        out.print(f"only in B: {', '.join(data['only_b'])}", highlight=False, markup=False)
     for line in comparison.suite_lines(data):
-        out.print(line, highlight=False)
+        out.print(line, highlight=False, markup=False)
     for line in comparison.notes(data):
         out.print(line, style="dim", highlight=False)
     for line in partial:
-        err.print(f"[yellow]partial:[/] {line}; its rate covers fewer episodes than planned", highlight=False)
+        err.print(f"[yellow]partial:[/] {escape(line)}; its rate covers fewer episodes than planned", highlight=False)
     raise typer.Exit(code)
 
 
@@ -586,7 +613,7 @@ def doctor(
         table = Table("check", "status", "detail", "fix")
         colour = {"ok": "green", "warn": "yellow", "fail": "red", "info": "cyan"}
         for c in checks:
-            table.add_row(c.name, f"[{colour.get(c.status, 'white')}]{c.status}[/]", c.detail, c.fix or "")
+            table.add_row(escape(c.name), f"[{colour.get(c.status, 'white')}]{c.status}[/]", escape(c.detail), escape(c.fix or ""))
         out.print(table)
         out.print(f"{len(failed)} problem(s)" if failed else "[green]all checks passed[/]")
     raise typer.Exit(1 if failed else 0)
@@ -662,12 +689,12 @@ def serve(
         # Said once the socket is bound (a taken port fails before it), with the real port (--port 0).
         server.run(on_bound=lambda bound: err.print(
             f"serving {name} on ws://{host}:{bound.port} (healthz: http://{host}:{bound.port}/healthz; "
-            f"{bound.describe()})", highlight=False,
+            f"{bound.describe()})", highlight=False, markup=False,
         ))
     except ArenaError as exc:
         raise _fail(exc) from None
     except OSError as exc:  # e.g. the port is taken
-        err.print(f"[bold red]error:[/] cannot serve on {host}:{port}: {exc.strerror or exc}", highlight=False)
+        err.print(f"[bold red]error:[/] {escape(f'cannot serve on {host}:{port}: {exc.strerror or exc}')}", highlight=False)
         raise typer.Exit(3) from None
 
 
@@ -696,9 +723,9 @@ def probe(
     except ConfigError as exc:  # e.g. an unknown probe kind: a usage error, not "not ready"
         raise _fail(exc) from None
     except ArenaError as exc:
-        err.print(f"not ready: {exc}", highlight=False)
+        err.print(f"not ready: {exc}", highlight=False, markup=False)
         raise typer.Exit(1) from None
-    out.print(f"ready: {kind} {host}:{port}")
+    out.print(f"ready: {kind} {host}:{port}", markup=False)
 
 
 # -- plugins ---------------------------------------------------------------------------------
@@ -745,10 +772,10 @@ def plugins(
     table = Table("plugin", "distribution", "version", "registered")
     for p in data["plugins"]:
         reg = "; ".join(f"{k}: {', '.join(v)}" for k, v in p["registered"].items())
-        table.add_row(p["name"], p["distribution"] or "-", p["version"] or "-", reg or "-")
+        table.add_row(*(escape(str(cell)) for cell in (p["name"], p["distribution"] or "-", p["version"] or "-", reg or "-")))
     out.print(table)
     for b in data["broken"]:  # the traceback is what its author needs; this is where hints send users
-        err.print(f"[red]broken plugin[/] {b['name']} ({b['distribution']}): {b['error']}", highlight=False)
+        err.print("[red]broken plugin[/] " + escape(f"{b['name']} ({b['distribution']}): {b['error']}"), highlight=False)
         err.print(b["traceback"].rstrip(), style="dim", highlight=False, markup=False)
 
 
@@ -772,7 +799,7 @@ def plugins_new(
         created = create_plugin(name, directory, force=force)
     except ArenaError as exc:
         raise _fail(exc) from None
-    out.print(f"created {created.root} ({len(created.files)} files)", highlight=False, soft_wrap=True)
+    out.print(f"created {created.root} ({len(created.files)} files)", highlight=False, soft_wrap=True, markup=False)
     out.print(
         f"next: python -m pip install -e '{created.root}[test]' && python -m pytest {created.root / 'tests'}  "
         f"(then `arena plugins` lists '{created.entry_point}')",
@@ -789,7 +816,7 @@ def main() -> None:
     try:
         get_plugin_manager().register_commands(app)
     except ArenaError as exc:
-        err.print(f"[bold red]error:[/] {exc}")
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
         sys.exit(2)
     app()
 

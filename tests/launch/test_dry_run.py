@@ -40,7 +40,11 @@ def _dry_run(example: str, tmp_path, **env: str) -> tuple[str, str]:
 
 
 def test_a_libero_suite_dry_run_says_each_thing_once_on_short_lines(tmp_path):
-    stdout, stderr = _dry_run("libero_pi05.yaml", tmp_path, ARENA_VENVS=str(tmp_path / "no-venvs"))
+    fake = tmp_path / "venvs" / "libero" / "bin" / "python"  # a dry-run never starts it
+    fake.parent.mkdir(parents=True)
+    fake.write_text("#!/bin/sh\nexit 1\n")
+    fake.chmod(0o755)
+    stdout, stderr = _dry_run("libero_pi05.yaml", tmp_path, ARENA_VENVS=str(tmp_path / "venvs"))
     lines = stdout.splitlines()
     assert len(lines) < 60, stdout  # was 89 lines, 17 KB
     assert max(map(len, lines)) < 240, max(lines, key=len)  # was ~900 characters
@@ -51,9 +55,15 @@ def test_a_libero_suite_dry_run_says_each_thing_once_on_short_lines(tmp_path):
     assert re.search(r"^    long\.4 +libero_10/LIVING_ROOM_SCENE5_put_the_white_mug", stdout, re.M)
     assert stdout.count("server openpi-pi05-libero for 40 runs (spatial.0 … long.9):") == 1
     assert stdout.count("EXPOSED to the network") == 1
-    # The warning about the runs' missing venv names them as briefly.
-    assert "warning: 40 runs (spatial.0 … long.9): the environment runs in its own venv 'libero'" in stderr
-    assert "spatial.2" not in stderr
+    # Without the venv the dry-run stops at it, naming the runs as briefly.
+    done = subprocess.run(
+        [sys.executable, "-m", "arena", "run", str(ROOT / "examples" / "libero_pi05.yaml"), "--dry-run",
+         "--output-dir", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "ARENA_VENVS": str(tmp_path / "no-venvs")},
+    )
+    assert done.returncode == 2, done.stderr
+    assert "40 runs (spatial.0 … long.9): the environment runs in its own venv 'libero'" in done.stderr
+    assert "spatial.2" not in done.stderr
 
 
 def test_mixed_policies_dry_run_names_each_server_once_with_pasteable_commands(tmp_path):

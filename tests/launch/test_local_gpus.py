@@ -104,3 +104,28 @@ def test_servers_on_one_workstation_get_their_own_gpus_queue_for_busy_ones_and_t
     for run in ("a", "b", "both"):
         assert json.loads((out / run / "run_result.json").read_text())["state"] == "completed"
         assert "CUDA_VISIBLE_DEVICES=" + ",".join(server(run)["gpus"]) in (out / run / "server.log").read_text()
+
+
+def test_dry_run_says_the_gpu_numbering_and_the_server_gets_it(tmp_path):
+    """``gpus: [0]`` means nvidia-smi's GPU 0: servers get ``CUDA_DEVICE_ORDER=PCI_BUS_ID``
+    (CUDA's default, fastest first, numbers mixed GPU models otherwise), unless the user set it."""
+    env = stub_nvidia_smi(tmp_path, 2)
+    env.pop("CUDA_DEVICE_ORDER", None)
+    tell = "import os, sys; print('server sees CUDA_DEVICE_ORDER=' + os.environ['CUDA_DEVICE_ORDER'], flush=True); sys.exit(1)"
+    run = {**gpu_run(1), "server": {**gpu_run(1)["server"], "local_command": ["{python}", "-c", tell], "readiness": "tcp"}}
+    path = write(tmp_path, {"a": run}, jobs=1)
+    dry = subprocess.run([sys.executable, "-m", "arena", "run", str(path), "--dry-run"], capture_output=True, text=True, env=env)
+    assert dry.returncode == 0, dry.stderr
+    assert "CUDA_DEVICE_ORDER=PCI_BUS_ID (nvidia-smi's numbering)" in dry.stdout
+    mine = subprocess.run(
+        [sys.executable, "-m", "arena", "run", str(path), "--dry-run"],
+        capture_output=True, text=True, env={**env, "CUDA_DEVICE_ORDER": "FASTEST_FIRST"},
+    )
+    assert "CUDA_DEVICE_ORDER=FASTEST_FIRST (set by you)" in mine.stdout
+    out = tmp_path / "out"
+    result = subprocess.run(
+        [sys.executable, "-m", "arena", "run", str(path), "--output-dir", str(out)],
+        capture_output=True, text=True, env=env, timeout=300,
+    )
+    assert result.returncode == 3, result.stdout + result.stderr  # the stand-in server exits
+    assert "server sees CUDA_DEVICE_ORDER=PCI_BUS_ID" in (out / "a" / "server.log").read_text()

@@ -93,9 +93,16 @@ def test_policy_error_ends_only_the_named_envs_episodes_and_the_run_continues():
 def test_consecutive_errors_abort_and_leave_remaining_items_unrecorded():
     summary, records, _ = _run(2, _items(10), policy_config=CoinFlipConfig(always_fail=True), max_consecutive_errors=3)
     assert summary.aborted and "3 consecutive error episodes" in summary.error
-    assert [r.outcome for r in records] == ["error"] * 3
+    assert [r.outcome for r in records] == ["error"] * 6  # three failed calls, each ending both envs
     recorded = {r.episode_index for r in records}
     assert {i.episode_index for i in summary.unfinished} == set(range(10)) - recorded
+
+
+def test_one_failed_policy_call_counts_once_however_many_envs_it_ends():
+    # The first call fails envs 0, 1 and 2 at once (one server fault): one count, not three.
+    summary, records, _ = _run(4, _items(8), policy_config=CoinFlipConfig(error_seeds=[0, 1, 2]), max_consecutive_errors=2)
+    assert not summary.aborted, summary.error
+    assert summary.counts["error"] == 3 and summary.episodes == 8
 
 
 def test_errors_separated_by_successful_requests_do_not_abort():

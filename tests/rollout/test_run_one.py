@@ -76,12 +76,12 @@ def test_error_episodes_make_exit_code_3_but_the_run_completes(tmp_path, manager
 
 
 def test_persistent_policy_errors_fail_the_run_and_leave_items_for_resume(tmp_path, manager):
-    snap = _snapshot(tmp_path / "e.yaml", policy={"type": "coin_flip", "always_fail": True})
+    snap = _snapshot(tmp_path / "e.yaml", policy={"type": "coin_flip", "always_fail": True}, num_episodes=12)
     closed = CoinFlipPolicy.closed_count
     assert run_one(snap, "count", tmp_path / "out", manager=manager) == 3
     records, result, status = _read(tmp_path / "out")
     assert result["state"] == "failed" and "consecutive error episodes" in result["error"]
-    assert len(records) == 3 and status["state"] == "failed"
+    assert len(records) == 9 and status["state"] == "failed"  # 3 failed calls, each ending the 3 envs' episodes
     assert CoinFlipPolicy.closed_count == closed + 1
 
 

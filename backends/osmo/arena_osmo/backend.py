@@ -26,6 +26,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from rich.markup import escape
+from rich.text import Text
+
 from arena.errors import LaunchError
 from arena.launch.base import LaunchBackend, Resume, Submission
 from arena.launch.exposure import generate_key
@@ -162,7 +165,7 @@ class OsmoBackend(LaunchBackend):
             key_credential = f"arena-key-{secrets.token_hex(6)}"
             osmo_cli.set_secret_credential(key_credential, KEY_CREDENTIAL_KEY, generate_key())
             submission.extra = {**submission.extra, "key_credential": key_credential}
-            _say(console, f"created OSMO credential {key_credential} with the servers' API key (deleted after collect)")
+            _say(console, escape(f"created OSMO credential {key_credential} with the servers' API key (deleted after collect)"))
         workflows = self.render(
             experiment, servers, placeholders=False, resume=resume, carried=carried, key_credential=key_credential
         )
@@ -198,7 +201,7 @@ class OsmoBackend(LaunchBackend):
             submission.extra = {**submission.extra, "workflows": earlier + entries}
             submission.save()
             what = "resubmitted" if resume is not None else "submitted"
-            _say(console, f"workflow [bold]{wf.name}[/] {what} as {workflow_id} ({len(wf.runs)} run(s), pool {wf.pool})")
+            _say(console, f"workflow [bold]{escape(wf.name)}[/] " + escape(f"{what} as {workflow_id} ({len(wf.runs)} run(s), pool {wf.pool})"))
         submission.extra = {**submission.extra, "workflows": earlier + entries}
         submission.save()
         if wait:
@@ -233,7 +236,7 @@ class OsmoBackend(LaunchBackend):
                 counts: dict[str, int] = {}
                 for state in summary.values():
                     counts[state] = counts.get(state, 0) + 1
-                _say(console, "osmo: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+                _say(console, "osmo: " + escape(", ".join(f"{n} {s}" for s, n in sorted(counts.items()))))
                 last = summary
             if all(workflow_finished(st["osmo"]["workflow_status"]) for st in states.values() if "osmo" in st):
                 return
@@ -362,11 +365,11 @@ def _workflows(submission: Submission) -> list[dict[str, Any]]:
 
 
 def _plain(text: str) -> str:
-    import re
-
-    return re.sub(r"\[/?[a-z ]*\]", "", text)
+    """Rich markup ``text`` as plain text (an escaped ``\\[kitchen]`` stays ``[kitchen]``)."""
+    return Text.from_markup(text).plain
 
 
 def _say(console, text: str) -> None:
+    """Print rich markup ``text``; whatever it quotes from outside arena must be ``escape``d."""
     if console is not None:
         console.print(text, highlight=False)

@@ -19,6 +19,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
+
 from arena_osmo import osmo_cli
 from arena_osmo.states import QUEUED, run_state, tasks_by_name
 
@@ -79,7 +81,10 @@ def find_run_root(tree: Path) -> Path | None:
 
 
 def collect_workflow(entry: dict[str, Any], output_dir: Path, say=print) -> dict[str, str]:
-    """Bring the published runs of one workflow into ``output_dir``; returns ``{run: how}``."""
+    """Bring the published runs of one workflow into ``output_dir``; returns ``{run: how}``.
+
+    ``say`` gets rich markup (what it quotes is escaped).
+    """
     from arena.rollout.records import StatusWriter, read_json, write_run_result
 
     workflow = osmo_cli.query(entry["id"])
@@ -113,7 +118,7 @@ def _fetch(url: str, run_dir: Path, say) -> bool:
         try:
             download(url, Path(tmp))
         except (FileNotFoundError, osmo_cli.OsmoCliError) as exc:
-            say(f"[yellow]nothing to download at {url}: {exc}[/]")
+            say(f"[yellow]{escape(f'nothing to download at {url}: {exc}')}[/]")
             return False
         root = find_run_root(Path(tmp))
         if root is None:
@@ -131,7 +136,7 @@ def _fetch_logs(entry: dict[str, Any], tasks: dict[str, dict[str, Any]], output_
             try:
                 text = osmo_cli.task_logs(entry["id"], task)
             except osmo_cli.OsmoCliError as exc:
-                say(f"[yellow]no {kind} log for run {run}: {exc}[/]")
+                say(f"[yellow]{escape(f'no {kind} log for run {run}: {exc}')}[/]")
                 continue
             path = output_dir / run / f"{kind}.log"
             path.parent.mkdir(parents=True, exist_ok=True)

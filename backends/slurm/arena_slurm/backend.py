@@ -9,15 +9,18 @@ the job ids in ``submission.json`` and returns (``arena run`` exits) unless ``--
 
 from __future__ import annotations
 
+import secrets
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.markup import escape
+
 from arena.errors import ConfigError, LaunchError
 from arena.launch.base import LaunchBackend, Resume, Submission
 from arena.launch.planning import missing_image
-from arena.rollout.records import StatusWriter
+from arena.rollout.records import StatusWriter, write_run_result
 
 from arena_slurm import jobstate, scheduler
 from arena_slurm.options import SlurmOptions
@@ -138,6 +141,11 @@ class SlurmBackend(LaunchBackend):
         output_dir = Path(output_dir).absolute()
         if any(ch.isspace() for ch in str(output_dir)):
             raise ConfigError(f"the output directory {output_dir} contains whitespace, which #SBATCH --output cannot hold")
+        if "%" in str(output_dir):  # sbatch(1) "filename pattern": %j, %x, ... would be expanded
+            raise ConfigError(
+                f"the output directory {output_dir} contains '%', which #SBATCH --output expands (%j: the job id, "
+                "%x: its name, ...): choose a directory without '%'"
+            )
         texts = {
             f"{run}.sbatch": render_run_script(experiment, run, servers.get(run), self.options, output_dir)
             for run in experiment.runs
@@ -239,20 +247,26 @@ class SlurmBackend(LaunchBackend):
             if n > 1 and len(todo) < n:  # resume: only the shards with work left (overrides #SBATCH --array)
                 limit = f"%{self.options.array_parallelism}" if self.options.array_parallelism else ""
                 array = [f"--array={','.join(map(str, todo))}{limit}"]
-            try:
-                job = scheduler.sbatch(script_dir / f"{run}.sbatch", *array, script_args=script_args)
-            except LaunchError as exc:
-                raise LaunchError(f"{exc}{_already_submitted(submission, done, output_dir)}") from None
-            if n == 1:
-                submission.ids[run] = {"0": job}
-            else:
-                submission.ids.setdefault(run, {}).update({str(k): f"{job}_{k}" for k in todo})
-                submission.extra["array_jobs"][run] = job
+            # Noted before sbatch: if arena dies while sbatch runs, later commands find the job by
+            # its comment (_adopt_submitted) instead of losing it.
+            token = submission.extra.setdefault("token", secrets.token_hex(8))
+            submission.extra.setdefault("submitting", {})[run] = todo
             submission.save()
+            try:
+                job = scheduler.sbatch(
+                    script_dir / f"{run}.sbatch", *array, f"--comment={_comment(token, run)}", script_args=script_args
+                )
+            except LaunchError as exc:  # recorded failed (not pending forever), then said
+                submission.extra["submitting"].pop(run, None)
+                error = jobstate.refusal(run, str(exc))
+                _record_refused(submission, run, todo, n, error)
+                raise LaunchError(f"{error}{_already_submitted(submission, done, output_dir)}") from None
+            submission.extra.get("refused", {}).pop(run, None)  # a resume submitted it after all
+            _record_job(submission, run, n, todo, job)
             done.append(run)
             new_jobs.append(job)
             what = f" (array of {n} shards)" if n > 1 and len(todo) == n else f" (shards {', '.join(map(str, todo))} of {n})" if n > 1 else ""
-            _say(console, f"run [bold]{run}[/]: Slurm job {job}{what}" + (" resuming" if resume is not None else ""))
+            _say(console, f"run [bold]{escape(run)}[/]: " + escape(f"Slurm job {job}{what}" + (" resuming" if resume is not None else "")))
         collect = scheduler.sbatch(
             script_dir / "collect.sbatch",
             f"--dependency=afterany:{':'.join(sorted(new_jobs, key=int))}",
@@ -270,8 +284,8 @@ class SlurmBackend(LaunchBackend):
 
         A job pending for a reason that cannot clear (:data:`arena_slurm.jobstate.NEVER_STARTS`,
         e.g. more CPUs than any node of the partition has) is cancelled and its run failed,
-        naming the option to change; waiting goes on for the others. Ctrl-C stops waiting
-        only: the jobs keep running (``arena cancel`` stops them).
+        naming the option to change; waiting goes on for the others. Ctrl-C (or SIGTERM) stops
+        waiting only: the jobs keep running (``arena cancel`` stops them), as ``arena run`` says.
         """
         refs = [j for ids in submission.ids.values() for j in ids.values()]
         if submission.extra.get("collect_job"):
@@ -285,14 +299,13 @@ class SlurmBackend(LaunchBackend):
                 if any(j.state in jobstate.QUEUED and j.reason in jobstate.NEVER_STARTS for j in live.values()):
                     states, _ = jobstate.job_states(submission)
                     for piece in jobstate.fail_never_starting(submission, states):
-                        _say(console, f"[red]run {piece.run}[/]: {states[piece].error}")
+                        _say(console, f"[red]run {escape(piece.run)}[/]: {escape(str(states[piece].error))}")
                 summary = _summary(live)
                 if summary != last:
-                    _say(console, f"waiting for Slurm: {summary}")
+                    _say(console, escape(f"waiting for Slurm: {summary}"))
                     last = summary
                 time.sleep(self.options.poll_interval_s)
-        except KeyboardInterrupt:
-            _say(console, f"[yellow]stopped waiting; the jobs keep running (stop them: arena cancel {submission.output_dir})[/]")
+        except KeyboardInterrupt:  # `arena run` says what the jobs do now and what to run
             raise
 
     # -- later commands ------------------------------------------------------------------------
@@ -300,10 +313,19 @@ class SlurmBackend(LaunchBackend):
         """Per run: state (shards merged), episode counts from the records, job ids and errors."""
         from arena.results.aggregate import summarize_run
 
+        _adopt_submitted(submission)
         output_dir = Path(submission.output_dir)
         states, live = jobstate.job_states(submission)
         manifest = _manifest(output_dir)
         report: dict[str, dict[str, Any]] = {}
+        for run, error in submission.extra.get("refused", {}).items():
+            if run not in submission.ids:  # sbatch refused its job: no job to ask Slurm about
+                summary = summarize_run(output_dir, run, manifest.get(run))
+                report[run] = {
+                    "state": "failed", "episodes_done": summary["episodes_recorded"], "episodes_total": summary["episodes_total"],
+                    "successes": summary["counts"]["success"], "errors": summary["counts"]["error"], "error": error,
+                    "pending_reason": None, "slurm_jobs": {}, "slurm_states": None,
+                }
         for run in submission.ids:
             mine = {p: s for p, s in states.items() if p.run == run}
             summary = summarize_run(output_dir, run, manifest.get(run))
@@ -328,6 +350,7 @@ class SlurmBackend(LaunchBackend):
         itself; jobs that never started, or left no final state, are finalized here after
         they leave the queue (at most :data:`CANCEL_SETTLE_S` seconds).
         """
+        _adopt_submitted(submission)
         refs = [j for ids in submission.ids.values() for j in ids.values()]
         submission.extra["cancel_requested_at"] = datetime.now(timezone.utc).isoformat()
         submission.save()
@@ -364,6 +387,51 @@ def _resumed(submission: Submission, shards: dict[str, int]) -> Submission:
         entry["after_cancel_at"] = submission.extra.pop("cancel_requested_at")
     submission.extra.setdefault("resumes", []).append(entry)
     return submission
+
+
+def _comment(token: str, run: str) -> str:
+    """The ``sbatch --comment`` that identifies ``run``'s job of one submission."""
+    return f"arena:{token}:{run}"
+
+
+def _record_job(submission: Submission, run: str, n: int, todo: list[int], job: str) -> None:
+    """Note that ``job`` runs ``run`` (shards ``todo`` of ``n``) and save the submission."""
+    if n == 1:
+        submission.ids[run] = {"0": job}
+    else:
+        submission.ids.setdefault(run, {}).update({str(k): f"{job}_{k}" for k in todo})
+        submission.extra["array_jobs"][run] = job
+    submission.extra.get("submitting", {}).pop(run, None)
+    submission.save()
+
+
+def _adopt_submitted(submission: Submission) -> None:
+    """Record the jobs of runs whose ``sbatch`` was still running when ``arena run`` died
+    (SIGKILL): they are found in the queue by their ``--comment``; a run without one was
+    not submitted and has nothing to stop."""
+    pending = dict(submission.extra.get("submitting") or {})
+    token = submission.extra.get("token")
+    if not pending or not token:
+        return
+    found = scheduler.jobs_by_comment({_comment(token, run) for run in pending})
+    shards = submission.extra.get("shards", {})
+    for run, todo in pending.items():
+        job = found.get(_comment(token, run))
+        if job is not None:
+            _record_job(submission, run, int(shards.get(run, 1)), list(todo), job)
+
+
+def _record_refused(submission: Submission, run: str, todo: list[int], n: int, error: str) -> None:
+    """Write ``failed`` with sbatch's refusal for the pieces of ``run`` it refused."""
+    output_dir = Path(submission.output_dir)
+    for k in todo:
+        work_dir = output_dir / run if n == 1 else output_dir / run / "shards" / str(k)
+        shard = None if n == 1 else [k, n]
+        StatusWriter(work_dir / "status.json", run=run, shard=shard, pid=None).write(state="failed", error=error)
+        write_run_result(work_dir, run=run, state="failed", error=error, server=None, episodes_total=None,
+                         shard=None if n == 1 else (k, n))
+    submission.extra.setdefault("refused", {})[run] = error
+    submission.save()
 
 
 def _already_submitted(submission: Submission, runs: list[str], output_dir: Path) -> str:
@@ -404,5 +472,6 @@ def _manifest(output_dir: Path) -> dict[str, Any]:
 
 
 def _say(console: Console | None, text: str) -> None:
+    """Print rich markup ``text``; whatever it quotes from outside arena must be ``escape``d."""
     if console is not None:
         console.print(text, highlight=False)

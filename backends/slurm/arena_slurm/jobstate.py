@@ -9,7 +9,9 @@ the job (``MinJobAge``): ``CANCELLED`` -> ``cancelled``, ``TIMEOUT`` -> ``failed
 ``launch.slurm.time``, ``OUT_OF_MEMORY`` -> ``failed`` naming the memory options, anything
 else -> ``failed``; with neither such a job is ``cancelled`` after ``arena cancel``, else
 ``failed``. (The job script itself records a time limit before it is reached, from the
-signal Slurm sends ahead of it, so this is the fallback.)
+signal Slurm sends ahead of it, so this is the fallback.) A ``cancelled`` status.json that
+nobody asked for (no ``arena cancel``) is checked against Slurm too: a runner killed by the
+SIGTERM of a time limit records ``cancelled``, which Slurm's ``TIMEOUT`` turns into ``failed``.
 
 A pending job carries ``squeue``'s reason (``Resources``, ``Priority``, …). Some reasons never
 clear by waiting (squeue(1), "JOB REASON CODES"): the job asks for more than the partition's
@@ -26,7 +28,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from arena.launch.base import Submission
-from arena.rollout.records import StatusWriter, read_json, write_run_result
+from arena.rollout.records import StatusWriter, read_json, write_json_atomic, write_run_result
 
 from arena_slurm import scheduler
 
@@ -66,6 +68,26 @@ ENDINGS = {
     "NODE_FAIL": "lost its node (NODE_FAIL); `arena run --resume` continues it",
     "PREEMPTED": "was preempted; `arena run --resume` continues it",
 }
+
+
+#: What to change when sbatch refuses a job, by a fragment of its message (Slurm's
+#: src/common/slurm_errno.c texts, e.g. "Memory required by task is not available").
+REFUSALS: tuple[tuple[str, str], ...] = (
+    ("memory", "lower launch.slurm.memory (the runner) or the ServerTask's resources.memory"),
+    ("node configuration is not available", _RESOURCES),
+    ("more processors than", _RESOURCES),
+    ("invalid account", "fix launch.slurm.account"),
+    ("invalid partition", "fix launch.slurm.partition"),
+    ("invalid qos", "fix launch.slurm.qos"),
+    ("time limit", "lower launch.slurm.time or choose another launch.slurm.partition"),
+)
+
+
+def refusal(run: str, message: str) -> str:
+    """The error of a run whose job sbatch refused: sbatch's ``message`` and the option to change."""
+    folded = message.casefold()
+    hint = next((why for fragment, why in REFUSALS if fragment in folded), None)
+    return f"run {run} was not submitted: {message}" + (f" ({hint})" if hint else "")
 
 
 def never_starts(job: str, reason: str) -> str | None:
@@ -122,6 +144,10 @@ def piece_state(
     status = status if isinstance(status, dict) else {}
     state = status.get("state")
     if state in FINAL:
+        if state == "cancelled" and not cancel_requested and (accounting or {}).get(piece.job) in ENDINGS:
+            # the runner saw only the SIGTERM of Slurm's time limit (or node failure): Slurm knows why
+            final = (accounting or {})[piece.job]
+            return PieceState("failed", f"Slurm job {piece.job} {ENDINGS[final]} (see {piece.log_name()})")
         return PieceState(state, status.get("error"))
     if live is None:  # squeue unavailable (e.g. the output directory was copied off the cluster)
         return PieceState(state if state in ("pending", "starting_server", "running") else "pending")
@@ -168,24 +194,29 @@ def job_states(
         live = None
     ended = [p.job for p in all_pieces if live is not None and p.job not in live]
     accounting = None
-    if ended and _needs_accounting(all_pieces, output_dir, live or {}):
+    cancel_requested = bool(submission.extra.get("cancel_requested_at"))
+    if ended and _needs_accounting(all_pieces, output_dir, live or {}, cancel_requested):
         accounting = scheduler.sacct(ended)
         if accounting is None:  # no accounting: slurmctld remembers ended jobs for MinJobAge
-            unfinished = [p.job for p in all_pieces if p.job in ended and not _final_status(p, output_dir)]
+            unfinished = [p.job for p in all_pieces if p.job in ended and not _final_status(p, output_dir, cancel_requested)]
             accounting = scheduler.scontrol_states(unfinished)
-    cancel_requested = bool(submission.extra.get("cancel_requested_at"))
     states = {p: piece_state(p, output_dir, live, accounting, cancel_requested) for p in all_pieces}
     return states, live
 
 
-def _final_status(piece: Piece, output_dir: Path) -> bool:
+def _final_status(piece: Piece, output_dir: Path, cancel_requested: bool = True) -> bool:
+    """Whether the job's status.json holds a final state Slurm need not be asked about: not a
+    ``cancelled`` nobody asked for (a time limit's SIGTERM reads so to the runner)."""
     status = read_json(piece.work_dir(output_dir) / "status.json")
-    return isinstance(status, dict) and status.get("state") in FINAL
+    state = status.get("state") if isinstance(status, dict) else None
+    return state in FINAL and (state != "cancelled" or cancel_requested)
 
 
-def _needs_accounting(all_pieces: list[Piece], output_dir: Path, live: dict[str, scheduler.QueuedJob]) -> bool:
-    """Ask sacct only for ended jobs without a final status.json (the usual case needs none)."""
-    return any(piece.job not in live and not _final_status(piece, output_dir) for piece in all_pieces)
+def _needs_accounting(
+    all_pieces: list[Piece], output_dir: Path, live: dict[str, scheduler.QueuedJob], cancel_requested: bool
+) -> bool:
+    """Ask sacct only for ended jobs without a settled status.json (the usual case needs none)."""
+    return any(piece.job not in live and not _final_status(piece, output_dir, cancel_requested) for piece in all_pieces)
 
 
 def fail_never_starting(submission: Submission, states: dict[Piece, PieceState]) -> list[Piece]:
@@ -227,6 +258,11 @@ def finalize(submission: Submission, states: dict[Piece, PieceState]) -> list[Pi
         status = status if isinstance(status, dict) else {}
         result = read_json(work_dir / "run_result.json")
         if isinstance(result, dict) and result.get("state") in FINAL:
+            if result["state"] == "cancelled" and state == "failed":  # Slurm's TIMEOUT, not a cancel
+                fields = {k: v for k, v in status.items() if k not in ("state", "error")}
+                StatusWriter(work_dir / "status.json", **fields).write(state=state, error=error)
+                write_json_atomic(work_dir / "run_result.json", {**result, "state": state, "error": error})
+                written.append(piece)
             continue
         work_dir.mkdir(parents=True, exist_ok=True)
         if status.get("state") not in FINAL:

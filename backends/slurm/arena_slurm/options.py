@@ -28,6 +28,22 @@ _MOUNT = re.compile(r"^[^:,\s]+(:[^:,\s]+(:[^:,\s]+)?)?$")
 _WORD = re.compile(r"[A-Za-z0-9_.,:+-]+")
 
 
+def time_seconds(value: str | None) -> int | None:
+    """Seconds of a Slurm time limit (``M``, ``M:S``, ``H:M:S``, ``D-H``, ``D-H:M``, ``D-H:M:S``,
+    sbatch(1) ``--time``); ``None`` for unset or unlimited."""
+    if value is None or not _TIME.match(value) or value in ("UNLIMITED", "INFINITE"):
+        return None
+    days, _, rest = value.rpartition("-")
+    parts = [int(p) for p in rest.split(":")]
+    if days:  # D-H, D-H:M, D-H:M:S
+        h, m, sec = (parts + [0, 0])[:3]
+    elif len(parts) == 3:  # H:M:S
+        h, m, sec = parts
+    else:  # M, M:S
+        h, m, sec = 0, parts[0], parts[1] if len(parts) > 1 else 0
+    return ((int(days or 0) * 24 + h) * 60 + m) * 60 + sec
+
+
 class SlurmOptions(BackendOptions):
     """Options of the ``slurm`` launch backend (``launch.slurm`` in the experiment file)."""
 
@@ -136,6 +152,16 @@ class SlurmOptions(BackendOptions):
             if "\n" in line or "\r" in line:
                 raise ValueError(f"setup command {short_repr(line)} holds a line break; give one command per item")
         return value
+
+    @model_validator(mode="after")
+    def _time_longer_than_its_signal(self) -> SlurmOptions:
+        seconds = time_seconds(self.time)
+        if seconds is not None and seconds <= self.time_signal_s:
+            raise ValueError(
+                f"time {self.time!r} ({seconds} s) is not longer than time_signal_s={self.time_signal_s}: Slurm would "
+                "signal the job's time limit as it starts; lengthen time or lower time_signal_s"
+            )
+        return self
 
     @model_validator(mode="after")
     def _shards_valid(self) -> SlurmOptions:

@@ -101,6 +101,23 @@ def squeue(job_refs: Iterable[str]) -> dict[str, QueuedJob]:
     return jobs
 
 
+def jobs_by_comment(comments: set[str]) -> dict[str, str]:
+    """``{comment: job id}`` of the live jobs (array jobs: their base id) whose ``--comment``
+    is one of ``comments``; empty when squeue cannot be run."""
+    try:
+        result = _run(["squeue", "-h", "-o", "%F|%k"])
+    except LaunchError:  # no squeue here (the directory copied off the cluster)
+        return {}
+    if result.returncode != 0:
+        return {}
+    found: dict[str, str] = {}
+    for line in result.stdout.splitlines():
+        job, _, comment = line.strip().partition("|")
+        if comment in comments and job.isdigit():
+            found.setdefault(comment, job)
+    return found
+
+
 def sacct(job_refs: Iterable[str]) -> dict[str, str] | None:
     """Final states from accounting: ``{job or array element id: state}``; ``None`` where
     accounting is disabled or sacct is missing (then callers rely on squeue and status.json)."""

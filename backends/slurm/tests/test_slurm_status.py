@@ -293,7 +293,8 @@ def test_resume_resubmits_only_the_shards_with_unfinished_work(tmp_path, fake_sl
     write_status(out, "zero", "completed")
     assert resume_experiment(out) == 0
     sbatch = fake_slurm.calls("sbatch")[-2:]
-    assert sbatch[0][2:] == ["--array=1", str(out / "slurm" / "expert.sbatch"), "--resume"]
+    token = Submission.load(out).extra["token"]
+    assert sbatch[0][2:] == ["--array=1", f"--comment=arena:{token}:expert", str(out / "slurm" / "expert.sbatch"), "--resume"]
     assert sbatch[1][2] == "--dependency=afterany:104"
     submission = Submission.load(out)
     assert submission.ids == {"expert": {"0": "101_0", "1": "104_1"}, "zero": {"0": "102"}}

@@ -56,6 +56,11 @@ class EnvironmentConfig(BaseModel):
       see :mod:`arena.venvs`) to run the workers under; implies at least one worker. Unset:
       the environment class's :attr:`Environment.default_venv` when that venv exists, else
       this interpreter.
+    - ``worker_timeout_s``: seconds a worker may take to answer one step, reset, render or
+      episode-info request (default 600; ``null``: no bound). A worker that takes longer (a
+      simulator deadlocked in native code) is killed: its envs' current episodes end ``error``
+      naming this timeout, it is started again for their next episodes, and the other workers'
+      envs go on, as when a worker crashes. Building the environment is not bounded by it.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -71,6 +76,13 @@ class EnvironmentConfig(BaseModel):
         description="interpreter to run the workers under (a benchmark's own venv, e.g. "
         "~/.local/share/arena/venvs/NAME/bin/python); null: the environment's default venv if "
         "it exists, else this one",
+    )
+
+    worker_timeout_s: float | None = Field(
+        600.0,
+        gt=0,
+        description="seconds a worker process may take to answer one step or reset; a worker stuck "
+        "longer is killed, its envs' episodes end as errors and it is restarted. null: no bound",
     )
 
     @field_validator("workers", mode="before")
@@ -137,6 +149,10 @@ class Environment:
     #: environment's workers when the config sets no ``python`` and the venv exists (a plugin
     #: creates it with :func:`arena.venvs.ensure_venv`, e.g. in its ``arena NAME setup``).
     default_venv: ClassVar[str | None] = None
+    #: Top-level modules of the simulator that :attr:`default_venv` holds (e.g. ``("libero",)``):
+    #: ``arena run`` refuses a run whose venv does not exist while one of these modules is not
+    #: importable in arena's own interpreter either (exit 2, naming the setup command).
+    simulator_modules: ClassVar[tuple[str, ...]] = ()
     #: Cameras whose ``camera_obs`` frames come upside down, as the simulator renders them
     #: (LIBERO): policies get them so, videos are rotated upright.
     upside_down_cameras: ClassVar[frozenset[str]] = frozenset()

@@ -7,6 +7,11 @@ workstation do not all load onto GPU 0. The GPUs are those of arena's own
 arena two GPUs), else the ones ``nvidia-smi -L`` lists. A server that asks for more GPUs than
 the machine has fails its runs with a message saying so; one whose GPUs are held by other
 servers waits until they are free (it is queued, like a run waiting for a ``jobs`` slot).
+
+The numbers mean what ``nvidia-smi`` says: each server also gets ``CUDA_DEVICE_ORDER=PCI_BUS_ID``
+(nvidia-smi numbers GPUs in PCI bus order; CUDA's own default, ``FASTEST_FIRST``, differs on a
+node with mixed GPU models, so ``gpus: [0]`` could land on another card), unless the user's
+environment or the server task's ``env`` sets ``CUDA_DEVICE_ORDER`` itself.
 """
 
 from __future__ import annotations
@@ -18,7 +23,11 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["GpuPool", "discover_gpus"]
+__all__ = ["GpuPool", "cuda_device_order", "discover_gpus"]
+
+#: The order ``nvidia-smi -L`` numbers GPUs in (NVIDIA's nvidia-smi and CUDA C Programming Guide
+#: "CUDA Environment Variables": ``PCI_BUS_ID`` orders by PCI bus ID, ``FASTEST_FIRST`` is the default).
+PCI_ORDER = "PCI_BUS_ID"
 
 _NVIDIA_SMI_LINE = re.compile(r"^GPU (\d+):")
 
@@ -42,6 +51,17 @@ def discover_gpus(env: Mapping[str, str] | None = None) -> tuple[list[str], str]
         return [], f"nvidia-smi -L failed: {exc}"
     devices = [m.group(1) for line in listing.stdout.splitlines() if (m := _NVIDIA_SMI_LINE.match(line.strip()))]
     return devices, "nvidia-smi -L"
+
+
+def cuda_device_order(env: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """``(order, why)``: the ``CUDA_DEVICE_ORDER`` a server gets, and why (for messages).
+
+    ``env`` (default ``os.environ``) is the server's environment before arena adds its GPUs.
+    """
+    env = os.environ if env is None else env
+    if env.get("CUDA_DEVICE_ORDER"):
+        return env["CUDA_DEVICE_ORDER"], "set by you"
+    return PCI_ORDER, "nvidia-smi's numbering"
 
 
 @dataclass

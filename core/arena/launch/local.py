@@ -28,11 +28,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
+from rich.markup import escape
 
 from arena.errors import ConfigError
 from arena.launch.base import BackendOptions, LaunchBackend, Resume, Submission
 from arena.launch.exposure import GENERATED_KEY_ENV, Exposure, decide_exposure, generate_key
-from arena.launch.gpus import GpuPool, discover_gpus
+from arena.launch.gpus import GpuPool, cuda_device_order, discover_gpus
 from arena.launch.local_server import LocalServer
 from arena.processes import signal_group, spawn, terminate
 from arena.rollout.run_one import SERVER_API_KEY_ENV_ENV
@@ -222,7 +223,11 @@ def _gpu_plan(pool: GpuPool, task, owner: str) -> str:
     taken = pool.take(owner, wanted, task.gpus)
     if taken is None:
         return f"GPUs: {wanted} wanted, held by {', '.join(pool.held_by(task.gpus, wanted))}: queued until they are free"
-    return f"GPUs: CUDA_VISIBLE_DEVICES={','.join(taken)} (of {', '.join(pool.devices)}; {pool.source})"
+    order, why = cuda_device_order({**os.environ, **task.env})
+    return (
+        f"GPUs: CUDA_VISIBLE_DEVICES={','.join(taken)} (of {', '.join(pool.devices)}; {pool.source}), "
+        f"CUDA_DEVICE_ORDER={order} ({why})"
+    )
 
 
 def _pid_alive(pid: Any) -> bool:
@@ -259,6 +264,7 @@ class _Scheduler:
         self.slots: dict[str, _RunSlot] = {}
 
     def say(self, text: str) -> None:
+        """Print rich markup ``text``; whatever it quotes from outside arena must be ``escape``d."""
         if self.console is not None:
             self.console.print(text, highlight=False)
 
@@ -276,7 +282,7 @@ class _Scheduler:
         except OSError as exc:  # the output directory cannot be written (disk full, read-only)
             from arena.errors import LaunchError, unwritable
 
-            self.say(f"[red]{unwritable(exc)}: stopping runners and servers[/]")
+            self.say(f"[red]{escape(unwritable(exc))}: stopping runners and servers[/]")
             try:
                 self._cancel_everything()
             except OSError:  # their states cannot be written either; `arena status` sees them gone
@@ -313,9 +319,10 @@ class _Scheduler:
                 if inst.waiting_note is None:
                     holders = [self.instances[k].server.task.name for k in self.gpus.held_by(task.gpus, task.gpu_count)]
                     inst.waiting_note = f"server {task.name} waits for {task.gpu_count} GPU(s) held by {', '.join(holders)}"
-                    self.say(inst.waiting_note)
+                    self.say(escape(inst.waiting_note))
                 return
             server.env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
+            server.env["CUDA_DEVICE_ORDER"] = cuda_device_order({**os.environ, **task.env})[0]
             server.gpus = gpus
         if inst.exposure.key == "generated":
             key = self.keys.setdefault(inst.key, generate_key())
@@ -323,13 +330,17 @@ class _Scheduler:
         server.probe_key = self._client_key(inst)
         server.log_path = self.output_dir / "servers" / f"{task.name}-{list(self.instances).index(inst.key)}.log"
         server.start()
-        gpu_note = f", CUDA_VISIBLE_DEVICES={server.env['CUDA_VISIBLE_DEVICES']}" if gpus is not None else ""
+        gpu_note = (
+            f", CUDA_VISIBLE_DEVICES={server.env['CUDA_VISIBLE_DEVICES']} (CUDA_DEVICE_ORDER={server.env['CUDA_DEVICE_ORDER']})"
+            if gpus is not None else ""
+        )
         server.note(f"{inst.exposure.describe()}{gpu_note}")
         self.say(
-            f"starting server [bold]{task.name}[/] on {server.host}:{server.port} for {', '.join(inst.all_users)}{gpu_note}"
+            f"starting server [bold]{escape(task.name)}[/] on {escape(server.host)}:{server.port} for {escape(', '.join(inst.all_users))}"
+            f"{escape(gpu_note)}"
         )
         if inst.exposure.exposed:
-            self.say(f"[yellow]{inst.exposure.describe()}[/]")
+            self.say(f"[yellow]{escape(inst.exposure.describe())}[/]")
 
     def _client_key(self, inst: _Instance) -> str | None:
         """The key the clients of ``inst`` (and its readiness probe) present."""
@@ -353,13 +364,13 @@ class _Scheduler:
                 continue
             if state == "starting":
                 self.say(
-                    f"[yellow]server {server.task.name} {server.last_exit}: restarting it on {server.host}:{server.port} "
+                    f"[yellow]server {escape(server.task.name)} {escape(server.last_exit)}: restarting it on {escape(server.host)}:{server.port} "
                     f"({server.restarts}/{server.max_restarts})[/]"
                 )
             elif state == "ready":
-                self.say(f"server {server.task.name} is ready again on {server.host}:{server.port}")
+                self.say(escape(f"server {server.task.name} is ready again on {server.host}:{server.port}"))
             elif state == "failed":
-                self.say(f"[red]server {server.task.name} failed[/]: {server.error}")
+                self.say(f"[red]server {escape(server.task.name)} failed[/]: {escape(str(server.error))}")
 
     def _advance(self) -> None:
         self._watch_servers()
@@ -376,13 +387,13 @@ class _Scheduler:
                     self._launch_runner(slot, server)
                 elif state in ("failed", "stopped"):
                     reason = server.error or f"server '{server.task.name}' is not running"
-                    self.say(f"[red]run {name} failed[/]: {reason}")
+                    self.say(f"[red]run {escape(name)} failed[/]: {escape(reason)}")
                     _write_failed_result(self.output_dir, name, reason, server, slot.instance.exposure if slot.instance else None)
                     self._finish(slot)
             elif slot.proc.poll() is not None:
                 code = slot.proc.returncode
                 _ensure_final_state(self.output_dir, name, code)
-                self.say(f"run {name} finished (exit {code})")
+                self.say(escape(f"run {name} finished (exit {code})"))
                 self._finish(slot)
 
     def _launch_runner(self, slot: _RunSlot, server: LocalServer | None) -> None:
@@ -397,7 +408,7 @@ class _Scheduler:
         slot.proc = spawn(argv, self.output_dir / slot.name / "runner.log", env)
         self.submission.ids[slot.name] = {"0": str(slot.proc.pid)}
         self.submission.save()
-        self.say(f"run [bold]{slot.name}[/] started (pid {slot.proc.pid})")
+        self.say(f"run [bold]{escape(slot.name)}[/] started (pid {slot.proc.pid})")
 
     def _finish(self, slot: _RunSlot) -> None:
         self.slots.pop(slot.name, None)
@@ -419,7 +430,7 @@ class _Scheduler:
                 dst.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(src, dst)
             except OSError as exc:  # a full disk must not hide why the run failed
-                self.say(f"[yellow]cannot copy the server log to {dst}: {exc.strerror or exc}[/]")
+                self.say(f"[yellow]cannot copy the server log to {escape(str(dst))}: {escape(str(exc.strerror or exc))}[/]")
 
     # -- shutting down ------------------------------------------------------------------------
     def _cancel_everything(self) -> None:

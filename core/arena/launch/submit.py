@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
+from rich.markup import escape
 
 from arena.errors import ConfigError, LaunchError, short_repr
-from arena.launch.base import Resume, Submission, Terminated, sigterm_interrupts
+from arena.launch.base import SUBMISSION_FILE, Resume, Submission, Terminated, sigterm_interrupts
 from arena.launch.planning import plan_servers
 
 if TYPE_CHECKING:
@@ -140,7 +141,7 @@ def run_experiment(
     write_snapshot(experiment, out / CLAIM_FILE)
     write_manifest(experiment, out)
     _write_provenance(out, experiment.source, _exposure_dicts(backend, experiment, servers))
-    _say(console, f"experiment [bold]{experiment.name}[/]: {len(experiment.runs)} run(s) -> {out}")
+    _say(console, f"experiment [bold]{escape(experiment.name)}[/]: {len(experiment.runs)} run(s) -> {escape(str(out))}")
     return _submit_and_report(experiment, servers, backend, out, wait, console, None)
 
 
@@ -162,14 +163,36 @@ def _submit_and_report(experiment, servers, backend, out: Path, wait: bool, cons
             submission = backend.submit(experiment, servers, out, wait=wait, console=console, **kwargs)
     except KeyboardInterrupt as stop:
         _finish_report(out, console)
+        code = EXIT_TERMINATED if isinstance(stop, Terminated) else EXIT_INTERRUPTED
+        if backend.name != "local" and (out / SUBMISSION_FILE).exists():
+            # only the waiting stopped: the jobs keep running, and a resume now would be refused
+            _say(console, escape(
+                f"stopped waiting; the {backend.name} jobs keep running: follow them with `arena status {out}`, "
+                f"stop them with `arena cancel {out}`, report with `arena collect {out}` once they end"
+            ))
+            return code
         how = "cancelled" if isinstance(stop, Terminated) else "interrupted"
-        _say(console, f"{how}: finished episodes are kept; run the rest with: arena run --resume {out}")
-        return EXIT_TERMINATED if isinstance(stop, Terminated) else EXIT_INTERRUPTED
+        _say(console, escape(f"{how}: finished episodes are kept; run the rest with: arena run --resume {out}"))
+        return code
     if backend.name != "local" and not wait:
-        _say(console, f"submitted to {backend.name}; follow it with `arena status {out}`")
+        _say(console, escape(f"submitted to {backend.name}; follow it with `arena status {out}`"))
         return EXIT_OK
     backend.collect(submission)
-    return _finish_report(out, console)
+    code = _finish_report(out, console)
+    states = {r.get("state") for r in _read_result_states(out)}
+    if states & {"failed", "cancelled"}:
+        _say(console, escape(f"the unfinished work items (and error episodes) run again with: arena run --resume {out}"))
+    return code
+
+
+def _read_result_states(out: Path) -> list[dict[str, Any]]:
+    """The runs of ``experiment_result.json`` (empty when it was not written)."""
+    from arena.results.aggregate import RESULT_NAME
+    from arena.rollout.records import read_json
+
+    data = read_json(out / RESULT_NAME)
+    runs = data.get("runs") if isinstance(data, dict) else None
+    return list(runs.values()) if isinstance(runs, dict) else []
 
 
 def _progress(backend, out: Path, runs: list[str], console, totals: dict[str, int], policies: dict[str, str]):
@@ -276,10 +299,10 @@ def resume_experiment(
     remaining = remaining_work(output_dir, keep_errors)
     todo = {name: run for name, run in experiment.runs.items() if remaining.get(name)}
     if not todo:
-        _say(console, f"nothing to resume in {output_dir}: every work item has a finished record")
+        _say(console, escape(f"nothing to resume in {output_dir}: every work item has a finished record"))
         return _finish_report(output_dir, console)
     left = sum(len(remaining[name]) for name in todo)
-    _say(console, f"resuming [bold]{experiment.name}[/]: {left} episode(s) of {len(todo)} run(s): {', '.join(todo)}")
+    _say(console, f"resuming [bold]{escape(experiment.name)}[/]: {left} episode(s) of {len(todo)} run(s): {escape(', '.join(todo))}")
     sub = dataclasses.replace(experiment, runs=todo)
     servers = plan_servers(sub)
     backend = make_backend(sub)
@@ -351,9 +374,9 @@ def _finish_report(out: Path, console: Console | None) -> int:
         write_json_atomic(out / RESULT_NAME, result)
         report = write_report(out, result)
     except OSError as exc:  # disk full, read-only: the records are kept; `arena report` rebuilds
-        _say(console, f"[red]error:[/] {unwritable(exc)} (the records are kept; `arena report {out}` rebuilds it)")
+        _say(console, f"[red]error:[/] {escape(f'{unwritable(exc)} (the records are kept; `arena report {out}` rebuilds it)')}")
         return EXIT_FAILED
-    _say(console, f"report: {report}")
+    _say(console, escape(f"report: {report}"))
     return EXIT_OK if ok else EXIT_FAILED
 
 
@@ -411,6 +434,7 @@ def collect_submission(output_dir: Path) -> Path:
 
 # -- printing ---------------------------------------------------------------------------------
 def _say(console: Console | None, text: str) -> None:
+    """Print rich markup ``text``; whatever it quotes from outside arena must be ``escape``d."""
     if console is not None:
         console.print(text, highlight=False)
 
@@ -502,7 +526,7 @@ def _print_summary(result: dict[str, Any], console: Console) -> None:
         rate = r.get("success_rate")
         ci = r.get("ci95") if r.get("n") else None  # no episode: no interval (not 0-100 %)
         table.add_row(
-            name,
+            escape(name),
             f"[red]{r.get('state')}[/]" if r.get("state") == "failed" else str(r.get("state")),
             f"{r.get('k', 0)}/{r.get('n', 0)}",
             "-" if rate is None else f"{100 * rate:.0f}%",
@@ -510,11 +534,11 @@ def _print_summary(result: dict[str, Any], console: Console) -> None:
             str(r.get("counts", {}).get("failure", 0)),
             str(r.get("counts", {}).get("timeout", 0)),
             str(r.get("counts", {}).get("error", 0)),
-            f"[yellow]{r['partial_note']}[/]" if r.get("partial_note") else "",
+            f"[yellow]{escape(r['partial_note'])}[/]" if r.get("partial_note") else "",
         )
     console.print(table)
     for name, r in result["runs"].items():
         if r.get("error"):  # why a run failed belongs on the console, not only in runner.log
-            console.print(f"[red]{name}[/]: {r['error']}", highlight=False)
+            console.print(f"[red]{escape(name)}[/]: {escape(str(r['error']))}", highlight=False)
         for warning in r.get("warnings") or []:
-            console.print(f"[yellow]{name}: warning:[/] {warning}", highlight=False)
+            console.print(f"[yellow]{escape(name)}: warning:[/] {escape(str(warning))}", highlight=False)

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from rich.markup import escape
+
 from arena.errors import ConfigError
 from arena.results.compare import describe_value
 
@@ -71,7 +73,7 @@ def _side(row: dict[str, Any], x: str) -> str:
     if row[f"errors_{x}"]:
         text += f" err {row[f'errors_{x}']}"
     if row[f"partial_{x}"]:
-        text += f" [yellow]({row[f'partial_{x}']})[/]"
+        text += f" [yellow]({escape(str(row[f'partial_{x}']))})[/]"
     return text
 
 
@@ -93,13 +95,13 @@ def table(data: dict[str, Any]) -> list[list[str]]:
         if data.get("multiplicity") and row.get("p_holm") is not None:
             p_text += f" ({_p(row['p_holm'])})"
         rows.append([
-            row["run"],
-            str(row["task"] or "-"),
+            escape(row["run"]),
+            escape(str(row["task"] or "-")),
             _side(row, "a"),
             _side(row, "b"),
             f"{mark}{_pct(row['difference'], True)}{end}",
             "-" if ci is None else f"{mark}[{_pct(ci[0], True)}, {_pct(ci[1], True)}]{end}",
-            row["design"],
+            escape(row["design"]),
             p_text,
             "-" if paired is None else f"{paired['only_a']} / {paired['only_b']} of {paired['seeds']}",
         ])
@@ -121,12 +123,12 @@ def suite_lines(data: dict[str, Any]) -> list[str]:
 
 def notes(data: dict[str, Any]) -> list[str]:
     """The lines under the table: each run's design and why, Holm, models, methods used."""
-    lines = [f"run {row['run']}: {row['design']}: {row['design_reason']}" for row in data["runs"]]
+    lines = [escape(f"run {row['run']}: {row['design']}: {row['design_reason']}") for row in data["runs"]]
     for row in data["runs"]:
         if row.get("models_differ"):
             lines.append(
-                f"[yellow]run {row['run']}: the same policy type was served by different models "
-                f"({', '.join(row['models_differ'])} differ)[/]"
+                "[yellow]" + escape(f"run {row['run']}: the same policy type was served by different models "
+                                    f"({', '.join(row['models_differ'])} differ)") + "[/]"
             )
     lines.append("bold: the 95% interval excludes 0; p: "
                  + ("raw (Holm-adjusted in brackets)" if data.get("multiplicity") else "raw"))

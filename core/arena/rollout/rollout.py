@@ -25,9 +25,9 @@ its warning to :attr:`RolloutSummary.warnings`.
   episode.
 
 After ``max_consecutive_errors`` error episodes with no successful ``get_action`` between, the
-rollout aborts (the episodes one environment fault ends together count once): it hands out no
-more work, leaves queued and running items unrecorded (so a resume runs them) and returns
-``aborted=True`` with the reason.
+rollout aborts (the episodes one environment fault or one failed policy call ends together
+count once): it hands out no more work, leaves queued and running items unrecorded (so a
+resume runs them) and returns ``aborted=True`` with the reason.
 
 Determinism: each episode resets its env and the policy from the episode's own seed, so an
 episode's outcome depends only on its seed, never on ``num_envs`` or on which env ran it.
@@ -257,7 +257,8 @@ class _Rollout:
         except PolicyError as exc:
             named = range(self.num_envs) if exc.env_ids is None else exc.env_ids
             failed = [e for e in named if 0 <= e < self.num_envs and self.active[e] is not None] or running
-            self._fail(failed, {e: f"{type(exc).__name__}: {exc.for_env(e)}" for e in failed})
+            # one policy call that failed (one server fault) counts once, however many envs it ended
+            self._fail(failed, {e: f"{type(exc).__name__}: {exc.for_env(e)}" for e in failed}, one_fault=True)
             return
         except Exception as exc:
             self._fail(running, f"policy failed: {_describe(exc)}")

@@ -3,8 +3,8 @@
 - :class:`ToyReachEnv`: a point moves in the unit square towards a target; a camera shows
   both. Every episode is fixed by its seed, so results can be compared across ``num_envs``,
   ``workers`` and interpreters. ``experiment type: arena.testing.envs:ToyReachEnv``.
-- :class:`CrashingToyEnv`: the same, told to crash its process (exit, segfault, SIGKILL) or to
-  raise at a given step of the episodes of given seeds — for crash-isolation tests of
+- :class:`CrashingToyEnv`: the same, told to crash its process (exit, segfault, SIGKILL), to
+  hang or to raise at a given step of the episodes of given seeds — for crash-isolation tests of
   environment workers. In-process it takes the whole rollout down, which is the point.
 
 Both import only numpy, gymnasium and arena-core, so they also run in a worker under another
@@ -121,8 +121,10 @@ class CrashingToyConfig(ToyReachConfig):
 
     crash_seeds: list[int] = Field(default_factory=list, description="episode seeds whose episodes crash")
     crash_step: int = Field(2, ge=1, description="the step of such an episode that crashes")
-    crash_mode: Literal["exit", "segfault", "kill", "raise"] = Field(
-        "segfault", description="exit: os._exit(3); segfault: a real SIGSEGV; kill: SIGKILL itself; raise: RuntimeError"
+    crash_mode: Literal["exit", "segfault", "kill", "raise", "hang"] = Field(
+        "segfault",
+        description="exit: os._exit(3); segfault: a real SIGSEGV; kill: SIGKILL itself; raise: RuntimeError; "
+        "hang: sleep for an hour (a deadlocked simulator)",
     )
 
 
@@ -143,6 +145,8 @@ class CrashingToyEnv(ToyReachEnv):
 
 
 def _crash(mode: str) -> None:
+    if mode == "hang":
+        time.sleep(3600)
     if mode == "raise":
         raise RuntimeError("toy simulator failed")
     if mode == "exit":

@@ -8,7 +8,8 @@ the encoded frames back to the loop with one ``call_soon_threadsafe`` per batch.
 batch runs, the loop keeps receiving and decoding the next; a model that declares
 ``concurrent_batches = 2`` (thread-safe ``infer_batch``) gets the next batch called while the
 current one is still on the accelerator (stacking and host-to-device copies overlap its
-compute).
+compute). When ``infer_batch`` raises, the batch's requests are retried one by one, so a bad
+request (a non-finite state, say) fails only its own connection, not its batch-mates.
 
 Memory: a job's observation is released as soon as the model has it, and nothing of a request
 (job, observation, exception, traceback) outlives its call: failures cross threads as text.
@@ -292,31 +293,54 @@ class InferenceEngine:
             del batch, replies  # nothing of a request outlives its call
 
     def _run(self, batch: list[Job], packer: Packer) -> list[bytes | Failure]:
+        """The encoded reply (or :class:`Failure`) of each job of ``batch``, in order.
+
+        When ``infer_batch`` raises for a batch of several requests, each is retried alone
+        (``infer_batch([obs])``): one bad request (e.g. a non-finite state) fails only its own
+        connection, and its batch-mates get their replies.
+        """
         observations = [job.obs for job in batch]
         for job in batch:
             job.obs = None
         try:
+            outcome = self._infer(observations)
+            if isinstance(outcome, Failure) and len(batch) > 1:
+                replies: list[bytes | Failure] = []
+                for i, job in enumerate(batch):
+                    alone = self._infer([observations[i]])
+                    observations[i] = None  # released as soon as the model had it
+                    replies.append(alone if isinstance(alone, Failure) else self._pack([job], *alone, packer)[0])
+                return replies
+        finally:
+            del observations
+        if isinstance(outcome, Failure):
+            return [outcome] * len(batch)
+        return self._pack(batch, *outcome, packer)
+
+    def _infer(self, observations: list[Any]) -> tuple[list[Any], float] | Failure:
+        """``(results, infer_ms)`` of one model call on ``observations``, or the Failure."""
+        try:
             start = time.perf_counter()
             if self.batching:
                 results = self.model.infer_batch(observations)
-                if not isinstance(results, (list, tuple)) or len(results) != len(batch):
+                if not isinstance(results, (list, tuple)) or len(results) != len(observations):
                     length = f" of length {len(results)}" if hasattr(results, "__len__") else ""
                     raise ProtocolError(
                         f"infer_batch returned {type(results).__name__}{length} for a batch of "
-                        f"{len(batch)} requests"
+                        f"{len(observations)} requests"
                     )
             else:
                 results = [self.model.infer(observations[0])]
             infer_ms = (time.perf_counter() - start) * 1000.0
-        except Exception:  # noqa: BLE001 - every waiting connection gets the traceback
-            failure = Failure(traceback.format_exc())
-            return [failure] * len(batch)
-        finally:
-            del observations
+        except Exception:  # noqa: BLE001 - the waiting connection(s) get the traceback
+            return Failure(traceback.format_exc())
         previous = self.infer_ms_estimate
         self.infer_ms_estimate = (
             infer_ms if previous is None else previous + _EMA_WEIGHT * (infer_ms - previous)
         )
+        return list(results), infer_ms
+
+    def _pack(self, batch: list[Job], results: list[Any], infer_ms: float, packer: Packer) -> list[bytes | Failure]:
         replies: list[bytes | Failure] = []
         for job, result in zip(batch, results):
             try:

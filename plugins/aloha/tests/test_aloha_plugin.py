@@ -69,6 +69,20 @@ def test_more_workers_than_one_but_fewer_than_envs_is_refused_one_env_per_worker
     assert "one env per worker process" in result.stderr and "environment.workers" in result.stderr
 
 
+def test_the_transfer_cube_expert_on_another_task_is_refused_by_validate(tmp_path):
+    """It used to pass `arena validate` and fail at its first step, after the run started."""
+    experiment = {
+        "runs": {"peg": {"environment": {"type": "aloha", "task": "insertion"}, "policy": {"type": "aloha_transfer_cube_expert"}}}
+    }
+    path = tmp_path / "exp.yaml"
+    path.write_text(yaml.safe_dump(experiment))
+    result = arena("validate", str(path))
+    assert result.returncode == 2, result.stdout + result.stderr
+    flat = " ".join(result.stderr.split())
+    assert "exp.yaml" in flat and "'peg'" in flat and "key policy" in flat
+    assert "solves transfer_cube only, not environment.task 'insertion'" in flat
+
+
 @pytest.mark.slow
 def test_examples_validate_and_dry_run_everywhere_without_gym_aloha(tmp_path):
     """Validation and planning (local, Slurm, OSMO) never need the simulator."""

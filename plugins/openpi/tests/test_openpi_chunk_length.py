@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
 
 from arena.errors import ConfigError
 from arena.rollout.rollout import rollout
@@ -89,8 +90,35 @@ def test_an_unknown_embodiment_takes_the_first_length_and_refuses_a_change():
 
 
 def test_a_horizon_longer_than_the_chunk_is_a_config_error():
-    with pytest.raises(ConfigError, match="open_loop_horizon 12 exceeds the 10 rows"):
-        Pi0RemotePolicy(Pi0RemoteConfig(policy_variant="pi0", open_loop_horizon=12))
+    with pytest.raises(ValidationError, match="open_loop_horizon 12 exceeds chunk_length 10"):
+        Pi0RemoteConfig(policy_variant="pi0", open_loop_horizon=12)
+    config = Pi0RemoteConfig.model_construct(**{**Pi0RemoteConfig().model_dump(), "open_loop_horizon": 12, "policy_variant": "pi0"})
+    with pytest.raises(ConfigError, match="open_loop_horizon 12 exceeds the 10 rows"):  # the policy checks it too
+        Pi0RemotePolicy(config)
+
+
+@pytest.mark.parametrize(
+    ("policy", "needle"),
+    [
+        ({"policy_variant": "pi05", "chunk_length": 10},
+         "open_loop_horizon 15 (the droid adapter's for pi05) exceeds chunk_length 10"),
+        ({"policy_variant": "pi0", "embodiment": "droid", "open_loop_horizon": 11}, "open_loop_horizon 11 exceeds chunk_length 10"),
+    ],
+)
+def test_validate_refuses_a_horizon_longer_than_the_chunk(tmp_path, policy, needle):
+    """`arena validate` says it (exit 2 naming both keys), not `arena run` building the policy."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    path = tmp_path / "exp.yaml"
+    runs = {"droid": {"environment": {"type": "metaworld", "task": "reach-v3"}, "policy": {"type": "pi0_remote", **policy}}}
+    path.write_text(yaml.safe_dump({"runs": runs}))
+    result = subprocess.run([sys.executable, "-m", "arena", "validate", str(path)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stdout + result.stderr
+    flat = " ".join(result.stderr.split())
+    assert needle in flat and str(path) in flat and "droid" in flat
 
 
 def test_the_table_matches_the_double_of_every_modelled_checkpoint():

@@ -9,11 +9,12 @@ rollout like the environment class would in-process:
   the workers simulate and render in parallel. Observations are joined by env id: every
   array or list whose first dimension is the worker's env count is per env; other values are
   the first worker's.
-- A worker that dies (a segfault, ``os._exit``, the OOM killer) or whose environment raises
-  costs only its own envs: ``step`` names them in ``info["env_errors"]`` with the reason
-  (the env ids, the exit status or exception, the worker's last lines of output) and keeps
-  the other workers' results; ``reset_envs`` raises :class:`arena.errors.SimulatorError`
-  naming them, with the observation of the others. A dead worker is started again when the
+- A worker that dies (a segfault, ``os._exit``, the OOM killer), whose environment raises, or
+  that does not answer a step or reset within the config's ``worker_timeout_s`` (it is then
+  killed: a deadlocked simulator) costs only its own envs: ``step`` names them in
+  ``info["env_errors"]`` with the reason (the env ids, the exit status or exception, the
+  worker's last lines of output) and keeps the other workers' results; ``reset_envs`` raises
+  :class:`arena.errors.SimulatorError` naming them, with the observation of the others. A dead worker is started again when the
   rollout next resets one of its envs. Its envs' rows keep their last values meanwhile.
 - The workers' stdout and stderr go to this process's stderr, each line prefixed with
   ``[env worker K]``.
@@ -67,8 +68,9 @@ def import_path(env_cls: type) -> str:
 class _Worker:
     """One worker process and its channel, owning the envs ``ids`` (contiguous)."""
 
-    def __init__(self, index: int, ids: tuple[int, ...], python: str) -> None:
+    def __init__(self, index: int, ids: tuple[int, ...], python: str, timeout_s: float | None = None) -> None:
         self.index = index
+        self.timeout_s = timeout_s  # bound of one answer after the build (None: unbounded)
         self.ids = ids
         self.start = ids[0]
         self.stop = ids[-1] + 1
@@ -143,16 +145,31 @@ class _Worker:
         self.channel.send(message)
         self.pending += 1
 
-    def receive(self) -> dict[str, Any]:
-        """The next reply, with shared arrays resolved.
+    def receive(self, what: str | None = None) -> dict[str, Any]:
+        """The next reply, with shared arrays resolved; ``what`` (e.g. ``"step"``) bounds the
+        wait by ``timeout_s`` (the hello and the build are not bounded).
 
         Raises:
-            WorkerGone: the worker died, or broke the protocol (it is then stopped).
+            WorkerGone: the worker died, broke the protocol, or did not answer ``what`` in time
+                (it is then killed).
         """
         if self.channel is None:
             raise WorkerGone("the worker's channel is closed")
+        bounded = what is not None and self.timeout_s is not None
         try:
+            if bounded:
+                self.channel.sock.settimeout(self.timeout_s)
             message, fds = self.channel.receive()
+        except TimeoutError:
+            if not bounded:
+                raise
+            self.violation = (
+                f"did not answer its {what} within worker_timeout_s={self.timeout_s:g} s (an environment option) "
+                "and was killed"
+            )
+            if self.proc is not None:
+                terminate(self.proc, grace_s=1.0)
+            raise WorkerGone(self.violation) from None
         except CodecError as exc:
             self.violation = f"it broke the worker protocol ({exc})"
             if self.proc is not None:
@@ -164,7 +181,7 @@ class _Worker:
 
     def request(self, message: dict[str, Any]) -> dict[str, Any]:
         self.send(message)
-        return self.receive()
+        return self.receive(str(message.get("op")))
 
     def resolve(self, tree: Any) -> Any:
         return self.shared.resolve(tree)
@@ -188,7 +205,8 @@ class _Worker:
         if self.alive and self.channel is not None and self.pending == 0:
             try:
                 self.channel.sock.settimeout(timeout_s)
-                self.request({"op": "close"})
+                self.send({"op": "close"})
+                self.receive()
             except (WorkerGone, OSError, CodecError):
                 pass
         self.alive = False
@@ -275,10 +293,14 @@ class WorkerEnvironment(Environment):
         self._build_message = {
             "op": "build",
             "env_class": import_path(env_cls),
-            "config": {**config.model_dump(mode="json", by_alias=True), "workers": 0, "python": None},
+            # the parent-side keys stay here (an older arena-core in a benchmark venv knows no worker_timeout_s)
+            "config": {
+                **config.model_dump(mode="json", by_alias=True, exclude={"worker_timeout_s"}), "workers": 0, "python": None,
+            },
             "cameras": bool(cameras),
         }
-        self._workers = [_Worker(k, ids, plan.python) for k, ids in enumerate(plan.slices)]
+        timeout_s = getattr(config, "worker_timeout_s", None)
+        self._workers = [_Worker(k, ids, plan.python, timeout_s) for k, ids in enumerate(plan.slices)]
         self._closed = False
         try:
             for worker in self._workers:
@@ -366,7 +388,7 @@ class WorkerEnvironment(Environment):
                     lost.update(self._lose(worker, worker.death()))
         for worker in asked:
             try:
-                reply = worker.receive()
+                reply = worker.receive("reset")
             except WorkerGone:
                 lost.update(self._lose(worker, worker.death()))
                 continue
@@ -411,7 +433,7 @@ class WorkerEnvironment(Environment):
         for worker in asked:
             rows = slice(worker.start, worker.stop)
             try:
-                reply = worker.receive()
+                reply = worker.receive("step")
             except WorkerGone:
                 errors.update(self._lose(worker, worker.death()))
                 continue

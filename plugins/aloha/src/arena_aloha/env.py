@@ -115,6 +115,7 @@ class AlohaEnvironment(Environment):
     envs_per_worker: ClassVar[str] = "one"
     #: The venv ``arena aloha setup`` creates; its interpreter runs the workers.
     default_venv: ClassVar[str | None] = "aloha"
+    simulator_modules = ("gym_aloha", "dm_control")
     #: gym-aloha's time limit (``max_episode_steps=300`` of both registered envs).
     default_max_episode_steps = 300
 

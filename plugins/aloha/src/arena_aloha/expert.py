@@ -126,6 +126,16 @@ _BLEND_STEPS = 20
 class AlohaTransferCubeExpertConfig(PolicyConfig):
     """``aloha_transfer_cube_expert`` has no options."""
 
+    def validate_run(self, run: Any) -> None:
+        """At ``arena validate``: the run's environment is ``aloha`` with task ``transfer_cube``
+        (else its first step would refuse it, after the whole run started)."""
+        from arena_aloha.config import AlohaConfig
+
+        if not isinstance(run.environment, AlohaConfig):
+            raise ValueError("aloha_transfer_cube_expert drives the 'aloha' environment only")
+        if run.environment.task != "transfer_cube":
+            raise ValueError(f"aloha_transfer_cube_expert solves transfer_cube only, not environment.task {run.environment.task!r}")
+
 
 class AlohaTransferCubeExpert(PolicyBase[AlohaTransferCubeExpertConfig]):
     """Scripted hand-over for the ``aloha`` environment's ``transfer_cube`` (module docstring).

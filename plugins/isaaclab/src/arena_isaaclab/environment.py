@@ -36,6 +36,7 @@ class IsaacLabEnvironment(Environment):
     Config = IsaacLabConfig
     envs_per_worker = "all"
     default_venv = VENV_NAME
+    simulator_modules = ("isaaclab",)
     #: ``info`` key of per-env success: the task's ``success_term`` (all false when it is null).
     success_key = "success"
 

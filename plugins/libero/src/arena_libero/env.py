@@ -134,6 +134,7 @@ class LiberoEnvironment(Environment):
     success_key = "success"
     #: Workers run under the LIBERO venv's interpreter when it exists (``arena libero setup``).
     default_venv = "libero"
+    simulator_modules = ("libero",)
     upside_down_cameras = frozenset(CAMERAS.values())
 
     def __init__(self, config: LiberoConfig, *, num_envs: int, cameras: bool = False) -> None:

@@ -63,6 +63,17 @@ class Pi0RemoteConfig(RemotePolicyConfig):
             raise ValueError(
                 f"the {self.embodiment} adapter has no horizon for policy_variant {self.policy_variant!r}"
             )
+        if adapter is not None:  # what Pi0RemotePolicy refuses, said by `arena validate` already
+            horizon = resolve_horizon(self, adapter)
+            chunk = resolve_chunk_length(self, adapter)
+            if chunk.expected is not None and horizon > chunk.expected:
+                whose = "" if self.open_loop_horizon is not None else (
+                    f" (the {self.embodiment} adapter's for {self.policy_variant})"
+                )
+                raise ValueError(
+                    f"open_loop_horizon {horizon}{whose} exceeds chunk_length {chunk.expected} ({chunk.source}): "
+                    "each request replays at most the rows of one chunk; lower open_loop_horizon or raise chunk_length"
+                )
         return self
 
 

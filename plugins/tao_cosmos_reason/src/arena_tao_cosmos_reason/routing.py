@@ -48,6 +48,7 @@ REASON_NANO_SFT = "plain Cosmos3-Nano SFT preserves the Cosmos-RL compatibility 
 REASON_RL_NATIVE = "the requested action/schema is native to Cosmos-RL"
 REASON_FRAMEWORK_EXPORT = "Framework DCP export is owned by Cosmos Framework"
 REASON_EDGE = "Cosmos3-Edge uses the Framework-native model and checkpoint action route"
+REASON_EXPLICIT = "An explicit supported backend wins"
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,7 @@ def select_backend(
         why = BACKEND_ACTIONS[chosen][act]
         if why is not None:
             raise CosmosPlanError(f"{chosen} does not support {act}: {why}")
-        reason = f"explicit backend {chosen} was requested"
+        reason = REASON_EXPLICIT
     elif tier == "edge":
         why = BACKEND_ACTIONS[FRAMEWORK][act]
         if why is not None:
