@@ -136,7 +136,7 @@ def imports_of(module: str, path: Path, tree: Tree) -> list[Import]:
 
 
 def unit_of(module: str) -> str | None:
-    """The unit of core a module belongs to: ``arena.rollout.records`` -> ``rollout``."""
+    """The unit of core a module belongs to: ``arena.outputs.records`` -> ``outputs``."""
     parts = module.split(".")
     if parts[0] != "arena":
         return None

@@ -323,7 +323,7 @@ def status(output_dir: Annotated[Path, typer.Argument(help="experiment output di
         states = submission_status(output_dir)
     except ArenaError as exc:
         raise _fail(exc) from None
-    from arena.rollout.records import FINAL_STATES, partial_note
+    from arena.outputs.records import FINAL_STATES, partial_note
 
     table = Table("run", "state", "episodes", "successes", "errors", "note")
     for name, st in states.items():
@@ -369,7 +369,9 @@ def cancel(output_dir: Annotated[Path, typer.Argument(help="experiment output di
         states = {}
     except ArenaError as exc:
         raise _fail(exc) from None
-    if states and all(st.get("state") in ("completed", "failed", "cancelled") for st in states.values()):
+    from arena.outputs.records import FINAL_STATES
+
+    if states and all(st.get("state") in FINAL_STATES for st in states.values()):
         out.print(f"nothing to cancel: every run of {output_dir} has finished", highlight=False)
         return
     try:
@@ -434,7 +436,9 @@ def report(
 
 def _require_output_dir(path: Path) -> None:
     """Refuse a directory that is not the output of ``arena run`` (exit 2)."""
-    if not path.is_dir() or not ((path / "experiment.yaml").exists() or (path / "manifest.json").exists()):
+    from arena.outputs.layout import EXPERIMENT_FILE, MANIFEST_FILE
+
+    if not path.is_dir() or not ((path / EXPERIMENT_FILE).exists() or (path / MANIFEST_FILE).exists()):
         raise _fail(
             ConfigError(
                 f"{path} is not an arena output directory (no experiment.yaml or manifest.json); "

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from arena.errors import ConfigError, LaunchError
 from arena.launch.base import LaunchBackend, Resume, Submission
 from arena.launch.planning import missing_image
-from arena.rollout.records import StatusWriter
+from arena.outputs.layout import MANIFEST_FILE, RUN_RESULT_FILE, STATUS_FILE, work_dir as work_directory
+from arena.outputs.records import FINAL_STATES, StatusWriter, read_json
 
 from arena_slurm import jobstate, scheduler
 from arena_slurm.options import SlurmOptions
@@ -220,11 +221,11 @@ class SlurmBackend(LaunchBackend):
             n = shards[run]
             todo = [k for k in range(n) if resume is None or n == 1 or resume.shard_has_work(run, k, n)]
             for k in todo:  # "pending" first: the job may start before sbatch returns
-                work_dir = output_dir / run if n == 1 else output_dir / run / "shards" / str(k)
-                StatusWriter(work_dir / "status.json", run=run, shard=None if n == 1 else [k, n], pid=None).write(
+                work_dir = work_directory(output_dir, run, None if n == 1 else k)
+                StatusWriter(work_dir / STATUS_FILE, run=run, shard=None if n == 1 else [k, n], pid=None).write(
                     state="pending", error=None
                 )
-                (work_dir / "run_result.json").unlink(missing_ok=True)  # an earlier attempt's final result
+                (work_dir / RUN_RESULT_FILE).unlink(missing_ok=True)  # an earlier attempt's final result
             array = []
             if n > 1 and len(todo) < n:  # resume: only the shards with work left (overrides #SBATCH --array)
                 limit = f"%{self.options.array_parallelism}" if self.options.array_parallelism else ""
@@ -371,7 +372,7 @@ def _merge_states(states: list[str]) -> str:
     """One state for a run from its shards' states: any live one first, then the worst."""
     for state in ("running", "starting_server", "pending", "failed", "cancelled", "completed"):
         if state in states:
-            if state == "pending" and any(s in jobstate.FINAL for s in states):
+            if state == "pending" and any(s in FINAL_STATES for s in states):
                 return "running"  # some shards done, others queued
             return state
     return "pending"
@@ -387,9 +388,7 @@ def _summary(live: dict[str, scheduler.QueuedJob]) -> str:
 
 
 def _manifest(output_dir: Path) -> dict[str, Any]:
-    from arena.rollout.records import read_json
-
-    data = read_json(output_dir / "manifest.json")
+    data = read_json(output_dir / MANIFEST_FILE)
     return (data or {}).get("runs", {}) if isinstance(data, dict) else {}
 
 

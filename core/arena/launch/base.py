@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from arena.errors import ConfigError, LaunchError
 from arena.fsutil import write_text_atomic
+from arena.outputs.layout import SUBMISSION_FILE
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -37,8 +38,6 @@ if TYPE_CHECKING:
     from arena.config import ResolvedExperiment
     from arena.launch.exposure import Exposure
     from arena.launch.planning import ServerPlan
-
-SUBMISSION_FILE = "submission.json"
 
 
 class Terminated(KeyboardInterrupt):
@@ -181,6 +180,11 @@ class LaunchBackend:
         earlier records and extend the earlier ``submission.json``.
         """
         raise NotImplementedError
+
+    def prepare_resume(self, output_dir: Path, runs: list[str]) -> None:
+        """Before ``arena run --resume`` hands ``runs`` to :meth:`submit`: bring what the earlier
+        attempt left in ``output_dir`` into the state this backend's resume starts from (the
+        local backend marks the runs ``pending`` again). The default does nothing."""
 
     def status(self, submission: Submission) -> dict[str, dict[str, Any]]:
         """Per run: the fields of its status.json, with ``state`` mapped onto arena's states."""

@@ -23,7 +23,6 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +33,8 @@ from arena.launch.base import BackendOptions, LaunchBackend, Resume, Submission
 from arena.launch.exposure import GENERATED_KEY_ENV, Exposure, decide_exposure, generate_key
 from arena.launch.gpus import GpuPool, discover_gpus
 from arena.launch.local_server import LocalServer
+from arena.outputs.layout import EXPERIMENT_FILE, RUNNER_LOG, SERVER_LOG, SERVERS_DIR, STATUS_FILE, run_dir
+from arena.outputs.records import FINAL_STATES, LIVE_STATES, StatusWriter, read_run_statuses, write_run_result
 from arena.processes import signal_group, spawn, terminate
 from arena.rollout.run_one import SERVER_API_KEY_ENV_ENV
 
@@ -161,7 +162,7 @@ class LocalBackend(LaunchBackend):
 
     @staticmethod
     def _runner_argv(output_dir: Path, run: str, server: LocalServer | None, resume_flags: tuple[str, ...] = ()) -> list[str]:
-        argv = [sys.executable, "-m", "arena", "run-one", str(output_dir / "experiment.yaml"), "--run", run]
+        argv = [sys.executable, "-m", "arena", "run-one", str(output_dir / EXPERIMENT_FILE), "--run", run]
         argv += ["--output-dir", str(output_dir), *resume_flags]
         if server is not None:
             argv += ["--server-host", server.host, "--server-port", str(server.port)]
@@ -192,15 +193,16 @@ class LocalBackend(LaunchBackend):
         return submission
 
     def status(self, submission: Submission) -> dict[str, dict[str, Any]]:
-        from arena.launch.submit import read_run_statuses
-
         states = read_run_statuses(Path(submission.output_dir))
         alive = _pid_alive(submission.extra.get("pid"))
         for st in states.values():
-            if not alive and st.get("state") in ("pending", "starting_server", "running"):
+            if not alive and st.get("state") in LIVE_STATES:
                 st["state"] = "failed"
                 st.setdefault("error", "the arena process that ran this submission is gone")
         return states
+
+    def prepare_resume(self, output_dir: Path, runs: list[str]) -> None:
+        mark_resumed(output_dir, runs)
 
     def cancel(self, submission: Submission) -> None:
         pid = submission.extra.get("pid")
@@ -318,7 +320,7 @@ class _Scheduler:
             key = self.keys.setdefault(inst.key, generate_key())
             server.env[GENERATED_KEY_ENV] = key
         server.probe_key = self._client_key(inst)
-        server.log_path = self.output_dir / "servers" / f"{task.name}-{list(self.instances).index(inst.key)}.log"
+        server.log_path = self.output_dir / SERVERS_DIR / f"{task.name}-{list(self.instances).index(inst.key)}.log"
         server.start()
         gpu_note = f", CUDA_VISIBLE_DEVICES={server.env['CUDA_VISIBLE_DEVICES']}" if gpus is not None else ""
         server.note(f"{inst.exposure.describe()}{gpu_note}")
@@ -391,7 +393,7 @@ class _Scheduler:
                 env[GENERATED_KEY_ENV] = self.keys[inst.key]
                 env[SERVER_API_KEY_ENV_ENV] = GENERATED_KEY_ENV
         argv = self.backend._runner_argv(self.output_dir, slot.name, server, self.resume_flags)
-        slot.proc = spawn(argv, self.output_dir / slot.name / "runner.log", env)
+        slot.proc = spawn(argv, run_dir(self.output_dir, slot.name) / RUNNER_LOG, env)
         self.submission.ids[slot.name] = {"0": str(slot.proc.pid)}
         self.submission.save()
         self.say(f"run [bold]{slot.name}[/] started (pid {slot.proc.pid})")
@@ -411,7 +413,7 @@ class _Scheduler:
         if not src.exists():
             return
         for run in inst.all_users:
-            dst = self.output_dir / run / "server.log"
+            dst = run_dir(self.output_dir, run) / SERVER_LOG
             try:
                 dst.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(src, dst)
@@ -448,10 +450,6 @@ class _Scheduler:
                 self._stop_server(inst)
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat()
-
-
 def mark_resumed(output_dir: Path, runs: list[str]) -> None:
     """Before a local resume: the runs' ``status.json`` still say how the earlier attempt
     ended (``cancelled``, ``failed``); they are ``pending`` again until their runner starts."""
@@ -460,9 +458,7 @@ def mark_resumed(output_dir: Path, runs: list[str]) -> None:
 
 
 def _write_status(output_dir: Path, run: str, state: str, **fields: Any) -> None:
-    from arena.rollout.records import StatusWriter
-
-    path = output_dir / run / "status.json"
+    path = run_dir(output_dir, run) / STATUS_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     current: dict[str, Any] = {}
     if path.exists():
@@ -478,18 +474,16 @@ def _write_failed_result(
     output_dir: Path, run: str, reason: str, server: LocalServer | None, exposure: Exposure | None
 ) -> None:
     """A run that never started: failed status and run_result, no episode records."""
-    from arena.rollout.records import write_run_result
-
     _write_status(output_dir, run, "failed", error=reason)
     server_info = _server_info(server, exposure) if server is not None else None
-    write_run_result(output_dir / run, run=run, state="failed", error=reason, server=server_info)
+    write_run_result(run_dir(output_dir, run), run=run, state="failed", error=reason, server=server_info)
 
 
 def _server_info(server: LocalServer, exposure: Exposure | None) -> dict[str, Any]:
     """What ``run_result.json`` records about the server: endpoint, log, pid, who can reach
     it (bind, exposed, whether it requires a key: names, never the key) and its GPUs."""
     info: dict[str, Any] = {
-        "task": server.task.name, "host": server.host, "port": server.port, "log": "server.log", "pid": server.pid,
+        "task": server.task.name, "host": server.host, "port": server.port, "log": SERVER_LOG, "pid": server.pid,
         "image": None,  # the local backend runs the task's local_command, never its container
     }
     if exposure is not None:
@@ -501,18 +495,16 @@ def _server_info(server: LocalServer, exposure: Exposure | None) -> dict[str, An
 
 def _ensure_final_state(output_dir: Path, run: str, code: int | None, cancelled: bool = False) -> None:
     """After a runner exits: if it died without writing a final state, record why."""
-    path = output_dir / run / "status.json"
+    path = run_dir(output_dir, run) / STATUS_FILE
     state = None
     if path.exists():
         try:
             state = json.loads(path.read_text()).get("state")
         except ValueError:
             state = None
-    if state in ("completed", "failed", "cancelled"):
+    if state in FINAL_STATES:
         return
     reason = "cancelled" if cancelled else f"the runner exited with code {code} without finishing (see runner.log)"
     final = "cancelled" if cancelled else "failed"
-    from arena.rollout.records import write_run_result
-
     _write_status(output_dir, run, final, error=reason)
-    write_run_result(output_dir / run, run=run, state=final, error=reason, server=None)
+    write_run_result(run_dir(output_dir, run), run=run, state=final, error=reason, server=None)

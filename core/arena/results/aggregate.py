@@ -19,8 +19,20 @@ import os
 from pathlib import Path
 from typing import Any
 
-from arena.results.stats import newcombe_difference, success_rate, wilson_interval
-from arena.rollout.records import (
+from arena.outputs.stats import success_rate, wilson_interval
+from arena.results.stats import newcombe_difference
+from arena.outputs.layout import (
+    EPISODES_FILE,
+    EXPERIMENT_RESULT_FILE,
+    MANIFEST_FILE,
+    RUN_RESULT_FILE,
+    SERVER_LOG,
+    STATUS_FILE,
+    read_snapshot,
+    run_names,
+    work_dirs,
+)
+from arena.outputs.records import (
     FORMAT_VERSION,
     OUTCOMES,
     EpisodeRecord,
@@ -33,27 +45,8 @@ from arena.rollout.records import (
     write_json_atomic,
 )
 
-RESULT_NAME = "experiment_result.json"
 #: When several sources (shards) disagree, the run shows the first of these that any has.
 _STATE_PRECEDENCE = ("failed", "cancelled", "running", "starting_server", "pending", "completed")
-
-
-def _record_files(run_dir: Path) -> list[Path]:
-    files = [run_dir / "episodes.jsonl"]
-    shards = run_dir / "shards"
-    if shards.is_dir():
-        dirs = [d for d in shards.iterdir() if d.is_dir()]
-        dirs.sort(key=lambda d: (0, int(d.name)) if d.name.isdigit() else (1, d.name))
-        files.extend(d / "episodes.jsonl" for d in dirs)
-    return [f for f in files if f.exists()]
-
-
-def _state_dirs(run_dir: Path) -> list[Path]:
-    dirs = [run_dir]
-    shards = run_dir / "shards"
-    if shards.is_dir():
-        dirs.extend(sorted(d for d in shards.iterdir() if d.is_dir()))
-    return dirs
 
 
 def collect_run_records(run_dir: str | os.PathLike[str], issues: list[str] | None = None) -> list[EpisodeRecord]:
@@ -63,7 +56,7 @@ def collect_run_records(run_dir: str | os.PathLike[str], issues: list[str] | Non
     are skipped and described in ``issues`` when a list is given.
     """
     records: list[EpisodeRecord] = []
-    for path in _record_files(Path(run_dir)):
+    for path in (d / EPISODES_FILE for d in work_dirs(run_dir)):
         found, problems = read_records(path)
         records.extend(found)
         if issues is not None:
@@ -76,9 +69,9 @@ def _run_state(run_dir: Path, has_records: bool) -> tuple[str, list[str], dict |
     states: list[str] = []
     errors: list[str] = []
     server = None
-    for directory in _state_dirs(run_dir):
-        result = read_json(directory / "run_result.json")
-        status = read_json(directory / "status.json")
+    for directory in work_dirs(run_dir):
+        result = read_json(directory / RUN_RESULT_FILE)
+        status = read_json(directory / STATUS_FILE)
         source = result if isinstance(result, dict) else status if isinstance(status, dict) else None
         if source is None:
             continue
@@ -116,15 +109,15 @@ def _summarize(
     total = entry.get("num_episodes", len(entry.get("work_items", [])) or None)
     recorded = len(records)
     note = partial_note(state, recorded, total, counts["error"])
-    server_log = run_dir / "server.log"
-    status = read_json(run_dir / "status.json")
+    server_log = run_dir / SERVER_LOG
+    status = read_json(run_dir / STATUS_FILE)
     restarts = status.get("restarts", 0) if isinstance(status, dict) else 0
     machine = None
     model = None
     warnings: list[str] = []
-    for directory in _state_dirs(run_dir):
-        result = read_json(directory / "run_result.json")
-        source = result if isinstance(result, dict) else read_json(directory / "status.json")
+    for directory in work_dirs(run_dir):
+        result = read_json(directory / RUN_RESULT_FILE)
+        source = result if isinstance(result, dict) else read_json(directory / STATUS_FILE)
         if isinstance(source, dict) and isinstance(source.get("warnings"), list):
             warnings += [str(w) for w in source["warnings"] if str(w) not in warnings]
         if machine is None and isinstance(result, dict) and result.get("machine"):
@@ -155,7 +148,7 @@ def _summarize(
         "partial": note is not None,
         "partial_note": note,
         "server": server,
-        "server_log": f"{name}/server.log" if server_log.exists() else None,
+        "server_log": f"{name}/{SERVER_LOG}" if server_log.exists() else None,
         "issues": issues,
         "latency": latency_summary(records),
         "seeds": seeds,
@@ -412,28 +405,10 @@ def by_group(runs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def _experiment_name(output_dir: Path, manifest: dict | None) -> str:
     if manifest and manifest.get("experiment"):
         return str(manifest["experiment"])
-    snapshot = output_dir / "experiment.yaml"
-    if snapshot.exists():
-        try:
-            import yaml
-
-            data = yaml.safe_load(snapshot.read_text(encoding="utf-8"))
-            if isinstance(data, dict) and data.get("name"):
-                return str(data["name"])
-        except (OSError, ValueError, yaml.YAMLError):
-            pass
+    snapshot = read_snapshot(output_dir)
+    if snapshot is not None and snapshot.get("name"):
+        return str(snapshot["name"])
     return output_dir.name
-
-
-def _run_names(output_dir: Path, manifest: dict | None) -> list[str]:
-    names = list((manifest or {}).get("runs", {}))
-    markers = ("episodes.jsonl", "status.json", "run_result.json", "shards")
-    extra = sorted(
-        d.name
-        for d in output_dir.iterdir()
-        if d.is_dir() and d.name not in names and any((d / m).exists() for m in markers)
-    ) if output_dir.is_dir() else []
-    return names + extra
 
 
 def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool = True) -> dict[str, Any]:
@@ -444,7 +419,7 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
     ci95 [low, high], ci_method, errors, episodes_total, episodes_recorded,
     missing_episodes, partial (the run's numbers cover less than planned: not completed,
     episodes missing or error episodes), partial_note (why, see
-    :func:`arena.rollout.records.partial_note`), server, server_log, issues, latency, seeds,
+    :func:`arena.outputs.records.partial_note`), server, server_log, issues, latency, seeds,
     num_envs, videos, restarts, machine, warnings, model (what answered, see
     :func:`arena.rollout.run_one.model_record`), policy_label (see :func:`policy_labels`)}}``,
     ``by_task`` (task -> run names),
@@ -457,11 +432,11 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
     files yet is ``pending``; a failed run stays ``failed`` with its error.
     """
     output_dir = Path(output_dir)
-    manifest = read_json(output_dir / "manifest.json")
+    manifest = read_json(output_dir / MANIFEST_FILE)
     manifest = manifest if isinstance(manifest, dict) else None
     records_of: dict[str, list[EpisodeRecord]] = {}
     runs: dict[str, dict[str, Any]] = {}
-    for name in _run_names(output_dir, manifest):
+    for name in run_names(output_dir, manifest or {}):
         issues: list[str] = []
         records_of[name] = collect_run_records(output_dir / name, issues)
         runs[name] = _summarize(
@@ -503,5 +478,5 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
         },
     }
     if write:
-        write_json_atomic(output_dir / RESULT_NAME, result)
+        write_json_atomic(output_dir / EXPERIMENT_RESULT_FILE, result)
     return result

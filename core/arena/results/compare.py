@@ -27,12 +27,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+from arena.outputs.layout import EXPERIMENT_FILE, MANIFEST_FILE, read_snapshot
 from arena.results.aggregate import build_experiment_result, collect_run_records, compare_runs, models_differ
 
 #: Run settings (snapshot paths) that must agree for two success rates to be comparable.
 #: ``environment.*`` covers the type, the task and every other environment field.
 SETUP_PREFIXES = ("environment.", "rollout_limit.")
-SETUP_KEYS = ("environment_builder.seed",)
 
 
 def compare_experiments(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> dict[str, Any]:
@@ -125,9 +125,9 @@ def run_setup(snapshot_run: dict[str, Any] | None, manifest_entry: dict[str, Any
                 flat[".".join((section, *path))] = leaf
         builder = snapshot_run.get("environment_builder")
         flat["environment_builder.seed"] = builder.get("seed") if isinstance(builder, dict) else None
-        return "experiment.yaml", flat
+        return EXPERIMENT_FILE, flat
     if isinstance(manifest_entry, dict):
-        return "manifest.json", {
+        return MANIFEST_FILE, {
             "environment.task": manifest_entry.get("task"),
             "environment_builder.seed": manifest_entry.get("seed"),
             "rollout_limit.num_episodes": manifest_entry.get("num_episodes"),
@@ -150,11 +150,11 @@ def setup_differences(a: Setup | None, b: Setup | None) -> list[dict[str, Any]]:
 
 
 def _setups(output_dir: Path, result: dict[str, Any]) -> dict[str, Setup | None]:
-    from arena.rollout.records import read_json
+    from arena.outputs.records import read_json
 
-    snapshot = _read_snapshot(output_dir / "experiment.yaml")
+    snapshot = read_snapshot(output_dir)
     snapshot_runs = snapshot.get("runs") if isinstance(snapshot, dict) else None
-    manifest = read_json(output_dir / "manifest.json")
+    manifest = read_json(output_dir / MANIFEST_FILE)
     manifest_runs = manifest.get("runs") if isinstance(manifest, dict) else None
     return {
         name: run_setup(
@@ -163,18 +163,6 @@ def _setups(output_dir: Path, result: dict[str, Any]) -> dict[str, Setup | None]
         )
         for name in result["runs"]
     }
-
-
-def _read_snapshot(path: Path) -> Any:
-    from arena.config.yaml_io import read_yaml
-    from arena.errors import ConfigError
-
-    if not path.exists():
-        return None
-    try:
-        return read_yaml(path)
-    except ConfigError:
-        return None
 
 
 def describe_value(value: Any, limit: int = 80) -> str:

@@ -49,7 +49,7 @@ import numpy as np
 
 from arena.envs.base import ENV_ERRORS, read_success, success_warning
 from arena.errors import PolicyError, SimulatorError, SuccessSignalError
-from arena.rollout.records import OUTCOMES, EpisodeRecord, utc_now
+from arena.outputs.records import OUTCOMES, EpisodeRecord, utc_now
 from arena.rollout.workitems import WorkItem
 
 

@@ -47,13 +47,15 @@ from typing import Any
 
 from arena.envs.workers import WorkerEnvironment, build_environment
 from arena.errors import ConfigError, PluginError, unwritable
-from arena.rollout.records import (
+from arena.outputs.layout import EPISODES_FILE, STATUS_FILE, STOP_REASON_FILE, run_dir, work_dir
+from arena.outputs.records import (
     EpisodeRecord,
     RecordWriter,
     StatusWriter,
     count_outcomes,
     merge_records,
     read_json,
+    jsonable,
     read_records,
     utc_now,
     write_run_result,
@@ -72,17 +74,12 @@ SERVER_API_KEY_ENV_ENV = "ARENA_SERVER_API_KEY_ENV"
 SERVER_INFO_ENV = "ARENA_SERVER_INFO"
 #: Describes the time limit whose approach SIGUSR1 announces (e.g. ``launch.slurm.time=02:00:00``).
 TIME_LIMIT_ENV = "ARENA_TIME_LIMIT"
-#: A backend's reason for the SIGUSR1 it sends, written into the run's directory first.
-STOP_REASON_FILE = "stop_reason"
 #: Seconds between ``last_progress_at`` updates while steps progress without episode ends.
 PROGRESS_INTERVAL_S = 5.0
 
 EXIT_OK = 0
 EXIT_CONFIG = 2
 EXIT_RUN = 3
-
-EPISODES_FILE = "episodes.jsonl"
-STATUS_FILE = "status.json"
 
 
 class RunCancelled(BaseException):
@@ -96,12 +93,6 @@ def time_limit_error(done: int, total: int, output_dir: str | os.PathLike[str] =
         f"stopped at the time limit ({limit}) before the run finished: {done} of {total} episode(s) recorded; "
         f"`arena run --resume {output_dir}` runs the rest (or raise the limit)"
     )
-
-
-def run_output_dir(output_dir: str | os.PathLike[str], run_name: str, shard: tuple[int, int] | None = None) -> Path:
-    """Where one invocation writes: ``<output_dir>/<run>`` or ``<output_dir>/<run>/shards/<K>``."""
-    base = Path(output_dir) / run_name
-    return base if shard is None else base / "shards" / str(shard[0])
 
 
 def run_one(
@@ -144,7 +135,7 @@ def run_one(
     except (ConfigError, PluginError, ValueError) as exc:
         print(f"arena run-one: {exc}", file=sys.stderr)
         return EXIT_CONFIG
-    work_dir = run_output_dir(output_dir, run_name, shard)
+    invocation_dir = work_dir(output_dir, run_name, shard[0] if shard is not None else None)
     if watchdog and watchdog_config is not None and not os.environ.get(WATCHDOG_CHILD_ENV):
         from arena.rollout.watchdog import supervise
 
@@ -163,13 +154,13 @@ def run_one(
         for module in allow_imports:
             argv += ["--allow-import", module]
         return supervise(
-            argv, work_dir, watchdog_config, resume=resume, run=run_name, shard=shard, episodes_total=len(items)
+            argv, invocation_dir, watchdog_config, resume=resume, run=run_name, shard=shard, episodes_total=len(items)
         )
-    invocation = _Invocation(run, items, work_dir, server, shard, resume)
+    invocation = _Invocation(run, items, invocation_dir, server, shard, resume)
     invocation.task = loaded.task
     invocation.notes = loaded.notes
     invocation.keep_errors = keep_errors
-    invocation.run_dir = Path(output_dir) / run_name
+    invocation.run_dir = run_dir(output_dir, run_name)
     return invocation.execute()
 
 
@@ -270,8 +261,6 @@ def model_record(run: Any, task: Any, server: dict | None, metadata: Any) -> dic
     a local command), else the ServerTask's; ``image_digest`` from the backend, else from an
     image pinned as ``name@sha256:…``; ``server_metadata`` is what the server sent.
     """
-    from arena.rollout.records import jsonable
-
     if server is None and task is None and metadata is None:
         return None
     info = server or {}
