@@ -50,11 +50,12 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pydantic import ValidationError
 
-from arena.errors import ConfigError, ConfigErrors
+from arena.errors import ConfigError
 from arena.launch.exposure import GENERATED_KEY_ENV, Exposure, decide_exposure
 from arena.launch.planning import missing_image
 from arena.launch.shell import in_double_quotes, one_line
 from arena_osmo.placement import Placements, place
+from arena_osmo.problems import Problems
 from arena_osmo.spec import check_template_text, validate_workflow
 
 if TYPE_CHECKING:
@@ -69,7 +70,6 @@ RUN_SCRIPT = "/tmp/arena/run.sh"
 SNAPSHOT_FILE = "/tmp/arena/experiment.yaml"
 #: A resumed runner's finished records (gzip), restored into its run directory before run-one.
 CARRIED_RECORDS = "/tmp/arena/resume/episodes.jsonl.gz"
-PLACEHOLDER = "<unset: {}>"
 #: Stands for the name of the key credential, which ``submit`` creates with a fresh name.
 KEY_CREDENTIAL_PLACEHOLDER = "arena-key-created-at-submit"
 #: The key's name inside that credential.
@@ -102,49 +102,6 @@ class RenderedWorkflow:
     def text(self) -> str:
         """The workflow file: a comment header, then the YAML."""
         return "".join(f"# {line}\n" for line in self.header) + dump(self.spec)
-
-
-class Problems:
-    """What keeps an experiment from being submitted, collected so all are reported at once.
-
-    ``missing`` settings (an unset pool, platform description, credential, image) may be
-    stood in for by a visible ``<unset: KEY>`` in ``--dry-run``; ``invalid`` ones never.
-    """
-
-    def __init__(self, source: str | None) -> None:
-        self.source = source
-        self.missing: list[ConfigError] = []
-        self.invalid: list[ConfigError] = []
-
-    def add_missing(self, key: str, message: str, *, run: str | None = None) -> str:
-        """Record a missing setting once; return its placeholder."""
-        if not any(e.key == key and e.run == run for e in self.missing):
-            self.missing.append(ConfigError(message, file=self.source, run=run, key=key))
-        return PLACEHOLDER.format(key if run is None else f"runs.{run}.{key}")
-
-    def add_invalid(self, error: ConfigError) -> None:
-        if not any(str(e) == str(error) for e in self.invalid):
-            self.invalid.append(error)
-
-    def raise_if_any(self, *, allow_missing: bool) -> None:
-        """Raise every problem at once (``allow_missing``: only when something is invalid).
-
-        Raises:
-            ConfigError: one problem; ConfigErrors: several.
-        """
-        errors = self.invalid + ([] if allow_missing and not self.invalid else self.missing)
-        if len(errors) == 1:
-            raise errors[0]
-        if errors:
-            raise ConfigErrors("the osmo launch backend cannot submit this experiment", errors, file=self.source)
-
-    def notes(self) -> list[str]:
-        """Comment lines naming every missing setting (for ``--dry-run``)."""
-        if not self.missing:
-            return []
-        lines = ["missing settings (a submission refuses these; each shows as <unset: KEY> above):"]
-        lines += [f"  {'runs.' + e.run + '.' if e.run else ''}{e.key}: {e.message}" for e in self.missing]
-        return lines
 
 
 class _Dumper(yaml.SafeDumper):
