@@ -15,6 +15,7 @@ from rich.table import Table
 
 from arena.clihelp import ArenaGroup
 from arena.errors import ArenaError, ConfigError, LaunchError, unwritable
+from arena.rollout.invocation import SERVER_API_KEY_ENV_ENV, SERVER_HOST_ENV, SERVER_PORT_ENV
 
 app = typer.Typer(
     name="arena",
@@ -259,12 +260,12 @@ def run_one(
     snapshot: Annotated[Path, typer.Argument(help="resolved experiment.yaml of an output directory")],
     run_name: Annotated[str, typer.Option("--run", help="run to execute")],
     output_dir: Annotated[Path, typer.Option("--output-dir", help="experiment output directory")],
-    server_host: Annotated[Optional[str], typer.Option("--server-host", envvar="ARENA_SERVER_HOST")] = None,
-    server_port: Annotated[Optional[int], typer.Option("--server-port", envvar="ARENA_SERVER_PORT")] = None,
+    server_host: Annotated[Optional[str], typer.Option("--server-host", envvar=SERVER_HOST_ENV)] = None,
+    server_port: Annotated[Optional[int], typer.Option("--server-port", envvar=SERVER_PORT_ENV)] = None,
     server_api_key_env: Annotated[
         Optional[str],
         typer.Option(
-            "--server-api-key-env", envvar="ARENA_SERVER_API_KEY_ENV", help="NAME of the variable holding the server's key"
+            "--server-api-key-env", envvar=SERVER_API_KEY_ENV_ENV, help="NAME of the variable holding the server's key"
         ),
     ] = None,
     shard: Annotated[Optional[str], typer.Option("--shard", help="K/N: the work items whose index ≡ K mod N")] = None,

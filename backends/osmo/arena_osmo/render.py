@@ -41,7 +41,6 @@ from __future__ import annotations
 import base64
 import dataclasses
 import gzip
-import json
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -54,6 +53,8 @@ from arena.errors import ConfigError
 from arena.launch.exposure import GENERATED_KEY_ENV, Exposure, decide_exposure
 from arena.launch.planning import missing_image
 from arena.launch.shell import in_double_quotes, one_line
+from arena.outputs.layout import EPISODES_FILE, SERVER_LOG
+from arena.rollout.invocation import RunOneInvocation, ShellWord, server_task_identity
 from arena_osmo.placement import Placements, place
 from arena_osmo.problems import Problems
 from arena_osmo.spec import check_template_text, validate_workflow
@@ -423,14 +424,7 @@ class _Context:
             "MUJOCO_GL": "egl" if o.runner.gpu else "osmesa",
             "PYOPENGL_PLATFORM": "egl" if o.runner.gpu else "osmesa",
         }
-        if rt.server:
-            exposure = self.exposures[rt.run]
-            env["ARENA_SERVER_INFO"] = json.dumps(
-                {"task": rt.server, "host": _host(rt.server), "port": plan.task.port, "log": "server.log",
-                 "image": plan.task.image, "bind": exposure.bind, "exposed": exposure.exposed, "api_key": exposure.key}
-            )
-            if rt.generated_key:
-                env["ARENA_SERVER_API_KEY_ENV"] = GENERATED_KEY_ENV  # run-one reads the key by this name
+        env.update(self.invocation(rt, plan).environment())
         task: dict[str, Any] = {
             "name": rt.runner,
             "lead": True,
@@ -487,16 +481,36 @@ class _Context:
         )
         return header + dump_yaml(exp.snapshot())
 
+    def invocation(self, rt: RunTasks, plan: ServerPlan | None) -> RunOneInvocation:
+        """The runner's ``arena run-one``: its output directory and the server's endpoint are
+        the task script's shell variables (``$OUT``, ``$HOST``, ``$PORT``)."""
+        server: dict[str, Any] = {}
+        if rt.server:
+            exposure = self.exposures[rt.run]
+            server = {
+                "server_host": ShellWord('"$HOST"'),
+                "server_port": ShellWord('"$PORT"'),
+                "server_api_key_env": GENERATED_KEY_ENV if rt.generated_key else None,
+                "server_info": {
+                    "task": rt.server, "host": _host(rt.server), "port": plan.task.port, "log": SERVER_LOG,
+                    "image": plan.task.image, "bind": exposure.bind, "exposed": exposure.exposed, "api_key": exposure.key,
+                },
+                "server_task": server_task_identity(plan.task),
+            }
+        return RunOneInvocation(
+            SNAPSHOT_FILE, rt.run, ShellWord('"$OUT"'),
+            resume=self.resume is not None, keep_errors=self.resume is not None and self.resume.keep_errors, **server,
+        )
+
     def run_script(self, rt: RunTasks, plan: ServerPlan | None) -> str:
         q = shlex.quote
         run_dir = f'"$OUT"/{q(rt.run)}'
-        flags = "".join(f" {flag}" for flag in (self.resume.run_one_flags() if self.resume is not None else []))
-        run_one = f'arena run-one {SNAPSHOT_FILE} --run {q(rt.run)} --output-dir "$OUT"{flags}'
+        run_one = self.invocation(rt, plan).shell()
         lines = ["#!/bin/bash", f"# arena run '{one_line(rt.run)}'", "set -u", "OUT={{output}}", f"mkdir -p {run_dir}"]
         if rt.run in self.carried:
             lines += [
                 "# resumed: the finished episodes of the earlier attempt, so run-one --resume skips them",
-                f"gunzip -c {CARRIED_RECORDS} > {run_dir}/episodes.jsonl",
+                f"gunzip -c {CARRIED_RECORDS} > {run_dir}/{EPISODES_FILE}",
             ]
         if rt.server:
             task = plan.task
@@ -517,7 +531,7 @@ class _Context:
                 f"  python -m arena_osmo.runner_failure \"$OUT\" {q(rt.run)} \"{reason}\"",
                 "  exit 3",
                 "fi",
-                f"exec {run_one} --server-host \"$HOST\" --server-port \"$PORT\"",
+                f"exec {run_one}",
             ]
         else:
             lines.append(f"exec {run_one}")

@@ -118,7 +118,9 @@ class Resume:
 
     def run_one_flags(self) -> list[str]:
         """The flags every resumed ``arena run-one`` gets."""
-        return ["--resume", *(["--keep-errors"] if self.keep_errors else [])]
+        from arena.rollout.invocation import resume_args
+
+        return resume_args(self.keep_errors)
 
     def shard_has_work(self, run: str, shard: int, shards: int) -> bool:
         """Whether shard ``shard`` of ``shards`` of ``run`` still has an unfinished item

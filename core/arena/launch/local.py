@@ -20,7 +20,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +35,7 @@ from arena.launch.local_server import LocalServer
 from arena.outputs.layout import EXPERIMENT_FILE, RUNNER_LOG, SERVER_LOG, SERVERS_DIR, STATUS_FILE, run_dir
 from arena.outputs.records import FINAL_STATES, LIVE_STATES, StatusWriter, read_run_statuses, write_run_result
 from arena.processes import signal_group, spawn, terminate
-from arena.rollout.run_one import SERVER_API_KEY_ENV_ENV
+from arena.rollout.invocation import RunOneInvocation, server_task_identity
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -122,7 +121,7 @@ class LocalBackend(LaunchBackend):
             lines.append(f"  {inst.exposure.describe()}")
             lines.append(f"  {_gpu_plan(pool, task, inst.key)}")
         for run in experiment.runs:
-            lines.append(f"run {run}: {' '.join(self._runner_argv(output_dir, run, None))}")
+            lines.append(f"run {run}: {' '.join(self._invocation(output_dir, run).argv())}")
         return "\n".join(lines)
 
     def exposures(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan]) -> dict[str, Exposure]:
@@ -161,12 +160,30 @@ class LocalBackend(LaunchBackend):
         return instances
 
     @staticmethod
-    def _runner_argv(output_dir: Path, run: str, server: LocalServer | None, resume_flags: tuple[str, ...] = ()) -> list[str]:
-        argv = [sys.executable, "-m", "arena", "run-one", str(output_dir / EXPERIMENT_FILE), "--run", run]
-        argv += ["--output-dir", str(output_dir), *resume_flags]
-        if server is not None:
-            argv += ["--server-host", server.host, "--server-port", str(server.port)]
-        return argv
+    def _invocation(
+        output_dir: Path,
+        run: str,
+        server: LocalServer | None = None,
+        exposure: Exposure | None = None,
+        key: str | None = None,
+        resume: Resume | None = None,
+    ) -> RunOneInvocation:
+        """The runner of ``run``: pointed at ``server`` when it has one (``key``: the key
+        generated for it, handed over in the environment only)."""
+        generated = server is not None and exposure is not None and exposure.key == "generated"
+        return RunOneInvocation(
+            output_dir / EXPERIMENT_FILE,
+            run,
+            output_dir,
+            resume=resume is not None,
+            keep_errors=resume is not None and resume.keep_errors,
+            server_host=server.host if server is not None else None,
+            server_port=server.port if server is not None else None,
+            server_api_key_env=GENERATED_KEY_ENV if generated else None,
+            server_info=_server_info(server, exposure) if server is not None else None,
+            server_task=server_task_identity(server.task) if server is not None else None,
+            env={GENERATED_KEY_ENV: key} if generated and key is not None else {},
+        )
 
     # -- submission ----------------------------------------------------------------------------
     def submit(
@@ -188,8 +205,7 @@ class LocalBackend(LaunchBackend):
             extra={"pid": os.getpid(), "jobs": self.options.jobs},
         )
         submission.save()
-        resume_flags = tuple(resume.run_one_flags()) if resume is not None else ()
-        _Scheduler(self, experiment, servers, output_dir, submission, console, resume_flags).run()
+        _Scheduler(self, experiment, servers, output_dir, submission, console, resume).run()
         return submission
 
     def status(self, submission: Submission) -> dict[str, dict[str, Any]]:
@@ -241,7 +257,7 @@ class _Scheduler:
 
     def __init__(
         self, backend, experiment, servers, output_dir: Path, submission: Submission, console,
-        resume_flags: tuple[str, ...] = (),
+        resume: Resume | None = None,
     ) -> None:
         self.backend = backend
         self.options: LocalOptions = backend.options
@@ -249,7 +265,7 @@ class _Scheduler:
         self.output_dir = output_dir
         self.submission = submission
         self.console = console
-        self.resume_flags = resume_flags
+        self.resume = resume
         self.instances = backend._instances(experiment, servers)
         self.gpus = GpuPool(*discover_gpus())
         self.keys: dict[str, str] = {}  # instance key -> generated API key (memory only)
@@ -385,14 +401,11 @@ class _Scheduler:
                 self._finish(slot)
 
     def _launch_runner(self, slot: _RunSlot, server: LocalServer | None) -> None:
-        env = dict(os.environ)
         inst = slot.instance
-        if server is not None and inst is not None:
-            env["ARENA_SERVER_INFO"] = json.dumps(_server_info(server, inst.exposure))
-            if inst.exposure is not None and inst.exposure.key == "generated":
-                env[GENERATED_KEY_ENV] = self.keys[inst.key]
-                env[SERVER_API_KEY_ENV_ENV] = GENERATED_KEY_ENV
-        argv = self.backend._runner_argv(self.output_dir, slot.name, server, self.resume_flags)
+        exposure, key = (inst.exposure, self.keys.get(inst.key)) if inst is not None else (None, None)
+        invocation = self.backend._invocation(self.output_dir, slot.name, server, exposure, key, self.resume)
+        env = {**os.environ, **invocation.environment()}
+        argv = invocation.argv()
         slot.proc = spawn(argv, run_dir(self.output_dir, slot.name) / RUNNER_LOG, env)
         self.submission.ids[slot.name] = {"0": str(slot.proc.pid)}
         self.submission.save()

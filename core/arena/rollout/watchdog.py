@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.outputs.layout import STATUS_FILE
+from arena.rollout.invocation import WATCHDOG_CHILD_ENV
 from arena.processes import spawn, terminate
 from arena.outputs.records import (
     FINAL_STATES,
@@ -95,7 +96,7 @@ class _Progress:
 
 def _spawn(argv: Sequence[str]) -> subprocess.Popen:
     env = dict(os.environ)
-    env["ARENA_WATCHDOG_CHILD"] = "1"
+    env[WATCHDOG_CHILD_ENV] = "1"
     return spawn(argv, None, env)
 
 
