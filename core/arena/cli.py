@@ -618,7 +618,7 @@ def serve(
     import yaml
 
     from arena.plugins import get_plugin_manager
-    from arena.transport.server import PolicyServer
+    from arena.transport.policy_server import PolicyServer
 
     manager = get_plugin_manager()
     registry = manager.registry

@@ -148,7 +148,7 @@ def test_float64_actions_are_cast_to_float32(openpi_double):
 
 
 def test_unreachable_server_is_a_policy_error_not_a_hang():
-    from arena.launch.local_server import free_port
+    from arena.launch.server_process import free_port
 
     port = free_port()
     cfg = RemotePolicyConfig(remote_port=port, embodiment="counter", connect_timeout_s=1)

@@ -31,7 +31,7 @@ from arena.errors import ConfigError
 from arena.launch.base import BackendOptions, LaunchBackend, Resume, Submission
 from arena.launch.exposure import GENERATED_KEY_ENV, Exposure, decide_exposure, generate_key
 from arena.launch.gpus import GpuPool, discover_gpus
-from arena.launch.local_server import LocalServer
+from arena.launch.server_process import LocalServer
 from arena.outputs.layout import EXPERIMENT_FILE, RUNNER_LOG, SERVER_LOG, SERVERS_DIR, STATUS_FILE, run_dir
 from arena.outputs.records import FINAL_STATES, LIVE_STATES, StatusWriter, read_run_statuses, write_run_result
 from arena.processes import signal_group, spawn, terminate

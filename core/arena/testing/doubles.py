@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from arena.transport.server import PolicyServer, serve_until_signalled
+from arena.transport.policy_server import PolicyServer, serve_until_signalled
 
 Validator = Callable[[dict[str, Any]], None]
 ReplyFactory = Callable[[dict[str, Any]], dict[str, Any]]
