@@ -78,7 +78,7 @@ def test_no_literal_file_name_or_final_states_outside_the_outputs_package():
     literals = ('"status.json"', '"episodes.jsonl"', '"run_result.json"', '"manifest.json"', '"experiment.yaml"',
                 '("completed", "failed", "cancelled")', '"pending", "starting_server", "running"')
     offenders = []
-    for base in (ROOT / "core" / "arena", *(ROOT / "backends").glob("*/arena_*")):
+    for base in (ROOT / "core" / "arena", *(ROOT / "backends").glob("*/src/arena_*")):
         for path in base.rglob("*.py"):
             if "outputs" in path.relative_to(ROOT / "core" / "arena" if base.name == "arena" else base).parts[:1]:
                 continue
