@@ -1,6 +1,6 @@
 """A stand-in for pi0.5-DROID with plain torch: same requests, same reply, compute of that order.
 
-``VlaModel`` is a :class:`arena.servers.model.Model` (``metadata``, ``load``, ``infer``,
+``VlaModel`` is a :class:`arena.models.model.Model` (``metadata``, ``load``, ``infer``,
 ``infer_batch``) with random weights (nothing is downloaded):
 
 * a ViT-L/16-sized transformer (``size="vit-l"``: patch 16, width 1024, 24 layers, 16 heads,

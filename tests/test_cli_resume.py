@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from arena.cli import app
 from arena.launch.submit import remaining_work, resume_experiment
-from arena.rollout.records import EpisodeRecord, RecordWriter, read_records
+from arena.outputs.records import EpisodeRecord, RecordWriter, read_records
 from arena.rollout.run_one import run_one
 
 ROOT = Path(__file__).resolve().parents[1]

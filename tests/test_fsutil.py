@@ -4,7 +4,7 @@ import os
 import stat
 
 from arena.fsutil import write_text_atomic
-from arena.rollout.records import write_json_atomic
+from arena.outputs.records import write_json_atomic
 
 
 def test_atomic_writes_follow_the_umask_and_leave_no_temporary_files(tmp_path):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from arena.config import load_experiment_dict, write_snapshot
-from arena.launch.local_server import free_port
+from arena.launch.server_process import free_port
 from arena.transport.probe import wait_until_ready
 
 pytestmark = pytest.mark.slow

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from arena.rollout.records import read_records
+from arena.outputs.records import read_records
 from arena.rollout.run_one import run_one
 
 ROOT = Path(__file__).resolve().parents[1]

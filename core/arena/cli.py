@@ -15,6 +15,7 @@ from rich.table import Table
 
 from arena.clihelp import ArenaGroup
 from arena.errors import ArenaError, ConfigError, LaunchError, unwritable
+from arena.rollout.invocation import SERVER_API_KEY_ENV_ENV, SERVER_HOST_ENV, SERVER_PORT_ENV
 
 app = typer.Typer(
     name="arena",
@@ -293,12 +294,12 @@ def run_one(
     snapshot: Annotated[Path, typer.Argument(help="resolved experiment.yaml of an output directory")],
     run_name: Annotated[str, typer.Option("--run", help="run to execute")],
     output_dir: Annotated[Path, typer.Option("--output-dir", help="experiment output directory")],
-    server_host: Annotated[Optional[str], typer.Option("--server-host", envvar="ARENA_SERVER_HOST")] = None,
-    server_port: Annotated[Optional[int], typer.Option("--server-port", envvar="ARENA_SERVER_PORT")] = None,
+    server_host: Annotated[Optional[str], typer.Option("--server-host", envvar=SERVER_HOST_ENV)] = None,
+    server_port: Annotated[Optional[int], typer.Option("--server-port", envvar=SERVER_PORT_ENV)] = None,
     server_api_key_env: Annotated[
         Optional[str],
         typer.Option(
-            "--server-api-key-env", envvar="ARENA_SERVER_API_KEY_ENV", help="NAME of the variable holding the server's key"
+            "--server-api-key-env", envvar=SERVER_API_KEY_ENV_ENV, help="NAME of the variable holding the server's key"
         ),
     ] = None,
     shard: Annotated[Optional[str], typer.Option("--shard", help="K/N: the work items whose index ≡ K mod N")] = None,
@@ -357,7 +358,7 @@ def status(output_dir: Annotated[Path, typer.Argument(help="experiment output di
         states = submission_status(output_dir)
     except ArenaError as exc:
         raise _fail(exc) from None
-    from arena.rollout.records import FINAL_STATES, partial_note
+    from arena.outputs.records import FINAL_STATES, partial_note
 
     table = Table("run", "state", "episodes", "successes", "errors", "note")
     for name, st in states.items():
@@ -403,7 +404,9 @@ def cancel(output_dir: Annotated[Path, typer.Argument(help="experiment output di
         states = {}
     except ArenaError as exc:
         raise _fail(exc) from None
-    if states and all(st.get("state") in ("completed", "failed", "cancelled") for st in states.values()):
+    from arena.outputs.records import FINAL_STATES
+
+    if states and all(st.get("state") in FINAL_STATES for st in states.values()):
         out.print(f"nothing to cancel: every run of {output_dir} has finished", highlight=False, markup=False)
         return
     try:
@@ -468,7 +471,9 @@ def report(
 
 def _require_output_dir(path: Path) -> None:
     """Refuse a directory that is not the output of ``arena run`` (exit 2)."""
-    if not path.is_dir() or not ((path / "experiment.yaml").exists() or (path / "manifest.json").exists()):
+    from arena.outputs.layout import EXPERIMENT_FILE, MANIFEST_FILE
+
+    if not path.is_dir() or not ((path / EXPERIMENT_FILE).exists() or (path / MANIFEST_FILE).exists()):
         raise _fail(
             ConfigError(
                 f"{path} is not an arena output directory (no experiment.yaml or manifest.json); "
@@ -623,21 +628,25 @@ def doctor(
 @app.command()
 def serve(
     name: Annotated[str, typer.Argument(help="registered server model (e.g. metaworld-expert) or package.module:factory")],
-    host: Annotated[str, typer.Option(help="bind address (0.0.0.0 exposes the server)")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="port", min=0, max=65535)] = 8000,
+    host: Annotated[Optional[str], typer.Option(
+        help="bind address (0.0.0.0 exposes the server; default: the server's, loopback)", show_default=False)] = None,
+    port: Annotated[Optional[int], typer.Option(help="port (default: the server's)", min=0, max=65535, show_default=False)] = None,
     option: Annotated[Optional[list[str]], typer.Option("--option", "-o", help="model option KEY=VALUE")] = None,
     api_key_env: Annotated[Optional[str], typer.Option(help="NAME of the variable holding the API key")] = None,
     max_batch_size: Annotated[Optional[int], typer.Option(
-        help="requests per infer_batch call (default: 64 for models with infer_batch, else 1; 1 turns batching off)",
+        help="requests per infer_batch call (default: the server's for models with infer_batch, else 1; 1 turns batching off)",
         show_default=False, min=1)] = None,
-    max_wait_ms: Annotated[float, typer.Option(help="how long the first request of a batch waits for company, ms")] = 2.0,
-    max_connections: Annotated[int, typer.Option(
-        help="WebSocket connections served at once (runs x num_envs sharing this server); more get HTTP 503",
-        min=1)] = 1024,
-    handshake_timeout_s: Annotated[float, typer.Option(help="close connections that have not completed the handshake by then, s")] = 10.0,
-    inline_below_ms: Annotated[float, typer.Option(
-        help="run a request on the event-loop thread while recent inferences took less than this, ms (0: never)",
-        min=0)] = 100.0,
+    max_wait_ms: Annotated[Optional[float], typer.Option(
+        help="how long the first request of a batch waits for company, ms (default: the server's)", show_default=False)] = None,
+    max_connections: Annotated[Optional[int], typer.Option(
+        help="WebSocket connections served at once (runs x num_envs sharing this server); more get HTTP 503 "
+        "(default: the server's)", show_default=False, min=1)] = None,
+    handshake_timeout_s: Annotated[Optional[float], typer.Option(
+        help="close connections that have not completed the handshake by then, s (default: the server's)",
+        show_default=False)] = None,
+    inline_below_ms: Annotated[Optional[float], typer.Option(
+        help="run a request on the event-loop thread while recent inferences took less than this, ms (0: never; "
+        "default: the server's)", show_default=False, min=0)] = None,
     concurrent_batches: Annotated[Optional[int], typer.Option(
         help="batches in the model at once, for thread-safe models (default: the model's concurrent_batches, else 1)",
         show_default=False, min=1)] = None,
@@ -654,7 +663,7 @@ def serve(
     import yaml
 
     from arena.plugins import get_plugin_manager
-    from arena.transport.server import PolicyServer
+    from arena.transport.policy_server import PolicyServer
 
     manager = get_plugin_manager()
     registry = manager.registry
@@ -679,22 +688,25 @@ def serve(
         api_key = os.environ.get(api_key_env)
         if api_key is None:
             raise _fail(ConfigError(f"--api-key-env names {api_key_env}, which is not set"))
+    server = None
     try:
-        server = PolicyServer(
-            factory(**options), host, port, api_key=api_key, max_batch_size=max_batch_size,
-            max_wait_ms=max_wait_ms, max_connections=max_connections,
-            handshake_timeout_s=handshake_timeout_s, concurrent_batches=concurrent_batches,
-            inline_below_ms=inline_below_ms,
-        )
+        # what is not given on the command line is the server's own default
+        given = {key: value for key, value in {
+            "host": host, "port": port, "max_batch_size": max_batch_size, "max_wait_ms": max_wait_ms,
+            "max_connections": max_connections, "handshake_timeout_s": handshake_timeout_s,
+            "concurrent_batches": concurrent_batches, "inline_below_ms": inline_below_ms,
+        }.items() if value is not None}
+        server = PolicyServer(factory(**options), api_key=api_key, **given)
         # Said once the socket is bound (a taken port fails before it), with the real port (--port 0).
         server.run(on_bound=lambda bound: err.print(
-            f"serving {name} on ws://{host}:{bound.port} (healthz: http://{host}:{bound.port}/healthz; "
+            f"serving {name} on ws://{bound.host}:{bound.port} (healthz: http://{bound.host}:{bound.port}/healthz; "
             f"{bound.describe()})", highlight=False, markup=False,
         ))
     except ArenaError as exc:
         raise _fail(exc) from None
     except OSError as exc:  # e.g. the port is taken
-        err.print(f"[bold red]error:[/] {escape(f'cannot serve on {host}:{port}: {exc.strerror or exc}')}", highlight=False)
+        where = f"{server.host}:{server.port}" if server is not None else f"{host}:{port}"
+        err.print(f"[bold red]error:[/] {escape(f'cannot serve on {where}: {exc.strerror or exc}')}", highlight=False)
         raise typer.Exit(3) from None
 
 

@@ -197,10 +197,12 @@ class PluginManager:
         if type_name in table:
             return table[type_name]
         if ":" in type_name:
-            if not allow_import:
-                from arena.config.imports import refusal
-
-                raise PluginError(refusal(type_name, kind.rstrip("s") if kind != "policies" else "policy"))
+            if not allow_import:  # arena's loader refuses first, saying how to opt in (arena.config.imports)
+                label = kind.rstrip("s") if kind != "policies" else "policy"
+                raise PluginError(
+                    f"'{type_name}' is not a registered {label}, and importing the module it names needs the "
+                    "caller's opt-in (allow_import=True; arena's commands: --allow-import)"
+                )
             module_name, _, attr = type_name.partition(":")
             try:
                 obj: Any = importlib.import_module(module_name)
@@ -330,9 +332,3 @@ def get_plugin_manager() -> PluginManager:
 def get_registry() -> Registry:
     """The registry of the process-wide plugin manager."""
     return get_plugin_manager().registry
-
-
-def reset_plugin_manager() -> None:
-    """Forget the process-wide manager (tests; after installing a plugin in-process)."""
-    global _MANAGER
-    _MANAGER = None

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from arena.rollout.records import read_records
+from arena.outputs.records import read_records
 
 pytestmark = pytest.mark.slow
 

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import yaml
 
-from arena.launch.local_server import LocalServer
+from arena.launch.server_process import LocalServer
 from arena.servertask import ServerTask
 from arena.testing import OpenPIDouble, RecordingModel
 

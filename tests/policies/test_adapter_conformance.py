@@ -15,7 +15,7 @@ import pytest
 
 from arena.policies.adapters import EmbodimentAdapter
 from arena.policies.metaworld_expert import MetaWorldStateAdapter
-from arena.servers.metaworld_expert import MetaWorldExpertModel
+from arena.models.metaworld_expert import MetaWorldExpertModel
 from arena.testing.conformance import ConformanceError, Expert, check_adapter_conformance
 
 TASK = "pick-place-v3"

@@ -151,7 +151,7 @@ def test_float64_actions_reach_the_env_unrounded(openpi_double):
 
 
 def test_unreachable_server_is_a_policy_error_not_a_hang():
-    from arena.launch.local_server import free_port
+    from arena.launch.server_process import free_port
 
     port = free_port()
     cfg = RemotePolicyConfig(remote_port=port, embodiment="counter", connect_timeout_s=1)

@@ -6,7 +6,7 @@ import pytest
 
 from arena.results.aggregate import build_experiment_result, collect_run_records
 from arena.results.report import write_report
-from arena.rollout.records import EpisodeRecord, RecordWriter, write_json_atomic
+from arena.outputs.records import EpisodeRecord, RecordWriter, write_json_atomic
 
 
 def _rec(run, i, outcome, *, error=None, finished="2026-01-01T00:00:00+00:00", env_id=0):

@@ -11,7 +11,7 @@ from arena.cli import app
 from arena.results.aggregate import build_experiment_result
 from arena.results.compare import compare_experiments
 from arena.results.report import write_report
-from arena.rollout.records import EpisodeRecord, RecordWriter, write_json_atomic
+from arena.outputs.records import EpisodeRecord, RecordWriter, write_json_atomic
 
 
 def _write(out, runs: dict[str, tuple[str, str, str]], *, seed=0):

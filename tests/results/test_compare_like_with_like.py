@@ -16,8 +16,8 @@ from arena.cli import app
 from arena.config import load_experiment_dict, write_snapshot
 from arena.results.aggregate import build_experiment_result
 from arena.results.report import write_report
-from arena.rollout.progress import read_progress, summary_line
-from arena.rollout.records import EpisodeRecord, RecordWriter, StatusWriter, write_run_result
+from arena.outputs.progress import read_progress, summary_line
+from arena.outputs.records import EpisodeRecord, RecordWriter, StatusWriter, write_run_result
 from arena.rollout.workitems import write_manifest
 
 REACH_EXPERT = {

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from arena.cli import app
 from arena.config import load_experiment_dict, write_snapshot
-from arena.rollout.fingerprint import (
+from arena.outputs.fingerprint import (
     MIXED,
     adapter_fingerprint,
     array_sha256,
@@ -23,7 +23,7 @@ from arena.rollout.fingerprint import (
     fingerprint_differences,
     flatten,
 )
-from arena.rollout.records import EpisodeRecord, RecordWriter, read_json, write_run_result
+from arena.outputs.records import EpisodeRecord, RecordWriter, read_json, write_run_result
 from arena.rollout.workitems import write_manifest
 
 PROTOCOL = {

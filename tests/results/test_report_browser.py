@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from arena.results.report import render_report
-from arena.rollout.records import EpisodeRecord, RecordWriter, write_json_atomic
+from arena.outputs.records import EpisodeRecord, RecordWriter, write_json_atomic
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium (install it: .ci/setup.d/chromium.sh)")

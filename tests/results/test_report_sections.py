@@ -13,7 +13,7 @@ from arena.results.aggregate import build_experiment_result
 from arena.results.compare import compare_experiments
 from arena.results.provenance import write_provenance
 from arena.results.report import write_report
-from arena.rollout.records import EpisodeRecord, RecordWriter, read_records, write_json_atomic
+from arena.outputs.records import EpisodeRecord, RecordWriter, read_records, write_json_atomic
 
 
 def _latency(mean, p50=None, p95=None, requests=10):

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from arena.results.stats import newcombe_difference, success_rate, wilson_interval
+from arena.outputs.stats import success_rate, wilson_interval
+from arena.results.stats import newcombe_difference
 
 # anchors.md section 5.1 (percent, one decimal)
 WILSON_TABLE = [

@@ -13,7 +13,7 @@ from rollout_fakes import CoinFlipConfig, CoinFlipPolicy, CounterConfig, Counter
 from arena.config.models import RecordingConfig
 from arena.plugins import PluginManager
 from arena.rollout.recording import EpisodeRecorder, VideoWriter
-from arena.rollout.records import read_records
+from arena.outputs.records import read_records
 from arena.rollout.rollout import rollout
 from arena.rollout.run_one import run_one
 from arena.rollout.workitems import WorkItem

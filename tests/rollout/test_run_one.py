@@ -10,7 +10,7 @@ from rollout_fakes import CoinFlipPolicy, CounterEnv, FakeRemotePolicy, RolloutT
 
 from arena.plugins import PluginManager
 from arena.results.aggregate import build_experiment_result
-from arena.rollout.records import read_records
+from arena.outputs.records import read_records
 from arena.rollout.run_one import run_one
 
 

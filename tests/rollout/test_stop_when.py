@@ -14,7 +14,7 @@ from arena.launch.submit import remaining_work
 from arena.plugins import PluginManager
 from arena.results.aggregate import build_experiment_result
 from arena.results.report import write_report
-from arena.rollout.records import read_records, write_json_atomic
+from arena.outputs.records import read_records, write_json_atomic
 from arena.rollout.run_one import run_one
 from arena.rollout.stopping import SeedOrderStop
 

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from arena.config.models import WatchdogConfig
-from arena.rollout.records import read_records
+from arena.outputs.records import read_records
 from arena.rollout.watchdog import supervise
 
 HERE = Path(__file__).resolve().parent

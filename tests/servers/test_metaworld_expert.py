@@ -9,8 +9,8 @@ import pytest
 
 from arena.envs.metaworld import MetaWorldConfig, MetaWorldEnvironment
 from arena.errors import ConfigError
-from arena.servers.metaworld_expert import MetaWorldExpertModel
-from arena.servers.model import Model
+from arena.models.metaworld_expert import MetaWorldExpertModel
+from arena.models.model import Model
 
 TASKS = ["reach-v3", "pick-place-v3", "drawer-open-v3", "button-press-topdown-v3"]
 

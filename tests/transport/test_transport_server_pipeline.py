@@ -17,7 +17,7 @@ from websockets.sync.client import connect as raw_connect
 
 from arena.transport import PolicyClient, PolicyServer, ProtocolError, packb, unpackb
 from arena.transport.ratelimit import RateLimitedFilter
-from arena.transport.server import DEFAULT_MAX_BATCH_SIZE
+from arena.transport.policy_server import DEFAULT_MAX_BATCH_SIZE
 
 Start = Callable[..., PolicyServer]
 

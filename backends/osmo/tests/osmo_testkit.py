@@ -471,7 +471,7 @@ def execute_task(
 def runner_output(run_dir: Path, run: str | None, outcomes: list[str], state: str, error: str | None = None) -> Path:
     """What ``arena run-one`` leaves in a run directory (``run``: its name, default the
     directory's): records with these outcomes, a final status and run result."""
-    from arena.rollout.records import EpisodeRecord, RecordWriter, StatusWriter, write_run_result
+    from arena.outputs.records import EpisodeRecord, RecordWriter, StatusWriter, write_run_result
 
     run = run or run_dir.name
     run_dir.mkdir(parents=True)

@@ -251,7 +251,8 @@ def test_arenas_own_exposed_server_requires_a_key_from_a_credential_made_at_subm
     assert "0.0.0.0" in server["command"]
     assert server["credentials"][name] == {"ARENA_SERVER_API_KEY": "api_key"}
     assert runner["credentials"][name] == {"ARENA_SERVER_API_KEY": "api_key"}
-    assert runner["environment"]["ARENA_SERVER_API_KEY_ENV"] == "ARENA_SERVER_API_KEY"
+    # run-one reads the key by this name (--server-api-key-env, the one runner invocation's flag)
+    assert '--server-api-key-env ARENA_SERVER_API_KEY' in runner["files"][1]["contents"]
     assert "--api-key-env ARENA_SERVER_API_KEY" in runner["files"][1]["contents"]  # the probe presents it
     assert "requires an API key generated for this run" in (out / "osmo" / "arena-exp.yaml").read_text()
     assert json.loads((out / "submission.json").read_text())["extra"]["key_credential"] == name

@@ -83,8 +83,11 @@ def test_every_substitution_of_the_templates_is_quoted():
                     "server.srun_flags|join(' ')", "server.command", "server.timeout", "runner.probe_flags|join(' ')",
                     "runner.srun_flags|join(' ')", "layout_note",
                     "server.client_host", "instance_env", "key_env", "server_step",  # arena's constant names
-                    "time_signal", "stop_grace", "server.restarts"}  # numbers
-    templates = Path(__file__).resolve().parents[1] / "arena_slurm" / "templates"
+                    "time_signal", "stop_grace", "server.restarts",  # numbers
+                    # the runner invocation's arguments, each word quoted by RunOneInvocation.shell
+                    "run_one.base", "run_one.shard", "run_one.server",
+                    "run_one.time_limit_env", "run_one.info_env", "run_one.task_env"}  # arena's constant names
+    templates = Path(__file__).resolve().parents[1] / "src" / "arena_slurm" / "templates"
     for template in templates.glob("*.j2"):
         for expr in re.findall(r"{{\s*(.*?)\s*}}", template.read_text()):
             assert "|" in expr and expr.split("|")[-1] in ("q", "dq", "comment", "sbatch") or expr in built_quoted, (

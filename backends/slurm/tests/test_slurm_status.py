@@ -273,7 +273,7 @@ def test_a_job_that_can_never_start_fails_its_run_naming_the_option_to_change(tm
 
 
 def _records(run_dir: Path, run: str, indices: list[int]) -> None:
-    from arena.rollout.records import EpisodeRecord, RecordWriter
+    from arena.outputs.records import EpisodeRecord, RecordWriter
 
     run_dir.mkdir(parents=True, exist_ok=True)
     with RecordWriter(run_dir / "episodes.jsonl") as writer:

@@ -5,6 +5,7 @@ Modules, one concept each:
 - :mod:`~arena.config.models`      section models (environment_builder, rollout_limit, recording, launch)
 - :mod:`~arena.config.loader`      ``load_experiment`` / ``load_experiment_dict`` / ``write_snapshot`` / ``list_overrides``
 - :mod:`~arena.config.resolved`    ``ResolvedRun``, ``ResolvedExperiment``
+- :mod:`~arena.config.runs`        ``resolve_run``: one run from ``shared`` and its sections, in named steps
 - :mod:`~arena.config.overrides`   ``KEY=VALUE`` command-line overrides
 - :mod:`~arena.config.requires`    the ``requires`` check
 - :mod:`~arena.config.merge`       deep merge and dotted paths on plain data

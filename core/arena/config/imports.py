@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 #: Environment variable holding allowed modules, comma-separated (``*``: any).
 ALLOW_IMPORTS_ENV = "ARENA_ALLOW_IMPORTS"
@@ -77,3 +78,31 @@ def refusal(type_name: str, label: str) -> str:
         f"'{module}' named by the experiment file, which arena does only when you allow it: pass "
         f"--allow-import {top} to arena run / validate / run-one, or set {ALLOW_IMPORTS_ENV}={top}"
     )
+
+
+class ImportCheck:
+    """The import opt-in of one load (:class:`ImportPolicy`), and the modules it imported.
+
+    ``listed``: the file's own ``allow_imports`` (honoured only when ``trusted``, a snapshot
+    arena wrote; named in the refusal otherwise).
+    """
+
+    def __init__(self, policy: ImportPolicy, listed: list[str], trusted: bool) -> None:
+        self.policy = policy
+        self.listed = ImportPolicy(tuple(listed))
+        self.trusted = trusted
+        self.used: list[str] = []
+
+    def check(self, type_name: str, table: Mapping[str, Any], label: str) -> bool:
+        """Whether resolving ``type_name`` imports a module (raises ValueError when not allowed)."""
+        module = None if type_name in table else module_of(type_name)
+        if module is None:
+            return False
+        if not self.policy.allows(module):
+            message = refusal(type_name, label)
+            if not self.trusted and self.listed.allows(module):
+                message += f" (the file's own '{SNAPSHOT_KEY}' is honoured only in the snapshots arena runs)"
+            raise ValueError(message)
+        if not is_arena_module(module):
+            self.used.append(module)
+        return True

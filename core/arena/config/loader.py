@@ -31,6 +31,7 @@ problem raises :class:`arena.errors.ConfigError` with the file, the run and the 
 An environment class must declare ``success_key`` (:mod:`arena.envs.base`); one that does not
 is refused here. After a run validates, its environment and policy configs' optional ``validate_run(run)``
 hooks run (cross-section constraints; a ``ValueError`` becomes a ConfigError naming the run).
+Resolving one run, step by step, is :mod:`arena.config.runs`.
 """
 
 from __future__ import annotations
@@ -42,52 +43,28 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
-
-from arena.config.imports import SNAPSHOT_KEY, ImportPolicy, is_arena_module, module_of, refusal
-from arena.config.merge import deep_merge, has_path, leaves
-from arena.config.models import (
-    EnvironmentBuilderConfig,
-    LaunchConfig,
-    RecordingConfig,
-    RolloutLimitConfig,
-)
+from arena.config.imports import SNAPSHOT_KEY, ImportCheck, ImportPolicy
+from arena.config.merge import deep_merge, leaves
+from arena.config.models import LaunchConfig
 from arena.config.overrides import Override, apply_overrides, parse_override
 from arena.config.requires import check_requires as _check_requires
 from arena.config.requires import normalize_requires
 from arena.config.resolved import ResolvedExperiment, ResolvedRun
+from arena.config.runs import RUN_KEYS, check_run_keys, resolve_run
 from arena.config.validation import validate_section
 from arena.config.yaml_io import dump_yaml, read_yaml
-from arena.envs.base import Environment, declared_success_key
-from arena.envs.workers.layout import plan_workers
-from arena.errors import ConfigError, PluginError, SuccessSignalError, short_repr
+from arena.errors import ConfigError, short_repr
 from arena.fsutil import write_text_atomic
-from arena.policies.base import PolicyBase
-from arena.servertask import ENV_NAME, ServerOverrides
 
 if TYPE_CHECKING:
     from arena.plugins import PluginManager
 
 TOP_LEVEL_KEYS = ("name", "requires", "launch", "shared", "runs", SNAPSHOT_KEY)
-RUN_KEYS = ("environment", "policy", "environment_builder", "rollout_limit", "server", "recording", "credentials")
-#: Run keys whose value is a list, not a mapping of fields.
-LIST_RUN_KEYS = ("credentials",)
 RUN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)?")
 _SUFFIX = re.compile(r"[A-Za-z0-9_-]+")
 #: An experiment name becomes ``outputs/<name>/``, job names and lines of job scripts.
 EXPERIMENT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
-_COMPONENTS: dict[str, tuple[str, str, type]] = {
-    # section: (registry kind, what it is called, required base class)
-    "environment": ("environments", "environment", Environment),
-    "policy": ("policies", "policy", PolicyBase),
-}
-_SECTIONS: dict[str, type[BaseModel]] = {
-    "environment_builder": EnvironmentBuilderConfig,
-    "rollout_limit": RolloutLimitConfig,
-    "server": ServerOverrides,
-    "recording": RecordingConfig,
-}
 
 
 def load_experiment(
@@ -169,16 +146,16 @@ def load_experiment_dict(
     )
 
     shared = apply_overrides(_mapping(raw.get("shared"), source, "shared"), _scope(parsed, "shared"), file=source)
-    _check_run_keys(shared, source=source, run=None, prefix="shared")
+    check_run_keys(shared, source=source, run=None, prefix="shared")
 
     listed = _allow_list(raw.get(SNAPSHOT_KEY), source)
-    imports = _Imports(ImportPolicy.gather(allow_imports, snapshot=listed if trust_snapshot else ()), listed, trust_snapshot)
+    imports = ImportCheck(ImportPolicy.gather(allow_imports, snapshot=listed if trust_snapshot else ()), listed, trust_snapshot)
     runs: dict[str, ResolvedRun] = {}
     for name, run_raw in runs_raw.items():
         own = _mapping(run_raw, source, None, run=name)
         run_overrides = [o for o in parsed if o.scope == "runs" and o.run == name]
         own = apply_overrides(own, run_overrides, file=source)
-        run = _resolve_run(
+        run = resolve_run(
             name,
             shared,
             own,
@@ -318,40 +295,6 @@ def _mapping(value: Any, source: str | None, key: str | None, *, run: str | None
     return dict(value)
 
 
-def _check_run_keys(data: Mapping[str, Any], *, source: str | None, run: str | None, prefix: str | None) -> None:
-    for key, value in data.items():
-        path = f"{prefix}.{key}" if prefix else str(key)
-        if key not in RUN_KEYS:
-            raise ConfigError(
-                f"unknown key '{key}'; expected one of the run keys: {', '.join(RUN_KEYS)}",
-                file=source,
-                run=run,
-                key=path,
-            )
-        if key in LIST_RUN_KEYS:
-            _check_credentials(value, source=source, run=run, key=path)
-        elif value is not None and not isinstance(value, Mapping):
-            raise ConfigError(
-                f"expected a mapping of {key} fields; got {type(value).__name__} {short_repr(value)}",
-                file=source,
-                run=run,
-                key=path,
-            )
-
-
-def _check_credentials(value: Any, *, source: str | None, run: str | None, key: str) -> None:
-    """``credentials``: a list of environment variable NAMES (never values) the runner needs."""
-    if value is None:
-        return
-    if not isinstance(value, list) or not all(isinstance(v, str) and ENV_NAME.fullmatch(v) for v in value):
-        raise ConfigError(
-            f"expected a list of environment variable names (e.g. [HF_TOKEN]) the run's runner needs; got {short_repr(value)}",
-            file=source,
-            run=run,
-            key=key,
-        )
-
-
 def _scope(parsed: list[Override], scope: str) -> list[Override]:
     return [o for o in parsed if o.scope == scope]
 
@@ -364,30 +307,6 @@ def _allow_list(value: Any, source: str | None) -> list[str]:
             f"'{SNAPSHOT_KEY}' must be a list of module names; got {type(value).__name__}", file=source, key=SNAPSHOT_KEY
         )
     return list(value)
-
-
-class _Imports:
-    """The import opt-in of one load, and the modules it imported."""
-
-    def __init__(self, policy: ImportPolicy, listed: list[str], trusted: bool) -> None:
-        self.policy = policy
-        self.listed = ImportPolicy(tuple(listed))
-        self.trusted = trusted
-        self.used: list[str] = []
-
-    def check(self, type_name: str, table: Mapping[str, Any], label: str) -> bool:
-        """Whether resolving ``type_name`` imports a module (raises ValueError when not allowed)."""
-        module = None if type_name in table else module_of(type_name)
-        if module is None:
-            return False
-        if not self.policy.allows(module):
-            message = refusal(type_name, label)
-            if not self.trusted and self.listed.allows(module):
-                message += f" (the file's own '{SNAPSHOT_KEY}' is honoured only in the snapshots arena runs)"
-            raise ValueError(message)
-        if not is_arena_module(module):
-            self.used.append(module)
-        return True
 
 
 def _expanded_target(override: Override) -> Override:
@@ -409,7 +328,7 @@ def _expand(
     *,
     source: str | None,
     manager: PluginManager,
-    imports: _Imports,
+    imports: ImportCheck,
 ) -> list[tuple[str, ResolvedRun]]:
     """``[(name, run)]``: the run itself, or the runs its environment config expands into."""
     try:
@@ -433,7 +352,7 @@ def _expand(
         child_overrides = [o for o in parsed if o.scope == "runs" and o.run == name]
         child_own = apply_overrides(deep_merge(own, {"environment": dict(updates)}), child_overrides, file=source)
         overrides = child_overrides + [o for o in parsed if o.scope == "runs" and o.run == run.name] + _scope(parsed, "shared")
-        child = _resolve_run(name, shared, child_own, source=source, manager=manager, overrides=overrides, imports=imports)
+        child = resolve_run(name, shared, child_own, source=source, manager=manager, overrides=overrides, imports=imports)
         if child.environment.expand():
             raise ConfigError(
                 f"expanded run '{name}' would expand again; its environment's expand() must return None "
@@ -444,128 +363,3 @@ def _expand(
             )
         out.append((name, child))
     return out
-
-
-# -- one run ------------------------------------------------------------------------------------
-
-
-def _resolve_run(
-    name: str,
-    shared: Mapping[str, Any],
-    own: Mapping[str, Any],
-    *,
-    source: str | None,
-    manager: PluginManager,
-    overrides: Sequence[Override] = (),
-    imports: _Imports | None = None,
-) -> ResolvedRun:
-    _check_run_keys(own, source=source, run=name, prefix=None)
-    merged: dict[str, dict[str, Any]] = {}
-    for section in RUN_KEYS:
-        if section in LIST_RUN_KEYS:
-            continue
-        base = dict(shared.get(section) or {})
-        top = dict(own.get(section) or {})
-        if section in _COMPONENTS and "type" in base and "type" in top and base["type"] != top["type"]:
-            base = {}  # another type: shared's fields of this section do not apply
-        merged[section] = deep_merge(base, top)
-
-    def origin(path: tuple[str, ...]) -> str:
-        """Where the value at ``path`` came from, when not from the run's own section."""
-        def overridden(scope: str) -> Override | None:
-            hits = [o for o in overrides if o.scope == scope and path[: len(o.path)] == o.path]
-            return hits[-1] if hits else None
-
-        if (hit := overridden("runs")) is not None:
-            return f" (from override '{hit.token}')"
-        if has_path(own, path):
-            return ""
-        if (hit := overridden("shared")) is not None:
-            return f" (from override '{hit.token}')"
-        if has_path(shared, path):
-            return " (value from shared)"
-        return ""
-
-    components: dict[str, tuple[str, type, BaseModel]] = {}
-    for section, (kind, label, base_cls) in _COMPONENTS.items():
-        fields = dict(merged[section])
-        type_name = fields.pop("type", None)
-        if type_name is None:
-            known = ", ".join(sorted(getattr(manager.registry, kind))) or "none"
-            raise ConfigError(
-                f"missing '{section}.type': a registered {label} name (registered: {known}) or package.module:Class",
-                file=source,
-                run=name,
-                key=f"{section}.type",
-            )
-        if not isinstance(type_name, str):
-            raise ConfigError(
-                f"expected a {label} name or package.module:Class; got {type(type_name).__name__} {short_repr(type_name)}",
-                file=source,
-                run=name,
-                key=f"{section}.type",
-            )
-        try:
-            importing = (imports or _Imports(ImportPolicy.gather(), [], False)).check(
-                type_name, getattr(manager.registry, kind), label
-            )
-        except ValueError as exc:
-            raise ConfigError(f"{exc}{origin((section, 'type'))}", file=source, run=name, key=f"{section}.type") from None
-        try:
-            cls = manager.resolve_class(kind, type_name, allow_import=importing)
-        except PluginError as exc:
-            raise ConfigError(f"{exc}{origin((section, 'type'))}", file=source, run=name, key=f"{section}.type") from None
-        config_cls = getattr(cls, "Config", None)
-        if not (isinstance(cls, type) and issubclass(cls, base_cls)) or not (
-            isinstance(config_cls, type) and issubclass(config_cls, BaseModel)
-        ):
-            raise ConfigError(
-                f"'{type_name}' is not a {base_cls.__name__} subclass with a pydantic Config",
-                file=source,
-                run=name,
-                key=f"{section}.type",
-            )
-        if section == "environment":
-            try:
-                declared_success_key(cls)
-            except SuccessSignalError as exc:
-                raise ConfigError(str(exc), file=source, run=name, key="environment.type") from None
-        config = validate_section(config_cls, fields, file=source, run=name, key=section, origin=origin)
-        references = config.code_references() if section == "environment" else {}
-        for field, reference in references.items():  # code the config names, imported at build time
-            try:
-                (imports or _Imports(ImportPolicy.gather(), [], False)).check(reference, {}, f"{section}.{field} reference")
-            except ValueError as exc:
-                raise ConfigError(f"{exc}{origin((section, field))}", file=source, run=name, key=f"{section}.{field}") from None
-        components[section] = (type_name, cls, config)
-
-    sections = {
-        section: validate_section(model, merged[section], file=source, run=name, key=section, origin=origin)
-        for section, model in _SECTIONS.items()
-    }
-    env_type, env_cls, env_config = components["environment"]
-    policy_type, policy_cls, policy_config = components["policy"]
-    run = ResolvedRun(
-        name=name,
-        environment_type=env_type,
-        environment_cls=env_cls,
-        environment=env_config,  # type: ignore[arg-type]
-        policy_type=policy_type,
-        policy_cls=policy_cls,
-        policy=policy_config,  # type: ignore[arg-type]
-        **sections,  # type: ignore[arg-type]
-        # a run's own list replaces shared's, as every value does
-        credentials=list(dict.fromkeys(own.get("credentials") or shared.get("credentials") or [])),
-    )
-    try:  # how the envs spread over worker processes (environment.workers / python)
-        plan_workers(env_cls, env_config, run.environment_builder.num_envs)  # type: ignore[arg-type]
-    except ValueError as exc:
-        raise ConfigError(str(exc), file=source, run=name, key="environment.workers") from None
-    for section in ("environment", "policy"):
-        hook = getattr(getattr(run, section), "validate_run", None)
-        if callable(hook):
-            try:
-                hook(run)
-            except ValueError as exc:
-                raise ConfigError(str(exc), file=source, run=name, key=section) from None
-    return run

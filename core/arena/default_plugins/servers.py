@@ -5,6 +5,6 @@ from arena.hookspecs import hookimpl
 
 @hookimpl
 def arena_register_servers(register):
-    from arena.servers.metaworld_expert import MetaWorldExpertModel
+    from arena.models.metaworld_expert import MetaWorldExpertModel
 
     register("metaworld-expert", MetaWorldExpertModel)

@@ -223,7 +223,7 @@ class Environment:
 
         E.g. which fixed initial state the episode used. JSON-able values; the record holds
         them under ``env_extras``, except ``"protocol"``: the environment's protocol
-        fingerprint (:mod:`arena.rollout.fingerprint`), which becomes the record's own
+        fingerprint (:mod:`arena.outputs.fingerprint`), which becomes the record's own
         ``protocol``. Called once per episode end, before the env is reset; the default has
         nothing.
         """

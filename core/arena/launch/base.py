@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from arena.errors import ConfigError, LaunchError
 from arena.fsutil import write_text_atomic
+from arena.outputs.layout import SUBMISSION_FILE
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -37,8 +38,6 @@ if TYPE_CHECKING:
     from arena.config import ResolvedExperiment
     from arena.launch.exposure import Exposure
     from arena.launch.planning import ServerPlan
-
-SUBMISSION_FILE = "submission.json"
 
 
 class Terminated(KeyboardInterrupt):
@@ -119,7 +118,9 @@ class Resume:
 
     def run_one_flags(self) -> list[str]:
         """The flags every resumed ``arena run-one`` gets."""
-        return ["--resume", *(["--keep-errors"] if self.keep_errors else [])]
+        from arena.rollout.invocation import resume_args
+
+        return resume_args(self.keep_errors)
 
     def shard_has_work(self, run: str, shard: int, shards: int) -> bool:
         """Whether shard ``shard`` of ``shards`` of ``run`` still has an unfinished item
@@ -181,6 +182,11 @@ class LaunchBackend:
         earlier records and extend the earlier ``submission.json``.
         """
         raise NotImplementedError
+
+    def prepare_resume(self, output_dir: Path, runs: list[str]) -> None:
+        """Before ``arena run --resume`` hands ``runs`` to :meth:`submit`: bring what the earlier
+        attempt left in ``output_dir`` into the state this backend's resume starts from (the
+        local backend marks the runs ``pending`` again). The default does nothing."""
 
     def status(self, submission: Submission) -> dict[str, dict[str, Any]]:
         """Per run: the fields of its status.json, with ``state`` mapped onto arena's states."""

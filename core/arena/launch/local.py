@@ -20,10 +20,8 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,9 +32,11 @@ from arena.errors import ConfigError
 from arena.launch.base import BackendOptions, LaunchBackend, Resume, Submission
 from arena.launch.exposure import GENERATED_KEY_ENV, Exposure, decide_exposure, generate_key
 from arena.launch.gpus import GpuPool, cuda_device_order, discover_gpus
-from arena.launch.local_server import LocalServer
+from arena.launch.server_process import LocalServer
+from arena.outputs.layout import EXPERIMENT_FILE, RUNNER_LOG, SERVER_LOG, SERVERS_DIR, STATUS_FILE, run_dir
+from arena.outputs.records import FINAL_STATES, LIVE_STATES, StatusWriter, read_run_statuses, write_run_result
 from arena.processes import signal_group, spawn, terminate
-from arena.rollout.run_one import SERVER_API_KEY_ENV_ENV
+from arena.rollout.invocation import RunOneInvocation, server_task_identity
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -125,7 +125,7 @@ class LocalBackend(LaunchBackend):
         if names:
             others = f"; then {run_names(names[1:])}, each the same command with its own --run" if len(names) > 1 else ""
             lines.append(f"# run {names[0]}{others}")
-            lines.append(command(self._runner_argv(output_dir, names[0], None)))
+            lines.append(command(self._invocation(output_dir, names[0]).argv()))
         return "\n".join(lines)
 
     def exposures(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan]) -> dict[str, Exposure]:
@@ -164,12 +164,30 @@ class LocalBackend(LaunchBackend):
         return instances
 
     @staticmethod
-    def _runner_argv(output_dir: Path, run: str, server: LocalServer | None, resume_flags: tuple[str, ...] = ()) -> list[str]:
-        argv = [sys.executable, "-m", "arena", "run-one", str(output_dir / "experiment.yaml"), "--run", run]
-        argv += ["--output-dir", str(output_dir), *resume_flags]
-        if server is not None:
-            argv += ["--server-host", server.host, "--server-port", str(server.port)]
-        return argv
+    def _invocation(
+        output_dir: Path,
+        run: str,
+        server: LocalServer | None = None,
+        exposure: Exposure | None = None,
+        key: str | None = None,
+        resume: Resume | None = None,
+    ) -> RunOneInvocation:
+        """The runner of ``run``: pointed at ``server`` when it has one (``key``: the key
+        generated for it, handed over in the environment only)."""
+        generated = server is not None and exposure is not None and exposure.key == "generated"
+        return RunOneInvocation(
+            output_dir / EXPERIMENT_FILE,
+            run,
+            output_dir,
+            resume=resume is not None,
+            keep_errors=resume is not None and resume.keep_errors,
+            server_host=server.host if server is not None else None,
+            server_port=server.port if server is not None else None,
+            server_api_key_env=GENERATED_KEY_ENV if generated else None,
+            server_info=_server_info(server, exposure) if server is not None else None,
+            server_task=server_task_identity(server.task) if server is not None else None,
+            env={GENERATED_KEY_ENV: key} if generated and key is not None else {},
+        )
 
     # -- submission ----------------------------------------------------------------------------
     def submit(
@@ -191,20 +209,20 @@ class LocalBackend(LaunchBackend):
             extra={"pid": os.getpid(), "jobs": self.options.jobs},
         )
         submission.save()
-        resume_flags = tuple(resume.run_one_flags()) if resume is not None else ()
-        _Scheduler(self, experiment, servers, output_dir, submission, console, resume_flags).run()
+        _Scheduler(self, experiment, servers, output_dir, submission, console, resume).run()
         return submission
 
     def status(self, submission: Submission) -> dict[str, dict[str, Any]]:
-        from arena.launch.submit import read_run_statuses
-
         states = read_run_statuses(Path(submission.output_dir))
         alive = _pid_alive(submission.extra.get("pid"))
         for st in states.values():
-            if not alive and st.get("state") in ("pending", "starting_server", "running"):
+            if not alive and st.get("state") in LIVE_STATES:
                 st["state"] = "failed"
                 st.setdefault("error", "the arena process that ran this submission is gone")
         return states
+
+    def prepare_resume(self, output_dir: Path, runs: list[str]) -> None:
+        mark_resumed(output_dir, runs)
 
     def cancel(self, submission: Submission) -> None:
         pid = submission.extra.get("pid")
@@ -247,7 +265,7 @@ class _Scheduler:
 
     def __init__(
         self, backend, experiment, servers, output_dir: Path, submission: Submission, console,
-        resume_flags: tuple[str, ...] = (),
+        resume: Resume | None = None,
     ) -> None:
         self.backend = backend
         self.options: LocalOptions = backend.options
@@ -255,7 +273,7 @@ class _Scheduler:
         self.output_dir = output_dir
         self.submission = submission
         self.console = console
-        self.resume_flags = resume_flags
+        self.resume = resume
         self.instances = backend._instances(experiment, servers)
         self.gpus = GpuPool(*discover_gpus())
         self.keys: dict[str, str] = {}  # instance key -> generated API key (memory only)
@@ -328,7 +346,7 @@ class _Scheduler:
             key = self.keys.setdefault(inst.key, generate_key())
             server.env[GENERATED_KEY_ENV] = key
         server.probe_key = self._client_key(inst)
-        server.log_path = self.output_dir / "servers" / f"{task.name}-{list(self.instances).index(inst.key)}.log"
+        server.log_path = self.output_dir / SERVERS_DIR / f"{task.name}-{list(self.instances).index(inst.key)}.log"
         server.start()
         gpu_note = (
             f", CUDA_VISIBLE_DEVICES={server.env['CUDA_VISIBLE_DEVICES']} (CUDA_DEVICE_ORDER={server.env['CUDA_DEVICE_ORDER']})"
@@ -397,15 +415,12 @@ class _Scheduler:
                 self._finish(slot)
 
     def _launch_runner(self, slot: _RunSlot, server: LocalServer | None) -> None:
-        env = dict(os.environ)
         inst = slot.instance
-        if server is not None and inst is not None:
-            env["ARENA_SERVER_INFO"] = json.dumps(_server_info(server, inst.exposure))
-            if inst.exposure is not None and inst.exposure.key == "generated":
-                env[GENERATED_KEY_ENV] = self.keys[inst.key]
-                env[SERVER_API_KEY_ENV_ENV] = GENERATED_KEY_ENV
-        argv = self.backend._runner_argv(self.output_dir, slot.name, server, self.resume_flags)
-        slot.proc = spawn(argv, self.output_dir / slot.name / "runner.log", env)
+        exposure, key = (inst.exposure, self.keys.get(inst.key)) if inst is not None else (None, None)
+        invocation = self.backend._invocation(self.output_dir, slot.name, server, exposure, key, self.resume)
+        env = {**os.environ, **invocation.environment()}
+        argv = invocation.argv()
+        slot.proc = spawn(argv, run_dir(self.output_dir, slot.name) / RUNNER_LOG, env)
         self.submission.ids[slot.name] = {"0": str(slot.proc.pid)}
         self.submission.save()
         self.say(f"run [bold]{escape(slot.name)}[/] started (pid {slot.proc.pid})")
@@ -425,7 +440,7 @@ class _Scheduler:
         if not src.exists():
             return
         for run in inst.all_users:
-            dst = self.output_dir / run / "server.log"
+            dst = run_dir(self.output_dir, run) / SERVER_LOG
             try:
                 dst.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(src, dst)
@@ -462,10 +477,6 @@ class _Scheduler:
                 self._stop_server(inst)
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat()
-
-
 def mark_resumed(output_dir: Path, runs: list[str]) -> None:
     """Before a local resume: the runs' ``status.json`` still say how the earlier attempt
     ended (``cancelled``, ``failed``); they are ``pending`` again until their runner starts."""
@@ -474,9 +485,7 @@ def mark_resumed(output_dir: Path, runs: list[str]) -> None:
 
 
 def _write_status(output_dir: Path, run: str, state: str, **fields: Any) -> None:
-    from arena.rollout.records import StatusWriter
-
-    path = output_dir / run / "status.json"
+    path = run_dir(output_dir, run) / STATUS_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     current: dict[str, Any] = {}
     if path.exists():
@@ -492,18 +501,16 @@ def _write_failed_result(
     output_dir: Path, run: str, reason: str, server: LocalServer | None, exposure: Exposure | None
 ) -> None:
     """A run that never started: failed status and run_result, no episode records."""
-    from arena.rollout.records import write_run_result
-
     _write_status(output_dir, run, "failed", error=reason)
     server_info = _server_info(server, exposure) if server is not None else None
-    write_run_result(output_dir / run, run=run, state="failed", error=reason, server=server_info)
+    write_run_result(run_dir(output_dir, run), run=run, state="failed", error=reason, server=server_info)
 
 
 def _server_info(server: LocalServer, exposure: Exposure | None) -> dict[str, Any]:
     """What ``run_result.json`` records about the server: endpoint, log, pid, who can reach
     it (bind, exposed, whether it requires a key: names, never the key) and its GPUs."""
     info: dict[str, Any] = {
-        "task": server.task.name, "host": server.host, "port": server.port, "log": "server.log", "pid": server.pid,
+        "task": server.task.name, "host": server.host, "port": server.port, "log": SERVER_LOG, "pid": server.pid,
         "image": None,  # the local backend runs the task's local_command, never its container
     }
     if exposure is not None:
@@ -515,18 +522,16 @@ def _server_info(server: LocalServer, exposure: Exposure | None) -> dict[str, An
 
 def _ensure_final_state(output_dir: Path, run: str, code: int | None, cancelled: bool = False) -> None:
     """After a runner exits: if it died without writing a final state, record why."""
-    path = output_dir / run / "status.json"
+    path = run_dir(output_dir, run) / STATUS_FILE
     state = None
     if path.exists():
         try:
             state = json.loads(path.read_text()).get("state")
         except ValueError:
             state = None
-    if state in ("completed", "failed", "cancelled"):
+    if state in FINAL_STATES:
         return
     reason = "cancelled" if cancelled else f"the runner exited with code {code} without finishing (see runner.log)"
     final = "cancelled" if cancelled else "failed"
-    from arena.rollout.records import write_run_result
-
     _write_status(output_dir, run, final, error=reason)
-    write_run_result(output_dir / run, run=run, state=final, error=reason, server=None)
+    write_run_result(run_dir(output_dir, run), run=run, state=final, error=reason, server=None)

@@ -11,26 +11,26 @@ backend that declares :attr:`~arena.launch.base.LaunchBackend.can_resume` only t
 manifest work items lack a finished record, with a :class:`~arena.launch.base.Resume` naming
 those items; each runner is started with ``--resume`` (and ``--keep-errors`` when ``error``
 episodes are to be kept).
-While a local submission runs, :class:`arena.rollout.progress.ProgressWatcher` shows progress
+While a local submission runs, :class:`arena.outputs.progress.ProgressWatcher` shows progress
 (bars on a terminal, periodic plain lines otherwise). ``provenance.json`` records what ran.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import re
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
 from rich.markup import escape
 
 from arena.errors import ConfigError, LaunchError, short_repr
 from arena.launch.base import SUBMISSION_FILE, Resume, Submission, Terminated, sigterm_interrupts
 from arena.launch.planning import plan_servers
+from arena.outputs.layout import EXPERIMENT_FILE, EXPERIMENT_RESULT_FILE, MANIFEST_FILE
+from arena.outputs.records import LIVE_STATES, read_json, write_json_atomic
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -57,10 +57,6 @@ def default_output_dir(experiment: ResolvedExperiment) -> Path:
     """``outputs/<experiment>/<timestamp>``: what ``--dry-run`` shows; :func:`claim_output_dir`
     adds ``-2``, ``-3``, … when another run took that name."""
     return Path("outputs") / experiment.name / datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
-
-
-#: The first file of every output directory; creating it exclusively claims the directory.
-CLAIM_FILE = "experiment.yaml"
 
 
 def claim_output_dir(experiment: ResolvedExperiment, output_dir: Path | None) -> Path:
@@ -94,7 +90,7 @@ def claim_output_dir(experiment: ResolvedExperiment, output_dir: Path | None) ->
         if any(out.iterdir()):
             raise ConfigError(f"output directory {out} is not empty; choose another --output-dir", file=experiment.source)
     try:
-        os.close(os.open(out / CLAIM_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+        os.close(os.open(out / EXPERIMENT_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
     except FileExistsError:
         raise ConfigError(
             f"output directory {out} was just taken by another arena run; choose another --output-dir",
@@ -138,7 +134,7 @@ def run_experiment(
         raise _not_empty(Path(output_dir), experiment.source)
     backend.check(experiment, servers)
     out = claim_output_dir(experiment, output_dir)
-    write_snapshot(experiment, out / CLAIM_FILE)
+    write_snapshot(experiment, out / EXPERIMENT_FILE)
     write_manifest(experiment, out)
     _write_provenance(out, experiment.source, _exposure_dicts(backend, experiment, servers))
     _say(console, f"experiment [bold]{escape(experiment.name)}[/]: {len(experiment.runs)} run(s) -> {escape(str(out))}")
@@ -149,7 +145,7 @@ def _not_empty(out: Path, source: str | None) -> ConfigError:
     """The error for a non-empty ``--output-dir``; an earlier experiment's output gets the
     ``--resume`` that finishes it."""
     message = f"output directory {out} is not empty; choose another --output-dir"
-    if (out / "experiment.yaml").is_file() and (out / "manifest.json").is_file():
+    if (out / EXPERIMENT_FILE).is_file() and (out / MANIFEST_FILE).is_file():
         message += f", or finish the experiment it holds with: arena run --resume {out}"
     return ConfigError(message, file=source)
 
@@ -187,10 +183,7 @@ def _submit_and_report(experiment, servers, backend, out: Path, wait: bool, cons
 
 def _read_result_states(out: Path) -> list[dict[str, Any]]:
     """The runs of ``experiment_result.json`` (empty when it was not written)."""
-    from arena.results.aggregate import RESULT_NAME
-    from arena.rollout.records import read_json
-
-    data = read_json(out / RESULT_NAME)
+    data = read_json(out / EXPERIMENT_RESULT_FILE)
     runs = data.get("runs") if isinstance(data, dict) else None
     return list(runs.values()) if isinstance(runs, dict) else []
 
@@ -199,7 +192,7 @@ def _progress(backend, out: Path, runs: list[str], console, totals: dict[str, in
     """Progress display for backends whose runs write status.json where this process sees it."""
     import contextlib
 
-    from arena.rollout.progress import ProgressWatcher
+    from arena.outputs.progress import ProgressWatcher
 
     if console is None or not (backend.name == "local" or getattr(backend, "shared_filesystem", False)):
         return contextlib.nullcontext()
@@ -231,9 +224,8 @@ def remaining_work(output_dir: Path, keep_errors: bool = False) -> dict[str, lis
         ConfigError: the directory has no readable manifest.json.
     """
     from arena.results.aggregate import collect_run_records, read_stop
-    from arena.rollout.records import read_json
 
-    manifest = read_json(output_dir / "manifest.json")
+    manifest = read_json(output_dir / MANIFEST_FILE)
     if not isinstance(manifest, dict) or not isinstance(manifest.get("runs"), dict):
         raise ConfigError(f"{output_dir} has no readable manifest.json: is it an arena output directory?")
     remaining: dict[str, list[int]] = {}
@@ -277,10 +269,9 @@ def resume_experiment(
     """
     from arena.config import load_experiment
     from arena.results.provenance import note_resume
-    from arena.rollout.records import read_json
 
     output_dir = Path(output_dir)
-    snapshot = output_dir / "experiment.yaml"
+    snapshot = output_dir / EXPERIMENT_FILE
     if not snapshot.exists():
         raise ConfigError(f"{output_dir} has no experiment.yaml: is it an arena output directory?")
     overrides = [f"launch.local.jobs={int(jobs)}"] if jobs is not None else []
@@ -293,7 +284,7 @@ def resume_experiment(
         )
     _refuse_if_running(output_dir)
     _collect_published(output_dir)
-    manifest = read_json(output_dir / "manifest.json") or {}
+    manifest = read_json(output_dir / MANIFEST_FILE) or {}
     if manifest.get("experiment"):
         experiment = dataclasses.replace(experiment, name=str(manifest["experiment"]))
     remaining = remaining_work(output_dir, keep_errors)
@@ -308,16 +299,9 @@ def resume_experiment(
     backend = make_backend(sub)
     backend.check(sub, servers)
     note_resume(output_dir, keep_errors)
-    if backend.name == "local":
-        from arena.launch.local import mark_resumed
-
-        mark_resumed(output_dir, list(todo))
+    backend.prepare_resume(output_dir, list(todo))
     resume = Resume(remaining={name: remaining[name] for name in todo}, keep_errors=keep_errors)
     return _submit_and_report(sub, servers, backend, output_dir, wait, console, resume)
-
-
-#: Run states in which a submission still holds (or will hold) resources.
-LIVE_STATES = ("pending", "starting_server", "running")
 
 
 def _refuse_if_running(output_dir: Path) -> None:
@@ -363,43 +347,19 @@ def _finish_report(out: Path, console: Console | None) -> int:
     from arena.results.report import write_report
 
     from arena.errors import unwritable
-    from arena.results.aggregate import RESULT_NAME
-    from arena.rollout.records import write_json_atomic
 
     result = build_experiment_result(out, write=False)
     if console is not None:
         _print_summary(result, console)
     ok = all(r.get("state") == "completed" and not r.get("errors") for r in result["runs"].values())
     try:
-        write_json_atomic(out / RESULT_NAME, result)
+        write_json_atomic(out / EXPERIMENT_RESULT_FILE, result)
         report = write_report(out, result)
     except OSError as exc:  # disk full, read-only: the records are kept; `arena report` rebuilds
         _say(console, f"[red]error:[/] {escape(f'{unwritable(exc)} (the records are kept; `arena report {out}` rebuilds it)')}")
         return EXIT_FAILED
     _say(console, escape(f"report: {report}"))
     return EXIT_OK if ok else EXIT_FAILED
-
-
-def read_run_statuses(output_dir: Path) -> dict[str, dict[str, Any]]:
-    """Each run's status.json (runs of the snapshot without one are ``pending``)."""
-    names = _run_names(output_dir)
-    statuses: dict[str, dict[str, Any]] = {}
-    for name in names:
-        path = output_dir / name / "status.json"
-        try:
-            statuses[name] = json.loads(path.read_text())
-        except (FileNotFoundError, ValueError):
-            statuses[name] = {"state": "pending"}
-    return statuses
-
-
-def _run_names(output_dir: Path) -> list[str]:
-    snapshot = output_dir / "experiment.yaml"
-    try:
-        data = yaml.safe_load(snapshot.read_text()) or {}
-    except FileNotFoundError:
-        raise LaunchError(f"{output_dir} has no experiment.yaml: is it an arena output directory?") from None
-    return list((data.get("runs") or {}).keys())
 
 
 def _backend_for(submission: Submission) -> LaunchBackend:

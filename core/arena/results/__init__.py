@@ -1,6 +1,6 @@
 """Results: statistics, the merged ``experiment_result.json`` and the static HTML report.
 
-- :mod:`~arena.results.stats`      ``wilson_interval``, ``newcombe_difference``
+- :mod:`~arena.results.stats`      ``newcombe_difference`` (one run's interval: :mod:`arena.outputs.stats`)
 - :mod:`~arena.results.aggregate`  ``collect_run_records``, ``build_experiment_result``
 - :mod:`~arena.results.report`     ``write_report`` (``index.html``, template ``arena/templates/report.html.j2``)
 - :mod:`~arena.results.redact`     what a shareable report leaves out (hosts, the kernel, local paths)

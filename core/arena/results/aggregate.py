@@ -21,10 +21,19 @@ import os
 from pathlib import Path
 from typing import Any
 
-from arena.results.paired import compare_rates, holm
-from arena.results.stats import success_rate, wilson_interval
-from arena.results.suite import suite_difference, suite_rates
-from arena.rollout.records import (
+from arena.outputs.layout import (
+    EPISODES_FILE,
+    EXPERIMENT_RESULT_FILE,
+    MANIFEST_FILE,
+    RUN_RESULT_FILE,
+    SERVER_LOG,
+    STATUS_FILE,
+    read_snapshot,
+    run_names,
+    work_dirs,
+)
+from arena.outputs.stats import success_rate, wilson_interval
+from arena.outputs.records import (
     FORMAT_VERSION,
     OUTCOMES,
     EpisodeRecord,
@@ -36,28 +45,11 @@ from arena.rollout.records import (
     utc_now,
     write_json_atomic,
 )
+from arena.results.paired import compare_rates, holm
+from arena.results.suite import suite_difference, suite_rates
 
-RESULT_NAME = "experiment_result.json"
 #: When several sources (shards) disagree, the run shows the first of these that any has.
 _STATE_PRECEDENCE = ("failed", "cancelled", "running", "starting_server", "pending", "completed")
-
-
-def _record_files(run_dir: Path) -> list[Path]:
-    files = [run_dir / "episodes.jsonl"]
-    shards = run_dir / "shards"
-    if shards.is_dir():
-        dirs = [d for d in shards.iterdir() if d.is_dir()]
-        dirs.sort(key=lambda d: (0, int(d.name)) if d.name.isdigit() else (1, d.name))
-        files.extend(d / "episodes.jsonl" for d in dirs)
-    return [f for f in files if f.exists()]
-
-
-def _state_dirs(run_dir: Path) -> list[Path]:
-    dirs = [run_dir]
-    shards = run_dir / "shards"
-    if shards.is_dir():
-        dirs.extend(sorted(d for d in shards.iterdir() if d.is_dir()))
-    return dirs
 
 
 def collect_run_records(run_dir: str | os.PathLike[str], issues: list[str] | None = None) -> list[EpisodeRecord]:
@@ -67,7 +59,7 @@ def collect_run_records(run_dir: str | os.PathLike[str], issues: list[str] | Non
     are skipped and described in ``issues`` when a list is given.
     """
     records: list[EpisodeRecord] = []
-    for path in _record_files(Path(run_dir)):
+    for path in (d / EPISODES_FILE for d in work_dirs(run_dir)):
         found, problems = read_records(path)
         records.extend(found)
         if issues is not None:
@@ -78,7 +70,7 @@ def collect_run_records(run_dir: str | os.PathLike[str], issues: list[str] | Non
 def read_stop(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The ``stop`` entry of a run stopped early by ``rollout_limit.stop_when``
     (:meth:`arena.rollout.stopping.StopDecision.to_dict`), or ``None``."""
-    result = read_json(Path(run_dir) / "run_result.json")
+    result = read_json(Path(run_dir) / RUN_RESULT_FILE)
     stop = result.get("stop") if isinstance(result, dict) else None
     return stop if isinstance(stop, dict) and isinstance(stop.get("episodes_used"), int) else None
 
@@ -96,9 +88,9 @@ def _run_state(run_dir: Path, has_records: bool) -> tuple[str, list[str], dict |
     states: list[str] = []
     errors: list[str] = []
     server = None
-    for directory in _state_dirs(run_dir):
-        result = read_json(directory / "run_result.json")
-        status = read_json(directory / "status.json")
+    for directory in work_dirs(run_dir):
+        result = read_json(directory / RUN_RESULT_FILE)
+        status = read_json(directory / STATUS_FILE)
         source = result if isinstance(result, dict) else status if isinstance(status, dict) else None
         if source is None:
             continue
@@ -140,15 +132,15 @@ def _summarize(
         stop = {**stop, "wilson_ci95": [low, high]}
     recorded = len(records)
     note = partial_note(state, recorded, total, counts["error"])
-    server_log = run_dir / "server.log"
-    status = read_json(run_dir / "status.json")
+    server_log = run_dir / SERVER_LOG
+    status = read_json(run_dir / STATUS_FILE)
     restarts = status.get("restarts", 0) if isinstance(status, dict) else 0
     machine = None
     model = None
     warnings: list[str] = []
-    for directory in _state_dirs(run_dir):
-        result = read_json(directory / "run_result.json")
-        source = result if isinstance(result, dict) else read_json(directory / "status.json")
+    for directory in work_dirs(run_dir):
+        result = read_json(directory / RUN_RESULT_FILE)
+        source = result if isinstance(result, dict) else read_json(directory / STATUS_FILE)
         if isinstance(source, dict) and isinstance(source.get("warnings"), list):
             warnings += [str(w) for w in source["warnings"] if str(w) not in warnings]
         if machine is None and isinstance(result, dict) and result.get("machine"):
@@ -179,7 +171,7 @@ def _summarize(
         "partial": note is not None,
         "partial_note": note,
         "server": server,
-        "server_log": f"{name}/server.log" if server_log.exists() else None,
+        "server_log": f"{name}/{SERVER_LOG}" if server_log.exists() else None,
         "issues": issues,
         "latency": latency_summary(records),
         "seeds": seeds,
@@ -413,7 +405,7 @@ def task_comparisons(
 
     Policies differ when their labels do (:func:`policy_labels`, read from each run's
     ``policy_label``): another type or variant, or the same type served by another model.
-    ``setups``: each run's setup (:func:`arena.results.compare.run_setup`), which decides the
+    ``setups``: each run's setup (:func:`arena.results.setups.run_setup`), which decides the
     design (:func:`arena.results.paired.pairing_differences`); without it, the pairs are
     unpaired. ``records_of``: each run's records where already read (the rest are read from
     disk). The rows carry Holm-adjusted p-values (:func:`adjust_holm`).
@@ -562,28 +554,10 @@ def group_comparisons(runs: dict[str, dict[str, Any]], groups: dict[str, dict[st
 def _experiment_name(output_dir: Path, manifest: dict | None) -> str:
     if manifest and manifest.get("experiment"):
         return str(manifest["experiment"])
-    snapshot = output_dir / "experiment.yaml"
-    if snapshot.exists():
-        try:
-            import yaml
-
-            data = yaml.safe_load(snapshot.read_text(encoding="utf-8"))
-            if isinstance(data, dict) and data.get("name"):
-                return str(data["name"])
-        except (OSError, ValueError, yaml.YAMLError):
-            pass
+    snapshot = read_snapshot(output_dir)
+    if snapshot is not None and snapshot.get("name"):
+        return str(snapshot["name"])
     return output_dir.name
-
-
-def _run_names(output_dir: Path, manifest: dict | None) -> list[str]:
-    names = list((manifest or {}).get("runs", {}))
-    markers = ("episodes.jsonl", "status.json", "run_result.json", "shards")
-    extra = sorted(
-        d.name
-        for d in output_dir.iterdir()
-        if d.is_dir() and d.name not in names and any((d / m).exists() for m in markers)
-    ) if output_dir.is_dir() else []
-    return names + extra
 
 
 #: Every method name a figure of ``experiment_result.json`` or ``arena compare --json`` may
@@ -618,7 +592,7 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
     ci95 [low, high], ci_method, errors, episodes_total, episodes_recorded,
     missing_episodes, partial (the run's numbers cover less than planned: not completed,
     episodes missing or error episodes), partial_note (why, see
-    :func:`arena.rollout.records.partial_note`), server, server_log, issues, latency, seeds,
+    :func:`arena.outputs.records.partial_note`), server, server_log, issues, latency, seeds,
     num_envs, videos, restarts, machine, warnings, model (what answered, see
     :func:`arena.rollout.run_one.model_record`), policy_label (see :func:`policy_labels`)}}``,
     ``by_task`` (task -> run names),
@@ -631,11 +605,11 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
     files yet is ``pending``; a failed run stays ``failed`` with its error.
     """
     output_dir = Path(output_dir)
-    manifest = read_json(output_dir / "manifest.json")
+    manifest = read_json(output_dir / MANIFEST_FILE)
     manifest = manifest if isinstance(manifest, dict) else None
     records_of: dict[str, list[EpisodeRecord]] = {}
     runs: dict[str, dict[str, Any]] = {}
-    for name in _run_names(output_dir, manifest):
+    for name in run_names(output_dir, manifest or {}):
         issues: list[str] = []
         records_of[name] = counted_run_records(output_dir / name, issues)
         runs[name] = _summarize(
@@ -647,7 +621,7 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
     states: dict[str, int] = {}
     for r in runs.values():
         states[r["state"]] = states.get(r["state"], 0) + 1
-    from arena.results.compare import run_setups
+    from arena.results.setups import run_setups
     from arena.results.provenance import read_provenance
 
     comparisons = task_comparisons(output_dir, runs, records_of, run_setups(output_dir, runs))
@@ -674,5 +648,5 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
         },
     }
     if write:
-        write_json_atomic(output_dir / RESULT_NAME, result)
+        write_json_atomic(output_dir / EXPERIMENT_RESULT_FILE, result)
     return result

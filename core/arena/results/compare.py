@@ -14,7 +14,7 @@ task and every other environment field but ``workers`` and ``python``, which can
 a result), the episode seeds (``environment_builder.seed`` and
 ``rollout_limit.num_episodes``) and the rollout limits, read from each directory's
 snapshot (``experiment.yaml``; ``manifest.json`` for what it holds when there is none), and
-on the records' protocol fingerprint (:mod:`arena.rollout.fingerprint`: simulator and
+on the records' protocol fingerprint (:mod:`arena.outputs.fingerprint`: simulator and
 suite versions, init-state hash, seeding mode, image size, settle steps, step limit,
 adapter, the last only between runs of one policy type; keys ``protocol.*``).
 Where they differ, :func:`compare_experiments` lists the differences and the CLI refuses
@@ -33,6 +33,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from arena.outputs.fingerprint import common_fingerprint, fingerprint_differences
 from arena.results.aggregate import (
     METHODS,
     adjust_holm,
@@ -43,17 +44,7 @@ from arena.results.aggregate import (
     suite_comparison,
 )
 from arena.results.paired import pairing_differences
-from arena.rollout.fingerprint import common_fingerprint, fingerprint_differences
-
-#: Run settings (snapshot paths) that must agree for two success rates to be comparable.
-#: ``environment.*`` covers the type, the task and every other environment field.
-SETUP_PREFIXES = ("environment.", "rollout_limit.")
-SETUP_KEYS = ("environment_builder.seed",)
-#: Environment fields that cannot change a result: how envs are spread over processes, and
-#: which interpreter runs them (what of it matters, the simulator versions, is in the
-#: records' protocol fingerprint, compared on its own).
-NOT_SETUP_KEYS = ("environment.workers", "environment.python")
-
+from arena.results.setups import run_setups, setup_differences
 
 def compare_experiments(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> dict[str, Any]:
     """Compare output directories ``a`` and ``b``.
@@ -75,7 +66,7 @@ def compare_experiments(a: str | os.PathLike[str], b: str | os.PathLike[str]) ->
             raise FileNotFoundError(f"{path} is not a directory")
     result_a = build_experiment_result(a, write=False)
     result_b = build_experiment_result(b, write=False)
-    setups_a, setups_b = _setups(a, result_a), _setups(b, result_b)
+    setups_a, setups_b = run_setups(a, result_a["runs"]), run_setups(b, result_b["runs"])
     rows = []
     differences: dict[str, list[dict[str, Any]]] = {}
     partial: list[dict[str, str]] = []
@@ -167,88 +158,10 @@ def _suite_rows(result_a: dict[str, Any], result_b: dict[str, Any], rows: list[d
     return out
 
 
-Setup = tuple[str, dict[str, Any]]
-
 
 def _policy_type(run: dict[str, Any]) -> Any:
     policy = run.get("policy")
     return policy.get("type") if isinstance(policy, dict) else policy
-
-
-def run_setup(snapshot_run: dict[str, Any] | None, manifest_entry: dict[str, Any] | None) -> Setup | None:
-    """``(source, {key path: value})`` of what makes a run comparable (see :data:`SETUP_PREFIXES`).
-
-    From the run's section of the snapshot (source ``"experiment.yaml"``) when there is one,
-    else from its manifest entry (``"manifest.json"``: task, seed, number of episodes);
-    ``None`` when neither is known.
-    """
-    if isinstance(snapshot_run, dict):
-        from arena.config.merge import leaves
-
-        flat: dict[str, Any] = {}
-        for section in ("environment", "rollout_limit"):
-            value = snapshot_run.get(section)
-            for path, leaf in leaves(value if isinstance(value, dict) else {}):
-                key = ".".join((section, *path))
-                if key not in NOT_SETUP_KEYS:
-                    flat[key] = leaf
-        builder = snapshot_run.get("environment_builder")
-        flat["environment_builder.seed"] = builder.get("seed") if isinstance(builder, dict) else None
-        return "experiment.yaml", flat
-    if isinstance(manifest_entry, dict):
-        return "manifest.json", {
-            "environment.task": manifest_entry.get("task"),
-            "environment_builder.seed": manifest_entry.get("seed"),
-            "rollout_limit.num_episodes": manifest_entry.get("num_episodes"),
-        }
-    return None
-
-
-def setup_differences(a: Setup | None, b: Setup | None) -> list[dict[str, Any]]:
-    """``[{key, a, b}]`` where two runs' setups disagree.
-
-    Settings from different sources (a snapshot against a bare manifest) are compared on the
-    keys both know; an unknown setup is itself a difference (nothing can be checked).
-    """
-    if a is None or b is None:
-        return [{"key": "settings", "a": "known" if a else "unknown (no experiment.yaml or manifest.json)",
-                 "b": "known" if b else "unknown (no experiment.yaml or manifest.json)"}]
-    (source_a, flat_a), (source_b, flat_b) = a, b
-    keys = sorted(set(flat_a) | set(flat_b)) if source_a == source_b else sorted(set(flat_a) & set(flat_b))
-    return [{"key": k, "a": flat_a.get(k), "b": flat_b.get(k)} for k in keys if flat_a.get(k) != flat_b.get(k)]
-
-
-def run_setups(output_dir: str | os.PathLike[str], runs: dict[str, Any]) -> dict[str, Setup | None]:
-    """Each run's setup (:func:`run_setup`) read from ``output_dir``'s snapshot or manifest."""
-    return _setups(Path(output_dir), {"runs": runs})
-
-
-def _setups(output_dir: Path, result: dict[str, Any]) -> dict[str, Setup | None]:
-    from arena.rollout.records import read_json
-
-    snapshot = _read_snapshot(output_dir / "experiment.yaml")
-    snapshot_runs = snapshot.get("runs") if isinstance(snapshot, dict) else None
-    manifest = read_json(output_dir / "manifest.json")
-    manifest_runs = manifest.get("runs") if isinstance(manifest, dict) else None
-    return {
-        name: run_setup(
-            snapshot_runs.get(name) if isinstance(snapshot_runs, dict) else None,
-            manifest_runs.get(name) if isinstance(manifest_runs, dict) else None,
-        )
-        for name in result["runs"]
-    }
-
-
-def _read_snapshot(path: Path) -> Any:
-    from arena.config.yaml_io import read_yaml
-    from arena.errors import ConfigError
-
-    if not path.exists():
-        return None
-    try:
-        return read_yaml(path)
-    except ConfigError:
-        return None
 
 
 def describe_value(value: Any, limit: int = 80) -> str:

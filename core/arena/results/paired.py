@@ -155,11 +155,11 @@ def pairing_differences(setup_1: Any, setup_2: Any) -> list[dict[str, Any]]:
     """What keeps two runs from being paired: ``[{key, a, b}]``, empty when they are paired.
 
     The one place the pairing check is made, so that the check it calls
-    (:func:`arena.results.compare.setup_differences` over ``environment.*``, ``rollout_limit.*``
+    (:func:`arena.results.setups.setup_differences` over ``environment.*``, ``rollout_limit.*``
     and ``environment_builder.seed`` today) can be replaced by a protocol fingerprint in one
-    place. ``setup_*``: what :func:`arena.results.compare.run_setup` returns.
+    place. ``setup_*``: what :func:`arena.results.setups.run_setup` returns.
     """
-    from arena.results.compare import setup_differences
+    from arena.results.setups import setup_differences
 
     return setup_differences(setup_1, setup_2)
 

@@ -24,9 +24,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from arena.rollout.records import read_json, utc_now, write_json_atomic
-
-PROVENANCE_NAME = "provenance.json"
+from arena.outputs.layout import PROVENANCE_FILE
+from arena.outputs.records import read_json, utc_now, write_json_atomic
 
 
 def arena_version() -> str | None:
@@ -110,12 +109,12 @@ def write_provenance(
 ) -> Path:
     """Write ``<output_dir>/provenance.json`` for a new run of the experiment."""
     data = collect_provenance(experiment_file, servers=servers)
-    return write_json_atomic(Path(output_dir) / PROVENANCE_NAME, data)
+    return write_json_atomic(Path(output_dir) / PROVENANCE_FILE, data)
 
 
 def note_resume(output_dir: str | os.PathLike[str], keep_errors: bool) -> Path:
     """Append this resume to ``provenance.json`` (created if the directory has none)."""
-    path = Path(output_dir) / PROVENANCE_NAME
+    path = Path(output_dir) / PROVENANCE_FILE
     data = read_json(path)
     if not isinstance(data, dict):
         data = collect_provenance(None)
@@ -126,5 +125,5 @@ def note_resume(output_dir: str | os.PathLike[str], keep_errors: bool) -> Path:
 
 
 def read_provenance(output_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
-    data = read_json(Path(output_dir) / PROVENANCE_NAME)
+    data = read_json(Path(output_dir) / PROVENANCE_FILE)
     return data if isinstance(data, dict) else None

@@ -31,9 +31,9 @@ import jinja2
 import markupsafe
 
 from arena.fsutil import write_text_atomic
+from arena.outputs.layout import EXPERIMENT_FILE, REPORT_FILE
 from arena.results.aggregate import build_experiment_result, collect_run_records
 
-REPORT_NAME = "index.html"
 _OUTCOME_ORDER = {"error": 0, "failure": 1, "timeout": 2, "success": 3}
 #: arena's baseline policies (:mod:`arena.policies.simple`): compared with each other last.
 BASELINE_POLICIES = frozenset({"zero_action", "random_action"})
@@ -128,7 +128,7 @@ def render_report(
         records = collect_run_records(output_dir / name)
         records.sort(key=lambda r: (_OUTCOME_ORDER.get(r.outcome, 9), r.episode_index))
         episodes[name] = [r.model_dump(by_alias=True, mode="json") for r in records]
-    snapshot = output_dir / "experiment.yaml"
+    snapshot = output_dir / EXPERIMENT_FILE
     config_text = snapshot.read_text(encoding="utf-8", errors="replace") if snapshot.exists() else None
     if redact:
         from arena.results.redact import redact_for_sharing
@@ -152,6 +152,6 @@ def write_report(
     output_dir = Path(output_dir)
     if result is None:
         result = build_experiment_result(output_dir)
-    path = output_dir / REPORT_NAME
+    path = output_dir / REPORT_FILE
     write_text_atomic(path, render_report(output_dir, result, redact=redact), fsync=False)
     return path

@@ -49,8 +49,8 @@ import numpy as np
 
 from arena.envs.base import ENV_ERRORS, read_success, success_warning
 from arena.errors import PolicyError, SimulatorError, SuccessSignalError
-from arena.rollout.fingerprint import PROTOCOL_KEY, adapter_fingerprint
-from arena.rollout.records import OUTCOMES, EpisodeRecord, utc_now
+from arena.outputs.fingerprint import PROTOCOL_KEY, adapter_fingerprint
+from arena.outputs.records import OUTCOMES, EpisodeRecord, utc_now
 from arena.rollout.workitems import WorkItem
 
 
@@ -169,7 +169,7 @@ def _episode_extras(source: Any, env_id: int) -> dict[str, Any]:
 
 
 def _protocol(env_protocol: Any, policy: Any) -> dict[str, Any] | None:
-    """The record's protocol fingerprint (:mod:`arena.rollout.fingerprint`): the environment's,
+    """The record's protocol fingerprint (:mod:`arena.outputs.fingerprint`): the environment's,
     plus the policy's embodiment adapter when it has one."""
     adapter = adapter_fingerprint(getattr(policy, "adapter", None))
     if not isinstance(env_protocol, dict) and adapter is None:

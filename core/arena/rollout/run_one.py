@@ -47,45 +47,40 @@ from typing import Any
 
 from arena.envs.workers import WorkerEnvironment, build_environment
 from arena.errors import ConfigError, PluginError, unwritable
-from arena.rollout.records import (
-    RUN_RESULT_NAME,
+from arena.outputs.layout import EPISODES_FILE, RUN_RESULT_FILE, STATUS_FILE, STOP_REASON_FILE, run_dir, work_dir
+from arena.outputs.records import (
     EpisodeRecord,
     RecordWriter,
     StatusWriter,
     count_outcomes,
     merge_records,
     read_json,
+    jsonable,
     read_records,
     utc_now,
     write_json_atomic,
     write_run_result,
 )
+from arena.rollout.invocation import (
+    SERVER_API_KEY_ENV_ENV,
+    SERVER_HOST_ENV,
+    SERVER_INFO_ENV,
+    SERVER_PORT_ENV,
+    SERVER_TASK_ENV,
+    TIME_LIMIT_ENV,
+    WATCHDOG_CHILD_ENV,
+    RunOneInvocation,
+)
 from arena.rollout.rollout import RolloutSummary, rollout
 from arena.rollout.stopping import make_stopper, stop_record
 from arena.rollout.workitems import plan_work_items, select_shard
 
-#: Set in the environment of the rollout process a watchdog supervises (it must not supervise).
-WATCHDOG_CHILD_ENV = "ARENA_WATCHDOG_CHILD"
-
-SERVER_HOST_ENV = "ARENA_SERVER_HOST"
-SERVER_PORT_ENV = "ARENA_SERVER_PORT"
-#: NAME of the variable holding the key of the server a backend started (a generated one).
-SERVER_API_KEY_ENV_ENV = "ARENA_SERVER_API_KEY_ENV"
-#: JSON describing the server a backend started for this run (task name, host, port, log).
-SERVER_INFO_ENV = "ARENA_SERVER_INFO"
-#: Describes the time limit whose approach SIGUSR1 announces (e.g. ``launch.slurm.time=02:00:00``).
-TIME_LIMIT_ENV = "ARENA_TIME_LIMIT"
-#: A backend's reason for the SIGUSR1 it sends, written into the run's directory first.
-STOP_REASON_FILE = "stop_reason"
 #: Seconds between ``last_progress_at`` updates while steps progress without episode ends.
 PROGRESS_INTERVAL_S = 5.0
 
 EXIT_OK = 0
 EXIT_CONFIG = 2
 EXIT_RUN = 3
-
-EPISODES_FILE = "episodes.jsonl"
-STATUS_FILE = "status.json"
 
 
 class RunCancelled(BaseException):
@@ -99,12 +94,6 @@ def time_limit_error(done: int, total: int, output_dir: str | os.PathLike[str] =
         f"stopped at the time limit ({limit}) before the run finished: {done} of {total} episode(s) recorded; "
         f"`arena run --resume {output_dir}` runs the rest (or raise the limit)"
     )
-
-
-def run_output_dir(output_dir: str | os.PathLike[str], run_name: str, shard: tuple[int, int] | None = None) -> Path:
-    """Where one invocation writes: ``<output_dir>/<run>`` or ``<output_dir>/<run>/shards/<K>``."""
-    base = Path(output_dir) / run_name
-    return base if shard is None else base / "shards" / str(shard[0])
 
 
 def run_one(
@@ -152,32 +141,22 @@ def run_one(
     except (ConfigError, PluginError, ValueError) as exc:
         print(f"arena run-one: {exc}", file=sys.stderr)
         return EXIT_CONFIG
-    work_dir = run_output_dir(output_dir, run_name, shard)
+    invocation_dir = work_dir(output_dir, run_name, shard[0] if shard is not None else None)
     if watchdog and watchdog_config is not None and not os.environ.get(WATCHDOG_CHILD_ENV):
         from arena.rollout.watchdog import supervise
 
-        argv = [sys.executable, "-m", "arena", "run-one", str(snapshot_path), "--run", run_name]
-        argv += ["--output-dir", str(output_dir)]
-        if server_host is not None:
-            argv += ["--server-host", str(server_host)]
-        if server_port is not None:
-            argv += ["--server-port", str(server_port)]
-        if server_api_key_env is not None:
-            argv += ["--server-api-key-env", server_api_key_env]
-        if shard is not None:
-            argv += ["--shard", f"{shard[0]}/{shard[1]}"]
-        if keep_errors:
-            argv += ["--keep-errors"]
-        for module in allow_imports:
-            argv += ["--allow-import", module]
-        return supervise(
-            argv, work_dir, watchdog_config, resume=resume, run=run_name, shard=shard, episodes_total=len(items)
+        child = RunOneInvocation(
+            snapshot_path, run_name, output_dir, shard=shard, keep_errors=keep_errors, server_host=server_host,
+            server_port=server_port, server_api_key_env=server_api_key_env, allow_imports=tuple(allow_imports),
         )
-    invocation = _Invocation(run, items, work_dir, server, shard, resume)
-    invocation.task = loaded.task
-    invocation.notes = loaded.notes
-    invocation.keep_errors = keep_errors
-    invocation.run_dir = Path(output_dir) / run_name
+        argv = child.argv()  # the supervisor adds --resume where a child resumes
+        return supervise(
+            argv, invocation_dir, watchdog_config, resume=resume, run=run_name, shard=shard, episodes_total=len(items)
+        )
+    invocation = _Invocation(
+        run, items, invocation_dir, run_dir(output_dir, run_name), server, shard, resume,
+        keep_errors=keep_errors, task=loaded.task, notes=loaded.notes,
+    )
     return invocation.execute()
 
 
@@ -203,7 +182,7 @@ class _Loaded:
     run: Any
     server: dict | None
     watchdog: Any
-    task: Any  # the ServerTask a backend starts for the run, or None
+    task: dict[str, Any] | None  # the ServerTask a backend started for the run (server_task_identity), or None
     notes: list[str]  # caveats known before the run starts
 
 
@@ -244,7 +223,7 @@ def _load_run(
             server = {"info": info}
     elif remote:
         server = {"host": run.policy.remote_host, "port": run.policy.remote_port}
-    task = _server_task(experiment, run_name, manager)
+    task = _server_task()
     notes = []
     used = (server or {}).get("port")
     default = getattr(type(run.policy).model_fields.get("remote_port"), "default", None)
@@ -256,40 +235,40 @@ def _load_run(
     return _Loaded(run, server, experiment.launch.watchdog, task, notes)
 
 
-def _server_task(experiment: Any, run_name: str, manager: Any) -> Any:
-    """The ServerTask a backend starts for the run (the same derivation), or ``None``."""
-    import dataclasses
-
-    from arena.launch.planning import plan_servers
-
-    try:
-        plan = plan_servers(dataclasses.replace(experiment, runs={run_name: experiment.runs[run_name]}), manager)
-    except ConfigError:  # a run executed from a snapshot whose plugin lost its server task
+def _server_task() -> dict[str, Any] | None:
+    """The ServerTask the backend started for the run, as it handed it over
+    (``$ARENA_SERVER_TASK``, :func:`arena.rollout.invocation.server_task_identity`), or ``None``:
+    no backend started one (an external server, or run-one started by hand)."""
+    text = os.environ.get(SERVER_TASK_ENV)
+    if not text:
         return None
-    entry = plan.get(run_name)
-    return entry.task if entry is not None else None
+    try:
+        task = json.loads(text)
+    except ValueError:
+        return None
+    return task if isinstance(task, dict) else None
 
 
-def model_record(run: Any, task: Any, server: dict | None, metadata: Any) -> dict[str, Any] | None:
+def model_record(run: Any, task: dict[str, Any] | None, server: dict | None, metadata: Any) -> dict[str, Any] | None:
     """What answered a remote run (``run_result.json``'s ``model``); ``None`` for a local policy.
 
-    ``checkpoint`` / ``revision`` come from the ServerTask (``None`` for an external server),
+    ``task`` is the ServerTask the backend started (:func:`arena.rollout.invocation.server_task_identity`).
+    ``checkpoint`` / ``revision`` come from it (``None`` for an external server),
     ``image`` from the launch backend's ``$ARENA_SERVER_INFO`` when it says (``null``: it ran
     a local command), else the ServerTask's; ``image_digest`` from the backend, else from an
     image pinned as ``name@sha256:…``; ``server_metadata`` is what the server sent.
     """
-    from arena.rollout.records import jsonable
-
     if server is None and task is None and metadata is None:
         return None
     info = server or {}
-    identity = task.model_identity() if task is not None else {"checkpoint": None, "revision": None}
-    image = info["image"] if "image" in info else (task.image if task is not None else None)
+    task = task or {}
+    identity = {"checkpoint": task.get("checkpoint"), "revision": task.get("revision")}
+    image = info["image"] if "image" in info else task.get("image")
     digest = info.get("image_digest") or (image.split("@", 1)[1] if image and "@sha256:" in image else None)
     return {
         "policy_type": run.policy_type,
         "variant": run.policy.variant(),
-        "server_task": task.name if task is not None else None,
+        "server_task": task.get("name"),
         **identity,
         "image": image,
         "image_digest": digest,
@@ -298,7 +277,23 @@ def model_record(run: Any, task: Any, server: dict | None, metadata: Any) -> dic
 
 
 class _Invocation:
-    def __init__(self, run: Any, items: list, work_dir: Path, server: dict | None, shard, resume: bool) -> None:
+    """One execution of run-one: the run's work items into ``work_dir`` (the run's directory
+    ``run_dir``, or a shard's), with what the backend said of the server."""
+
+    def __init__(
+        self,
+        run: Any,
+        items: list,
+        work_dir: Path,
+        run_dir: Path,
+        server: dict | None,
+        shard,
+        resume: bool,
+        *,
+        keep_errors: bool = False,
+        task: dict[str, Any] | None = None,
+        notes: Sequence[str] = (),
+    ) -> None:
         self.run = run
         self.items = items
         self.work_dir = work_dir
@@ -312,12 +307,12 @@ class _Invocation:
         self.time_limit = False
         self.armed = False
         self.last_progress = 0.0
-        self.keep_errors = False
-        self.run_dir = work_dir if shard is None else work_dir.parent.parent
+        self.keep_errors = keep_errors
+        self.run_dir = run_dir
         self.restart_history: list[dict[str, Any]] = []
         self.warnings: list[str] = []
-        self.task: Any = None
-        self.notes: list[str] = []
+        self.task = task
+        self.notes = list(notes)
         self.metadata: Any = None
         self.stopper: Any = None  # the rule of rollout_limit.stop_when (arena.rollout.stopping)
 
@@ -525,7 +520,7 @@ class _Invocation:
         )
         if stop is not None:  # the rule's decision, and the episodes past it (kept, not counted)
             result["stop"] = stop
-            write_json_atomic(self.work_dir / RUN_RESULT_NAME, result)
+            write_json_atomic(self.work_dir / RUN_RESULT_FILE, result)
             print(f"arena run-one: run {self.run.name}: stopped early: {stop['reason']}", file=sys.stderr)
         tallies = self._tallies()
         if stop is not None:  # complete at the stopping index: the progress line and arena status say so

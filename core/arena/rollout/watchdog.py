@@ -36,8 +36,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from arena.outputs.layout import STATUS_FILE
+from arena.rollout.invocation import WATCHDOG_CHILD_ENV
 from arena.processes import spawn, terminate
-from arena.rollout.records import (
+from arena.outputs.records import (
     FINAL_STATES,
     StatusWriter,
     read_json,
@@ -94,7 +96,7 @@ class _Progress:
 
 def _spawn(argv: Sequence[str]) -> subprocess.Popen:
     env = dict(os.environ)
-    env["ARENA_WATCHDOG_CHILD"] = "1"
+    env[WATCHDOG_CHILD_ENV] = "1"
     return spawn(argv, None, env)
 
 
@@ -119,7 +121,7 @@ def supervise(
     """
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
-    status_path = work_dir / "status.json"
+    status_path = work_dir / STATUS_FILE
     base = [a for a in argv if a != "--resume"]
     restarts = 0
     if resume:

@@ -14,9 +14,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from arena.rollout.records import FORMAT_VERSION, utc_now, write_json_atomic
-
-MANIFEST_NAME = "manifest.json"
+from arena.outputs.layout import MANIFEST_FILE
+from arena.outputs.records import FORMAT_VERSION, utc_now, write_json_atomic
 
 
 @dataclass(frozen=True, order=True)
@@ -90,4 +89,4 @@ def write_manifest(experiment: Any, output_dir: str | os.PathLike[str]) -> Path:
         "created_at": utc_now(),
         "runs": {name: manifest_entry(run) for name, run in experiment.runs.items()},
     }
-    return write_json_atomic(Path(output_dir) / MANIFEST_NAME, data)
+    return write_json_atomic(Path(output_dir) / MANIFEST_FILE, data)

@@ -207,9 +207,10 @@ def check_adapter_conformance(
         expert_steps=expert_steps,
         adapter_steps=[r.steps for r in records],
     )
-    from arena.rollout.records import RecordWriter
+    from arena.outputs.layout import EPISODES_FILE
+    from arena.outputs.records import RecordWriter
 
-    with RecordWriter(Path(output_dir) / "episodes.jsonl") as writer:
+    with RecordWriter(Path(output_dir) / EPISODES_FILE) as writer:
         for record in records:
             writer.write(record)
     lost = [s for s, a, b in zip(seeds, expert_outcomes, report.adapter_outcomes) if a == "success" and b != "success"]

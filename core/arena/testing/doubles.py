@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from arena.testing.faults import Fault, FaultKnobs, add_fault_arguments, fault_options
-from arena.transport.server import PolicyServer, serve_until_signalled
+from arena.transport.policy_server import PolicyServer, serve_until_signalled
 
 Validator = Callable[[dict[str, Any]], None]
 ReplyFactory = Callable[[dict[str, Any]], dict[str, Any]]

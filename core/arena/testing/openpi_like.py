@@ -39,7 +39,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 from arena.transport.codec import Packer, unpackb
-from arena.transport.server import serve_until_signalled
+from arena.transport.policy_server import serve_until_signalled
 
 __all__ = ["OpenPILikeServer", "main"]
 

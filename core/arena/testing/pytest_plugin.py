@@ -89,7 +89,7 @@ def policy_server() -> Iterator[Callable[..., Any]]:
     ``policy_server(model)``; returns the running ``PolicyServer`` (``.host``, ``.port``).
     """
     from arena.plugins import get_registry
-    from arena.transport.server import PolicyServer
+    from arena.transport.policy_server import PolicyServer
 
     servers: list[PolicyServer] = []
 

@@ -28,7 +28,7 @@ from arena.transport.errors import (
     UnexpectedTextFrame,
 )
 from arena.transport.probe import probe_once, wait_until_ready
-from arena.transport.server import PolicyServer, serve_model
+from arena.transport.policy_server import PolicyServer, serve_model
 
 __all__ = [
     "CodecError",

@@ -139,7 +139,7 @@ class InferenceEngine:
     """Runs ``model`` for the server: ``load()``, then batches from a :class:`BatchQueue`.
 
     Args:
-        model: a :class:`arena.servers.model.Model`.
+        model: a :class:`arena.models.model.Model`.
         batching: call ``model.infer_batch`` (else ``model.infer``, one request at a time).
         max_batch_size, max_wait_s: see :class:`BatchQueue`.
         threads: how many batches may be in the model at once (1 unless the model is

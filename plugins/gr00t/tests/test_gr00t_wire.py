@@ -93,7 +93,7 @@ def test_timeout_applies_and_the_socket_is_recreated_so_the_next_request_works()
 
 
 def test_ping_of_a_dead_port_is_false_and_close_does_not_hang():
-    from arena.launch.local_server import free_port
+    from arena.launch.server_process import free_port
 
     client = Gr00tClient("127.0.0.1", free_port(), request_timeout_s=0.2)
     started = time.monotonic()

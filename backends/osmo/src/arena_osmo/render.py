@@ -41,7 +41,6 @@ from __future__ import annotations
 import base64
 import dataclasses
 import gzip
-import json
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -50,11 +49,14 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pydantic import ValidationError
 
-from arena.errors import ConfigError, ConfigErrors
+from arena.errors import ConfigError
 from arena.launch.exposure import GENERATED_KEY_ENV, Exposure, decide_exposure
 from arena.launch.planning import missing_image
 from arena.launch.shell import in_double_quotes, one_line
+from arena.outputs.layout import EPISODES_FILE, SERVER_LOG
+from arena.rollout.invocation import RunOneInvocation, ShellWord, server_task_identity
 from arena_osmo.placement import Placements, place
+from arena_osmo.problems import Problems
 from arena_osmo.spec import check_template_text, validate_workflow
 
 if TYPE_CHECKING:
@@ -69,7 +71,6 @@ RUN_SCRIPT = "/tmp/arena/run.sh"
 SNAPSHOT_FILE = "/tmp/arena/experiment.yaml"
 #: A resumed runner's finished records (gzip), restored into its run directory before run-one.
 CARRIED_RECORDS = "/tmp/arena/resume/episodes.jsonl.gz"
-PLACEHOLDER = "<unset: {}>"
 #: Stands for the name of the key credential, which ``submit`` creates with a fresh name.
 KEY_CREDENTIAL_PLACEHOLDER = "arena-key-created-at-submit"
 #: The key's name inside that credential.
@@ -102,49 +103,6 @@ class RenderedWorkflow:
     def text(self) -> str:
         """The workflow file: a comment header, then the YAML."""
         return "".join(f"# {line}\n" for line in self.header) + dump(self.spec)
-
-
-class Problems:
-    """What keeps an experiment from being submitted, collected so all are reported at once.
-
-    ``missing`` settings (an unset pool, platform description, credential, image) may be
-    stood in for by a visible ``<unset: KEY>`` in ``--dry-run``; ``invalid`` ones never.
-    """
-
-    def __init__(self, source: str | None) -> None:
-        self.source = source
-        self.missing: list[ConfigError] = []
-        self.invalid: list[ConfigError] = []
-
-    def add_missing(self, key: str, message: str, *, run: str | None = None) -> str:
-        """Record a missing setting once; return its placeholder."""
-        if not any(e.key == key and e.run == run for e in self.missing):
-            self.missing.append(ConfigError(message, file=self.source, run=run, key=key))
-        return PLACEHOLDER.format(key if run is None else f"runs.{run}.{key}")
-
-    def add_invalid(self, error: ConfigError) -> None:
-        if not any(str(e) == str(error) for e in self.invalid):
-            self.invalid.append(error)
-
-    def raise_if_any(self, *, allow_missing: bool) -> None:
-        """Raise every problem at once (``allow_missing``: only when something is invalid).
-
-        Raises:
-            ConfigError: one problem; ConfigErrors: several.
-        """
-        errors = self.invalid + ([] if allow_missing and not self.invalid else self.missing)
-        if len(errors) == 1:
-            raise errors[0]
-        if errors:
-            raise ConfigErrors("the osmo launch backend cannot submit this experiment", errors, file=self.source)
-
-    def notes(self) -> list[str]:
-        """Comment lines naming every missing setting (for ``--dry-run``)."""
-        if not self.missing:
-            return []
-        lines = ["missing settings (a submission refuses these; each shows as <unset: KEY> above):"]
-        lines += [f"  {'runs.' + e.run + '.' if e.run else ''}{e.key}: {e.message}" for e in self.missing]
-        return lines
 
 
 class _Dumper(yaml.SafeDumper):
@@ -466,14 +424,7 @@ class _Context:
             "MUJOCO_GL": "egl" if o.runner.gpu else "osmesa",
             "PYOPENGL_PLATFORM": "egl" if o.runner.gpu else "osmesa",
         }
-        if rt.server:
-            exposure = self.exposures[rt.run]
-            env["ARENA_SERVER_INFO"] = json.dumps(
-                {"task": rt.server, "host": _host(rt.server), "port": plan.task.port, "log": "server.log",
-                 "image": plan.task.image, "bind": exposure.bind, "exposed": exposure.exposed, "api_key": exposure.key}
-            )
-            if rt.generated_key:
-                env["ARENA_SERVER_API_KEY_ENV"] = GENERATED_KEY_ENV  # run-one reads the key by this name
+        env.update(self.invocation(rt, plan).environment())
         task: dict[str, Any] = {
             "name": rt.runner,
             "lead": True,
@@ -530,16 +481,36 @@ class _Context:
         )
         return header + dump_yaml(exp.snapshot())
 
+    def invocation(self, rt: RunTasks, plan: ServerPlan | None) -> RunOneInvocation:
+        """The runner's ``arena run-one``: its output directory and the server's endpoint are
+        the task script's shell variables (``$OUT``, ``$HOST``, ``$PORT``)."""
+        server: dict[str, Any] = {}
+        if rt.server:
+            exposure = self.exposures[rt.run]
+            server = {
+                "server_host": ShellWord('"$HOST"'),
+                "server_port": ShellWord('"$PORT"'),
+                "server_api_key_env": GENERATED_KEY_ENV if rt.generated_key else None,
+                "server_info": {
+                    "task": rt.server, "host": _host(rt.server), "port": plan.task.port, "log": SERVER_LOG,
+                    "image": plan.task.image, "bind": exposure.bind, "exposed": exposure.exposed, "api_key": exposure.key,
+                },
+                "server_task": server_task_identity(plan.task),
+            }
+        return RunOneInvocation(
+            SNAPSHOT_FILE, rt.run, ShellWord('"$OUT"'),
+            resume=self.resume is not None, keep_errors=self.resume is not None and self.resume.keep_errors, **server,
+        )
+
     def run_script(self, rt: RunTasks, plan: ServerPlan | None) -> str:
         q = shlex.quote
         run_dir = f'"$OUT"/{q(rt.run)}'
-        flags = "".join(f" {flag}" for flag in (self.resume.run_one_flags() if self.resume is not None else []))
-        run_one = f'arena run-one {SNAPSHOT_FILE} --run {q(rt.run)} --output-dir "$OUT"{flags}'
+        run_one = self.invocation(rt, plan).shell()
         lines = ["#!/bin/bash", f"# arena run '{one_line(rt.run)}'", "set -u", "OUT={{output}}", f"mkdir -p {run_dir}"]
         if rt.run in self.carried:
             lines += [
                 "# resumed: the finished episodes of the earlier attempt, so run-one --resume skips them",
-                f"gunzip -c {CARRIED_RECORDS} > {run_dir}/episodes.jsonl",
+                f"gunzip -c {CARRIED_RECORDS} > {run_dir}/{EPISODES_FILE}",
             ]
         if rt.server:
             task = plan.task
@@ -560,7 +531,7 @@ class _Context:
                 f"  python -m arena_osmo.runner_failure \"$OUT\" {q(rt.run)} \"{reason}\"",
                 "  exit 3",
                 "fi",
-                f"exec {run_one} --server-host \"$HOST\" --server-port \"$PORT\"",
+                f"exec {run_one}",
             ]
         else:
             lines.append(f"exec {run_one}")

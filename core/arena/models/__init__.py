@@ -1,5 +1,5 @@
 """Models hosted by arena's own policy server (``arena serve NAME``)."""
 
-from arena.servers.model import Model
+from arena.models.model import Model
 
 __all__ = ["Model"]

@@ -46,7 +46,14 @@ import jinja2
 from arena.errors import ConfigError, short_repr
 from arena.launch.exposure import GENERATED_KEY_ENV, Exposure, decide_exposure, is_loopback
 from arena.launch.shell import DOUBLE_QUOTE_SPECIAL, in_double_quotes, one_line
-from arena.rollout.run_one import TIME_LIMIT_ENV
+from arena.rollout.invocation import (
+    SERVER_INFO_ENV,
+    SERVER_TASK_ENV,
+    TIME_LIMIT_ENV,
+    RunOneInvocation,
+    ShellWord,
+    server_task_identity,
+)
 from arena_slurm.options import SlurmOptions
 
 if TYPE_CHECKING:
@@ -315,6 +322,25 @@ def run_context(
             "generated_key": generated,
             "restarts": options.server_restarts,
         }
+    # The runner's `arena run-one`: the script's shell variables; shard, server and resume
+    # arguments are bash arrays (and the script's own arguments) filled in when the job runs.
+    invocation = RunOneInvocation(
+        ShellWord('"$SNAPSHOT"'), ShellWord('"$RUN"'), ShellWord('"$OUTPUT_DIR"'),
+        shard=ShellWord(f'"$SHARD/{shards}"') if shards > 1 else None,
+        server_host=ShellWord('"$SERVER_HOST"') if task is not None else None,
+        server_port=ShellWord('"$PORT"') if task is not None else None,
+        server_api_key_env=GENERATED_KEY_ENV if generated else None,
+        server_task=server_task_identity(task) if task is not None else None,
+    )
+    run_one = {
+        "base": invocation.shell("", invocation.base_args()),
+        "shard": invocation.shell("", invocation.shard_args()),
+        "server": invocation.shell("", invocation.server_args()),
+        "info_env": SERVER_INFO_ENV,
+        "task_env": SERVER_TASK_ENV,
+        "task": invocation.environment().get(SERVER_TASK_ENV),
+        "time_limit_env": TIME_LIMIT_ENV,
+    }
     array = None
     if shards > 1:
         array = f"0-{shards - 1}" + (f"%{options.array_parallelism}" if options.array_parallelism else "")
@@ -334,6 +360,7 @@ def run_context(
         "server": server,
         "external": plan is not None and plan.external,
         "runner": {"srun_flags": runner_flags, "probe_flags": probe_flags},
+        "run_one": run_one,
         "key_env": GENERATED_KEY_ENV,
         "instance_env": INSTANCE_ENV,
         "memory_note": memory_note,

@@ -220,12 +220,6 @@ class WorkflowSpec(_Strict):
             raise ValueError(f"at most {MAX_LABELS} labels, got {len(labels)}")
         return labels
 
-    def all_groups(self) -> list[GroupSpec]:
-        """Groups as OSMO runs them: a bare task list is one group per task."""
-        if self.groups is not None:
-            return self.groups
-        return [GroupSpec(name=f"{t.name}-group", tasks=[t.model_copy(update={"lead": True})]) for t in self.tasks or []]
-
     @model_validator(mode="after")
     def _structure(self) -> WorkflowSpec:
         if bool(self.tasks) == bool(self.groups):

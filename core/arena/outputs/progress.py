@@ -25,7 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from arena.rollout.records import FINAL_STATES, partial_note, read_json
+from arena.outputs.layout import STATUS_FILE, run_dir as run_directory, work_dirs
+from arena.outputs.records import FINAL_STATES, partial_note, read_json
 
 PROGRESS_INTERVAL_ENV = "ARENA_PROGRESS_INTERVAL_S"
 
@@ -38,11 +39,7 @@ def read_progress(output_dir: str | os.PathLike[str], runs: list[str], totals: d
     output_dir = Path(output_dir)
     out: dict[str, dict[str, Any]] = {}
     for name in runs:
-        run_dir = output_dir / name
-        paths = [run_dir / "status.json"]
-        shards = run_dir / "shards"
-        if shards.is_dir():
-            paths += sorted(d / "status.json" for d in shards.iterdir() if d.is_dir())
+        paths = [d / STATUS_FILE for d in work_dirs(run_directory(output_dir, name))]
         found = [s for s in (read_json(p) for p in paths) if isinstance(s, dict)]
         shard_rows = [s for s in found if s.get("shard")] or found[:1]
         states = [str(s.get("state", "pending")) for s in found] or ["pending"]

@@ -1,6 +1,7 @@
-"""Episode records (``episodes.jsonl``) and run status (``status.json``).
+"""Episode records (``episodes.jsonl``), run status (``status.json``) and result (``run_result.json``).
 
-Files of a run directory (or of a shard, ``<run>/shards/<K>/``):
+Files of a work directory (a run's, or a shard's ``<run>/shards/<K>/``; names and paths:
+:mod:`arena.outputs.layout`):
 
 - ``episodes.jsonl``: one JSON object per finished episode (:class:`EpisodeRecord`), appended
   and ``fsync``-ed one line at a time, so a crash loses at most the episode in progress. A torn
@@ -24,17 +25,21 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from arena.errors import short_repr
+from arena.errors import LaunchError, short_repr
 from arena.fsutil import write_text_atomic
+from arena.outputs.fingerprint import common_fingerprint
+from arena.outputs.layout import EPISODES_FILE, EXPERIMENT_FILE, RUN_RESULT_FILE, STATUS_FILE, run_dir, run_names
+from arena.outputs.stats import success_rate, wilson_interval
 
 FORMAT_VERSION = 1
 #: Record format versions this arena reads (``arena report`` rebuilds from any of them).
 KNOWN_FORMAT_VERSIONS: tuple[int, ...] = (1,)
 
-RunState = Literal["pending", "starting_server", "running", "completed", "failed", "cancelled"]
 RUN_STATES: tuple[str, ...] = ("pending", "starting_server", "running", "completed", "failed", "cancelled")
 #: States after which a run changes no more.
 FINAL_STATES: tuple[str, ...] = ("completed", "failed", "cancelled")
+#: States in which a run still holds (or will hold) resources.
+LIVE_STATES: tuple[str, ...] = ("pending", "starting_server", "running")
 
 def partial_note(state: str | None, done: int, total: int | None, errors: int) -> str | None:
     """Why a run's numbers cover less than it planned (``"partial: cancelled, 4 of 10
@@ -91,7 +96,7 @@ class EpisodeRecord(BaseModel):
     server_timing: dict[str, Any] | None = Field(None, description="timing the server sent, if any")
     video: str | None = Field(None, description="video path relative to the run directory")
     protocol: dict[str, Any] | None = Field(
-        None, description="protocol fingerprint: what makes two runs comparable (arena.rollout.fingerprint)"
+        None, description="protocol fingerprint: what makes two runs comparable (arena.outputs.fingerprint)"
     )
     finished_at: str = Field(default_factory=utc_now, description="ISO 8601, UTC")
 
@@ -327,7 +332,20 @@ class StatusWriter:
         return self.update(last_progress_at=utc_now(), **changes)
 
 
-RUN_RESULT_NAME = "run_result.json"
+def read_run_statuses(output_dir: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """Each run's ``status.json`` (runs of the directory without a readable one are ``pending``;
+    the runs: :func:`arena.outputs.layout.run_names`).
+
+    Raises:
+        LaunchError: ``output_dir`` has no ``experiment.yaml`` (not an arena output directory).
+    """
+    if not (Path(output_dir) / EXPERIMENT_FILE).is_file():
+        raise LaunchError(f"{output_dir} has no {EXPERIMENT_FILE}: is it an arena output directory?")
+    statuses: dict[str, dict[str, Any]] = {}
+    for name in run_names(output_dir):
+        status = read_json(run_dir(output_dir, name) / STATUS_FILE)
+        statuses[name] = status if isinstance(status, dict) else {"state": "pending"}
+    return statuses
 
 
 def write_run_result(
@@ -356,19 +374,16 @@ def write_run_result(
     ``warnings`` (caveats of the numbers that did not stop the run), ``model`` (what
     answered a remote policy: ``policy_type``, ``variant``, ``server_task``, ``checkpoint``,
     ``revision``, ``image``, ``image_digest``, ``server_metadata``; ``None`` for a local one),
-    ``protocol`` (the records' common protocol fingerprint, :mod:`arena.rollout.fingerprint`).
+    ``protocol`` (the records' common protocol fingerprint, :mod:`arena.outputs.fingerprint`).
 
     Raises:
         ValueError: ``state`` is not one of :data:`RUN_STATES`.
     """
-    from arena.results.stats import success_rate, wilson_interval
-    from arena.rollout.fingerprint import common_fingerprint
-
     if state not in RUN_STATES:
         raise ValueError(f"unknown run state {state!r}; expected one of {', '.join(RUN_STATES)}")
     run_dir = Path(run_dir)
     if records is None:
-        records, _ = read_records(run_dir / "episodes.jsonl")
+        records, _ = read_records(run_dir / EPISODES_FILE)
     merged = merge_records(records)
     counts = count_outcomes(merged)
     k = counts["success"]
@@ -392,5 +407,5 @@ def write_run_result(
         "model": model,
         "protocol": common_fingerprint(r.protocol for r in merged),
     }
-    write_json_atomic(run_dir / RUN_RESULT_NAME, result)
+    write_json_atomic(run_dir / RUN_RESULT_FILE, result)
     return result

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from arena.config import ResolvedExperiment
     from arena.launch.planning import ServerPlan
     from arena_osmo.options import OsmoOptions, PlatformSpec
-    from arena_osmo.render import Problems
+    from arena_osmo.problems import Problems
 
 
 @dataclass(frozen=True)

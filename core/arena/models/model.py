@@ -9,7 +9,7 @@ Optional, for accelerators:
 
 * ``infer_batch(list_of_obs) -> list_of_replies`` (same length, same order): the server then
   groups concurrent requests, by default up to 64 per call with a 2 ms window
-  (:mod:`arena.transport.server`);
+  (:mod:`arena.transport.policy_server`);
 * ``concurrent_batches: int`` (class attribute, default 1): how many ``infer_batch`` calls may
   run at once. 2 lets the server hand the model the next batch (stacking, host-to-device
   copies) while the current one computes; it requires a thread-safe model (a torch module in

@@ -28,11 +28,12 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from arena.launch.base import Submission
-from arena.rollout.records import StatusWriter, read_json, write_json_atomic, write_run_result
+from arena.outputs import layout
+from arena.outputs.layout import MANIFEST_FILE, RUN_RESULT_FILE, STATUS_FILE
+from arena.outputs.records import FINAL_STATES, LIVE_STATES, StatusWriter, read_json, write_json_atomic, write_run_result
 
 from arena_slurm import scheduler
 
-FINAL = ("completed", "failed", "cancelled")
 #: squeue states of a job that has not started its script yet.
 QUEUED = {"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD", "SUSPENDED", "STOPPED"}
 
@@ -114,8 +115,7 @@ class Piece:
     job: str
 
     def work_dir(self, output_dir: Path) -> Path:
-        base = output_dir / self.run
-        return base if self.shard is None else base / "shards" / str(self.shard)
+        return layout.work_dir(output_dir, self.run, self.shard)
 
     def log_name(self) -> str:
         return f"slurm-{self.job}.log"
@@ -140,17 +140,17 @@ def piece_state(
     cancel_requested: bool,
 ) -> PieceState:
     """The state of one job (see the module docstring for the rules)."""
-    status = read_json(piece.work_dir(output_dir) / "status.json")
+    status = read_json(piece.work_dir(output_dir) / STATUS_FILE)
     status = status if isinstance(status, dict) else {}
     state = status.get("state")
-    if state in FINAL:
+    if state in FINAL_STATES:
         if state == "cancelled" and not cancel_requested and (accounting or {}).get(piece.job) in ENDINGS:
             # the runner saw only the SIGTERM of Slurm's time limit (or node failure): Slurm knows why
             final = (accounting or {})[piece.job]
             return PieceState("failed", f"Slurm job {piece.job} {ENDINGS[final]} (see {piece.log_name()})")
         return PieceState(state, status.get("error"))
     if live is None:  # squeue unavailable (e.g. the output directory was copied off the cluster)
-        return PieceState(state if state in ("pending", "starting_server", "running") else "pending")
+        return PieceState(state if state in LIVE_STATES else "pending")
     job = live.get(piece.job)
     if job is not None:
         if job.state in QUEUED:
@@ -207,9 +207,9 @@ def job_states(
 def _final_status(piece: Piece, output_dir: Path, cancel_requested: bool = True) -> bool:
     """Whether the job's status.json holds a final state Slurm need not be asked about: not a
     ``cancelled`` nobody asked for (a time limit's SIGTERM reads so to the runner)."""
-    status = read_json(piece.work_dir(output_dir) / "status.json")
+    status = read_json(piece.work_dir(output_dir) / STATUS_FILE)
     state = status.get("state") if isinstance(status, dict) else None
-    return state in FINAL and (state != "cancelled" or cancel_requested)
+    return state in FINAL_STATES and (state != "cancelled" or cancel_requested)
 
 
 def _needs_accounting(
@@ -232,9 +232,9 @@ def fail_never_starting(submission: Submission, states: dict[Piece, PieceState])
     output_dir = Path(submission.output_dir)
     for piece, st in doomed.items():
         work_dir = piece.work_dir(output_dir)
-        old = read_json(work_dir / "status.json")
+        old = read_json(work_dir / STATUS_FILE)
         fields = {k: v for k, v in (old if isinstance(old, dict) else {}).items() if k not in ("state", "error")}
-        StatusWriter(work_dir / "status.json", **fields).write(state="failed", error=st.error)
+        StatusWriter(work_dir / STATUS_FILE, **fields).write(state="failed", error=st.error)
     scheduler.scancel([p.job for p in doomed], elements=True)
     finalize(submission, {p: PieceState("failed", st.error) for p, st in doomed.items()})
     return list(doomed)
@@ -248,26 +248,26 @@ def finalize(submission: Submission, states: dict[Piece, PieceState]) -> list[Pi
     the report shows it as failed, not missing. Returns the pieces it wrote.
     """
     output_dir = Path(submission.output_dir)
-    manifest = read_json(output_dir / "manifest.json") or {}
+    manifest = read_json(output_dir / MANIFEST_FILE) or {}
     written = []
     for piece, (state, error, _) in states.items():
-        if state not in FINAL:
+        if state not in FINAL_STATES:
             continue
         work_dir = piece.work_dir(output_dir)
-        status = read_json(work_dir / "status.json")
+        status = read_json(work_dir / STATUS_FILE)
         status = status if isinstance(status, dict) else {}
-        result = read_json(work_dir / "run_result.json")
-        if isinstance(result, dict) and result.get("state") in FINAL:
+        result = read_json(work_dir / RUN_RESULT_FILE)
+        if isinstance(result, dict) and result.get("state") in FINAL_STATES:
             if result["state"] == "cancelled" and state == "failed":  # Slurm's TIMEOUT, not a cancel
                 fields = {k: v for k, v in status.items() if k not in ("state", "error")}
-                StatusWriter(work_dir / "status.json", **fields).write(state=state, error=error)
-                write_json_atomic(work_dir / "run_result.json", {**result, "state": state, "error": error})
+                StatusWriter(work_dir / STATUS_FILE, **fields).write(state=state, error=error)
+                write_json_atomic(work_dir / RUN_RESULT_FILE, {**result, "state": state, "error": error})
                 written.append(piece)
             continue
         work_dir.mkdir(parents=True, exist_ok=True)
-        if status.get("state") not in FINAL:
+        if status.get("state") not in FINAL_STATES:
             fields = {k: v for k, v in status.items() if k not in ("state", "error")}
-            StatusWriter(work_dir / "status.json", **fields).write(state=state, error=error)
+            StatusWriter(work_dir / STATUS_FILE, **fields).write(state=state, error=error)
         write_run_result(
             work_dir,
             run=piece.run,

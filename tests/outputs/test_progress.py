@@ -7,8 +7,8 @@ import time
 
 from rich.console import Console
 
-from arena.rollout.progress import ProgressWatcher, read_progress, summary_line
-from arena.rollout.records import StatusWriter
+from arena.outputs.progress import ProgressWatcher, read_progress, summary_line
+from arena.outputs.records import StatusWriter
 
 
 def _status(out, run, shard_dir=None, **fields):

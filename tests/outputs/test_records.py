@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from arena.policies.base import latency_stats
-from arena.rollout.records import (
+from arena.outputs.records import (
     RUN_STATES,
     EpisodeRecord,
     RecordWriter,
@@ -121,7 +121,7 @@ def test_latency_stats_summarize_request_times():
 
 
 def test_run_result_of_a_runner_that_died_counts_what_it_recorded(tmp_path):
-    from arena.rollout.records import write_run_result
+    from arena.outputs.records import write_run_result
 
     with RecordWriter(tmp_path / "episodes.jsonl") as writer:
         for i, outcome in enumerate(["success", "failure", "error", "success"]):

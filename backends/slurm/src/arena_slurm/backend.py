@@ -20,7 +20,8 @@ from rich.markup import escape
 from arena.errors import ConfigError, LaunchError
 from arena.launch.base import LaunchBackend, Resume, Submission
 from arena.launch.planning import missing_image
-from arena.rollout.records import StatusWriter, write_run_result
+from arena.outputs.layout import MANIFEST_FILE, RUN_RESULT_FILE, STATUS_FILE, work_dir as work_directory
+from arena.outputs.records import FINAL_STATES, StatusWriter, read_json, write_run_result
 
 from arena_slurm import jobstate, scheduler
 from arena_slurm.options import SlurmOptions
@@ -238,11 +239,11 @@ class SlurmBackend(LaunchBackend):
             n = shards[run]
             todo = [k for k in range(n) if resume is None or n == 1 or resume.shard_has_work(run, k, n)]
             for k in todo:  # "pending" first: the job may start before sbatch returns
-                work_dir = output_dir / run if n == 1 else output_dir / run / "shards" / str(k)
-                StatusWriter(work_dir / "status.json", run=run, shard=None if n == 1 else [k, n], pid=None).write(
+                work_dir = work_directory(output_dir, run, None if n == 1 else k)
+                StatusWriter(work_dir / STATUS_FILE, run=run, shard=None if n == 1 else [k, n], pid=None).write(
                     state="pending", error=None
                 )
-                (work_dir / "run_result.json").unlink(missing_ok=True)  # an earlier attempt's final result
+                (work_dir / RUN_RESULT_FILE).unlink(missing_ok=True)  # an earlier attempt's final result
             array = []
             if n > 1 and len(todo) < n:  # resume: only the shards with work left (overrides #SBATCH --array)
                 limit = f"%{self.options.array_parallelism}" if self.options.array_parallelism else ""
@@ -427,7 +428,7 @@ def _record_refused(submission: Submission, run: str, todo: list[int], n: int, e
     for k in todo:
         work_dir = output_dir / run if n == 1 else output_dir / run / "shards" / str(k)
         shard = None if n == 1 else [k, n]
-        StatusWriter(work_dir / "status.json", run=run, shard=shard, pid=None).write(state="failed", error=error)
+        StatusWriter(work_dir / STATUS_FILE, run=run, shard=shard, pid=None).write(state="failed", error=error)
         write_run_result(work_dir, run=run, state="failed", error=error, server=None, episodes_total=None,
                          shard=None if n == 1 else (k, n))
     submission.extra.setdefault("refused", {})[run] = error
@@ -449,7 +450,7 @@ def _merge_states(states: list[str]) -> str:
     """One state for a run from its shards' states: any live one first, then the worst."""
     for state in ("running", "starting_server", "pending", "failed", "cancelled", "completed"):
         if state in states:
-            if state == "pending" and any(s in jobstate.FINAL for s in states):
+            if state == "pending" and any(s in FINAL_STATES for s in states):
                 return "running"  # some shards done, others queued
             return state
     return "pending"
@@ -465,9 +466,7 @@ def _summary(live: dict[str, scheduler.QueuedJob]) -> str:
 
 
 def _manifest(output_dir: Path) -> dict[str, Any]:
-    from arena.rollout.records import read_json
-
-    data = read_json(output_dir / "manifest.json")
+    data = read_json(output_dir / MANIFEST_FILE)
     return (data or {}).get("runs", {}) if isinstance(data, dict) else {}
 
 

@@ -26,7 +26,7 @@ from arena.errors import ConfigError
 
 
 class MetaWorldExpertModel:
-    """The :class:`arena.servers.model.Model` of Meta-World's scripted expert policies.
+    """The :class:`arena.models.model.Model` of Meta-World's scripted expert policies.
 
     Raises:
         ConfigError: from the constructor, for any option (it takes none).

@@ -32,6 +32,8 @@ from rich.text import Text
 from arena.errors import LaunchError
 from arena.launch.base import LaunchBackend, Resume, Submission
 from arena.launch.exposure import generate_key
+from arena.outputs.layout import RUN_RESULT_FILE, STATUS_FILE, run_dir as run_directory
+from arena.outputs.records import FINAL_STATES, StatusWriter, read_json
 from arena_osmo import osmo_cli
 from arena_osmo.collect import collect_workflow, resolve_url
 from arena_osmo.options import OsmoOptions
@@ -89,7 +91,7 @@ class OsmoBackend(LaunchBackend):
 
     def _render(self, experiment, servers, *, placeholders: bool, resume=None, carried=None, key_credential=KEY_CREDENTIAL_PLACEHOLDER):
         from arena.errors import ConfigError
-        from arena_osmo.render import Problems
+        from arena_osmo.problems import Problems
 
         external = Problems(experiment.source)
         for name, plan in servers.items():
@@ -249,8 +251,6 @@ class OsmoBackend(LaunchBackend):
     # -- after submission ----------------------------------------------------------------------
     def status(self, submission: Submission) -> dict[str, dict[str, Any]]:
         """Per run: its state from OSMO (or from its collected status.json once final)."""
-        from arena.rollout.records import read_json
-
         out: dict[str, dict[str, Any]] = {}
         queried: dict[str, dict[str, Any]] = {}
         for entry in _workflows(submission):
@@ -259,8 +259,8 @@ class OsmoBackend(LaunchBackend):
             workflow = queried[entry["id"]]
             for run, names in entry["runs"].items():
                 state, error, raw = run_state(workflow, names["runner"], names.get("server"))
-                local = read_json(Path(submission.output_dir) / run / "status.json")
-                if isinstance(local, dict) and local.get("state") in ("completed", "failed", "cancelled"):
+                local = read_json(run_directory(submission.output_dir, run) / STATUS_FILE)
+                if isinstance(local, dict) and local.get("state") in FINAL_STATES:
                     st = dict(local)
                 else:
                     st = {"state": state}
@@ -334,13 +334,11 @@ def _hand_over(submission: Submission, runs: list[str]) -> list[dict[str, Any]]:
 def _reset_runs(output_dir: Path, runs: list[str]) -> None:
     """Resumed runs are ``pending`` again: the earlier attempt's final state must not hide the
     new workflow's (their records stay; ``collect`` replaces them with the published ones)."""
-    from arena.rollout.records import StatusWriter
-
     for run in runs:
-        run_dir = output_dir / run
+        run_dir = run_directory(output_dir, run)
         run_dir.mkdir(parents=True, exist_ok=True)
-        StatusWriter(run_dir / "status.json").write(state="pending", run=run, error=None)
-        (run_dir / "run_result.json").unlink(missing_ok=True)
+        StatusWriter(run_dir / STATUS_FILE).write(state="pending", run=run, error=None)
+        (run_dir / RUN_RESULT_FILE).unlink(missing_ok=True)
 
 
 def _unused(path: Path) -> Path:

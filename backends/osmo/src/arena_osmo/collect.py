@@ -21,12 +21,13 @@ from typing import Any
 
 from rich.markup import escape
 
+from arena.outputs.layout import EPISODES_FILE, RUN_RESULT_FILE, STATUS_FILE, run_dir as run_directory
+from arena.outputs.records import FINAL_STATES, LIVE_STATES
 from arena_osmo import osmo_cli
 from arena_osmo.states import QUEUED, run_state, tasks_by_name
 
 #: Files of a run directory run-one writes (the published directory's root holds them).
-_RUN_FILES = ("run_result.json", "status.json", "episodes.jsonl")
-_FINAL = ("completed", "failed", "cancelled")
+_RUN_FILES = (RUN_RESULT_FILE, STATUS_FILE, EPISODES_FILE)
 
 
 def resolve_url(url: str, workflow_id: str) -> str:
@@ -85,27 +86,27 @@ def collect_workflow(entry: dict[str, Any], output_dir: Path, say=print) -> dict
 
     ``say`` gets rich markup (what it quotes is escaped).
     """
-    from arena.rollout.records import StatusWriter, read_json, write_run_result
+    from arena.outputs.records import StatusWriter, read_json, write_run_result
 
     workflow = osmo_cli.query(entry["id"])
     tasks = tasks_by_name(workflow)
     how: dict[str, str] = {}
     for run, names in entry["runs"].items():
         state, error, raw = run_state(workflow, names["runner"], names.get("server"))
-        if state in ("pending", "starting_server", "running"):
+        if state in LIVE_STATES:
             how[run] = state
             continue
-        run_dir = output_dir / run
+        run_dir = run_directory(output_dir, run)
         published = _fetch(names["url"], run_dir, say) if "url" in names else False
-        result = read_json(run_dir / "run_result.json")
-        if published and isinstance(result, dict) and result.get("state") in _FINAL:
+        result = read_json(run_dir / RUN_RESULT_FILE)
+        if published and isinstance(result, dict) and result.get("state") in FINAL_STATES:
             how[run] = "downloaded"
             continue
         if state == "completed":  # run-one exited 0 but its final result never arrived
             state = "failed"
             error = f"the runner task ended but published no final result to {names.get('url')} (see runner.log)"
         run_dir.mkdir(parents=True, exist_ok=True)
-        StatusWriter(run_dir / "status.json").write(state=state, run=run, error=error)
+        StatusWriter(run_dir / STATUS_FILE).write(state=state, run=run, error=error)
         write_run_result(run_dir, run=run, state=state, error=error)  # keeps the published episodes
         how[run] = f"{state} ({'partly published' if published else 'nothing published'})"
     _fetch_logs(entry, tasks, output_dir, say)
@@ -138,6 +139,6 @@ def _fetch_logs(entry: dict[str, Any], tasks: dict[str, dict[str, Any]], output_
             except osmo_cli.OsmoCliError as exc:
                 say(f"[yellow]{escape(f'no {kind} log for run {run}: {exc}')}[/]")
                 continue
-            path = output_dir / run / f"{kind}.log"
+            path = run_directory(output_dir, run) / f"{kind}.log"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)

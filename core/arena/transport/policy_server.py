@@ -1,4 +1,4 @@
-"""arena's policy server: hosts any :class:`arena.servers.model.Model` behind the openpi protocol.
+"""arena's policy server: hosts any :class:`arena.models.model.Model` behind the openpi protocol.
 
 Per connection: one binary metadata frame (``model.metadata()``, sent once ``load()`` has
 finished), then strictly one request, one reply, in order. Dict replies get
@@ -62,11 +62,11 @@ __all__ = [
     "serve_model",
 ]
 
-log = logging.getLogger("arena.transport.server")
+log = logging.getLogger("arena.transport.policy_server")
 _limited = RateLimitedFilter()
 log.addFilter(_limited)
 # websockets' own messages about failed handshakes and connections, rate-limited the same way.
-_ws_log = logging.getLogger("arena.transport.server.websockets")
+_ws_log = logging.getLogger("arena.transport.policy_server.websockets")
 _ws_log.addFilter(_limited)
 
 ERROR_CLOSE_REASON = "Internal server error. Traceback included in previous frame."
@@ -88,7 +88,7 @@ class PolicyServer:
     """Serve ``model`` over WebSocket on ``host:port`` (port 0 picks a free one).
 
     Args:
-        model: a :class:`arena.servers.model.Model`.
+        model: a :class:`arena.models.model.Model`.
         host: interface to bind; loopback unless told otherwise.
         port: TCP port; 0 for an ephemeral one (read :attr:`port` once bound).
         api_key: when set, required as ``Authorization: Api-Key <key>``.

@@ -1,0 +1,11 @@
+"""The output directory: its layout, the records and statuses written into it, its progress.
+
+Below rollout, results, launch and the backends, which all read or write it through here; it
+imports nothing of theirs. Modules, one concept each:
+
+- :mod:`~arena.outputs.layout`    file names, run / shard / work directories, the runs of a directory
+- :mod:`~arena.outputs.records`   ``EpisodeRecord``, ``RecordWriter``, ``read_records``, ``StatusWriter``,
+  ``RUN_STATES`` / ``FINAL_STATES``, ``write_run_result``
+- :mod:`~arena.outputs.stats`     ``wilson_interval``, ``success_rate`` (the numbers a run's result carries)
+- :mod:`~arena.outputs.progress`  ``read_progress``, ``ProgressWatcher`` (live progress from the statuses)
+"""
