@@ -1,6 +1,7 @@
 """Load an experiment file: overrides, ``requires``, merging, validation, resolved runs.
 
-Top-level keys are ``name``, ``requires``, ``launch``, ``shared`` and ``runs`` (required, a
+Top-level keys are ``name``, ``requires``, ``launch``, ``tracking`` (result sinks,
+:mod:`arena.sinks`), ``shared`` and ``runs`` (required, a
 non-empty mapping; run names match ``[A-Za-z_][A-Za-z0-9_-]*``, optionally followed by one
 ``.<suffix>``: the name of an expanded run), and in snapshots arena writes ``allow_imports``
 (:mod:`arena.config.imports`: a ``package.module:Class`` type imports its module only when the
@@ -68,7 +69,7 @@ from arena.servertask import ENV_NAME, ServerOverrides
 if TYPE_CHECKING:
     from arena.plugins import PluginManager
 
-TOP_LEVEL_KEYS = ("name", "requires", "launch", "shared", "runs", SNAPSHOT_KEY)
+TOP_LEVEL_KEYS = ("name", "requires", "launch", "shared", "runs", "tracking", SNAPSHOT_KEY)
 RUN_KEYS = ("environment", "policy", "environment_builder", "rollout_limit", "server", "recording", "credentials")
 #: Run keys whose value is a list, not a mapping of fields.
 LIST_RUN_KEYS = ("credentials",)
@@ -173,6 +174,10 @@ def load_experiment_dict(
 
     listed = _allow_list(raw.get(SNAPSHOT_KEY), source)
     imports = _Imports(ImportPolicy.gather(allow_imports, snapshot=listed if trust_snapshot else ()), listed, trust_snapshot)
+    from arena.sinks import parse_tracking
+
+    tracking_raw = apply_overrides(_mapping(raw.get("tracking"), source, "tracking"), _scope(parsed, "tracking"), file=source)
+    tracking = parse_tracking(tracking_raw, manager=manager, source=source, imports=imports)
     runs: dict[str, ResolvedRun] = {}
     for name, run_raw in runs_raw.items():
         own = _mapping(run_raw, source, None, run=name)
@@ -229,6 +234,7 @@ def load_experiment_dict(
         runs=runs,
         shared=shared,
         imports=list(dict.fromkeys(imports.used)),
+        tracking=tracking,
     )
 
 

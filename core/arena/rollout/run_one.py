@@ -170,7 +170,10 @@ def run_one(
     invocation.notes = loaded.notes
     invocation.keep_errors = keep_errors
     invocation.run_dir = Path(output_dir) / run_name
-    return invocation.execute()
+    from arena.sinks import run_sinks
+
+    with run_sinks(loaded.experiment, output_dir, run_name, shard) as invocation.sinks:
+        return invocation.execute()
 
 
 def machine_info() -> dict[str, Any]:
@@ -197,6 +200,7 @@ class _Loaded:
     watchdog: Any
     task: Any  # the ServerTask a backend starts for the run, or None
     notes: list[str]  # caveats known before the run starts
+    experiment: Any = None  # the snapshot's ResolvedExperiment (its result sinks)
 
 
 def _load_run(
@@ -245,7 +249,7 @@ def _load_run(
             f"policy.remote_port {written_port} was not used: arena started this run's policy server itself, on port "
             f"{used}; to use a server you run at remote_host:remote_port, set `server: {{external: true}}`"
         )
-    return _Loaded(run, server, experiment.launch.watchdog, task, notes)
+    return _Loaded(run, server, experiment.launch.watchdog, task, notes, experiment)
 
 
 def _server_task(experiment: Any, run_name: str, manager: Any) -> Any:
@@ -311,6 +315,7 @@ class _Invocation:
         self.task: Any = None
         self.notes: list[str] = []
         self.metadata: Any = None
+        self.sinks: Any = None  # arena.sinks.Sinks: told of each episode and of the result
 
     # -- main ------------------------------------------------------------------------------
     def execute(self) -> int:
@@ -478,6 +483,8 @@ class _Invocation:
             self.merged[record.episode_index] = merge_records([r for r in (current, record) if r is not None])[0]
             self.last_progress = time.monotonic()
             self.status.progress(**self._tallies())
+            if self.sinks is not None:  # never waits (arena.sinks)
+                self.sinks.episode_finished(self.run.name, json.loads(record.to_json()))
         finally:
             self.armed = armed
         if armed and self.cancel_requested:
@@ -507,6 +514,8 @@ class _Invocation:
             model=model_record(self.run, self.task, self.server, self.metadata),
         )
         self.status.update(state=state, error=error, warnings=self.warnings, **self._tallies())
+        if self.sinks is not None:
+            self.sinks.run_finished(self.run.name, result)
         counts = result["counts"]
         k, n = counts["success"], counts["success"] + counts["failure"] + counts["timeout"]
         rate = "n/a" if n == 0 else f"{k}/{n} = {k / n:.1%}"
