@@ -111,6 +111,9 @@ def validate(
     experiment: Annotated[Path, typer.Argument(help="experiment YAML file")],
     overrides: OverridesArg = None,
     list_overrides: Annotated[bool, typer.Option("--list-overrides", help="print every overridable key")] = False,
+    list_runs: Annotated[
+        bool, typer.Option("--list-runs", help="print every run name (matrix and environment expansions included), one a line")
+    ] = False,
     allow_import: AllowImportOpt = None,
 ) -> None:
     """Check an experiment file without running anything.
@@ -135,6 +138,10 @@ def validate(
         raise _fail(exc) from None
     if list_overrides:
         _print_overrides(exp)
+        return
+    if list_runs:
+        for name in exp.runs:
+            out.print(name, highlight=False, markup=False)
         return
     _print_run_warnings(exp)
     out.print(f"[green]ok[/]: {experiment} — {len(exp.runs)} run(s): {', '.join(exp.runs)}")

@@ -1,7 +1,8 @@
 """Load an experiment file: overrides, ``requires``, merging, validation, resolved runs.
 
 Top-level keys are ``name``, ``requires``, ``launch``, ``tracking`` (result sinks,
-:mod:`arena.sinks`), ``shared`` and ``runs`` (required, a
+:mod:`arena.sinks`), ``matrix`` (runs expanded over values, :mod:`arena.config.matrix`),
+``shared`` and ``runs`` (required, a
 non-empty mapping; run names match ``[A-Za-z_][A-Za-z0-9_-]*``, optionally followed by one
 ``.<suffix>``: the name of an expanded run), and in snapshots arena writes ``allow_imports``
 (:mod:`arena.config.imports`: a ``package.module:Class`` type imports its module only when the
@@ -69,7 +70,7 @@ from arena.servertask import ENV_NAME, ServerOverrides
 if TYPE_CHECKING:
     from arena.plugins import PluginManager
 
-TOP_LEVEL_KEYS = ("name", "requires", "launch", "shared", "runs", "tracking", SNAPSHOT_KEY)
+TOP_LEVEL_KEYS = ("name", "requires", "launch", "shared", "runs", "tracking", "matrix", SNAPSHOT_KEY)
 RUN_KEYS = ("environment", "policy", "environment_builder", "rollout_limit", "server", "recording", "credentials")
 #: Run keys whose value is a list, not a mapping of fields.
 LIST_RUN_KEYS = ("credentials",)
@@ -152,6 +153,9 @@ def load_experiment_dict(
     raw = _top_level(data, source)
     runs_raw = _runs(raw.get("runs"), source)
     parsed = [_expanded_target(parse_override(token, file=source)) for token in overrides]
+    from arena.config.matrix import expand_matrix
+
+    runs_raw, parsed = expand_matrix(raw.get("matrix"), runs_raw, parsed, source=source)
     for override in parsed:
         if override.scope == "runs" and override.run not in runs_raw and _parent(override.run) not in runs_raw:
             raise ConfigError(
