@@ -42,7 +42,6 @@ dir, mode, reinit="create_new")``, ``run.define_metric(name, step_metric=...)``,
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -202,8 +201,3 @@ def _relative(path: Path, base: Path) -> str:
 def _safe(name: str) -> str:
     """An artifact name: letters, digits, ``-``, ``_`` and ``.`` only."""
     return "".join(c if c.isalnum() or c in "-_." else "-" for c in name) or "arena"
-
-
-def wandb_mode() -> str | None:
-    """``$WANDB_MODE`` (what W&B does when ``mode`` is null)."""
-    return os.environ.get("WANDB_MODE")
