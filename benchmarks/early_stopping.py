@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from arena.rollout.stopping import simulate_stopping
+from arena.outputs.stopping import simulate_stopping
 
 CASES = [
     (0.95, {"threshold": 0.80}, 200),

@@ -37,7 +37,7 @@ def _lines(path: Path) -> int:
 def test_ctrl_c_before_the_rule_stops_then_resume_gives_the_uninterrupted_stop(tmp_path):
     from rollout_fakes import expected_outcome
 
-    from arena.rollout.stopping import SeedOrderStop
+    from arena.outputs.stopping import SeedOrderStop
 
     rule = {"threshold": 0.7}
     expected = SeedOrderStop(rule, range(120))

@@ -12,4 +12,17 @@ try:
 except PackageNotFoundError:  # running from a source tree without an install
     __version__ = "0.0.0+unknown"
 
-__all__ = ["__version__"]
+__all__ = ["ExperimentResult", "__version__", "evaluate"]
+
+
+def __getattr__(name: str):  # arena.evaluate / arena.ExperimentResult, imported on first use
+    if name == "evaluate":
+        from arena.evaluation import evaluate
+
+        globals()["evaluate"] = evaluate
+        return evaluate
+    if name == "ExperimentResult":
+        from arena.results.experiment_result import ExperimentResult
+
+        return ExperimentResult
+    raise AttributeError(f"module 'arena' has no attribute {name!r}")

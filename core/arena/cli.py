@@ -110,6 +110,9 @@ def validate(
     experiment: Annotated[Path, typer.Argument(help="experiment YAML file")],
     overrides: OverridesArg = None,
     list_overrides: Annotated[bool, typer.Option("--list-overrides", help="print every overridable key")] = False,
+    list_runs: Annotated[
+        bool, typer.Option("--list-runs", help="print every run name (matrix and environment expansions included), one a line")
+    ] = False,
     allow_import: AllowImportOpt = None,
 ) -> None:
     """Check an experiment file without running anything.
@@ -134,6 +137,10 @@ def validate(
         raise _fail(exc) from None
     if list_overrides:
         _print_overrides(exp)
+        return
+    if list_runs:
+        for name in exp.runs:
+            out.print(name, highlight=False, markup=False)
         return
     _print_run_warnings(exp)
     out.print(f"[green]ok[/]: {escape(f'{experiment} — {len(exp.runs)} run(s): ' + ', '.join(exp.runs))}")
@@ -286,6 +293,46 @@ def run(
         raise _fail(exc) from None
     except OSError as exc:  # the output directory cannot be written: one line, exit 3
         raise _fail(LaunchError(unwritable(exc))) from None
+    raise typer.Exit(code)
+
+
+@app.command()
+def watch(
+    checkpoint_dir: Annotated[Path, typer.Argument(help="folder the training writes checkpoints into")],
+    experiment: Annotated[Path, typer.Option("--experiment", help="experiment YAML file evaluated per checkpoint")],
+    overrides: OverridesArg = None,
+    pattern: Annotated[
+        str, typer.Option("--pattern", help="regex an entry's name must fully match; its named group `step` is the training step")
+    ] = r".*?(?P<step>\d+)\D*",
+    settle: Annotated[float, typer.Option("--settle", help="seconds a checkpoint must stay unchanged before it is read")] = 30.0,
+    poll: Annotated[float, typer.Option("--poll", help="seconds between looks at CHECKPOINT_DIR")] = 5.0,
+    jobs: Annotated[int, typer.Option("--jobs", help="evaluations at once")] = 1,
+    output_dir: Annotated[Optional[Path], typer.Option("--output-dir", help="the watch's folder (state, one output per checkpoint); default outputs/<experiment>-watch")] = None,
+    max_evaluations: Annotated[Optional[int], typer.Option("--max-evaluations", help="stop after this many evaluations in all (default: watch forever)")] = None,
+    allow_import: AllowImportOpt = None,
+) -> None:
+    """Evaluate each new checkpoint of CHECKPOINT_DIR, in order of step, once each.
+
+    Give the override that takes the checkpoint with {checkpoint} for its path (and {step} if wanted), e.g. `arena watch ckpts/ --experiment exp.yaml shared.server.checkpoint={checkpoint}`; tracking.step is set to the step.
+
+    Started again on the same --output-dir, the watch skips what it evaluated and resumes what it was evaluating (watch.json).
+
+    Exit codes:
+    0    --max-evaluations reached
+    2    a configuration error
+    130  interrupted (Ctrl-C); 143 terminated: start it again to resume
+    """
+    from arena.watch import Watch
+
+    try:
+        if not experiment.is_file():
+            raise ConfigError(f"--experiment {experiment}: no such file")
+        watch_dir = output_dir or Path("outputs") / f"{experiment.stem}-watch"
+        extra = [a for m in (allow_import or []) for a in ("--allow-import", m)]
+        code = Watch(checkpoint_dir, experiment, list(overrides or []), watch_dir, pattern=pattern, settle_s=settle,
+                     poll_s=poll, jobs=jobs, max_evaluations=max_evaluations, extra_args=extra).run()
+    except ArenaError as exc:
+        raise _fail(exc) from None
     raise typer.Exit(code)
 
 

@@ -43,5 +43,10 @@ def arena_register_launch_backends(register):
 
 
 @hookspec
+def arena_register_result_sinks(register):
+    """Call ``register(name, sink_cls)``; a :class:`arena.sinks.ResultSink`, options ``sink_cls.Config``."""
+
+
+@hookspec
 def arena_register_commands(app):
     """Add typer sub-commands to the ``arena`` CLI ``app``."""

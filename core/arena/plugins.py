@@ -35,7 +35,9 @@ BUILTIN_MODULES = (
     "arena.default_plugins.launch",
 )
 
-KINDS = ("policies", "embodiment_adapters", "environments", "server_tasks", "servers", "launch_backends")
+KINDS = (
+    "policies", "embodiment_adapters", "environments", "server_tasks", "servers", "launch_backends", "result_sinks",
+)
 
 
 @dataclass
@@ -74,6 +76,7 @@ class Registry:
     server_tasks: dict[str, Callable] = field(default_factory=dict)
     servers: dict[str, Callable] = field(default_factory=dict)
     launch_backends: dict[str, Any] = field(default_factory=dict)
+    result_sinks: dict[str, Any] = field(default_factory=dict)
     owners: dict[str, dict[str, str]] = field(default_factory=lambda: {k: {} for k in KINDS})
 
     def adapter(self, family: str, name: str) -> Any:

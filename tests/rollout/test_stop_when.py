@@ -16,7 +16,7 @@ from arena.results.aggregate import build_experiment_result
 from arena.results.report import write_report
 from arena.outputs.records import read_records, write_json_atomic
 from arena.rollout.run_one import run_one
-from arena.rollout.stopping import SeedOrderStop
+from arena.outputs.stopping import SeedOrderStop
 
 RULE = {"threshold": 0.7}
 EPISODES = 120

@@ -1,4 +1,4 @@
-"""The betting confidence sequence and the seed-order stopping rule (arena.rollout.stopping)."""
+"""The betting confidence sequence and the seed-order stopping rule (arena.outputs.stopping)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from arena.results.stats import wilson_interval
-from arena.rollout.stopping import (
+from arena.outputs.stopping import (
     TRUNCATION,
     BettingConfidenceSequence,
     SeedOrderStop,

@@ -1,6 +1,8 @@
 """Load an experiment file: overrides, ``requires``, merging, validation, resolved runs.
 
-Top-level keys are ``name``, ``requires``, ``launch``, ``shared`` and ``runs`` (required, a
+Top-level keys are ``name``, ``requires``, ``launch``, ``tracking`` (result sinks,
+:mod:`arena.sinks`), ``matrix`` (runs expanded over values, :mod:`arena.config.matrix`),
+``shared`` and ``runs`` (required, a
 non-empty mapping; run names match ``[A-Za-z_][A-Za-z0-9_-]*``, optionally followed by one
 ``.<suffix>``: the name of an expanded run), and in snapshots arena writes ``allow_imports``
 (:mod:`arena.config.imports`: a ``package.module:Class`` type imports its module only when the
@@ -44,6 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from arena.config.imports import SNAPSHOT_KEY, ImportCheck, ImportPolicy
+from arena.config.tracking import parse_tracking
 from arena.config.merge import deep_merge, leaves
 from arena.config.models import LaunchConfig
 from arena.config.overrides import Override, apply_overrides, parse_override
@@ -59,7 +62,7 @@ from arena.fsutil import write_text_atomic
 if TYPE_CHECKING:
     from arena.plugins import PluginManager
 
-TOP_LEVEL_KEYS = ("name", "requires", "launch", "shared", "runs", SNAPSHOT_KEY)
+TOP_LEVEL_KEYS = ("name", "requires", "launch", "shared", "runs", "tracking", "matrix", SNAPSHOT_KEY)
 RUN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)?")
 _SUFFIX = re.compile(r"[A-Za-z0-9_-]+")
 #: An experiment name becomes ``outputs/<name>/``, job names and lines of job scripts.
@@ -128,6 +131,9 @@ def load_experiment_dict(
     raw = _top_level(data, source)
     runs_raw = _runs(raw.get("runs"), source)
     parsed = [_expanded_target(parse_override(token, file=source)) for token in overrides]
+    from arena.config.matrix import expand_matrix
+
+    runs_raw, parsed = expand_matrix(raw.get("matrix"), runs_raw, parsed, source=source)
     for override in parsed:
         if override.scope == "runs" and override.run not in runs_raw and _parent(override.run) not in runs_raw:
             raise ConfigError(
@@ -150,6 +156,8 @@ def load_experiment_dict(
 
     listed = _allow_list(raw.get(SNAPSHOT_KEY), source)
     imports = ImportCheck(ImportPolicy.gather(allow_imports, snapshot=listed if trust_snapshot else ()), listed, trust_snapshot)
+    tracking_raw = apply_overrides(_mapping(raw.get("tracking"), source, "tracking"), _scope(parsed, "tracking"), file=source)
+    tracking = parse_tracking(tracking_raw, manager=manager, source=source, imports=imports)
     runs: dict[str, ResolvedRun] = {}
     for name, run_raw in runs_raw.items():
         own = _mapping(run_raw, source, None, run=name)
@@ -206,6 +214,7 @@ def load_experiment_dict(
         runs=runs,
         shared=shared,
         imports=list(dict.fromkeys(imports.used)),
+        tracking=tracking,
     )
 
 

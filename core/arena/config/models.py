@@ -40,7 +40,7 @@ class EnvironmentBuilderConfig(BaseModel):
 class StopWhenConfig(BaseModel):
     """``rollout_limit.stop_when``: end a run early once its success rate is known well enough.
 
-    Decided on an anytime-valid confidence sequence (:mod:`arena.rollout.stopping`) over the
+    Decided on an anytime-valid confidence sequence (:mod:`arena.outputs.stopping`) over the
     episodes in seed order, inside ``arena run-one``; the run stops at the first rule met and
     is complete, not partial. At least one of ``half_width`` and ``threshold``.
     """

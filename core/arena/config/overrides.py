@@ -1,6 +1,6 @@
 """Command-line overrides ``KEY=VALUE`` of an experiment.
 
-``KEY`` is a dotted path starting with ``shared.``, ``runs.<name>.`` or ``launch.``, e.g.
+``KEY`` is a dotted path starting with ``shared.``, ``runs.<name>.``, ``launch.`` or ``tracking.``, e.g.
 ``shared.rollout_limit.num_episodes=5``, ``runs.pick_place.policy.open_loop_horizon=4``,
 ``launch.backend=slurm``, ``launch.slurm.partition=gpu``. ``VALUE`` is parsed as YAML
 (``yaml.safe_load``): ``5`` is an int, ``true`` a bool, ``[1, 2]`` a list, ``null`` is
@@ -20,11 +20,11 @@ import yaml
 from arena.config.merge import Path, deep_merge, get_path, set_path
 from arena.errors import ConfigError
 
-Scope = Literal["shared", "runs", "launch"]
+Scope = Literal["shared", "runs", "launch", "tracking"]
 
 _SEGMENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")
-_SCOPES: tuple[Scope, ...] = ("shared", "runs", "launch")
-_FORM = "expected KEY=VALUE with KEY starting 'shared.', 'runs.<name>.' or 'launch.'"
+_SCOPES: tuple[Scope, ...] = ("shared", "runs", "launch", "tracking")
+_FORM = "expected KEY=VALUE with KEY starting 'shared.', 'runs.<name>.', 'launch.' or 'tracking.'"
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,8 @@ class ResolvedRun:
     server: ServerOverrides
     recording: RecordingConfig
     credentials: list[str] = field(default_factory=list)
+    #: Names of the variables the experiment's result sinks read (``tracking``), set by the experiment.
+    tracking_secrets: list[str] = field(default_factory=list, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The run as plain YAML-able data, every field included (defaults too)."""
@@ -63,9 +65,10 @@ class ResolvedRun:
 
     def runner_secrets(self) -> list[str]:
         """The environment variable names the runner of this run needs: its policy's
-        ``api_key_env`` (when set) and ``credentials``, in that order, without repeats."""
+        ``api_key_env`` (when set), ``credentials`` and the result sinks' credentials
+        (``tracking``), in that order, without repeats."""
         key_env = getattr(self.policy, "api_key_env", None)
-        return list(dict.fromkeys([*([key_env] if key_env else []), *self.credentials]))
+        return list(dict.fromkeys([*([key_env] if key_env else []), *self.credentials, *self.tracking_secrets]))
 
 
 @dataclass
@@ -86,10 +89,18 @@ class ResolvedExperiment:
     shared: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     #: Modules the runs' ``package.module:Class`` types imported (allowed by the user).
     imports: list[str] = field(default_factory=list)
+    #: The ``tracking`` section: result sinks and their options (:mod:`arena.sinks`).
+    tracking: Any = None
+
+    def __post_init__(self) -> None:
+        secrets = self.tracking.secret_env_names() if self.tracking is not None else []
+        for run in self.runs.values():  # every runner raises sink events: it gets their credentials' names
+            run.tracking_secrets = list(secrets)
 
     def snapshot(self) -> dict[str, Any]:
         """The fully resolved experiment as plain data: ``name``, ``requires``, ``launch``, ``runs``,
-        and ``allow_imports`` (the modules it imports) when it imports any."""
+        ``allow_imports`` (the modules it imports) when it imports any, and ``tracking`` when
+        result sinks (or a step) are configured."""
         data: dict[str, Any] = {
             "name": self.name,
             "requires": dict(self.requires),
@@ -98,6 +109,8 @@ class ResolvedExperiment:
         }
         if self.imports:
             data["allow_imports"] = list(self.imports)
+        if self.tracking is not None and (self.tracking.sinks or self.tracking.step is not None):
+            data["tracking"] = self.tracking.to_dict()
         return data
 
     def with_policy_endpoint(

@@ -138,7 +138,25 @@ def run_experiment(
     write_manifest(experiment, out)
     _write_provenance(out, experiment.source, _exposure_dicts(backend, experiment, servers))
     _say(console, f"experiment [bold]{escape(experiment.name)}[/]: {len(experiment.runs)} run(s) -> {escape(str(out))}")
-    return _submit_and_report(experiment, servers, backend, out, wait, console, None)
+    return _tracked(
+        experiment, out, lambda: _submit_and_report(experiment, servers, backend, out, wait, console, None),
+        start=True, reports=backend.name == "local" or wait,
+    )
+
+
+def _tracked(experiment, out: Path, submit, *, start: bool, reports: bool) -> int:
+    """Run ``submit()`` between the result sinks' experiment start (``start``) and end; the end
+    is raised only when the experiment's result is built here (``reports``: the local backend
+    or ``--wait``; not when interrupted). Sinks never change the exit code (:mod:`arena.sinks`)."""
+    from arena.sinks import experiment_sinks, finish_experiment, read_provenance
+
+    with experiment_sinks(experiment, out) as sinks:
+        if start:
+            sinks.experiment_started(experiment.snapshot(), read_provenance(out))
+        code = submit()
+        if reports and code in (EXIT_OK, EXIT_FAILED):
+            finish_experiment(sinks, out)
+    return code
 
 
 def _not_empty(out: Path, source: str | None) -> ConfigError:
@@ -301,7 +319,10 @@ def resume_experiment(
     note_resume(output_dir, keep_errors)
     backend.prepare_resume(output_dir, list(todo))
     resume = Resume(remaining={name: remaining[name] for name in todo}, keep_errors=keep_errors)
-    return _submit_and_report(sub, servers, backend, output_dir, wait, console, resume)
+    return _tracked(
+        sub, output_dir, lambda: _submit_and_report(sub, servers, backend, output_dir, wait, console, resume),
+        start=False, reports=backend.name == "local" or wait,
+    )
 
 
 def _refuse_if_running(output_dir: Path) -> None:
@@ -389,7 +410,22 @@ def collect_submission(output_dir: Path) -> Path:
 
     submission = Submission.load(output_dir)
     _backend_for(submission).collect(submission)
-    return write_report(output_dir)
+    report = write_report(output_dir)
+    _finish_tracking(output_dir)
+    return report
+
+
+def _finish_tracking(output_dir: Path) -> None:
+    """``arena collect``: the result sinks' experiment end (a cluster submission's result is built here)."""
+    from arena.config import load_experiment
+    from arena.sinks import experiment_sinks, finish_experiment
+
+    try:
+        experiment = load_experiment(output_dir / EXPERIMENT_FILE, trust_snapshot=True)
+    except (ConfigError, OSError):  # the report is built; a snapshot arena cannot load has no sinks to tell
+        return
+    with experiment_sinks(experiment, output_dir) as sinks:
+        finish_experiment(sinks, output_dir)
 
 
 # -- printing ---------------------------------------------------------------------------------

@@ -69,7 +69,7 @@ def collect_run_records(run_dir: str | os.PathLike[str], issues: list[str] | Non
 
 def read_stop(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The ``stop`` entry of a run stopped early by ``rollout_limit.stop_when``
-    (:meth:`arena.rollout.stopping.StopDecision.to_dict`), or ``None``."""
+    (:meth:`arena.outputs.stopping.StopDecision.to_dict`), or ``None``."""
     result = read_json(Path(run_dir) / RUN_RESULT_FILE)
     stop = result.get("stop") if isinstance(result, dict) else None
     return stop if isinstance(stop, dict) and isinstance(stop.get("episodes_used"), int) else None
@@ -77,7 +77,7 @@ def read_stop(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
 
 def counted_run_records(run_dir: str | os.PathLike[str], issues: list[str] | None = None) -> list[EpisodeRecord]:
     """:func:`collect_run_records` less the episodes past an early stop (kept on disk, never
-    counted: see :mod:`arena.rollout.stopping`)."""
+    counted: see :mod:`arena.outputs.stopping`)."""
     records = collect_run_records(run_dir, issues)
     stop = read_stop(run_dir)
     return records if stop is None else [r for r in records if r.episode_index < stop["episodes_used"]]

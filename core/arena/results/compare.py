@@ -44,7 +44,7 @@ from arena.results.aggregate import (
     suite_comparison,
 )
 from arena.results.paired import pairing_differences
-from arena.results.setups import run_setups, setup_differences
+from arena.results.setups import run_setups
 
 def compare_experiments(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> dict[str, Any]:
     """Compare output directories ``a`` and ``b``.

@@ -10,7 +10,7 @@
   eq. 3.
 - :func:`stopping_savings`: what ``rollout_limit.stop_when: {threshold: baseline}`` saves in
   expectation for one run whose true rate is ``baseline + detect``, by simulation with a fixed
-  seed (:func:`arena.rollout.stopping.simulate_stopping`).
+  seed (:func:`arena.outputs.stopping.simulate_stopping`).
 - :func:`detect_warning`: ``arena validate``'s warning when a run declares
   ``rollout_limit.detect`` that its ``num_episodes`` cannot resolve.
 
@@ -83,7 +83,7 @@ def stopping_savings(baseline: float, detect: float, max_episodes: int, *, confi
                      replicates: int = 400, seed: int = 0) -> dict[str, Any]:
     """Expected episodes of one run with ``stop_when: {threshold: baseline}`` whose true rate is
     ``baseline + detect``, capped at ``max_episodes`` (simulated, ``seed`` fixed)."""
-    from arena.rollout.stopping import simulate_stopping
+    from arena.outputs.stopping import simulate_stopping
 
     rate = min(max(baseline + detect, 0.0), 1.0)
     return simulate_stopping(rate, {"threshold": baseline, "confidence": confidence}, max_episodes,

@@ -5,5 +5,4 @@ Modules, one concept each:
 - :mod:`~arena.rollout.workitems`  ``WorkItem``, ``plan_work_items``, ``select_shard``, ``write_manifest``
 - :mod:`~arena.rollout.rollout`    ``rollout`` (vectorized envs ↔ policy) and ``RolloutSummary``
 - :mod:`~arena.rollout.run_one`    ``run_one``: one run or shard from a snapshot, with its files and exit code
-- :mod:`~arena.rollout.stopping`   ``rollout_limit.stop_when``: the betting confidence sequence, decided in seed order
 """

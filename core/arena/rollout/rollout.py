@@ -118,7 +118,7 @@ def rollout(
             an env starts an episode, after every step and when an episode ends; the path it
             returns becomes the record's ``video``.
         until: asked after every recorded episode; a reason (e.g. an early-stopping rule's,
-            :mod:`arena.rollout.stopping`) ends the rollout there, not as an abort:
+            :mod:`arena.outputs.stopping`) ends the rollout there, not as an abort:
             ``stopped`` holds it, no more work is handed out, running episodes are left
             unrecorded (``unfinished``) and episodes finishing in the same step are recorded.
 

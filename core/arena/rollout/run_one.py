@@ -72,7 +72,7 @@ from arena.rollout.invocation import (
     RunOneInvocation,
 )
 from arena.rollout.rollout import RolloutSummary, rollout
-from arena.rollout.stopping import make_stopper, stop_record
+from arena.outputs.stopping import make_stopper, stop_record
 from arena.rollout.workitems import plan_work_items, select_shard
 
 #: Seconds between ``last_progress_at`` updates while steps progress without episode ends.
@@ -153,11 +153,14 @@ def run_one(
         return supervise(
             argv, invocation_dir, watchdog_config, resume=resume, run=run_name, shard=shard, episodes_total=len(items)
         )
-    invocation = _Invocation(
-        run, items, invocation_dir, run_dir(output_dir, run_name), server, shard, resume,
-        keep_errors=keep_errors, task=loaded.task, notes=loaded.notes,
-    )
-    return invocation.execute()
+    from arena.sinks import run_sinks
+
+    with run_sinks(loaded.experiment, output_dir, run_name, shard) as sinks:
+        invocation = _Invocation(
+            run, items, invocation_dir, run_dir(output_dir, run_name), server, shard, resume,
+            keep_errors=keep_errors, task=loaded.task, notes=loaded.notes, sinks=sinks,
+        )
+        return invocation.execute()
 
 
 def machine_info() -> dict[str, Any]:
@@ -184,6 +187,7 @@ class _Loaded:
     watchdog: Any
     task: dict[str, Any] | None  # the ServerTask a backend started for the run (server_task_identity), or None
     notes: list[str]  # caveats known before the run starts
+    experiment: Any = None  # the snapshot's ResolvedExperiment (its result sinks)
 
 
 def _load_run(
@@ -232,7 +236,7 @@ def _load_run(
             f"policy.remote_port {written_port} was not used: arena started this run's policy server itself, on port "
             f"{used}; to use a server you run at remote_host:remote_port, set `server: {{external: true}}`"
         )
-    return _Loaded(run, server, experiment.launch.watchdog, task, notes)
+    return _Loaded(run, server, experiment.launch.watchdog, task, notes, experiment)
 
 
 def _server_task() -> dict[str, Any] | None:
@@ -293,6 +297,7 @@ class _Invocation:
         keep_errors: bool = False,
         task: dict[str, Any] | None = None,
         notes: Sequence[str] = (),
+        sinks: Any = None,
     ) -> None:
         self.run = run
         self.items = items
@@ -314,7 +319,8 @@ class _Invocation:
         self.task = task
         self.notes = list(notes)
         self.metadata: Any = None
-        self.stopper: Any = None  # the rule of rollout_limit.stop_when (arena.rollout.stopping)
+        self.stopper: Any = None  # the rule of rollout_limit.stop_when (arena.outputs.stopping)
+        self.sinks = sinks  # arena.sinks.Sinks: told of each episode and of the result
 
     # -- main ------------------------------------------------------------------------------
     def execute(self) -> int:
@@ -488,6 +494,8 @@ class _Invocation:
                 self.stopper.feed(self.merged)
             self.last_progress = time.monotonic()
             self.status.progress(**self._tallies())
+            if self.sinks is not None:  # never waits (arena.sinks)
+                self.sinks.episode_finished(self.run.name, json.loads(record.to_json()))
         finally:
             self.armed = armed
         if armed and self.cancel_requested:
@@ -527,6 +535,8 @@ class _Invocation:
             used = stop["episodes_used"]
             tallies = {"episodes_done": used, "episodes_total": used, "successes": stop["successes"], "errors": 0}
         self.status.update(state=state, error=error, warnings=self.warnings, stop=stop, **tallies)
+        if self.sinks is not None:
+            self.sinks.run_finished(self.run.name, result)
         counts = result["counts"]
         k, n = counts["success"], counts["success"] + counts["failure"] + counts["timeout"]
         rate = "n/a" if n == 0 else f"{k}/{n} = {k / n:.1%}"

@@ -1,0 +1,119 @@
+"""The experiment's ``matrix`` section: runs expanded over lists of values (a sweep).
+
+::
+
+    matrix:
+      runs: [eval]                       # which runs expand (default: every run)
+      axes:                              # in order; each sets one run-relative key
+        ckpt:
+          key: server.checkpoint
+          values: {s1000: /ckpts/1000, s2000: /ckpts/2000}   # label: value
+        task:
+          key: environment.task
+          values: [reach-v3, push-v3]                        # labels from the values
+
+Run ``eval`` becomes, in its place, one run per combination, named ``eval.<label>-<label>…``
+in axis order (``eval.s1000-reach-v3``, ``eval.s1000-push-v3``, ``eval.s2000-reach-v3``, …):
+stable (the labels, not positions) and readable. A label is the mapping key, or the value
+with every character but letters, digits, ``_`` and ``-`` replaced by ``_``. Each expanded run
+is the run's own mapping with the axes' keys set (the matrix wins over the run's value;
+``runs.eval.s1000-push-v3.<key>=V`` overrides still win over the matrix, and
+``runs.eval.<key>=V`` applies to every expanded run). The report's "By suite" groups them under
+``eval`` (the part before the first ``.``). Runs that differ only in the axes that do not
+reach the server share one policy server: a checkpoint × task sweep starts one server per
+checkpoint (``arena run --dry-run`` shows them).
+
+Expanded names already carry their one ``.suffix``: a run whose environment expands itself
+(a LIBERO suite without a task) cannot be in a matrix; sweep its tasks with an axis on
+``environment.task`` instead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from arena.config.merge import set_path
+from arena.config.overrides import Override
+from arena.errors import ConfigError
+
+_LABEL = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def _label(value: Any) -> str:
+    return _LABEL.sub("_", str(value)) or "_"
+
+
+def _axes(matrix: Mapping[str, Any], source: str | None) -> list[tuple[str, tuple[str, ...], list[tuple[str, Any]]]]:
+    axes = matrix.get("axes")
+    if not isinstance(axes, Mapping) or not axes:
+        raise ConfigError("matrix.axes must be a non-empty mapping of axis names to {key, values}", file=source, key="matrix.axes")
+    out = []
+    for name, axis in axes.items():
+        where = f"matrix.axes.{name}"
+        if not isinstance(axis, Mapping) or set(axis) - {"key", "values"} or "key" not in axis or "values" not in axis:
+            raise ConfigError("an axis is {key: run-relative.path, values: [..] or {label: value}}", file=source, key=where)
+        key, values = axis["key"], axis["values"]
+        if not isinstance(key, str) or not key or any(not p for p in key.split(".")):
+            raise ConfigError(f"key must be a dotted path inside a run (e.g. server.checkpoint), got {key!r}", file=source, key=f"{where}.key")
+        if isinstance(values, Mapping):
+            pairs = [(_label(label), value) for label, value in values.items()]
+        elif isinstance(values, list):
+            pairs = [(_label(value), value) for value in values]
+        else:
+            raise ConfigError("values must be a list or a mapping of labels to values", file=source, key=f"{where}.values")
+        if not pairs:
+            raise ConfigError("values must not be empty", file=source, key=f"{where}.values")
+        labels = [label for label, _ in pairs]
+        if len(set(labels)) != len(labels):
+            raise ConfigError(f"two values get the same label ({', '.join(labels)}): give them as {{label: value}}", file=source, key=f"{where}.values")
+        out.append((str(name), tuple(key.split(".")), pairs))
+    return out
+
+
+def expand_matrix(
+    matrix: Any, runs: dict[str, Any], overrides: list[Override], *, source: str | None
+) -> tuple[dict[str, Any], list[Override]]:
+    """``runs`` with the matrix's runs expanded in place, and ``overrides`` with each
+    ``runs.<parent>.<key>=V`` repeated for every expanded run.
+
+    Raises:
+        ConfigError: a malformed section, a run it names that does not exist, or an expanded
+            name that is already a run; naming the key.
+    """
+    if matrix is None:
+        return runs, overrides
+    if not isinstance(matrix, Mapping) or set(matrix) - {"runs", "axes"}:
+        raise ConfigError("matrix holds `axes` and optionally `runs`", file=source, key="matrix")
+    axes = _axes(matrix, source)
+    chosen = matrix.get("runs", list(runs))
+    if not isinstance(chosen, list) or any(name not in runs for name in chosen):
+        raise ConfigError(f"matrix.runs must list runs of the experiment (runs: {', '.join(runs)})", file=source, key="matrix.runs")
+    out: dict[str, Any] = {}
+    children: dict[str, list[str]] = {}
+    for name, body in runs.items():
+        if name not in chosen:
+            out[name] = body
+            continue
+        if "." in name:
+            raise ConfigError(f"run '{name}' already has a '.suffix' and cannot be expanded by the matrix", file=source, key="matrix.runs")
+        for combo in itertools.product(*(pairs for _, _, pairs in axes)):
+            child = f"{name}." + "-".join(label for label, _ in combo)
+            data = dict(body or {}) if isinstance(body, Mapping) else body
+            if isinstance(data, dict):
+                for (_, path, _), (_, value) in zip(axes, combo):
+                    data = set_path(data, path, value)
+            if child in runs or child in out:
+                raise ConfigError(f"the matrix expands run '{name}' into '{child}', which is already a run", file=source, key="matrix")
+            out[child] = data
+            children.setdefault(name, []).append(child)
+    expanded: list[Override] = []
+    for override in overrides:
+        if override.scope == "runs" and override.run in children:
+            expanded += [dataclasses.replace(override, run=child) for child in children[override.run]]
+        else:
+            expanded.append(override)
+    return out, expanded

@@ -1,0 +1,75 @@
+"""``arena.evaluate()``: run an experiment from Python (a training loop) and get its result.
+
+The same code path as ``arena run``: :func:`arena.config.load_experiment` with the overrides,
+then :func:`arena.launch.submit.run_experiment` (snapshot, manifest, servers, runs, records,
+report, result sinks), then :meth:`ExperimentResult.read`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from arena.outputs.layout import EXPERIMENT_FILE
+from arena.results.experiment_result import ExperimentResult
+
+
+def evaluate(
+    experiment: str | os.PathLike[str] | Mapping[str, Any],
+    *,
+    overrides: Sequence[str] | Mapping[str, Any] = (),
+    backend: str | None = None,
+    output_dir: str | os.PathLike[str] | None = None,
+    wait: bool = True,
+    allow_imports: Sequence[str] = (),
+    quiet: bool = True,
+) -> ExperimentResult:
+    """Evaluate ``experiment`` (a YAML path, or its data as a mapping) and return its result.
+
+    ``overrides`` are ``KEY=VALUE`` tokens as ``arena run`` takes them, or a mapping
+    ``{KEY: value}`` (e.g. ``{"shared.server.checkpoint": path, "tracking.step": 1200}``);
+    ``backend`` is ``launch.backend``; ``output_dir`` must not exist or be empty (default:
+    ``outputs/<experiment>/<timestamp>``). A cluster backend is waited for (``wait``) so the
+    result exists. ``quiet=False`` prints what ``arena run`` prints.
+
+    Returns:
+        The typed ``experiment_result.json``, with ``exit_code`` (``arena run``'s: 0 every run
+        completed without error episodes, 3 otherwise) and ``output_dir``.
+
+    Raises:
+        arena.errors.ConfigError: the experiment or an override is wrong (``arena run`` exit 2).
+        FileNotFoundError: no result was written (the run was interrupted).
+    """
+    from arena.config import load_experiment, load_experiment_dict
+    from arena.launch.submit import run_experiment
+
+    tokens = [f"{k}={_yaml(v)}" for k, v in overrides.items()] if isinstance(overrides, Mapping) else list(overrides)
+    if backend:
+        tokens.append(f"launch.backend={backend}")
+    if isinstance(experiment, Mapping):
+        exp = load_experiment_dict(dict(experiment), tokens, allow_imports=allow_imports)
+    else:
+        exp = load_experiment(experiment, tokens, allow_imports=allow_imports)
+    console = None
+    if not quiet:
+        from rich.console import Console
+
+        console = Console(stderr=True)
+    out = Path(output_dir) if output_dir is not None else None
+    if out is None:
+        from arena.launch.submit import claim_output_dir
+
+        # A fresh outputs/<experiment>/<timestamp>[-N] (an exclusive mkdir), handed back empty
+        # for run_experiment to claim again: the caller needs to know where the result is.
+        out = claim_output_dir(exp, None)
+        (out / EXPERIMENT_FILE).unlink()
+    code = run_experiment(exp, output_dir=out, wait=wait, console=console)
+    return ExperimentResult.read(out, exit_code=code)
+
+
+def _yaml(value: Any) -> str:
+    import json
+
+    return value if isinstance(value, str) else json.dumps(value)

@@ -1,0 +1,307 @@
+"""Result sinks: experiment trackers (W&B, MLflow, …) fed with arena's events as they happen.
+
+A sink is a class registered by a plugin through ``arena_register_result_sinks(register)``
+(``register(name, sink_cls)``), configured in the experiment's ``tracking`` section under that
+name (``tracking: {wandb: {project: demo}}``; options validated with ``sink_cls.Config``, a
+:class:`SinkConfig`). ``tracking.step`` (an int, optional) is the training step of the evaluated
+checkpoint, passed to every sink as :attr:`SinkContext.step` (``arena watch`` sets it).
+Credentials are given by environment-variable NAME only (:meth:`SinkConfig.secret_env_names`);
+every run's runner receives those names as it receives the run's ``credentials``.
+
+Events and the process each is raised in:
+
+================================  ===========================================================
+``experiment_started``            ``arena run`` (every backend, before the runs are handed over)
+``episode_finished``              each ``arena run-one`` (one process per run, on the compute
+                                  node for cluster backends), as each record is written
+``run_finished``                  each ``arena run-one``, after ``run_result.json`` is written
+``experiment_finished``           ``arena run`` once the runs are done (local backend, or
+                                  ``--wait``); ``arena collect`` for a cluster submission
+================================  ===========================================================
+
+So one experiment's sink exists in several processes at once; :attr:`SinkContext.group` is an
+id every process derives alike (from ``manifest.json``'s experiment name and ``created_at``),
+for a sink to join its tracker records into one "run per experiment" (a W&B group, an MLflow
+parent run).
+
+**Never in the way of a run.** Each sink runs on its own background thread behind a bounded
+queue (:data:`QUEUE_SIZE` events): raising an event never waits; a full queue drops the event
+with one logged line; an exception in a sink is logged (on stderr, naming the sink and the
+event) and the sink receives the next event; closing waits at most the sink's
+``timeout_s`` seconds, then abandons a sink that hangs. The records, exit codes and results of
+runs never depend on a sink.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import queue
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from arena.config.tracking import SinkConfig, TrackingConfig  # the section as validated; a sink's Config subclasses SinkConfig
+from arena.outputs.layout import EXPERIMENT_RESULT_FILE, MANIFEST_FILE
+
+#: Events one sink's queue holds; more are dropped (logged), never waited for.
+QUEUE_SIZE = 1024
+
+
+@dataclass(frozen=True)
+class SinkContext:
+    """Where a sink is created.
+
+    ``role`` is ``"experiment"`` in the process raising the experiment's start and end
+    (``arena run`` / ``arena collect``) and ``"run"`` in an ``arena run-one`` (then ``run`` names
+    its run and ``shard`` is ``(K, N)`` or ``None``). ``group`` is the experiment's id shared by
+    all those processes (:func:`experiment_group`); ``step`` the checkpoint's training step.
+    """
+
+    experiment: str
+    output_dir: Path
+    group: str
+    role: str
+    step: int | None = None
+    run: str | None = None
+    shard: tuple[int, int] | None = None
+
+
+class ResultSink:
+    """Base class of a result sink; override the events you use (each default does nothing).
+
+    Methods are called on the sink's own thread, one at a time, in the order the events
+    happened in this process. Payloads are plain JSON-able data.
+    """
+
+    Config: ClassVar[type[SinkConfig]] = SinkConfig
+
+    def __init__(self, config: SinkConfig, context: SinkContext) -> None:
+        self.config = config
+        self.context = context
+
+    def experiment_started(self, config: dict[str, Any], provenance: dict[str, Any] | None) -> None:
+        """The experiment starts: ``config`` is the resolved snapshot (``experiment.yaml``'s
+        data), ``provenance`` the content of ``provenance.json`` (or ``None``)."""
+
+    def episode_finished(self, run: str, record: dict[str, Any]) -> None:
+        """One episode of ``run`` was recorded: ``record`` is its line of ``episodes.jsonl``."""
+
+    def run_finished(self, run: str, result: dict[str, Any]) -> None:
+        """``run`` (or this process's shard of it) ended: ``result`` is ``run_result.json``."""
+
+    def experiment_finished(self, result: dict[str, Any], report: Path | None, videos: list[Path]) -> None:
+        """The experiment's result is built: ``result`` is ``experiment_result.json``,
+        ``report`` the ``index.html`` path, ``videos`` every episode video of the output."""
+
+    def close(self) -> None:
+        """The process is done with the sink (flush, finish the tracker's run)."""
+
+
+def experiment_group(experiment: str, output_dir: str | os.PathLike[str]) -> str:
+    """The id of one experiment's output, the same in every process that reads it:
+    ``<experiment>-<8 hex digits>`` hashing ``manifest.json``'s ``created_at`` (else the output
+    directory's name), so two experiments into equally named directories differ."""
+    out = Path(output_dir)
+    created = None
+    try:
+        created = json.loads((out / MANIFEST_FILE).read_text()).get("created_at")
+    except (OSError, ValueError, AttributeError):
+        pass
+    digest = hashlib.sha1(f"{experiment}|{created or out.resolve().name}".encode()).hexdigest()[:8]
+    return f"{experiment}-{digest}"
+
+
+def _log(text: str) -> None:
+    print(f"arena: tracking: {text}", file=sys.stderr, flush=True)
+
+
+class _Worker:
+    """One sink on its own daemon thread behind a bounded queue."""
+
+    _STOP = object()
+
+    def __init__(self, name: str, cls: type, config: SinkConfig, context: SinkContext) -> None:
+        self.name = name
+        self.timeout_s = float(config.timeout_s)
+        self.queue: queue.Queue = queue.Queue(QUEUE_SIZE)
+        self.dropped = 0
+        self.thread = threading.Thread(target=self._loop, args=(cls, config, context), name=f"arena-sink-{name}", daemon=True)
+        self.thread.start()
+
+    def _loop(self, cls: type, config: SinkConfig, context: SinkContext) -> None:
+        try:
+            sink = cls(config, context)
+        except Exception as exc:
+            _log(f"sink '{self.name}' could not start: {type(exc).__name__}: {exc}; its events are dropped")
+            sink = None
+        while True:
+            item = self.queue.get()
+            if item is self._STOP:
+                break
+            if sink is None:
+                continue
+            method, args = item
+            try:
+                getattr(sink, method)(*args)
+            except Exception as exc:  # a sink never changes a run: log and go on
+                _log(f"sink '{self.name}' failed in {method}: {type(exc).__name__}: {exc}")
+                if os.environ.get("ARENA_DEBUG_SINKS"):
+                    traceback.print_exc()
+        if sink is not None:
+            try:
+                sink.close()
+            except Exception as exc:
+                _log(f"sink '{self.name}' failed to close: {type(exc).__name__}: {exc}")
+
+    def put(self, method: str, args: tuple) -> None:
+        try:
+            self.queue.put_nowait((method, args))
+        except queue.Full:
+            self.dropped += 1
+            if self.dropped == 1:
+                _log(f"sink '{self.name}' is not keeping up (queue of {QUEUE_SIZE} full): dropping events")
+
+    def close(self, deadline: float) -> None:
+        try:
+            self.queue.put(self._STOP, timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Full:
+            pass
+        self.thread.join(max(0.0, deadline - time.monotonic()))
+        if self.thread.is_alive():
+            _log(f"sink '{self.name}' did not finish within {self.timeout_s:g} s; abandoning it (the results are unaffected)")
+
+
+class Sinks:
+    """The sinks of one process: raise events without waiting; :meth:`close` at the end.
+
+    Empty (every method a no-op) when the experiment configures no ``tracking``. Use as a
+    context manager, or call :meth:`close`.
+    """
+
+    def __init__(self, tracking: TrackingConfig | None, context: SinkContext) -> None:
+        self.context = context
+        self.workers: list[_Worker] = []
+        if tracking is None:
+            return
+        for name, sink in tracking.sinks.items():
+            self.workers.append(_Worker(name, sink.cls, sink.config, context))
+
+    def _emit(self, method: str, *args: Any) -> None:
+        for worker in self.workers:
+            worker.put(method, args)
+
+    def experiment_started(self, config: dict[str, Any], provenance: dict[str, Any] | None) -> None:
+        self._emit("experiment_started", config, provenance)
+
+    def episode_finished(self, run: str, record: dict[str, Any]) -> None:
+        self._emit("episode_finished", run, record)
+
+    def run_finished(self, run: str, result: dict[str, Any]) -> None:
+        self._emit("run_finished", run, result)
+
+    def experiment_finished(self, result: dict[str, Any], report: Path | None, videos: list[Path]) -> None:
+        self._emit("experiment_finished", result, report, videos)
+
+    def close(self) -> None:
+        """Let every sink finish, waiting at most its ``timeout_s`` (sinks finish in parallel)."""
+        start = time.monotonic()
+        for worker in self.workers:
+            worker.close(start + worker.timeout_s)
+        self.workers = []
+
+    def __enter__(self) -> Sinks:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def run_sinks(experiment: Any, output_dir: str | os.PathLike[str], run: str, shard: tuple[int, int] | None = None) -> Sinks:
+    """The sinks of one ``arena run-one`` process (run ``run``, shard ``shard``)."""
+    tracking = getattr(experiment, "tracking", None)
+    context = SinkContext(
+        experiment=experiment.name,
+        output_dir=Path(output_dir),
+        group=experiment_group(experiment.name, output_dir) if tracking and tracking.sinks else "",
+        role="run",
+        step=tracking.step if tracking else None,
+        run=run,
+        shard=shard,
+    )
+    return Sinks(tracking, context)
+
+
+def experiment_sinks(experiment: Any, output_dir: str | os.PathLike[str]) -> Sinks:
+    """The sinks of the process raising the experiment's start or end."""
+    tracking = getattr(experiment, "tracking", None)
+    context = SinkContext(
+        experiment=experiment.name,
+        output_dir=Path(output_dir),
+        group=experiment_group(experiment.name, output_dir) if tracking and tracking.sinks else "",
+        role="experiment",
+        step=tracking.step if tracking else None,
+    )
+    return Sinks(tracking, context)
+
+
+def read_provenance(output_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """``provenance.json`` of ``output_dir`` (``None`` when unreadable)."""
+    from arena.results.provenance import read_provenance as read
+
+    try:
+        data = read(Path(output_dir))
+    except Exception:  # provenance is a nicety for a tracker
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def rate_metrics(entry: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
+    """Numbers a tracker plots for one run's (or the pooled) result: ``success_rate``,
+    ``ci95_low`` / ``ci95_high`` (Wilson), ``n`` (non-error episodes), ``k`` (successes),
+    ``errors``; keys prefixed ``prefix/`` when given. Works on an ``experiment_result.json`` run
+    entry or ``overall`` and on a ``run_result.json``; a missing rate (n = 0) is left out."""
+    counts = entry.get("counts") or {}
+    k = entry.get("k", counts.get("success", 0))
+    n = entry.get("n", sum(int(counts.get(o, 0)) for o in ("success", "failure", "timeout")))
+    out: dict[str, float] = {"n": float(n), "k": float(k), "errors": float(entry.get("errors", counts.get("error", 0)))}
+    if entry.get("success_rate") is not None:
+        out["success_rate"] = float(entry["success_rate"])
+        ci = entry.get("ci95") or [None, None]
+        if ci[0] is not None and ci[1] is not None:
+            out["ci95_low"], out["ci95_high"] = float(ci[0]), float(ci[1])
+    return {f"{prefix}/{k}" if prefix else k: v for k, v in out.items()}
+
+
+def experiment_metrics(result: Mapping[str, Any]) -> dict[str, float]:
+    """:func:`rate_metrics` of ``overall`` (prefix ``overall``) and of every run (prefix its name)."""
+    out = rate_metrics(result.get("overall") or {}, "overall")
+    for name, entry in (result.get("runs") or {}).items():
+        out.update(rate_metrics(entry, name))
+    return out
+
+
+def videos_of(output_dir: str | os.PathLike[str]) -> list[Path]:
+    """Every episode video under ``output_dir`` (runs and their shards), sorted."""
+    out = Path(output_dir)
+    return sorted([*out.glob("*/videos/*"), *out.glob("*/shards/*/videos/*")])
+
+
+def finish_experiment(sinks: Sinks, output_dir: str | os.PathLike[str]) -> None:
+    """Raise ``experiment_finished`` from the output's ``experiment_result.json`` and
+    ``index.html`` (nothing when the result was not written)."""
+    out = Path(output_dir)
+    if not sinks.workers:
+        return
+    try:
+        result = json.loads((out / EXPERIMENT_RESULT_FILE).read_text())
+    except (OSError, ValueError):
+        return
+    report = out / "index.html"
+    sinks.experiment_finished(result, report if report.exists() else None, videos_of(out))

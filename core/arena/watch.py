@@ -1,0 +1,310 @@
+"""``arena watch CHECKPOINT_DIR --experiment exp.yaml KEY={checkpoint} ...``: evaluate each new checkpoint.
+
+Every ``poll_s`` seconds the watch lists the entries (files or folders) directly under
+``CHECKPOINT_DIR`` whose name fully matches ``pattern`` (a Python regex; its named group
+``step``, when present, is the checkpoint's training step, an int). An entry is a
+*candidate* once its size and newest modification time (over every file below it) have not
+changed for ``settle_s`` seconds, so a checkpoint still being written is not read. Candidates
+are evaluated in order of step (then name), each once, at most ``jobs`` at a time, each by
+``arena run EXPERIMENT OVERRIDES --output-dir WATCH_DIR/<name>`` in its own process (the same
+code path as ``arena run``). In every override ``{checkpoint}`` becomes the entry's absolute
+path and ``{step}`` its step; ``tracking.step=<step>`` is added when the pattern gives one, so
+the result sinks log against it.
+
+The state is ``WATCH_DIR/watch.json``: ``{"checkpoints": {NAME: {"step", "path",
+"output_dir", "state": "running" | "done", "exit_code", "started_at", "finished_at"}}}``,
+rewritten atomically at every change. A watch started again on the same ``WATCH_DIR``
+skips what is ``done`` and finishes what was ``running`` when it stopped with ``arena run
+--resume`` (finished episodes are kept), so no checkpoint is evaluated twice.
+
+SIGTERM / Ctrl-C stop the evaluations in flight (they end resumable) and the watch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from arena.errors import ConfigError
+from arena.outputs.layout import MANIFEST_FILE, SUBMISSION_FILE
+
+#: The default pattern: any name; ``step`` is its last run of digits (``ckpt_1000``, ``step-3000.pt``).
+DEFAULT_PATTERN = r".*?(?P<step>\d+)\D*"
+STATE_FILE = "watch.json"
+PLACEHOLDERS = ("{checkpoint}", "{step}")
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """One entry of the checkpoint directory that matched the pattern."""
+
+    name: str
+    path: Path
+    step: int | None
+
+    def sort_key(self) -> tuple:
+        return (self.step is None, self.step or 0, self.name)
+
+
+def compile_pattern(pattern: str) -> re.Pattern[str]:
+    """Raises ConfigError: not a regex, or a ``step`` group that is not a named group."""
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise ConfigError(f"--pattern {pattern!r} is not a regular expression: {exc}") from None
+
+
+def scan(directory: Path, pattern: re.Pattern[str]) -> list[Checkpoint]:
+    """The entries directly under ``directory`` whose name fully matches ``pattern``, by step."""
+    found = []
+    try:
+        entries = list(os.scandir(directory))
+    except FileNotFoundError:
+        return []
+    for entry in entries:
+        match = pattern.fullmatch(entry.name)
+        if match is None or entry.name.startswith("."):
+            continue
+        step_text = match.groupdict().get("step")
+        step = int(step_text) if step_text and step_text.isdigit() else None
+        found.append(Checkpoint(entry.name, Path(entry.path).resolve(), step))
+    return sorted(found, key=Checkpoint.sort_key)
+
+
+def fingerprint(path: Path) -> tuple[int, float, int]:
+    """(total bytes, newest mtime, file count) of a file or of every file below a folder."""
+    if path.is_file():
+        st = path.stat()
+        return (st.st_size, st.st_mtime, 1)
+    size, newest, count = 0, path.stat().st_mtime, 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                st = os.stat(os.path.join(root, name))
+            except FileNotFoundError:
+                continue
+            size, newest, count = size + st.st_size, max(newest, st.st_mtime), count + 1
+    return (size, newest, count)
+
+
+def fill(overrides: Sequence[str], checkpoint: Checkpoint) -> list[str]:
+    """``overrides`` with ``{checkpoint}`` / ``{step}`` replaced, plus ``tracking.step``."""
+    step = "" if checkpoint.step is None else str(checkpoint.step)
+    out = [o.replace("{checkpoint}", str(checkpoint.path)).replace("{step}", step) for o in overrides]
+    if checkpoint.step is not None and not any(o.startswith("tracking.step=") for o in overrides):
+        out.append(f"tracking.step={checkpoint.step}")
+    return out
+
+
+class WatchState:
+    """``watch.json``: what was evaluated, what is in flight."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        data: dict[str, Any] = {}
+        if path.exists():
+            try:
+                data = json.loads(path.read_text())
+            except ValueError:
+                raise ConfigError(f"{path} is not readable JSON: fix or remove it to start the watch afresh") from None
+        self.checkpoints: dict[str, dict[str, Any]] = dict(data.get("checkpoints") or {})
+
+    def save(self) -> None:
+        from arena.outputs.records import write_json_atomic
+
+        write_json_atomic(self.path, {"checkpoints": self.checkpoints})
+
+    def mark(self, name: str, **fields: Any) -> None:
+        self.checkpoints.setdefault(name, {}).update(fields)
+        self.save()
+
+
+def _now() -> str:
+    from arena.outputs.records import utc_now
+
+    return utc_now()
+
+
+class Watch:
+    """The loop of ``arena watch`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        checkpoint_dir: Path,
+        experiment: Path,
+        overrides: Sequence[str],
+        watch_dir: Path,
+        *,
+        pattern: str = DEFAULT_PATTERN,
+        settle_s: float = 30.0,
+        poll_s: float = 5.0,
+        jobs: int = 1,
+        max_evaluations: int | None = None,
+        extra_args: Sequence[str] = (),
+        say: Callable[[str], None] = lambda text: print(text, file=sys.stderr, flush=True),
+    ) -> None:
+        if not any(p in o for o in overrides for p in PLACEHOLDERS[:1]):
+            raise ConfigError(
+                "give the override that takes the checkpoint, with {checkpoint} where its path goes, "
+                "e.g. shared.server.checkpoint={checkpoint}"
+            )
+        if jobs < 1:
+            raise ConfigError(f"--jobs must be at least 1, got {jobs}")
+        self.checkpoint_dir = Path(checkpoint_dir)
+        self.experiment = Path(experiment).resolve()
+        self.overrides = list(overrides)
+        self.watch_dir = Path(watch_dir)
+        self.pattern = compile_pattern(pattern)
+        self.settle_s, self.poll_s, self.jobs = settle_s, poll_s, jobs
+        self.max_evaluations = max_evaluations
+        self.extra_args = list(extra_args)
+        self.say = say
+        self.watch_dir.mkdir(parents=True, exist_ok=True)
+        self.state = WatchState(self.watch_dir / STATE_FILE)
+        self.seen: dict[str, tuple[tuple, float]] = {}  # name -> (fingerprint, since)
+        self.running: dict[str, subprocess.Popen] = {}
+        self.stopping = False
+
+    # -- the loop ----------------------------------------------------------------------------
+    def run(self) -> int:
+        """Watch until ``max_evaluations`` evaluations are done (forever without one);
+        returns 0, or 130 / 143 when interrupted / terminated."""
+        previous = signal.signal(signal.SIGTERM, self._on_term) if _main_thread() else None
+        try:
+            self._resume_interrupted()
+            while True:
+                self._reap()
+                if self._target_reached() and not self.running:
+                    return 0
+                for checkpoint in self._ready():
+                    if len(self.running) >= self.jobs or self._would_exceed():
+                        break
+                    self._start(checkpoint)
+                time.sleep(self.poll_s)
+        except KeyboardInterrupt:
+            self._stop_all()
+            return 143 if self.stopping else 130
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+
+    def _on_term(self, signum: int, frame: Any) -> None:
+        self.stopping = True
+        raise KeyboardInterrupt
+
+    def _done(self) -> int:
+        return sum(1 for c in self.state.checkpoints.values() if c.get("state") == "done")
+
+    def _target_reached(self) -> bool:
+        return self.max_evaluations is not None and self._done() >= self.max_evaluations
+
+    def _would_exceed(self) -> bool:
+        return self.max_evaluations is not None and self._done() + len(self.running) >= self.max_evaluations
+
+    def _ready(self) -> list[Checkpoint]:
+        now = time.monotonic()
+        ready = []
+        for checkpoint in scan(self.checkpoint_dir, self.pattern):
+            if checkpoint.name in self.state.checkpoints or checkpoint.name in self.running:
+                continue
+            try:
+                mark = fingerprint(checkpoint.path)
+            except FileNotFoundError:
+                continue
+            seen = self.seen.get(checkpoint.name)
+            if seen is None or seen[0] != mark:
+                self.seen[checkpoint.name] = (mark, now)
+                continue
+            if now - seen[1] >= self.settle_s:
+                ready.append(checkpoint)
+        return ready
+
+    # -- evaluations -------------------------------------------------------------------------
+    def _argv(self, checkpoint: Checkpoint, out: Path) -> list[str]:
+        return [sys.executable, "-m", "arena", "run", str(self.experiment), *fill(self.overrides, checkpoint),
+                "--output-dir", str(out), *self.extra_args]
+
+    def _start(self, checkpoint: Checkpoint) -> None:
+        out = self.watch_dir / checkpoint.name
+        self.state.mark(checkpoint.name, step=checkpoint.step, path=str(checkpoint.path), output_dir=str(out),
+                        state="running", exit_code=None, started_at=_now(), finished_at=None)
+        self.say(f"arena watch: evaluating {checkpoint.name}" + (f" (step {checkpoint.step})" if checkpoint.step is not None else "") + f" -> {out}")
+        self._spawn(checkpoint.name, self._argv(checkpoint, out), out)
+
+    def _spawn(self, name: str, argv: list[str], out: Path) -> None:
+        log = open(self.watch_dir / f"{name}.log", "a")
+        try:
+            self.running[name] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        finally:
+            log.close()
+
+    def _resume_interrupted(self) -> None:
+        """Finish what a stopped watch left ``running`` (``arena run --resume``)."""
+        for name, entry in sorted(self.state.checkpoints.items(), key=lambda kv: (kv[1].get("step") is None, kv[1].get("step") or 0, kv[0])):
+            if entry.get("state") != "running" or len(self.running) >= self.jobs:
+                continue
+            out = Path(entry["output_dir"])
+            _wait_for_earlier_run(out, self.say)
+            if (out / MANIFEST_FILE).exists():
+                self.say(f"arena watch: resuming the interrupted evaluation of {name} in {out}")
+                self._spawn(name, [sys.executable, "-m", "arena", "run", "--resume", str(out)], out)
+            else:  # stopped before arena run wrote anything: start it as new
+                self.state.checkpoints.pop(name)
+                self.state.save()
+
+    def _reap(self) -> None:
+        for name, proc in list(self.running.items()):
+            code = proc.poll()
+            if code is None:
+                continue
+            del self.running[name]
+            self.state.mark(name, state="done", exit_code=code, finished_at=_now())
+            self.say(f"arena watch: {name} evaluated (exit {code}); {self._done()} done")
+
+    def _stop_all(self) -> None:
+        for proc in self.running.values():
+            try:
+                proc.send_signal(signal.SIGINT)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 30
+        for proc in self.running.values():
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def _wait_for_earlier_run(out: Path, say: Callable[[str], None], timeout_s: float = 120.0) -> None:
+    """Wait (at most ``timeout_s``) until the ``arena run`` of the stopped watch has exited:
+    its children outlive a watch killed alone for as long as they take to notice."""
+    try:
+        pid = int(json.loads((out / SUBMISSION_FILE).read_text()).get("extra", {}).get("pid") or 0)
+    except (OSError, ValueError, TypeError, AttributeError):
+        return
+    deadline = time.monotonic() + timeout_s
+    told = False
+    while pid and time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        if not told:
+            say(f"arena watch: waiting for process {pid}, which still runs the evaluation in {out}")
+            told = True
+        time.sleep(0.5)
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()

@@ -1,0 +1,1 @@
+"""arena-plugin-mlflow: the ``mlflow`` result sink (:mod:`arena_mlflow.sink`)."""

@@ -1,0 +1,232 @@
+"""The ``mlflow`` result sink: an arena experiment as an MLflow parent run with child runs.
+
+Configured in the experiment::
+
+    tracking:
+      step: 12000                 # optional: the checkpoint's training step (the metrics' step)
+      mlflow:
+        tracking_uri: sqlite:////abs/path/mlflow.db   # null: $MLFLOW_TRACKING_URI, else MLflow's default
+        experiment_name: null     # null: the arena experiment's name
+        artifact_location: null   # a new MLflow experiment's artifact root (e.g. file:///abs/artifacts)
+        per: experiment           # or `run`: a child run per arena run too
+        token_env: null           # NAME of the variable holding a tracking server's token
+
+A relative ``tracking_uri`` path is relative to the working directory of each process that
+logs (``arena run``, ``arena run-one``, ``arena collect``): give an absolute one, or a server URL.
+
+One **parent run** per arena experiment (tags ``arena.group`` = the experiment's id
+:func:`arena.sinks.experiment_group`, ``arena.role`` = ``experiment``): created at the
+experiment's start (``arena run``), found again by those tags by every other process
+(``arena run-one`` on any machine, ``arena collect``), created by the first that finds none.
+It gets the resolved experiment flattened into params (``runs.NAME.policy.type`` …, values
+cut at 500 characters), ``experiment.yaml`` and ``provenance.json`` as artifacts, at the
+end :func:`arena.sinks.experiment_metrics` as metrics (``overall/success_rate``,
+``overall/ci95_low``, ``<run>/success_rate`` …, at step ``tracking.step`` or 0), the
+report (``index.html``), ``episodes.json`` (every episode record, ``per: experiment``) and
+at most ``max_videos`` videos (``videos/<run>/…``), and ends ``FINISHED``.
+
+With ``per: run``, each ``arena run-one`` opens a **child run** (tag ``mlflow.parentRunId``,
+``arena.run``, named after the run or ``<run>-shard<K>``): metric ``episode/success`` (1 or 0,
+step = episode index) as each episode finishes, the run's metrics (``success_rate``,
+``ci95_low``, ``ci95_high``, ``n``, ``k``, ``errors``) and ``episodes.json`` at its end; it
+ends ``FINISHED`` when the run completed, else ``FAILED``.
+
+MLflow facts used (3.17): ``MlflowClient(tracking_uri)``, ``get_experiment_by_name``,
+``create_experiment``, ``create_run(experiment_id, tags, run_name)``, ``search_runs`` with a
+``tags.`name` = 'v'`` filter, ``log_batch(metrics, params)`` (at most 100 params a call),
+``log_dict``, ``log_artifact``, ``set_terminated`` (https://mlflow.org/docs/latest/python_api/mlflow.client.html).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from arena.sinks import ResultSink, SinkConfig, SinkContext, experiment_metrics, rate_metrics
+
+GROUP_TAG = "arena.group"
+ROLE_TAG = "arena.role"
+PARAM_CHARS = 500
+PARAMS_PER_CALL = 100
+
+
+class MlflowConfig(SinkConfig):
+    """Options of the ``mlflow`` sink."""
+
+    tracking_uri: str | None = Field(None, description="null: $MLFLOW_TRACKING_URI, else MLflow's default")
+    experiment_name: str | None = Field(None, description="MLflow experiment; null: the arena experiment's name")
+    artifact_location: str | None = Field(
+        None, description="where a new MLflow experiment keeps artifacts; null: the tracking server's default"
+    )
+    per: Literal["experiment", "run"] = Field("experiment", description="a child run per arena run too (`run`)")
+    max_videos: int = Field(4, ge=0, description="episode videos logged as artifacts of the parent run")
+    token_env: str | None = Field(None, description="NAME of the variable holding the tracking server's token")
+
+
+class MlflowSink(ResultSink):
+    """Logs arena's events to MLflow as the module docstring describes."""
+
+    Config = MlflowConfig
+
+    def __init__(self, config: MlflowConfig, context: SinkContext) -> None:
+        super().__init__(config, context)
+        self.config: MlflowConfig = config
+        self._client: Any = None
+        self._experiment_id: str | None = None
+        self.parent: str | None = None
+        self.child: str | None = None
+        self.child_parented = False
+        self.episodes: list[dict[str, Any]] = []
+
+    # -- events ------------------------------------------------------------------------------
+    def experiment_started(self, config: dict[str, Any], provenance: dict[str, Any] | None) -> None:
+        from mlflow.entities import Param
+
+        client = self.client
+        parent = self._parent(create=True)
+        params = [Param(k[:250], _text(v)) for k, v in _flatten(config).items()]
+        for i in range(0, len(params), PARAMS_PER_CALL):
+            client.log_batch(parent, params=params[i : i + PARAMS_PER_CALL])
+        client.log_dict(parent, config, "experiment.yaml")
+        if provenance is not None:
+            client.log_dict(parent, provenance, "provenance.json")
+
+    def episode_finished(self, run: str, record: dict[str, Any]) -> None:
+        if self.config.per != "run":
+            return
+        self.episodes.append(record)
+        success = 1.0 if record.get("outcome") == "success" else 0.0
+        self.client.log_metric(self._child(), "episode/success", success, step=int(record.get("episode_index", 0)))
+
+    def run_finished(self, run: str, result: dict[str, Any]) -> None:
+        if self.config.per != "run":
+            return
+        child = self._child()
+        if not self.child_parented and self._parent(create=False) is not None:  # the parent came after the child
+            self.client.set_tag(child, "mlflow.parentRunId", self.parent)
+        self._metrics(child, rate_metrics(result))
+        self.client.log_dict(child, {"episodes": self.episodes}, "episodes.json")
+        self.client.set_terminated(child, "FINISHED" if result.get("state") == "completed" else "FAILED")
+        self.child = None
+
+    def experiment_finished(self, result: dict[str, Any], report: Path | None, videos: list[Path]) -> None:
+        client = self.client
+        parent = self._parent(create=True)
+        self._metrics(parent, experiment_metrics(result))
+        if self.config.per == "experiment":
+            client.log_dict(parent, {"episodes": _records(self.context.output_dir, result)}, "episodes.json")
+        if report is not None:
+            client.log_artifact(parent, str(report))
+        for video in videos[: self.config.max_videos]:
+            rel = _relative(video, self.context.output_dir)
+            client.log_artifact(parent, str(video), artifact_path=str(Path("videos") / Path(rel).parent))
+        client.set_terminated(parent, "FINISHED")
+
+    def close(self) -> None:
+        if self.child is not None:  # the run-one process ended before its run_finished
+            self.client.set_terminated(self.child, "KILLED")
+            self.child = None
+
+    # -- MLflow ------------------------------------------------------------------------------
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            from mlflow.tracking import MlflowClient
+
+            if self.config.token_env and os.environ.get(self.config.token_env):
+                os.environ["MLFLOW_TRACKING_TOKEN"] = os.environ[self.config.token_env]
+            self._client = MlflowClient(tracking_uri=self.config.tracking_uri)
+        return self._client
+
+    @property
+    def experiment_id(self) -> str:
+        if self._experiment_id is None:
+            from mlflow.exceptions import MlflowException
+
+            name = self.config.experiment_name or self.context.experiment
+            found = self.client.get_experiment_by_name(name)
+            if found is None:
+                try:
+                    self._experiment_id = self.client.create_experiment(name, artifact_location=self.config.artifact_location)
+                except MlflowException:  # another process created it first
+                    found = self.client.get_experiment_by_name(name)
+                    if found is None:
+                        raise
+                    self._experiment_id = found.experiment_id
+            else:
+                self._experiment_id = found.experiment_id
+        return self._experiment_id
+
+    def _find(self, role: str, run: str | None = None) -> str | None:
+        query = f"tags.`{GROUP_TAG}` = '{self.context.group}' and tags.`{ROLE_TAG}` = '{role}'"
+        if run is not None:
+            query += f" and tags.`arena.run` = '{run}'"
+        runs = self.client.search_runs([self.experiment_id], filter_string=query, max_results=1, order_by=["attributes.start_time ASC"])
+        return runs[0].info.run_id if runs else None
+
+    def _parent(self, *, create: bool) -> str | None:
+        if self.parent is None:
+            self.parent = self._find("experiment")
+        if self.parent is None and create:
+            tags = {GROUP_TAG: self.context.group, ROLE_TAG: "experiment", "arena.output_dir": str(self.context.output_dir)}
+            if self.context.step is not None:
+                tags["arena.step"] = str(self.context.step)
+            self.parent = self.client.create_run(self.experiment_id, tags=tags, run_name=self.context.experiment).info.run_id
+        return self.parent
+
+    def _child(self) -> str:
+        if self.child is None:
+            name = str(self.context.run) + (f"-shard{self.context.shard[0]}" if self.context.shard else "")
+            tags = {GROUP_TAG: self.context.group, ROLE_TAG: "run", "arena.run": str(self.context.run)}
+            parent = self._parent(create=False)
+            if parent is not None:
+                tags["mlflow.parentRunId"] = parent
+            self.child_parented = parent is not None
+            self.child = self.client.create_run(self.experiment_id, tags=tags, run_name=name).info.run_id
+        return self.child
+
+    def _metrics(self, run_id: str, metrics: dict[str, float]) -> None:
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        step = self.context.step if self.context.step is not None else 0
+        items = [Metric(key, float(value), now, step) for key, value in metrics.items()]
+        for i in range(0, len(items), 1000):
+            self.client.log_batch(run_id, metrics=items[i : i + 1000])
+
+
+def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(data, dict):
+        out: dict[str, Any] = {}
+        for key, value in data.items():
+            out.update(_flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: data} if prefix else {}
+
+
+def _text(value: Any) -> str:
+    import json
+
+    text = value if isinstance(value, str) else json.dumps(value)
+    return text[:PARAM_CHARS]
+
+
+def _records(output_dir: Path, result: dict[str, Any]) -> list[dict[str, Any]]:
+    from arena.results.aggregate import collect_run_records
+
+    out = []
+    for run in result.get("runs") or {}:
+        records = collect_run_records(output_dir / run)
+        out += sorted((r.model_dump(mode="json", by_alias=True) for r in records), key=lambda r: r["episode_index"])
+    return out
+
+
+def _relative(path: Path, base: Path) -> str:
+    try:
+        return str(Path(path).relative_to(base))
+    except ValueError:
+        return Path(path).name

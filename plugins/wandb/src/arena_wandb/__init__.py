@@ -1,0 +1,1 @@
+"""arena-plugin-wandb: the ``wandb`` result sink (:mod:`arena_wandb.sink`)."""

@@ -1,0 +1,159 @@
+"""`arena watch`: new checkpoints evaluated in order, once each, resumable after a kill; `arena.evaluate()`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+import arena
+from arena.testing.sinks import read_events
+from arena.watch import DEFAULT_PATTERN, Checkpoint, compile_pattern, fill, scan
+
+
+def _experiment(tmp_path: Path, events: Path, episodes: int = 2, delay: float = 0.0) -> Path:
+    path = tmp_path / "exp.yaml"
+    path.write_text(yaml.safe_dump({
+        "tracking": {"rec": {"type": "arena.testing.sinks:RecordingSink", "path": str(events)}},
+        "shared": {"rollout_limit": {"num_episodes": episodes, "max_episode_steps": 6}},
+        "runs": {"toy": {"environment": {"type": "arena.testing.envs:ToyReachEnv", "cameras": False, "step_delay_s": delay},
+                         "policy": {"type": "random_action"}}},
+    }))
+    return path
+
+
+def _watch(tmp_path: Path, ckpts: Path, exp: Path, out: Path, *extra: str) -> subprocess.Popen:
+    argv = [sys.executable, "-m", "arena", "watch", str(ckpts), "--experiment", str(exp), "runs.toy.environment.task={checkpoint}",
+            "--output-dir", str(out), "--settle", "1", "--poll", "0.2", *extra]
+    return subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def _write_checkpoint(ckpts: Path, name: str) -> None:
+    (ckpts / name).mkdir(parents=True)
+    (ckpts / name / "model.bin").write_bytes(os.urandom(1024))
+
+
+def _state(out: Path) -> dict:
+    try:
+        return json.loads((out / "watch.json").read_text())["checkpoints"]
+    except (FileNotFoundError, ValueError, KeyError):
+        return {}
+
+
+def _until(predicate, proc: subprocess.Popen, timeout: float = 240) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert proc.poll() is None, proc.stdout.read() if proc.stdout else "watch exited"
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.2)
+
+
+def _until_gone(pgid: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+
+
+def _started_steps(events: Path) -> list[int]:
+    return [e["step"] for e in read_events(events) if e["event"] == "experiment_started"]
+
+
+def test_three_checkpoints_written_one_after_another_are_evaluated_in_order_once_each(tmp_path: Path) -> None:
+    ckpts, out, events = tmp_path / "ckpts", tmp_path / "watch", tmp_path / "events.jsonl"
+    ckpts.mkdir()
+    (ckpts / "notes.txt").write_text("not a checkpoint")
+    proc = _watch(tmp_path, ckpts, _experiment(tmp_path, events), out, "--max-evaluations", "3", "--pattern", r"ckpt_(?P<step>\d+)")
+    try:
+        for i, step in enumerate((100, 200, 300)):
+            _write_checkpoint(ckpts, f"ckpt_{step}")
+            _until(lambda: sum(c.get("state") == "done" for c in _state(out).values()) == i + 1, proc)
+        assert proc.wait(timeout=120) == 0, proc.stdout.read()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    state = _state(out)
+    assert list(sorted(state, key=lambda n: state[n]["started_at"])) == ["ckpt_100", "ckpt_200", "ckpt_300"]
+    assert all(c["exit_code"] == 0 for c in state.values())
+    assert _started_steps(events) == [100, 200, 300]
+    for name, entry in state.items():
+        result = arena.ExperimentResult.read(entry["output_dir"])
+        assert result.runs["toy"].n == 2
+        records = [json.loads(line) for line in (Path(entry["output_dir"]) / "toy" / "episodes.jsonl").read_text().splitlines()]
+        assert {r["task"] for r in records} == {str((ckpts / name).resolve())}  # the path entered the evaluation
+
+
+def test_a_killed_watch_resumes_without_evaluating_one_twice(tmp_path: Path) -> None:
+    ckpts, out, events = tmp_path / "ckpts", tmp_path / "watch", tmp_path / "events.jsonl"
+    ckpts.mkdir()
+    exp = _experiment(tmp_path, events, episodes=6, delay=0.1)
+    proc = _watch(tmp_path, ckpts, exp, out, "--max-evaluations", "3")
+    try:
+        _write_checkpoint(ckpts, "step1")
+        _until(lambda: _state(out).get("step1", {}).get("state") == "done", proc)
+        _write_checkpoint(ckpts, "step2")
+        _until(lambda: (out / "step2" / "toy" / "episodes.jsonl").exists(), proc)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the whole job, as a scheduler does
+        proc.wait()
+        _until_gone(proc.pid)
+    assert _state(out)["step2"]["state"] == "running"
+    proc = _watch(tmp_path, ckpts, exp, out, "--max-evaluations", "3")
+    try:
+        _until(lambda: _state(out).get("step2", {}).get("state") == "done", proc)
+        _write_checkpoint(ckpts, "step3")
+        assert proc.wait(timeout=240) == 0, proc.stdout.read()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    state = _state(out)
+    assert {n: c["state"] for n, c in state.items()} == {"step1": "done", "step2": "done", "step3": "done"}
+    assert _started_steps(events) == [1, 2, 3]  # step2 was resumed, not started again
+    records = [json.loads(line) for line in (out / "step2" / "toy" / "episodes.jsonl").read_text().splitlines()]
+    assert sorted(r["episode_index"] for r in records) == list(range(6))
+    assert arena.ExperimentResult.read(out / "step2").runs["toy"].n == 6
+
+
+def test_pattern_step_and_placeholders() -> None:
+    pattern = compile_pattern(DEFAULT_PATTERN)
+    assert pattern.fullmatch("model_v2_step3000.pt")["step"] == "3000"
+    ckpt = Checkpoint("ckpt_7", Path("/c/ckpt_7"), 7)
+    assert fill(["shared.server.checkpoint={checkpoint}", "runs.a.policy.seed={step}"], ckpt) == [
+        "shared.server.checkpoint=/c/ckpt_7", "runs.a.policy.seed=7", "tracking.step=7"]
+
+
+def test_scan_orders_by_step_not_by_name(tmp_path: Path) -> None:
+    for name in ("ckpt_1000", "ckpt_200", "ckpt_30", "other"):
+        (tmp_path / name).mkdir()
+    names = [c.name for c in scan(tmp_path, compile_pattern(r"ckpt_(?P<step>\d+)"))]
+    assert names == ["ckpt_30", "ckpt_200", "ckpt_1000"]
+
+
+def test_watch_without_the_checkpoint_placeholder_is_a_config_error(tmp_path: Path) -> None:
+    exp = _experiment(tmp_path, tmp_path / "e.jsonl")
+    done = subprocess.run([sys.executable, "-m", "arena", "watch", str(tmp_path), "--experiment", str(exp)],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert done.returncode == 2 and "{checkpoint}" in done.stderr
+
+
+def test_evaluate_returns_the_typed_result_of_arena_run(tmp_path: Path) -> None:
+    events = tmp_path / "events.jsonl"
+    result = arena.evaluate(_experiment(tmp_path, events), overrides={"runs.toy.environment.task": "ckpt-9", "tracking.step": 9},
+                            output_dir=tmp_path / "out")
+    assert isinstance(result, arena.ExperimentResult) and result.exit_code == 0
+    raw = json.loads((tmp_path / "out" / "experiment_result.json").read_text())
+    assert result.runs["toy"].n == raw["runs"]["toy"]["n"] == 2
+    assert result.success_rate == raw["overall"]["success_rate"]
+    assert result.runs["toy"].ci95 == raw["runs"]["toy"]["ci95"] and result.report == tmp_path / "out" / "index.html"
+    assert result.raw()["by_task"] == raw["by_task"]  # every other key kept
+    assert _started_steps(events) == [9]
