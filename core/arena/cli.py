@@ -29,6 +29,9 @@ app = typer.Typer(
 )
 plugins_app = typer.Typer(invoke_without_command=True)  # its help: the docstring of plugins() below
 app.add_typer(plugins_app, name="plugins")
+from arena.venvcli import app as venv_app  # noqa: E402 - `arena venv setup`, next to its aliases' code
+
+app.add_typer(venv_app, name="venv")
 
 
 def _print_version(value: bool) -> None:
@@ -159,12 +162,12 @@ def _missing_venvs(exp) -> list[str]:
     """One warning per benchmark venv (an environment's ``default_venv``) that runs need and
     that does not exist on this machine: their episodes fail unless the simulator is installed
     in this interpreter."""
-    from arena.envs.workers.layout import worker_python
+    from arena.envs.workers.layout import declared_venv_name, worker_python
     from arena.venvs import venv_dir
 
     needing: dict[str, list[str]] = {}
     for name, run_cfg in exp.runs.items():
-        venv = getattr(run_cfg.environment_cls, "default_venv", None)
+        venv = declared_venv_name(run_cfg.environment_cls)
         if venv and worker_python(run_cfg.environment_cls, run_cfg.environment) is None:
             needing.setdefault(venv, []).append(name)
     return [

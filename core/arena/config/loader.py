@@ -557,8 +557,8 @@ def _resolve_run(
         # a run's own list replaces shared's, as every value does
         credentials=list(dict.fromkeys(own.get("credentials") or shared.get("credentials") or [])),
     )
-    try:  # how the envs spread over worker processes (environment.workers / python)
-        plan_workers(env_cls, env_config, run.environment_builder.num_envs)  # type: ignore[arg-type]
+    try:  # how the envs spread over worker processes (environment.workers / python): planned once, here
+        run.worker_plan = plan_workers(env_cls, env_config, run.environment_builder.num_envs)  # type: ignore[arg-type]
     except ValueError as exc:
         raise ConfigError(str(exc), file=source, run=name, key="environment.workers") from None
     for section in ("environment", "policy"):

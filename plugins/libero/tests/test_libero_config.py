@@ -131,7 +131,7 @@ def test_cli_lists_suites_and_tasks():
 
 
 def test_environment_declares_its_success_key_and_venv():
-    assert LiberoEnvironment.success_key == "success" and LiberoEnvironment.default_venv == "libero"
+    assert LiberoEnvironment.success_key == "success" and LiberoEnvironment.default_venv.name == "libero"
 
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"

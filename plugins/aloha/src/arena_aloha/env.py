@@ -50,6 +50,7 @@ import numpy as np
 from arena.envs.serial import SerialEnvironment
 from arena.rendering import configure_headless_rendering
 from arena_aloha.config import TASKS, AlohaConfig, scene_camera
+from arena_aloha.venv import VENV
 
 configure_headless_rendering()
 
@@ -105,8 +106,8 @@ class AlohaEnvironment(SerialEnvironment):
     success_key: ClassVar[str | None] = "is_success"
     #: gym-aloha passes the object pose through a module global: one env per worker process.
     envs_per_worker: ClassVar[str] = "one"
-    #: The venv ``arena aloha setup`` creates; its interpreter runs the workers.
-    default_venv: ClassVar[str | None] = "aloha"
+    #: The venv ``arena venv setup aloha`` creates; its interpreter runs the workers.
+    default_venv = VENV
     #: gym-aloha's time limit (``max_episode_steps=300`` of both registered envs).
     default_max_episode_steps = 300
 

@@ -51,6 +51,7 @@ from arena.envs.base import EnvironmentConfig
 from arena.envs.serial import SerialEnvironment
 from arena.rendering import configure_headless_rendering
 from arena_libero import catalog
+from arena_libero.venv import VENV
 
 configure_headless_rendering()
 
@@ -116,8 +117,8 @@ class LiberoEnvironment(SerialEnvironment):
     name = "libero"
     Config = LiberoConfig
     success_key = "success"
-    #: Workers run under the LIBERO venv's interpreter when it exists (``arena libero setup``).
-    default_venv = "libero"
+    #: Workers run under the LIBERO venv's interpreter (``arena venv setup libero``).
+    default_venv = VENV
     upside_down_cameras = frozenset(CAMERAS.values())
 
     def __init__(self, config: LiberoConfig, *, num_envs: int, cameras: bool = False) -> None:
