@@ -11,15 +11,34 @@ from pydantic import ValidationError
 from arena import venvs
 
 
-def test_location_follows_arena_venvs_then_xdg_data_home(tmp_path, monkeypatch):
+def test_location_follows_arena_venvs_then_the_checkout_then_xdg_data_home(tmp_path, monkeypatch):
     monkeypatch.delenv("ARENA_VENVS", raising=False)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "elsewhere" / ".venv"))  # not a checkout's
     assert venvs.venv_python("libero") == tmp_path / "data" / "arena" / "venvs" / "libero" / "bin" / "python"
     assert "the default" in venvs.venvs_location()[1]
+    checkout = tmp_path / "checkout"
+    (checkout / ".venv").mkdir(parents=True)
+    monkeypatch.setattr(sys, "prefix", str(checkout / ".venv"))
+    assert venvs.venvs_root() == tmp_path / "data" / "arena" / "venvs"  # no arena-core pyproject.toml
+    (checkout / "pyproject.toml").write_text('[project]\nname = "arena-core"\n')
+    root, why = venvs.venvs_location()
+    assert root == checkout / ".venvs" and why == f"the checkout's .venvs: arena runs from {checkout / '.venv'}"
+    (checkout / "pyproject.toml").write_text('[project]\nname = "someone-else"\n')
+    assert venvs.venvs_root() == tmp_path / "data" / "arena" / "venvs"
     monkeypatch.setenv("ARENA_VENVS", str(tmp_path / "v"))
     assert venvs.venv_dir("aloha") == tmp_path / "v" / "aloha" and venvs.venvs_location()[1] == "$ARENA_VENVS"
     with pytest.raises(ValueError, match="invalid venv name"):
         venvs.venv_dir("../escape")
+
+
+def test_this_suite_finds_the_venvs_in_the_checkout_without_arena_venvs(monkeypatch):
+    """What `make test` builds (.venvs/ of the checkout) is where arena looks from .venv."""
+    checkout = Path(__file__).resolve().parents[1]
+    if Path(sys.prefix) != checkout / ".venv":
+        pytest.skip(f"the suite runs from {sys.prefix}, not the checkout's .venv")
+    monkeypatch.delenv("ARENA_VENVS", raising=False)
+    assert venvs.venvs_root() == checkout / ".venvs"
 
 
 def test_arena_core_is_installed_as_it_is_installed_here():

@@ -15,8 +15,11 @@ extra pip steps, set-up options). Everything else reads the declarations
 (:mod:`arena.envs.workers.layout`), ``arena doctor`` and the tests' lookup
 (:func:`arena.testing.venvs.benchmark_python`).
 
-**Location** (:func:`venvs_location`): ``$ARENA_VENVS/<name>`` when set; else
-``${XDG_DATA_HOME:-~/.local/share}/arena/venvs/<name>``.
+**Location** (:func:`venvs_location`): ``$ARENA_VENVS/<name>`` when set; else, when arena runs
+from the ``.venv`` of an arena checkout (the interpreter's ``sys.prefix`` is ``<dir>/.venv`` and
+``<dir>/pyproject.toml`` is arena-core's), the checkout's ``.venvs/<name>``, where ``make
+test`` (``scripts/setup-env.sh test``) builds them; else ``${XDG_DATA_HOME:-~/.local/share}/
+arena/venvs/<name>``.
 
 :func:`ensure_venv` creates or updates one and is cheap when nothing changed: it writes a stamp
 (``.arena-stamp``: the base interpreter, the install arguments and the ``pyproject.toml`` of
@@ -55,6 +58,8 @@ from arena.errors import ArenaError
 VENVS_ENV = "ARENA_VENVS"
 STAMP_NAME = ".arena-stamp"
 CORE_DISTRIBUTION = "arena-core"
+#: Where ``make test`` builds the benchmark venvs, relative to the checkout.
+CHECKOUT_VENVS = ".venvs"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -214,18 +219,37 @@ def declared_venvs(environments: dict[str, Any] | None = None) -> dict[str, tupl
 def venvs_location() -> tuple[Path, str]:
     """The directory holding benchmark venvs and why it is that one (see the module docstring).
 
-    Returns ``(path, reason)``, e.g. ``(Path("/data/venvs"), "$ARENA_VENVS")``.
+    Returns ``(path, reason)``, e.g. ``(Path("/src/arena/.venvs"), "the checkout's .venvs:
+    arena runs from /src/arena/.venv")``.
     """
     explicit = os.environ.get(VENVS_ENV)
     if explicit:
         return Path(explicit).expanduser(), f"${VENVS_ENV}"
+    checkout = _checkout_of(Path(sys.prefix))
+    if checkout is not None:
+        return checkout / CHECKOUT_VENVS, f"the checkout's {CHECKOUT_VENVS}: arena runs from {checkout / '.venv'}"
     data = os.environ.get("XDG_DATA_HOME") or "~/.local/share"
     where = "${XDG_DATA_HOME}" if os.environ.get("XDG_DATA_HOME") else "~/.local/share"
     return Path(data).expanduser() / "arena" / "venvs", f"the default ({where}/arena/venvs; ${VENVS_ENV} chooses another)"
 
 
+def _checkout_of(prefix: Path) -> Path | None:
+    """The arena checkout whose ``.venv`` is ``prefix``, or ``None``."""
+    if prefix.name != ".venv":
+        return None
+    pyproject = prefix.parent / "pyproject.toml"
+    try:
+        import tomllib
+
+        project = tomllib.loads(pyproject.read_text()).get("project") or {}
+    except (OSError, ValueError):
+        return None
+    return prefix.parent if project.get("name") == CORE_DISTRIBUTION else None
+
+
 def venvs_root() -> Path:
     """The directory holding benchmark venvs (:func:`venvs_location`): ``$ARENA_VENVS``, else
+    the checkout's ``.venvs`` when arena runs from a checkout's ``.venv``, else
     ``${XDG_DATA_HOME:-~/.local/share}/arena/venvs``."""
     return venvs_location()[0]
 
