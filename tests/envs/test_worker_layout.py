@@ -159,3 +159,12 @@ def test_impossible_split_is_a_config_error_naming_the_run_and_key(tmp_path):
         load_experiment(path, allow_imports=["tests_envs_layout"])
     assert err.value.run == "r" and err.value.key == "environment.workers"
     assert "workers must be 0, 1 or auto" in str(err.value)
+
+
+def test_a_venv_declared_as_a_plain_name_is_refused_saying_how_to_declare_it():
+    class OldStyle(Environment):
+        name = "old_style"
+        default_venv = "bench"
+
+    with pytest.raises(ValueError, match="default_venv must be an arena.venvs.VenvSpec"):
+        _plan(OldStyle, 2)

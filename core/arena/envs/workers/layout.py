@@ -105,9 +105,19 @@ def worker_python(env_cls: type[Environment], config: EnvironmentConfig) -> str 
 
 
 def declared_venv_name(env_cls: type[Environment]) -> str | None:
-    """The name of the benchmark venv the class declares (``default_venv``), or ``None``."""
-    spec = getattr(env_cls, "default_venv", None)
-    return getattr(spec, "name", None) if spec is not None else None
+    """The name of the benchmark venv the class declares (``default_venv``), or ``None``.
+
+    Raises:
+        ValueError: ``default_venv`` is not an :class:`arena.venvs.VenvSpec` (a plain name, as
+            plugins wrote it before venvs were declared, says how to declare it).
+    """
+    from arena.venvs import VenvError, declared_venv
+
+    try:
+        spec = declared_venv(env_cls)
+    except VenvError as exc:
+        raise ValueError(str(exc)) from None
+    return spec.name if spec is not None else None
 
 
 def plan_workers(env_cls: type[Environment], config: EnvironmentConfig, num_envs: int) -> WorkerPlan:
