@@ -24,7 +24,7 @@ CONFIGS = [(1, False), (2, False), (8, False), (2, True), (8, True)]
 
 def measure(num_envs: int, cameras: bool, device: str, steps: int) -> dict:
     from arena_isaaclab.config import IsaacLabConfig
-    from arena_isaaclab.environment import IsaacLabEnvironment
+    from arena_isaaclab.env import IsaacLabEnvironment
     from arena_isaaclab.expert import expert_actions
 
     began = time.perf_counter()

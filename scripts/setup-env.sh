@@ -50,22 +50,13 @@ if [ "$have_hash" != "$hash" ] || [ "$union" != "$have_extras" ]; then
   echo "$hash $union" > "$stamp"
 fi
 
-# Benchmark venvs (design §6a): with the test extras, every workspace plugin whose command
-# group has a `setup` command (`arena aloha setup`, `arena libero setup`, …) creates its
-# benchmark's own venv under $ARENA_VENVS (here .venvs/ of this checkout, where the test
-# suite's conftest.py looks), so the suite runs those benchmarks for real. Each is idempotent.
+# Benchmark venvs (docs/architecture.md, "Benchmark venvs"): with the test extras, every venv
+# an installed environment declares (ALOHA, LIBERO, Isaac Lab, ...) is created by the one
+# command, in .venvs/ of this checkout: where arena itself looks when it runs from this .venv
+# ($ARENA_VENVS, when set, wins), and where the test suite's conftest.py looks, so the suite
+# and the README's commands use the same venvs. Idempotent. A venv whose Python this machine
+# lacks (Isaac Lab needs 3.12) is skipped with the reason; its tests then skip and say so.
 if [[ ",${extras}," == *",test,"* ]]; then
-  export ARENA_VENVS="${ARENA_VENVS:-$PWD/.venvs}"
-  for dir in plugins/*/; do
-    name="$(basename "$dir")"
-    if grep -qs '^def setup(' "$dir"src/*/cli.py; then
-      echo "benchmark venv: arena ${name} setup"
-      .venv/bin/arena "$name" setup --quiet
-    fi
-  done
-  # Isaac Lab's simulator venv needs Python 3.12; where the machine has none, its tests skip
-  # and say so.
-  if [ -d plugins/isaaclab ]; then
-    .venv/bin/arena isaaclab setup --if-possible --quiet
-  fi
+  echo "benchmark venvs: arena venv setup"
+  .venv/bin/arena venv setup --if-possible --quiet
 fi

@@ -89,13 +89,22 @@ def test_doctor_counts_and_hints_read_as_english(monkeypatch):
 def _only_environment_in_venv(monkeypatch, tmp_path, venv: str = "bench"):
     import arena.plugins
 
+    from arena.venvs import VenvSpec
+
     class BenchEnvironment:
-        default_venv = venv
+        default_venv = VenvSpec(name=venv)
 
     fake = SimpleNamespace(registry=SimpleNamespace(environments={"bench_env": BenchEnvironment, "metaworld": object}))
     monkeypatch.setattr(arena.plugins, "get_plugin_manager", lambda: fake)
     monkeypatch.setenv("ARENA_VENVS", str(tmp_path / "venvs"))
     return tmp_path / "venvs" / venv
+
+
+def _venv_checks():
+    """check_venvs() after its first check, where it looked (asserted on its own below)."""
+    where, *checks = doctor.check_venvs()
+    assert where.name == "benchmark venvs" and where.status == "info"
+    return checks
 
 
 def _interpreter(directory, script: str | None = None):
@@ -112,16 +121,16 @@ def _interpreter(directory, script: str | None = None):
 
 def test_a_benchmark_venv_never_created_is_information_with_its_setup_command(monkeypatch, tmp_path):
     where = _only_environment_in_venv(monkeypatch, tmp_path)
-    [check] = doctor.check_venvs()
-    assert (check.name, check.status, check.fix) == ("venv bench", "info", "arena bench setup")
+    [check] = _venv_checks()
+    assert (check.name, check.status, check.fix) == ("venv bench", "info", "arena venv setup bench")
     assert str(where) in check.detail and "bench_env environment" in check.detail
 
 
 def test_a_benchmark_venv_whose_setup_did_not_finish_is_a_warning(monkeypatch, tmp_path):
     where = _only_environment_in_venv(monkeypatch, tmp_path)
     _interpreter(where)
-    [check] = doctor.check_venvs()
-    assert check.status == "warn" and "incomplete" in check.detail and check.fix == "arena bench setup"
+    [check] = _venv_checks()
+    assert check.status == "warn" and "incomplete" in check.detail and check.fix == "arena venv setup bench"
 
 
 def test_a_complete_benchmark_venv_is_ok_with_its_python_and_arena_core(monkeypatch, tmp_path):
@@ -131,7 +140,7 @@ def test_a_complete_benchmark_venv_is_ok_with_its_python_and_arena_core(monkeypa
     where = _only_environment_in_venv(monkeypatch, tmp_path)
     python = _interpreter(where)
     (where / ".arena-stamp").write_text("{}")
-    [check] = doctor.check_venvs()
+    [check] = _venv_checks()
     assert check.status == "ok", check
     assert check.detail == f"Python {sys.version.split()[0]} at {python}, arena-core {metadata.version('arena-core')}"
 
@@ -140,6 +149,6 @@ def test_a_benchmark_venv_with_another_arena_core_is_a_warning(monkeypatch, tmp_
     where = _only_environment_in_venv(monkeypatch, tmp_path)
     _interpreter(where, "#!/bin/sh\necho 3.11.0 0.0.1\n")
     (where / ".arena-stamp").write_text("{}")
-    [check] = doctor.check_venvs()
+    [check] = _venv_checks()
     assert check.status == "warn" and "arena-core 0.0.1, this interpreter has" in check.detail
-    assert check.fix == "arena bench setup"
+    assert check.fix == "arena venv setup bench"

@@ -29,6 +29,7 @@ def _checkout(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
     log = tmp_path / "pip.log"
     (root / ".venv" / "bin").mkdir(parents=True)
     _executable(root / ".venv" / "bin" / "python", f'printf "%s\\n" "$*" >> "{log}"')
+    _executable(root / ".venv" / "bin" / "arena", f'printf "%s\\n" "$*" >> "{tmp_path / "arena.log"}"')
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     _executable(bin_dir / "ldconfig", 'echo "libOSMesa.so.8 (libc6,x86-64) => /usr/lib/libOSMesa.so.8"')
@@ -64,3 +65,12 @@ def test_a_changed_package_is_installed_again_with_every_extra_so_far(tmp_path):
     assert _installs(log)[-1] == "-m pip install -q -e .[sim,test] -e plugins/demo"
     _setup(root, env, "test")
     assert len(_installs(log)) == 2
+
+
+def test_the_test_set_up_creates_every_declared_benchmark_venv_with_the_one_command(tmp_path):
+    root, log, env = _checkout(tmp_path)
+    arena_log = tmp_path / "arena.log"
+    _setup(root, env)  # make quickstart: no benchmark venvs
+    assert not arena_log.exists()
+    _setup(root, env, "test")
+    assert arena_log.read_text().splitlines() == ["venv setup --if-possible --quiet"]

@@ -2,21 +2,43 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from arena import venvs
 
 
-def test_location_follows_arena_venvs_then_xdg_data_home(tmp_path, monkeypatch):
+def test_location_follows_arena_venvs_then_the_checkout_then_xdg_data_home(tmp_path, monkeypatch):
     monkeypatch.delenv("ARENA_VENVS", raising=False)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "elsewhere" / ".venv"))  # not a checkout's
     assert venvs.venv_python("libero") == tmp_path / "data" / "arena" / "venvs" / "libero" / "bin" / "python"
+    assert "the default" in venvs.venvs_location()[1]
+    checkout = tmp_path / "checkout"
+    (checkout / ".venv").mkdir(parents=True)
+    monkeypatch.setattr(sys, "prefix", str(checkout / ".venv"))
+    assert venvs.venvs_root() == tmp_path / "data" / "arena" / "venvs"  # no arena-core pyproject.toml
+    (checkout / "pyproject.toml").write_text('[project]\nname = "arena-core"\n')
+    root, why = venvs.venvs_location()
+    assert root == checkout / ".venvs" and why == f"the checkout's .venvs: arena runs from {checkout / '.venv'}"
+    (checkout / "pyproject.toml").write_text('[project]\nname = "someone-else"\n')
+    assert venvs.venvs_root() == tmp_path / "data" / "arena" / "venvs"
     monkeypatch.setenv("ARENA_VENVS", str(tmp_path / "v"))
-    assert venvs.venv_dir("aloha") == tmp_path / "v" / "aloha"
+    assert venvs.venv_dir("aloha") == tmp_path / "v" / "aloha" and venvs.venvs_location()[1] == "$ARENA_VENVS"
     with pytest.raises(ValueError, match="invalid venv name"):
         venvs.venv_dir("../escape")
+
+
+def test_this_suite_finds_the_venvs_in_the_checkout_without_arena_venvs(monkeypatch):
+    """What `make test` builds (.venvs/ of the checkout) is where arena looks from .venv."""
+    checkout = Path(__file__).resolve().parents[1]
+    if Path(sys.prefix) != checkout / ".venv":
+        pytest.skip(f"the suite runs from {sys.prefix}, not the checkout's .venv")
+    monkeypatch.delenv("ARENA_VENVS", raising=False)
+    assert venvs.venvs_root() == checkout / ".venvs"
 
 
 def test_arena_core_is_installed_as_it_is_installed_here():
@@ -57,3 +79,89 @@ def test_ensure_venv_installs_once_and_again_when_the_requirements_change(tmp_pa
     assert calls == []  # the stamp matches: nothing to do
     venvs.ensure_venv("bench", requirements=["gym-aloha==0.1.6"], quiet=True)
     assert [c[1:3] for c in calls] == [["-m", "pip"]]  # same interpreter: updated in place
+
+
+def test_a_declaration_is_checked_when_the_plugin_is_imported():
+    spec = venvs.VenvSpec(name="bench", python=">=3.11,<3.13", requirements=("torch==2.13.0", "numpy<2"))
+    assert spec.accepts("3.12.4") and not spec.accepts("3.13.0") and spec.python_env == "ARENA_BENCH_PYTHON"
+    assert spec.setup_command == "arena venv setup bench"
+    assert venvs.VenvSpec(name="isaac-lab").python_env == "ARENA_ISAAC_LAB_PYTHON"
+    for bad in ({"name": "../x"}, {"name": "b", "python": "3.12"}, {"name": "b", "requirements": ("numpy<<2",)}):
+        with pytest.raises(ValidationError):
+            venvs.VenvSpec(**bad)
+    with pytest.raises(ValidationError, match="option 'full'"):
+        venvs.VenvSpec(name="b", steps=(venvs.PipStep(args=("x",), option="full"),))
+
+
+def test_extras_of_an_installed_distribution_are_installed_with_it():
+    plain = venvs.install_args("arena-core")
+    assert venvs.install_args("arena-core[video]") == [*plain[:-1], plain[-1] + "[video]"]
+    from importlib import metadata
+
+    assert venvs.install_args("msgpack[x]") == [f"msgpack[x]=={metadata.version('msgpack')}"]
+
+
+def test_two_environments_may_share_a_venv_only_with_one_declaration():
+    one = venvs.VenvSpec(name="bench", requirements=("a==1",))
+
+    class A:
+        default_venv = one
+
+    class B:
+        default_venv = venvs.VenvSpec(name="bench", requirements=("a==1",))
+
+    class C:
+        default_venv = venvs.VenvSpec(name="bench", requirements=("a==2",))
+
+    class D:
+        default_venv = "bench"
+
+    assert venvs.declared_venvs({"b": B, "a": A, "none": object}) == {"bench": (one, ["b", "a"])}
+    with pytest.raises(venvs.VenvError, match="declare different venvs named 'bench'"):
+        venvs.declared_venvs({"a": A, "c": C})
+    with pytest.raises(venvs.VenvError, match="must be an arena.venvs.VenvSpec"):
+        venvs.declared_venvs({"d": D})
+
+
+def test_the_base_interpreter_must_satisfy_the_declared_python(tmp_path, monkeypatch):
+    here = ".".join(map(str, sys.version_info[:3]))
+    spec = venvs.VenvSpec(name="bench", python=f"=={here}")
+    assert venvs.find_python(spec) == sys.executable
+    assert venvs.find_python(spec, sys.executable) == sys.executable
+    other = venvs.VenvSpec(name="bench", python="==2.1.*")
+    with pytest.raises(venvs.VenvError, match=f"is Python {here}; the bench venv needs Python ==2.1"):
+        venvs.find_python(other, sys.executable)
+    with pytest.raises(venvs.NoPythonError, match=r"looked at \$ARENA_BENCH_PYTHON"):
+        venvs.find_python(other)
+    monkeypatch.setenv("ARENA_BENCH_PYTHON", sys.executable)
+    assert venvs.python_candidates(spec)[0] == sys.executable
+
+
+def test_setup_runs_the_declared_steps_as_their_options_and_checks_say(tmp_path, monkeypatch):
+    monkeypatch.setenv("ARENA_VENVS", str(tmp_path))
+    spec = venvs.VenvSpec(
+        name="bench",
+        requirements=("gym-aloha==0.1.5",),
+        steps=(
+            venvs.PipStep(args=("--no-deps", "lab==3.0.0"), unless_installed="lab==3.0.0", unless_option="full"),
+            venvs.PipStep(args=("lab==3.0.0",), option="full"),
+        ),
+        options={"full": "everything"},
+    )
+    calls: list[list[str]] = []
+    installed: dict[str, str] = {}
+    monkeypatch.setattr(venvs, "ensure_venv", lambda name, **kw: calls.append(["ensure", name, *kw["requirements"]]) or tmp_path / name / "bin" / "python")
+    monkeypatch.setattr(venvs, "_run", lambda argv, quiet: calls.append(argv[4:]))
+    monkeypatch.setattr(venvs, "_satisfied", lambda python, req: req.name in installed)
+    python = venvs.setup_venv(spec, quiet=True)
+    assert python == tmp_path / "bench" / "bin" / "python"
+    assert calls == [["ensure", "bench", "gym-aloha==0.1.5"], ["-q", "--no-deps", "lab==3.0.0"]]
+    calls.clear()
+    installed["lab"] = "3.0.0"
+    venvs.setup_venv(spec, quiet=True)
+    assert calls == [["ensure", "bench", "gym-aloha==0.1.5"]]  # the step's requirement is met
+    calls.clear()
+    venvs.setup_venv(spec, options=["full"])
+    assert calls == [["ensure", "bench", "gym-aloha==0.1.5"], ["lab==3.0.0"]]
+    with pytest.raises(venvs.VenvError, match="no set-up option fast"):
+        venvs.setup_venv(spec, options=["fast"])

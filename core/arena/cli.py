@@ -30,6 +30,9 @@ app = typer.Typer(
 )
 plugins_app = typer.Typer(invoke_without_command=True)  # its help: the docstring of plugins() below
 app.add_typer(plugins_app, name="plugins")
+from arena.venvcli import app as venv_app  # noqa: E402 - `arena venv setup`, next to its aliases' code
+
+app.add_typer(venv_app, name="venv")
 
 
 def _print_version(value: bool) -> None:
@@ -180,7 +183,7 @@ def _missing_venvs(exp) -> tuple[list[str], list[str]]:
     fail on ImportError); a warning when the class declares none (arena cannot tell)."""
     import importlib.util
 
-    from arena.envs.workers.layout import worker_python
+    from arena.envs.workers.layout import declared_venv_name, worker_python
     from arena.launch.wording import run_list
     from arena.venvs import venv_dir
 
@@ -188,7 +191,7 @@ def _missing_venvs(exp) -> tuple[list[str], list[str]]:
     missing_modules: dict[str, list[str]] = {}
     for name, run_cfg in exp.runs.items():
         env_cls = run_cfg.environment_cls
-        venv = getattr(env_cls, "default_venv", None)
+        venv = declared_venv_name(env_cls)
         if not venv or worker_python(env_cls, run_cfg.environment) is not None:
             continue
         modules = tuple(getattr(env_cls, "simulator_modules", ()))

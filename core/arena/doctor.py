@@ -168,25 +168,27 @@ def check_rendering(timeout_s: float = RENDER_TIMEOUT_S) -> Check:
 
 
 def check_venvs() -> list[Check]:
-    """One check per benchmark venv a registered environment runs its workers in
-    (:attr:`arena.envs.base.Environment.default_venv`): ``info`` when it was never created
-    (needed only for that environment), ``warn`` when it is incomplete or holds another
-    arena-core than this interpreter, else ``ok`` with its interpreter and Python version."""
+    """Where benchmark venvs are looked for (``info``: the directory and why,
+    :func:`arena.venvs.venvs_location`), then one check per venv a registered environment
+    declares (:attr:`arena.envs.base.Environment.default_venv`, :func:`arena.venvs.declared_venvs`):
+    ``info`` when it was never created (needed only for that environment), ``warn`` when it is
+    incomplete or holds another arena-core than this interpreter, else ``ok`` with its
+    interpreter and Python version. The fix is ``arena venv setup NAME``."""
     from arena.plugins import get_plugin_manager
-    from arena.venvs import STAMP_NAME, venv_dir, venv_python
+    from arena.venvs import STAMP_NAME, VenvError, declared_venvs, venv_dir, venv_python, venvs_location
 
     try:
         environments = get_plugin_manager().registry.environments
     except Exception:  # noqa: BLE001 - check_plugins reports a broken plugin manager
         return []
-    users: dict[str, list[str]] = {}
-    for env_name, env_cls in environments.items():
-        venv = getattr(env_cls, "default_venv", None)
-        if venv:
-            users.setdefault(venv, []).append(env_name)
-    checks = []
-    for venv, envs in sorted(users.items()):
-        name, fix = f"venv {venv}", f"arena {venv} setup"
+    root, why = venvs_location()
+    checks = [Check("benchmark venvs", "info", f"looked in {root} ({why})")]
+    try:
+        declared = declared_venvs(environments)
+    except VenvError as exc:
+        return [*checks, Check("benchmark venvs", "fail", str(exc), "fix the plugin's default_venv declarations")]
+    for venv, (spec, envs) in declared.items():
+        name, fix = f"venv {venv}", spec.setup_command
         python = venv_python(venv)
         if not python.exists():
             checks.append(Check(name, "info", f"not created ({venv_dir(venv)}): needed only for the {', '.join(envs)} environment", fix))

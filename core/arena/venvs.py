@@ -1,16 +1,30 @@
-"""Benchmark virtual environments: where they live and how a plugin creates them.
+"""Benchmark virtual environments: how an environment declares one, where they live, how
+``arena venv setup`` creates them.
 
 Benchmarks pin Python and MuJoCo versions that do not agree with each other or with
 arena-core's built-in simulators (LIBERO, ALOHA, Isaac Lab on Python 3.12), so a plugin runs
 its environment's workers under the interpreter of the benchmark's own venv (the environment
-config's ``python`` key, or the class's ``default_venv``). Such a venv holds arena-core
+config's ``python`` key, or the venv the class declares). Such a venv holds arena-core
 (without the built-in simulators' extras), the plugin itself and the benchmark.
 
-Location: ``$ARENA_VENVS/<name>``, by default ``${XDG_DATA_HOME:-~/.local/share}/arena/venvs/
-<name>``. :func:`ensure_venv` creates or updates one and is cheap when nothing changed: it
-writes a stamp (``.arena-stamp``: the base interpreter, the install arguments and the
-``pyproject.toml`` of every source directory installed from) and does nothing while the stamp
-matches. Plugins build their ``arena NAME setup`` commands on it.
+**Declaring.** An environment class declares its venv as data, ``default_venv = VenvSpec(...)``
+(:class:`VenvSpec`: name, Python version, the installed distributions and pip requirements,
+extra pip steps, set-up options). Everything else reads the declarations
+(:func:`declared_venvs`): ``arena venv setup [NAME...]`` (core's one set-up command, and the
+``arena NAME setup`` alias of each, :mod:`arena.venvcli`), the worker plan
+(:mod:`arena.envs.workers.layout`), ``arena doctor`` and the tests' lookup
+(:func:`arena.testing.venvs.benchmark_python`).
+
+**Location** (:func:`venvs_location`): ``$ARENA_VENVS/<name>`` when set; else, when arena runs
+from the ``.venv`` of an arena checkout (the interpreter's ``sys.prefix`` is ``<dir>/.venv`` and
+``<dir>/pyproject.toml`` is arena-core's), the checkout's ``.venvs/<name>``, where ``make
+test`` (``scripts/setup-env.sh test``) builds them; else ``${XDG_DATA_HOME:-~/.local/share}/
+arena/venvs/<name>``.
+
+:func:`ensure_venv` creates or updates one and is cheap when nothing changed: it writes a stamp
+(``.arena-stamp``: the base interpreter, the install arguments and the ``pyproject.toml`` of
+every source directory installed from) and does nothing while the stamp matches;
+:func:`setup_venv` adds the declaration's interpreter choice and extra steps.
 
 arena-core and the plugin are installed the way they are installed in the running
 interpreter: an editable install (pip records its source directory in the distribution's
@@ -28,16 +42,24 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Iterable, Iterator, Sequence
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlparse
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from arena.errors import ArenaError
 
 VENVS_ENV = "ARENA_VENVS"
 STAMP_NAME = ".arena-stamp"
 CORE_DISTRIBUTION = "arena-core"
+#: Where ``make test`` builds the benchmark venvs, relative to the checkout.
+CHECKOUT_VENVS = ".venvs"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -45,14 +67,191 @@ class VenvError(ArenaError):
     """A benchmark venv could not be created or updated (the message names the command)."""
 
 
-def venvs_root() -> Path:
-    """The directory holding benchmark venvs: ``$ARENA_VENVS``, else
-    ``${XDG_DATA_HOME:-~/.local/share}/arena/venvs``."""
+class NoPythonError(VenvError):
+    """No interpreter satisfies a venv's Python requirement (``--if-possible`` skips it)."""
+
+
+class PipStep(BaseModel):
+    """One more ``pip install`` in the venv after its main install.
+
+    ``args``: the ``pip install`` arguments, e.g. ``["--no-deps", "isaaclab==3.0.0"]``.
+    ``unless_installed``: a requirement; the step is skipped while the venv has a distribution
+    that satisfies it (checked on every set-up). ``option`` / ``unless_option``: a set-up
+    option (:attr:`VenvSpec.options`) that must be given / must not be given for it to run.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    args: tuple[str, ...] = Field(min_length=1)
+    unless_installed: str | None = None
+    option: str | None = None
+    unless_option: str | None = None
+
+    @field_validator("unless_installed")
+    @classmethod
+    def _requirement(cls, value: str | None) -> str | None:
+        if value is not None:
+            _requirement(value)
+        return value
+
+
+class VenvSpec(BaseModel):
+    """A benchmark venv, as an environment class declares it (``default_venv = VenvSpec(...)``).
+
+    - ``name``: the venv's directory under :func:`venvs_root` (letters, digits, ``_.-``);
+    - ``summary``: what it holds and its size, for ``--help`` and ``arena doctor``;
+    - ``python``: a PEP 440 specifier the base interpreter's version must satisfy (e.g.
+      ``">=3.11,<3.13"``, ``"==3.12.*"``; empty: any), see :func:`find_python`;
+    - ``distributions``: distributions installed in arena's interpreter to install the same way
+      (:func:`install_args`; editable stays editable), optionally with extras
+      (``"arena-plugin-isaaclab[sim]"``); arena-core is always installed, without extras;
+    - ``requirements``: pip requirement strings from the package index, with any pins the
+      benchmark needs (``"gym-aloha==0.1.5"``, ``"torch==2.13.0"``, ``"numpy<2"``);
+    - ``steps``: further ``pip install`` runs (:class:`PipStep`), e.g. one package ``--no-deps``;
+    - ``options``: set-up options ``{name: help}`` that steps may depend on (``arena venv setup
+      NAME --with NAME``, ``arena NAME setup --NAME``).
+
+    Raises:
+        pydantic.ValidationError: a bad name, specifier or requirement, or a step naming an
+            undeclared option.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    summary: str = ""
+    python: str = ""
+    distributions: tuple[str, ...] = ()
+    requirements: tuple[str, ...] = ()
+    steps: tuple[PipStep, ...] = ()
+    options: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _NAME.match(value):
+            raise ValueError(f"invalid venv name {value!r}: use letters, digits, '_', '.' and '-'")
+        return value
+
+    @field_validator("python")
+    @classmethod
+    def _python(cls, value: str) -> str:
+        try:
+            SpecifierSet(value)
+        except InvalidSpecifier:
+            raise ValueError(f"python must be a version specifier such as '>=3.11,<3.13'; got {value!r}") from None
+        return value
+
+    @field_validator("distributions", "requirements")
+    @classmethod
+    def _requirements(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for text in value:
+            _requirement(text)
+        return value
+
+    def model_post_init(self, __context: Any) -> None:
+        for step in self.steps:
+            for option in (step.option, step.unless_option):
+                if option is not None and option not in self.options:
+                    raise ValueError(f"venv {self.name}: a step names the option {option!r}, which `options` does not declare")
+
+    def accepts(self, version: str) -> bool:
+        """Whether a Python ``X.Y.Z`` satisfies :attr:`python`."""
+        return SpecifierSet(self.python).contains(version, prereleases=True)
+
+    @property
+    def python_env(self) -> str:
+        """The environment variable naming a base interpreter for this venv:
+        ``ARENA_<NAME>_PYTHON`` (e.g. ``ARENA_ISAACLAB_PYTHON``)."""
+        return "ARENA_" + re.sub(r"[^A-Za-z0-9]", "_", self.name).upper() + "_PYTHON"
+
+    @property
+    def setup_command(self) -> str:
+        """The command that creates it: ``arena venv setup NAME``."""
+        return f"arena venv setup {self.name}"
+
+
+def _requirement(text: str) -> Requirement:
+    try:
+        return Requirement(text)
+    except InvalidRequirement as exc:
+        raise ValueError(f"not a pip requirement: {text!r} ({exc})") from None
+
+
+def declared_venv(env_cls: Any) -> VenvSpec | None:
+    """The venv an environment class declares (its ``default_venv``), or ``None``.
+
+    Raises:
+        VenvError: ``default_venv`` is set to something other than a :class:`VenvSpec`.
+    """
+    spec = getattr(env_cls, "default_venv", None)
+    if spec is None or isinstance(spec, VenvSpec):
+        return spec
+    name = getattr(env_cls, "__qualname__", repr(env_cls))
+    raise VenvError(f"{name}.default_venv must be an arena.venvs.VenvSpec (or None); got {type(spec).__name__} {spec!r}")
+
+
+def declared_venvs(environments: dict[str, Any] | None = None) -> dict[str, tuple[VenvSpec, list[str]]]:
+    """``{venv name: (its declaration, the environment names that use it)}``, sorted by name.
+
+    ``environments``: ``{name: class}``, by default every registered environment.
+
+    Raises:
+        VenvError: a ``default_venv`` is not a :class:`VenvSpec`, or two environments declare
+            different venvs under one name.
+    """
+    if environments is None:
+        from arena.plugins import get_plugin_manager
+
+        environments = get_plugin_manager().registry.environments
+    found: dict[str, tuple[VenvSpec, list[str]]] = {}
+    for env_name, env_cls in environments.items():
+        spec = declared_venv(env_cls)
+        if spec is None:
+            continue
+        if spec.name in found and found[spec.name][0] != spec:
+            other = ", ".join(found[spec.name][1])
+            raise VenvError(f"environments {other} and {env_name} declare different venvs named {spec.name!r}")
+        found.setdefault(spec.name, (spec, []))[1].append(env_name)
+    return dict(sorted(found.items()))
+
+
+def venvs_location() -> tuple[Path, str]:
+    """The directory holding benchmark venvs and why it is that one (see the module docstring).
+
+    Returns ``(path, reason)``, e.g. ``(Path("/src/arena/.venvs"), "the checkout's .venvs:
+    arena runs from /src/arena/.venv")``.
+    """
     explicit = os.environ.get(VENVS_ENV)
     if explicit:
-        return Path(explicit).expanduser()
+        return Path(explicit).expanduser(), f"${VENVS_ENV}"
+    checkout = _checkout_of(Path(sys.prefix))
+    if checkout is not None:
+        return checkout / CHECKOUT_VENVS, f"the checkout's {CHECKOUT_VENVS}: arena runs from {checkout / '.venv'}"
     data = os.environ.get("XDG_DATA_HOME") or "~/.local/share"
-    return Path(data).expanduser() / "arena" / "venvs"
+    where = "${XDG_DATA_HOME}" if os.environ.get("XDG_DATA_HOME") else "~/.local/share"
+    return Path(data).expanduser() / "arena" / "venvs", f"the default ({where}/arena/venvs; ${VENVS_ENV} chooses another)"
+
+
+def _checkout_of(prefix: Path) -> Path | None:
+    """The arena checkout whose ``.venv`` is ``prefix``, or ``None``."""
+    if prefix.name != ".venv":
+        return None
+    pyproject = prefix.parent / "pyproject.toml"
+    try:
+        import tomllib
+
+        project = tomllib.loads(pyproject.read_text()).get("project") or {}
+    except (OSError, ValueError):
+        return None
+    return prefix.parent if project.get("name") == CORE_DISTRIBUTION else None
+
+
+def venvs_root() -> Path:
+    """The directory holding benchmark venvs (:func:`venvs_location`): ``$ARENA_VENVS``, else
+    the checkout's ``.venvs`` when arena runs from a checkout's ``.venv``, else
+    ``${XDG_DATA_HOME:-~/.local/share}/arena/venvs``."""
+    return venvs_location()[0]
 
 
 def venv_dir(name: str) -> Path:
@@ -75,11 +274,30 @@ def install_args(distribution: str) -> list[str]:
     """pip arguments that install ``distribution`` as it is installed in this interpreter.
 
     ``["-e", DIR]`` for an editable install, ``[DIR]`` or ``[NAME @ URL]`` for one from a local
-    directory or a URL, else ``["NAME==VERSION"]``.
+    directory or a URL, else ``["NAME==VERSION"]``. ``distribution`` may name extras
+    (``"NAME[sim]"``): they are added to what is installed (``DIR[sim]``, ``NAME[sim]==VERSION``).
 
     Raises:
         VenvError: ``distribution`` is not installed here.
     """
+    requirement = _requirement(distribution)
+    args = _install_args(requirement.name)
+    if not requirement.extras:
+        return args
+    extras = "[" + ",".join(sorted(requirement.extras)) + "]"
+    last = args[-1]
+    if " @ " in last:
+        name, _, url = last.partition(" @ ")
+        args[-1] = f"{name}{extras} @ {url}"
+    elif "==" in last and not Path(last).exists():
+        name, _, version = last.partition("==")
+        args[-1] = f"{name}{extras}=={version}"
+    else:
+        args[-1] = last + extras
+    return args
+
+
+def _install_args(distribution: str) -> list[str]:
     try:
         dist = metadata.distribution(distribution)
     except metadata.PackageNotFoundError:
@@ -174,6 +392,146 @@ def _read_stamp(path: Path) -> dict | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def python_version(python: str | os.PathLike[str]) -> str | None:
+    """``X.Y.Z`` of interpreter ``python``, or ``None`` when it does not run."""
+    try:
+        done = subprocess.run(
+            [str(python), "-c", "import platform; print(platform.python_version())"],
+            capture_output=True, text=True, timeout=60,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def python_candidates(spec: VenvSpec) -> list[str]:
+    """Where :func:`find_python` looks, in order: ``$ARENA_<NAME>_PYTHON``, this interpreter,
+    ``python3.X`` on ``PATH`` for the minor versions the spec allows (newest first), pyenv's
+    versions (``$PYENV_ROOT`` or ``~/.pyenv``), ``/usr/bin`` and ``/usr/local/bin``."""
+    import glob
+    import shutil
+
+    minors = [m for m in range(20, 7, -1) if spec.accepts(f"3.{m}.0") or spec.accepts(f"3.{m}.99")]
+    candidates = [os.environ.get(spec.python_env) or "", sys.executable]
+    candidates += [shutil.which(f"python3.{m}") or "" for m in minors]
+    pyenv_root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+    for m in minors:
+        candidates += sorted(glob.glob(os.path.join(pyenv_root, "versions", f"3.{m}.*", "bin", f"python3.{m}")), reverse=True)
+    candidates += [f"{d}/python3.{m}" for m in minors for d in ("/usr/bin", "/usr/local/bin")]
+    return list(dict.fromkeys(c for c in candidates if c))
+
+
+def find_python(spec: VenvSpec, explicit: str | os.PathLike[str] | None = None) -> str:
+    """The base interpreter of venv ``spec``: ``explicit`` (``--python``) when given, else the
+    first of :func:`python_candidates` whose version the spec accepts.
+
+    Raises:
+        VenvError: ``explicit`` does not run or its version is not accepted.
+        NoPythonError: no candidate is accepted (the message names where it looked).
+    """
+    if explicit is not None:
+        base = str(Path(explicit).expanduser())
+        version = python_version(base)
+        if version is None or not spec.accepts(version):
+            raise VenvError(
+                f"{base} is {'Python ' + version if version else 'not a working interpreter'}; "
+                f"the {spec.name} venv needs Python {spec.python}"
+            )
+        return base
+    candidates = python_candidates(spec)
+    for candidate in candidates:
+        version = python_version(candidate)
+        if version is not None and spec.accepts(version):
+            return candidate
+    raise NoPythonError(
+        f"the {spec.name} venv needs Python {spec.python} and none was found (looked at ${spec.python_env}, "
+        f"this interpreter, python3.X on PATH, pyenv's versions, /usr/bin, /usr/local/bin): install one "
+        "(e.g. `pyenv install 3.12`) or pass --python"
+    )
+
+
+def setup_venv(
+    spec: VenvSpec, *, python: str | os.PathLike[str] | None = None, options: Iterable[str] = (), quiet: bool = False
+) -> Path:
+    """Create or update the venv ``spec`` declares; return its interpreter's path.
+
+    The base interpreter is :func:`find_python`'s; :func:`ensure_venv` installs arena-core,
+    ``distributions`` and ``requirements`` in one ``pip install`` (nothing when its stamp
+    matches); then each :class:`PipStep` runs whose options match ``options`` and whose
+    ``unless_installed`` is not satisfied yet.
+
+    Raises:
+        NoPythonError: no interpreter satisfies ``spec.python`` (and ``python`` is not given).
+        VenvError: ``python`` is not accepted, an option is not declared, or an install failed.
+    """
+    options = set(options)
+    unknown = sorted(options - set(spec.options))
+    if unknown:
+        known = ", ".join(spec.options) or "none"
+        raise VenvError(f"the {spec.name} venv has no set-up option {', '.join(unknown)} (options: {known})")
+    base = find_python(spec, python)
+    interpreter = ensure_venv(
+        spec.name, python=base, packages=list(spec.distributions), requirements=list(spec.requirements), quiet=quiet
+    )
+    for step in spec.steps:
+        if (step.option is not None and step.option not in options) or (step.unless_option in options):
+            continue
+        if step.unless_installed is not None and _satisfied(interpreter, _requirement(step.unless_installed)):
+            continue
+        _run([str(interpreter), "-m", "pip", "install", *(["-q"] if quiet else []), *step.args], quiet)
+    return interpreter
+
+
+def _satisfied(python: Path, requirement: Requirement) -> bool:
+    """Whether ``python``'s environment has a distribution that satisfies ``requirement``."""
+    code = f"import importlib.metadata as m\ntry: print(m.version({requirement.name!r}))\nexcept m.PackageNotFoundError: pass"
+    try:
+        done = subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    version = done.stdout.strip()
+    return bool(version) and requirement.specifier.contains(version, prereleases=True)
+
+
+def setup_venvs(
+    specs: Sequence[VenvSpec],
+    *,
+    python: str | None = None,
+    options: Iterable[str] = (),
+    quiet: bool = False,
+    if_possible: bool = False,
+    say: Any = None,
+) -> list[tuple[VenvSpec, Path | None, str | None]]:
+    """:func:`setup_venv` for each of ``specs``, going on after a failure.
+
+    Returns ``(spec, interpreter, problem)`` per venv: the interpreter and ``None`` when it is
+    ready; ``None`` and the reason when it failed, or when ``if_possible`` and no interpreter
+    satisfies its Python requirement (then the reason starts with ``skipped:``). ``say(text)``
+    gets progress lines: a venv that does not exist yet (also when ``quiet``: the first set-up
+    takes minutes) and, unless ``quiet``, how long each took.
+    """
+    results: list[tuple[VenvSpec, Path | None, str | None]] = []
+    for spec in specs:
+        began = time.monotonic()
+        if say is not None and not venv_python(spec.name).exists():
+            say(f"{spec.name}: creating {venv_dir(spec.name)}" + (f" ({spec.summary})" if spec.summary else ""))
+        try:
+            path = setup_venv(spec, python=python, options=options, quiet=quiet)
+        except NoPythonError as exc:
+            if if_possible:
+                results.append((spec, None, f"skipped: {exc}"))
+                continue
+            results.append((spec, None, str(exc)))
+            continue
+        except VenvError as exc:
+            results.append((spec, None, str(exc)))
+            continue
+        if say is not None and not quiet:
+            say(f"{spec.name}: ready in {time.monotonic() - began:.0f} s")
+        results.append((spec, path, None))
+    return results
 
 
 def _run(argv: list[str], quiet: bool) -> None:

@@ -9,6 +9,7 @@ import pytest
 from arena.envs.base import Environment, EnvironmentConfig
 from arena.envs.workers import plan_workers
 from arena.envs.workers import layout
+from arena.venvs import VenvSpec
 
 
 class AnyEnv(Environment):
@@ -29,7 +30,8 @@ class Vectorized(Environment):
 
 class WithVenv(Environment):
     name = "libero_like"
-    default_venv = "libero-test"
+    success_key = "success"
+    default_venv = VenvSpec(name="libero-test")
 
 
 def _plan(cls, num_envs, **config):
@@ -39,7 +41,8 @@ def _plan(cls, num_envs, **config):
 def test_workers_zero_runs_in_process_and_n_splits_into_contiguous_slices():
     assert _plan(AnyEnv, 4).in_process
     plan = _plan(AnyEnv, 5, workers=2)
-    assert plan.slices == ((0, 1, 2), (3, 4)) and plan.python == sys.executable
+    assert plan.slices == ((0, 1, 2), (3, 4)) and plan.interpreter() == sys.executable
+    assert plan.resolved().python == sys.executable and plan.resolved().slices == plan.slices
     assert _plan(AnyEnv, 2, workers=8).slices == ((0,), (1,))
 
 
@@ -71,15 +74,75 @@ def test_self_vectorizing_environments_run_in_one_worker():
         _plan(Vectorized, 8, workers=3)
 
 
-def test_default_venv_is_used_only_when_it_exists(tmp_path, monkeypatch):
+def test_a_declared_venv_plans_a_worker_whatever_the_disk_holds(tmp_path, monkeypatch):
+    """The plan never asks the disk (validation on a login node and the run on a compute node
+    plan alike); the venv's interpreter is looked up where the workers start, by its name."""
     monkeypatch.setenv("ARENA_VENVS", str(tmp_path))
-    assert _plan(WithVenv, 2).in_process
+    plan = _plan(WithVenv, 2)
+    assert plan.slices == ((0, 1),) and plan.python is None and plan.venv == "libero-test"
+    # Not on this machine: the workers run under this interpreter (the simulator may be here).
+    assert plan.resolved().python == sys.executable
+    assert "the libero-test venv does not exist at" in plan.resolved().describe()
     python = tmp_path / "libero-test" / "bin" / "python"
     python.parent.mkdir(parents=True)
     python.write_text("")
-    plan = _plan(WithVenv, 2)
-    assert plan.python == str(python) and plan.slices == ((0, 1),)
-    assert _plan(WithVenv, 2, python="/other/python").python == "/other/python"
+    assert _plan(WithVenv, 2) == plan  # the same plan once the venv exists ...
+    assert plan.resolved().python == str(python)  # ... resolved to its interpreter here
+    assert "does not exist" not in plan.resolved().describe()
+    other = _plan(WithVenv, 2, python="/other/python")
+    assert other.python == "/other/python" and other.venv is None and other.resolved() == other
+
+
+def test_the_loader_keeps_the_plan_and_the_run_builds_from_it(tmp_path, monkeypatch):
+    """``ResolvedRun.worker_plan`` is the one plan: a snapshot loaded elsewhere plans the same,
+    and build_environment uses the plan it is given rather than planning again."""
+    from arena.config import load_experiment, write_snapshot
+    from arena.envs.workers import build_environment
+
+    path = tmp_path / "exp.yaml"
+    path.write_text(
+        "runs:\n  r:\n    environment: {type: 'tests_envs_layout:WithVenv', workers: 0}\n"
+        "    policy: {type: zero_action}\n    environment_builder: {num_envs: 3}\n"
+    )
+    sys.modules.setdefault("tests_envs_layout", sys.modules[__name__])
+    monkeypatch.setenv("ARENA_VENVS", str(tmp_path / "login-node"))
+    exp = load_experiment(path, allow_imports=["tests_envs_layout"])
+    plan = exp.runs["r"].worker_plan
+    assert plan == layout.WorkerPlan(slices=((0, 1, 2),), python=None, venv="libero-test")
+    write_snapshot(exp, tmp_path / "out" / "experiment.yaml")
+    monkeypatch.setenv("ARENA_VENVS", str(tmp_path / "compute-node"))
+    (tmp_path / "compute-node" / "libero-test" / "bin").mkdir(parents=True)
+    (tmp_path / "compute-node" / "libero-test" / "bin" / "python").write_text("")
+    again = load_experiment(tmp_path / "out" / "experiment.yaml", trust_snapshot=True)
+    assert again.runs["r"].worker_plan == plan
+    with pytest.raises(ValueError, match="holds 3 envs, not num_envs = 2"):
+        build_environment(WithVenv, again.runs["r"].environment, num_envs=2, plan=plan)
+
+
+class BackendConfig(EnvironmentConfig):
+    backend: str = "cpu"
+
+
+class PerBackend(Environment):
+    """ManiSkill-like: one env per process on the CPU backend, all in one on the GPU backend."""
+
+    name = "per_backend"
+    success_key = "success"
+    Config = BackendConfig
+
+    @classmethod
+    def envs_per_worker_for(cls, config):
+        return "all" if config.backend == "gpu" else "one"
+
+
+def test_how_envs_spread_may_depend_on_the_config():
+    assert plan_workers(PerBackend, BackendConfig(backend="cpu"), 3).slices == ((0,), (1,), (2,))
+    assert plan_workers(PerBackend, BackendConfig(backend="gpu", workers=1), 3).slices == ((0, 1, 2),)
+    with pytest.raises(ValueError, match="runs all its envs in one worker"):
+        plan_workers(PerBackend, BackendConfig(backend="gpu", workers=3), 3)
+    with pytest.raises(ValueError, match="one env per worker"):
+        plan_workers(PerBackend, BackendConfig(backend="cpu", workers=2), 3)
+    assert AnyEnv.envs_per_worker_for(EnvironmentConfig()) == "any"
 
 
 def test_impossible_split_is_a_config_error_naming_the_run_and_key(tmp_path):
@@ -96,3 +159,12 @@ def test_impossible_split_is_a_config_error_naming_the_run_and_key(tmp_path):
         load_experiment(path, allow_imports=["tests_envs_layout"])
     assert err.value.run == "r" and err.value.key == "environment.workers"
     assert "workers must be 0, 1 or auto" in str(err.value)
+
+
+def test_a_venv_declared_as_a_plain_name_is_refused_saying_how_to_declare_it():
+    class OldStyle(Environment):
+        name = "old_style"
+        default_venv = "bench"
+
+    with pytest.raises(ValueError, match="default_venv must be an arena.venvs.VenvSpec"):
+        _plan(OldStyle, 2)

@@ -46,7 +46,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from arena.config.imports import SNAPSHOT_KEY, ImportCheck, ImportPolicy
-from arena.config.tracking import parse_tracking
 from arena.config.merge import deep_merge, leaves
 from arena.config.models import LaunchConfig
 from arena.config.overrides import Override, apply_overrides, parse_override
@@ -54,6 +53,7 @@ from arena.config.requires import check_requires as _check_requires
 from arena.config.requires import normalize_requires
 from arena.config.resolved import ResolvedExperiment, ResolvedRun
 from arena.config.runs import RUN_KEYS, check_run_keys, resolve_run
+from arena.config.tracking import parse_tracking
 from arena.config.validation import validate_section
 from arena.config.yaml_io import dump_yaml, read_yaml
 from arena.errors import ConfigError, short_repr

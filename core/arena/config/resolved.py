@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -19,6 +19,9 @@ from arena.envs.base import EnvironmentConfig
 from arena.errors import ConfigError
 from arena.policies.base import PolicyConfig
 from arena.servertask import ServerOverrides
+
+if TYPE_CHECKING:
+    from arena.envs.workers.layout import WorkerPlan
 
 
 def _dump(model: BaseModel) -> dict[str, Any]:
@@ -33,7 +36,10 @@ class ResolvedRun:
     ``package.module:Class``); ``environment`` / ``policy`` are instances of the class's
     ``Config``. ``credentials`` are the names of environment variables (secrets) the run's
     runner needs besides its policy's ``api_key_env``; backends that isolate runners pass
-    exactly these (and only by name).
+    exactly these (and only by name). ``worker_plan``: how the envs spread over worker
+    processes (:func:`arena.envs.workers.plan_workers`), planned once by the loader from the
+    fields above alone, so a snapshot loaded on another machine plans the same; ``arena
+    run-one`` builds the environment from it.
     """
 
     name: str
@@ -50,6 +56,7 @@ class ResolvedRun:
     credentials: list[str] = field(default_factory=list)
     #: Names of the variables the experiment's result sinks read (``tracking``), set by the experiment.
     tracking_secrets: list[str] = field(default_factory=list, compare=False, repr=False)
+    worker_plan: WorkerPlan | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The run as plain YAML-able data, every field included (defaults too)."""

@@ -246,8 +246,8 @@ def validate_sections(
 def check_run(run: ResolvedRun, *, source: str | None) -> None:
     """The run as a whole: how its envs spread over worker processes (``environment.workers``
     / ``python``), then the environment's and the policy's ``validate_run(run)`` hooks."""
-    try:
-        plan_workers(run.environment_cls, run.environment, run.environment_builder.num_envs)  # type: ignore[arg-type]
+    try:  # planned once, here; the run uses this plan (ResolvedRun.worker_plan)
+        run.worker_plan = plan_workers(run.environment_cls, run.environment, run.environment_builder.num_envs)  # type: ignore[arg-type]
     except ValueError as exc:
         raise ConfigError(str(exc), file=source, run=run.name, key="environment.workers") from None
     for section in ("environment", "policy"):

@@ -14,7 +14,10 @@ has ``workers`` and ``python``; :func:`arena.envs.workers.build_environment` hon
 spreading the envs over worker processes, each building this same class for its slice of env ids, behind one
 vectorized ``Environment`` the rollout drives as if it ran in-process. Constructing the class
 directly always runs in this process. Class attributes tell the workers what a simulator
-needs: :attr:`Environment.envs_per_worker` and :attr:`Environment.default_venv`.
+needs: :attr:`Environment.envs_per_worker` (or, when it depends on the config,
+:meth:`Environment.envs_per_worker_for`) and :attr:`Environment.default_venv` (a
+:class:`arena.venvs.VenvSpec`). Simulators stepped one env at a time in one process derive
+from :class:`arena.envs.serial.SerialEnvironment`.
 
 Faults of single envs (a worker process that died) are reported per env, so they cost those
 envs' episodes only: ``step`` names them in ``info["env_errors"]`` and ``reset_envs`` raises
@@ -54,8 +57,9 @@ class EnvironmentConfig(BaseModel):
       one worker per usable CPU core (``os.sched_getaffinity``), at most ``num_envs``.
     - ``python``: path of another Python interpreter (a benchmark's own virtual environment,
       see :mod:`arena.venvs`) to run the workers under; implies at least one worker. Unset:
-      the environment class's :attr:`Environment.default_venv` when that venv exists, else
-      this interpreter.
+      the venv the environment class declares (:attr:`Environment.default_venv`; at least one
+      worker, under that venv's interpreter where it exists, else under this one), else this
+      interpreter.
     - ``worker_timeout_s``: seconds a worker may take to answer one step, reset, render or
       episode-info request (default 600; ``null``: no bound). A worker that takes longer (a
       simulator deadlocked in native code) is killed: its envs' current episodes end ``error``
@@ -143,19 +147,34 @@ class Environment:
     #: ``"one"`` env per worker (a simulator that keeps per-env state in module globals, like
     #: gym-aloha: with ``num_envs > 1`` it always runs in ``num_envs`` workers); ``"all"`` envs
     #: in one worker (a simulator that vectorizes itself, like Isaac Lab: ``workers`` above 1
-    #: is a configuration error).
+    #: is a configuration error). A class whose answer depends on its config overrides
+    #: :meth:`envs_per_worker_for`.
     envs_per_worker: ClassVar[Literal["any", "one", "all"]] = "any"
-    #: Name of a benchmark venv (:func:`arena.venvs.venv_python`) whose interpreter runs this
-    #: environment's workers when the config sets no ``python`` and the venv exists (a plugin
-    #: creates it with :func:`arena.venvs.ensure_venv`, e.g. in its ``arena NAME setup``).
-    default_venv: ClassVar[str | None] = None
-    #: Top-level modules of the simulator that :attr:`default_venv` holds (e.g. ``("libero",)``):
+    #: The benchmark venv whose interpreter runs this environment's workers when the config
+    #: sets no ``python`` (an :class:`arena.venvs.VenvSpec`: its name, Python, requirements and
+    #: set-up steps; ``arena venv setup NAME`` creates it), or ``None``: this interpreter.
+    default_venv: ClassVar[Any] = None
+    #: Top-level modules of the simulator that the :attr:`default_venv` holds (e.g. ``("libero",)``):
     #: ``arena run`` refuses a run whose venv does not exist while one of these modules is not
     #: importable in arena's own interpreter either (exit 2, naming the setup command).
     simulator_modules: ClassVar[tuple[str, ...]] = ()
     #: Cameras whose ``camera_obs`` frames come upside down, as the simulator renders them
     #: (LIBERO): policies get them so, videos are rotated upright.
     upside_down_cameras: ClassVar[frozenset[str]] = frozenset()
+
+    @classmethod
+    def envs_per_worker_for(cls, config: EnvironmentConfig) -> Literal["any", "one", "all"]:
+        """How the envs of a run with ``config`` may be spread (see :attr:`envs_per_worker`,
+        returned by default). The worker plan asks this once, when the run is validated.
+
+        Override it when the answer depends on the config, e.g. a simulator that keeps one env
+        per process on its CPU backend and vectorizes all envs itself on its GPU backend::
+
+            @classmethod
+            def envs_per_worker_for(cls, config):
+                return "all" if config.sim_backend == "physx_cuda" else "one"
+        """
+        return cls.envs_per_worker
 
     def __init__(self, config: EnvironmentConfig, *, num_envs: int, cameras: bool = False) -> None:
         """``cameras`` asks for ``camera_obs`` (rendering costs tens of ms per frame on a CPU)."""

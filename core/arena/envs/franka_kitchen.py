@@ -63,7 +63,8 @@ import gymnasium as gym
 import numpy as np
 from pydantic import Field, field_validator
 
-from arena.envs.base import Environment, EnvironmentConfig
+from arena.envs.base import EnvironmentConfig
+from arena.envs.serial import SerialEnvironment
 from arena.extras import import_extra
 from arena.rendering import configure_headless_rendering
 
@@ -229,7 +230,7 @@ def _look_at(pos: tuple[float, ...], target: tuple[float, ...]) -> list[float]:
     return quat.tolist()
 
 
-class FrankaKitchenEnvironment(Environment):
+class FrankaKitchenEnvironment(SerialEnvironment):
     """``num_envs`` Franka Kitchen envs of one task, in this process (see the module docstring).
 
     Raises:
@@ -242,8 +243,6 @@ class FrankaKitchenEnvironment(Environment):
     default_max_episode_steps = 280
 
     def __init__(self, config: FrankaKitchenConfig, *, num_envs: int, cameras: bool = False) -> None:
-        if num_envs < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         super().__init__(config, num_envs=num_envs, cameras=bool(cameras or config.cameras))
         mujoco = _mujoco()
         KitchenEnv = _kitchen_env().KitchenEnv
@@ -254,7 +253,6 @@ class FrankaKitchenEnvironment(Environment):
         self._benchmark_task = benchmark_task
         self.task_description = config.instruction or instruction
         self.action_space = gym.spaces.Box(ACTION_LOW, ACTION_HIGH, dtype=np.float32)
-        self._closed = False
         self._model = build_model()
         if config.render_quality == "fast":
             self._model.vis.quality.offsamples = 0  # no multisampling
@@ -277,24 +275,21 @@ class FrankaKitchenEnvironment(Environment):
         self._joint_pos = np.zeros((num_envs, ARM_JOINTS), np.float32)
         self._gripper_pos = np.zeros((num_envs, 1), np.float32)
         self._success = np.zeros(num_envs, bool)
-        self.reset_envs(list(range(num_envs)), [0] * num_envs)
+        self._start_episodes()
 
     # -- Environment API ---------------------------------------------------------------------
 
-    def reset_envs(self, env_ids: list[int], seeds: list[int]) -> dict[str, Any]:
-        """Start episodes with seeds ``seeds`` (ints >= 0) on ``env_ids``; return the batch obs."""
-        env_ids, seeds = self.check_reset(env_ids, seeds)
-        for e, seed in zip(env_ids, seeds):
-            kitchen = self._kitchens[e]
-            start = self._start_qpos.copy()
-            noise = self.config.init_joint_noise
-            if noise > 0:
-                start[:ARM_JOINTS] += np.random.default_rng(seed).uniform(-noise, noise, ARM_JOINTS)
-            kitchen.robot_env.init_qpos = start
-            kitchen.reset(seed=seed)
-            self._success[e] = False
-            self._read(e)
-        return self._observation()
+    def _reset_one(self, e: int, seed: int) -> None:
+        """Seed ``seed`` (an int >= 0) draws the start pose's joint noise and seeds the benchmark's reset."""
+        kitchen = self._kitchens[e]
+        start = self._start_qpos.copy()
+        noise = self.config.init_joint_noise
+        if noise > 0:
+            start[:ARM_JOINTS] += np.random.default_rng(seed).uniform(-noise, noise, ARM_JOINTS)
+        kitchen.robot_env.init_qpos = start
+        kitchen.reset(seed=seed)
+        self._success[e] = False
+        self._read(e)
 
     def step(
         self, actions: np.ndarray
@@ -332,8 +327,7 @@ class FrankaKitchenEnvironment(Environment):
 
     def render(self, env_id: int) -> np.ndarray:
         """``uint8 (H, W, 3)`` frame of the first exterior camera of env ``env_id``."""
-        if not 0 <= env_id < self.num_envs:
-            raise ValueError(f"env id {env_id} out of range 0..{self.num_envs - 1}")
+        env_id = self.check_env_id(env_id)
         if self._frames is not None:
             return self._frames["external_camera_rgb"][env_id].copy()
         mujoco = _mujoco()
@@ -343,26 +337,13 @@ class FrankaKitchenEnvironment(Environment):
             self._render_into(self._kitchens[env_id].data, camera, renderer, frame)
         return frame
 
-    def close(self) -> None:
-        """Release the renderer and the simulators. Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
+    def _release(self) -> None:
+        """The renderer, then the simulators (the benchmark's viewer may never have been opened)."""
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None
-        for kitchen in self._kitchens:
-            try:
-                kitchen.close()
-            except Exception:  # the benchmark's viewer may never have been opened
-                pass
+        self._close_each(self._kitchens, lambda kitchen: kitchen.close())
         self._kitchens = []
-
-    def __del__(self) -> None:  # best effort; close() is the contract
-        try:
-            self.close()
-        except Exception:
-            pass
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -384,11 +365,9 @@ class FrankaKitchenEnvironment(Environment):
                 renderer.scene.flags[flag] = 0
         renderer.render(out=out)
 
-    def _observation(self) -> dict[str, Any]:
-        obs: dict[str, Any] = {
-            "policy": {"joint_pos": self._joint_pos.copy(), "gripper_pos": self._gripper_pos.copy()}
-        }
+    def _observe_one(self, e: int) -> dict[str, Any]:
+        obs: dict[str, Any] = {"policy": {"joint_pos": self._joint_pos[e], "gripper_pos": self._gripper_pos[e]}}
         if self._frames is not None:
-            obs["camera_obs"] = {k: v.copy() for k, v in self._frames.items()}
-        obs["task"] = [self.task] * self.num_envs
+            obs["camera_obs"] = {k: v[e] for k, v in self._frames.items()}
+        obs["task"] = self.task
         return obs

@@ -39,7 +39,8 @@ import gymnasium as gym
 import numpy as np
 from pydantic import Field, field_validator
 
-from arena.envs.base import Environment, EnvironmentConfig
+from arena.envs.base import EnvironmentConfig
+from arena.envs.serial import SerialEnvironment
 from arena.extras import import_extra
 from arena.rendering import configure_headless_rendering
 
@@ -168,7 +169,7 @@ def import_metaworld() -> Any:
     return import_extra("metaworld", "metaworld", "the Meta-World environment")
 
 
-class MetaWorldEnvironment(Environment):
+class MetaWorldEnvironment(SerialEnvironment):
     """``num_envs`` Meta-World v3 envs of one task in this process (see the module docstring).
 
     Raises:
@@ -182,13 +183,10 @@ class MetaWorldEnvironment(Environment):
     default_max_episode_steps = 500
 
     def __init__(self, config: MetaWorldConfig, *, num_envs: int, cameras: bool = False) -> None:
-        if num_envs < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         super().__init__(config, num_envs=num_envs, cameras=bool(cameras or config.cameras))
         metaworld = import_metaworld()  # heavy (MuJoCo); imported only when envs are built
         self.action_space = gym.spaces.Box(-1.0, 1.0, (ACTION_DIM,), np.float32)
         self.task_description = TASK_DESCRIPTIONS[config.task]
-        self._closed = False
         self._rotate = config.upright and config.camera in _UPSIDE_DOWN_CAMERAS
         self._goals = _goal_variations(config.task)
         env_cls = metaworld.env_dict.ALL_V3_ENVIRONMENTS[config.task]
@@ -200,24 +198,20 @@ class MetaWorldEnvironment(Environment):
             self._envs.append(env)
         self._state = np.zeros((num_envs, STATE_DIM), np.float64)
         self._frames = np.zeros((num_envs, size, size, 3), np.uint8) if self.cameras else None
-        # Every env holds a valid episode from the start, so stepping before a reset works.
-        self.reset_envs(list(range(num_envs)), [0] * num_envs)
+        self._start_episodes()
 
     # -- Environment API ---------------------------------------------------------------------
 
-    def reset_envs(self, env_ids: list[int], seeds: list[int]) -> dict[str, Any]:
-        """Start episodes with seeds ``seeds`` (ints >= 0) on ``env_ids``; return the batch obs."""
-        env_ids, seeds = self.check_reset(env_ids, seeds)
-        for e, seed in zip(env_ids, seeds):
-            env = self._envs[e]
-            goal = int(np.random.default_rng(seed).integers(len(self._goals)))
-            env.set_task(self._goals[goal])
-            env.seed(seed)
-            obs, _ = env.reset(seed=seed)
-            self._state[e] = obs
-            if self._frames is not None:
-                self._frames[e] = self._render(e)
-        return self._observation()
+    def _reset_one(self, e: int, seed: int) -> None:
+        """Seed ``seed`` (an int >= 0) picks the goal variation, then seeds and resets the env."""
+        env = self._envs[e]
+        goal = int(np.random.default_rng(seed).integers(len(self._goals)))
+        env.set_task(self._goals[goal])
+        env.seed(seed)
+        obs, _ = env.reset(seed=seed)
+        self._state[e] = obs
+        if self._frames is not None:
+            self._frames[e] = self._render(e)
 
     def step(
         self, actions: np.ndarray
@@ -242,26 +236,15 @@ class MetaWorldEnvironment(Environment):
 
     def render(self, env_id: int) -> np.ndarray:
         """``uint8 (S, S, 3)`` frame of ``env_id`` (the current camera_obs when cameras are on)."""
-        if not 0 <= env_id < self.num_envs:
-            raise ValueError(f"env id {env_id} out of range 0..{self.num_envs - 1}")
+        env_id = self.check_env_id(env_id)
         if self._frames is not None:
             return self._frames[env_id].copy()
         return self._render(env_id)
 
-    def close(self) -> None:
-        """Close the simulators. Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
+    def _release(self) -> None:
         for env in self._envs:
             env.close()
         self._envs = []
-
-    def __del__(self) -> None:  # best effort; close() is the contract
-        try:
-            self.close()
-        except Exception:
-            pass
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -271,9 +254,9 @@ class MetaWorldEnvironment(Environment):
             frame = frame[::-1, ::-1]
         return np.ascontiguousarray(frame)
 
-    def _observation(self) -> dict[str, Any]:
-        obs: dict[str, Any] = {"policy": {"state": self._state.copy()}}
+    def _observe_one(self, e: int) -> dict[str, Any]:
+        obs: dict[str, Any] = {"policy": {"state": self._state[e]}}
         if self._frames is not None:
-            obs["camera_obs"] = {self.config.camera: self._frames.copy()}
-        obs["task"] = [self.config.task] * self.num_envs
+            obs["camera_obs"] = {self.config.camera: self._frames[e]}
+        obs["task"] = self.config.task
         return obs

@@ -374,7 +374,8 @@ class _Invocation:
                     # Recording renders only the recorded envs (env.render), so it never
                     # switches cameras on for the whole batch.
                     env = build_environment(
-                        self.run.environment_cls, self.run.environment, num_envs=self.run.environment_builder.num_envs
+                        self.run.environment_cls, self.run.environment, num_envs=self.run.environment_builder.num_envs,
+                        plan=self.run.worker_plan,  # planned once, by the loader
                     )
                     if isinstance(env, WorkerEnvironment):
                         print(f"arena run-one: environment {self.run.environment_type}: {env.describe()}", file=sys.stderr)

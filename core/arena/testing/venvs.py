@@ -1,11 +1,11 @@
 """Benchmark venvs in tests: the interpreter of one, or a skip (a failure under CI).
 
-Tests of a benchmark that runs in its own venv (``arena NAME setup``, :mod:`arena.venvs`)
-need that venv. ``scripts/setup-env.sh test`` creates every workspace plugin's venv under
-``$ARENA_VENVS`` (by default ``.venvs/`` of the checkout, where the suite's ``conftest.py``
-points ``$ARENA_VENVS``). Without it a test is skipped on a developer's machine, with the
-commands that create it, and fails under CI (``$CI`` set), so a broken set-up never passes as
-skipped tests.
+Tests of a benchmark that runs in its own venv (an environment's declared ``default_venv``,
+:mod:`arena.venvs`) need that venv. ``scripts/setup-env.sh test`` creates every declared venv
+(``arena venv setup``) in the checkout's ``.venvs/`` (where arena looks when it runs from the
+checkout's ``.venv``, and where the suite's ``conftest.py`` points ``$ARENA_VENVS``). Without it
+a test is skipped on a developer's machine, with the command that creates it, and fails under
+CI (``$CI`` set), so a broken set-up never passes as skipped tests.
 """
 
 from __future__ import annotations
@@ -16,18 +16,27 @@ from pathlib import Path
 import pytest
 
 
-def benchmark_python(name: str, setup_command: str) -> Path:
-    """The interpreter of benchmark venv ``name`` (:func:`arena.venvs.venv_python`).
+def benchmark_python(name: str, setup_command: str | None = None) -> Path:
+    """The interpreter of benchmark venv ``name`` (:func:`arena.venvs.venv_python`), which a
+    registered environment must declare.
 
-    ``setup_command`` is what creates it (e.g. ``arena aloha setup``), named in the skip or
-    failure message.
+    ``setup_command``: what creates it, named in the skip or failure message (default: the
+    declaration's ``arena venv setup NAME``).
+
+    Raises:
+        pytest.fail.Exception: no registered environment declares a venv ``name`` (a test that
+            names a venv nobody declares is wrong), or the venv is missing under CI.
     """
-    from arena.venvs import venv_python
+    from arena.venvs import declared_venvs, venv_python
 
+    declared = declared_venvs()
+    if name not in declared:
+        pytest.fail(f"no registered environment declares a venv named {name!r} (declared: {', '.join(declared) or 'none'})")
     python = venv_python(name)
     if python.exists():
         return python
-    message = f"the {name} venv ({python}) does not exist: run `scripts/setup-env.sh test` (or `{setup_command}`)"
+    command = setup_command or declared[name][0].setup_command
+    message = f"the {name} venv ({python}) does not exist: run `scripts/setup-env.sh test` (or `{command}`)"
     if os.environ.get("CI"):
         pytest.fail(message + " (CI: scripts/setup-env.sh test creates it)")
     pytest.skip(message)

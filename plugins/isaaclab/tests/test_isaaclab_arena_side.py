@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from arena_isaaclab import setup
+from arena import venvs
 from arena_isaaclab.config import IsaacLabConfig
+from arena_isaaclab.venv import ISAACLAB_REQUIREMENT, VENV
 from arena_isaaclab.expert import FOREARM, SHOULDER_HEIGHT, UPPER_ARM, ReachExpertModel, reach
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
@@ -68,7 +69,7 @@ def test_arena_side_never_imports_isaac_lab(tmp_path):
         "import sys\n"
         "from arena.config import load_experiment\n"
         f"load_experiment({str(DROID)!r}); load_experiment({str(REACH)!r})\n"
-        "import arena_isaaclab.plugin, arena_isaaclab.environment, arena_isaaclab.expert, arena_isaaclab.cli\n"
+        "import arena_isaaclab.plugin, arena_isaaclab.env, arena_isaaclab.expert, arena_isaaclab.venv\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('isaaclab', 'isaaclab_arena', 'torch', 'warp', 'newton', 'pxr'))\n"
         "print(heavy)\n"
     )
@@ -87,15 +88,17 @@ def test_plugins_lists_the_environment_the_expert_and_the_command(tmp_path):
     for name in ("arena-plugin-isaaclab", "isaaclab_reach_expert", "isaaclab-reach-expert", '"isaaclab"'):
         assert name in text
     assert "setup" in _arena("isaaclab", "--help", cwd=tmp_path).stdout
+    help_text = _arena("isaaclab", "setup", "--help", cwd=tmp_path).stdout
+    assert "arena venv setup isaaclab" in help_text and "--full" in help_text and "--if-possible" in help_text
 
 
-@pytest.mark.skipif(setup.existing() is not None, reason="the Isaac Lab venv exists: runs use it")
+@pytest.mark.skipif(venvs.venv_python("isaaclab").exists(), reason="the Isaac Lab venv exists: runs use it")
 def test_building_without_isaac_lab_says_how_to_set_it_up():
     import importlib.util
 
     if importlib.util.find_spec("isaaclab") is not None:
         pytest.skip("Isaac Lab is installed for this interpreter")
-    from arena_isaaclab.environment import IsaacLabEnvironment
+    from arena_isaaclab.env import IsaacLabEnvironment
     from arena_isaaclab.sim.process import IsaacLabSetupError
 
     with pytest.raises(IsaacLabSetupError, match="arena isaaclab setup"):
@@ -152,29 +155,55 @@ def test_remote_expert_through_arenas_own_server(policy_server):
     np.testing.assert_allclose(actions, np.stack([reach(t) for t in targets]), atol=1e-6)
 
 
-def test_sim_requirements_are_the_sim_extra_without_isaaclab_itself():
-    reqs = setup.sim_requirements()
+def _sim_extra() -> list[str]:
+    """The ``[sim]`` extra's requirements of the installed plugin, without their markers."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    out = []
+    for text in metadata.requires("arena-plugin-isaaclab") or []:
+        req = Requirement(text)
+        if req.marker is not None and req.marker.evaluate({"extra": "sim"}) and not req.marker.evaluate({"extra": ""}):
+            req.marker = None
+            out.append(str(req))
+    return out
+
+
+def test_the_venv_installs_the_sim_extra_and_isaaclab_without_its_dependencies():
+    reqs = _sim_extra()
     assert "torch==2.11.0" in reqs and "warp-lang==1.17.0" in reqs and "newton==1.6.1" in reqs
     assert not any(r.startswith("isaaclab") for r in reqs)
-    assert setup.ISAACLAB_REQUIREMENT == "isaaclab==3.0.0"
+    assert ISAACLAB_REQUIREMENT == "isaaclab==3.0.0"
+    assert VENV.distributions == ("arena-plugin-isaaclab[sim]",) and VENV.python == "==3.12.*"
+    assert venvs.install_args("arena-plugin-isaaclab[sim]")[-1].endswith("[sim]")
+    kitless, full = VENV.steps
+    assert kitless.args == ("--no-deps", ISAACLAB_REQUIREMENT) and kitless.unless_installed == ISAACLAB_REQUIREMENT
+    assert kitless.unless_option == "full" and full.option == "full" and full.args == (ISAACLAB_REQUIREMENT,)
+    assert VENV.python_env == "ARENA_ISAACLAB_PYTHON"  # the variable `arena isaaclab setup` always read
 
 
 def test_setup_without_python_312_fails_saying_what_to_install(monkeypatch):
-    from arena.venvs import VenvError
-
-    monkeypatch.setattr(setup, "find_python312", lambda: None)
-    with pytest.raises(VenvError, match="needs Python 3.12"):
-        setup.setup()
-    with pytest.raises(VenvError, match="Isaac Lab 3 needs Python 3.12"):
-        setup.setup(sys.executable if sys.version_info[:2] != (3, 12) else "/nonexistent/python")
+    monkeypatch.setattr(venvs, "python_candidates", lambda spec: [])
+    with pytest.raises(venvs.NoPythonError, match=r"needs Python ==3\.12\.\*"):
+        venvs.setup_venv(VENV)
+    with pytest.raises(venvs.VenvError, match=r"the isaaclab venv needs Python ==3\.12"):
+        venvs.setup_venv(VENV, python=sys.executable if sys.version_info[:2] != (3, 12) else "/nonexistent/python")
 
 
-def test_setup_if_possible_skips_with_a_reason_when_there_is_no_python_312(tmp_path, monkeypatch):
+@pytest.mark.parametrize("argv", [["isaaclab", "setup", "--if-possible"], ["venv", "setup", "isaaclab", "--if-possible"]])
+def test_setup_if_possible_skips_with_a_reason_when_there_is_no_python_312(monkeypatch, argv):
     from typer.testing import CliRunner
 
-    from arena_isaaclab.cli import app
+    from arena.cli import app
+    from arena.plugins import get_plugin_manager
 
-    monkeypatch.setattr(setup, "find_python312", lambda: None)
-    result = CliRunner().invoke(app, ["setup", "--if-possible"])
-    assert result.exit_code == 0
-    assert "skipped: no Python 3.12" in result.output
+    if not any(group.name == "isaaclab" for group in app.registered_groups):  # as `arena` itself starts
+        get_plugin_manager().register_commands(app)
+    monkeypatch.setattr(venvs, "python_candidates", lambda spec: [])
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 0, result.output
+    assert "isaaclab: skipped: the isaaclab venv needs Python ==3.12.* and none was found" in " ".join(result.output.split())
+    monkeypatch.setattr(venvs, "python_candidates", lambda spec: [])
+    failed = CliRunner().invoke(app, argv[:-1])
+    assert failed.exit_code == 3 and "none was found" in failed.output

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from arena_isaaclab import setup
+from arena.venvs import venv_python
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
-        setup.existing() is None,
-        reason="no Isaac Lab venv: `arena isaaclab setup` makes it from Python 3.12 (none on this machine?)",
+        not venv_python("isaaclab").exists(),
+        reason="no Isaac Lab venv: `arena venv setup isaaclab` makes it from Python 3.12 (none on this machine?)",
     ),
     pytest.mark.timeout(1500),
 ]

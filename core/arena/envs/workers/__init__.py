@@ -19,8 +19,6 @@ simulation on many-core nodes, benchmarks that need another interpreter (their o
 
 from __future__ import annotations
 
-from typing import Any
-
 from arena.envs.base import Environment, EnvironmentConfig
 from arena.envs.workers.layout import WorkerPlan, plan_workers, usable_cores
 from arena.envs.workers.pool import WorkerEnvironment, WorkerError
@@ -29,21 +27,32 @@ __all__ = ["WorkerEnvironment", "WorkerError", "WorkerPlan", "build_environment"
 
 
 def build_environment(
-    env_cls: type[Environment], config: EnvironmentConfig, *, num_envs: int, cameras: bool = False
+    env_cls: type[Environment],
+    config: EnvironmentConfig,
+    *,
+    num_envs: int,
+    cameras: bool = False,
+    plan: WorkerPlan | None = None,
 ) -> Environment:
     """Build ``num_envs`` envs of ``env_cls`` as ``config``'s ``workers`` / ``python`` ask.
 
-    Returns the class itself (in-process) or a :class:`WorkerEnvironment` with the same
-    vectorized contract. Results do not depend on the choice: every episode is fixed by its
-    seed.
+    ``plan``: the run's plan, made once by the config loader (``ResolvedRun.worker_plan``);
+    ``None`` plans here (:func:`plan_workers`), for callers without a resolved run. Returns the
+    class itself (in-process) or a :class:`WorkerEnvironment` with the same vectorized
+    contract, its workers under the plan's interpreter on this machine
+    (:meth:`WorkerPlan.resolved`). Results do not depend on the choice: every episode is fixed
+    by its seed.
 
     Raises:
         ValueError: the class cannot be split as asked (see :func:`plan_workers`).
         arena.errors.ArenaError: a worker could not be started or could not build its envs
             (the message holds the worker's traceback or exit status and its last output).
     """
-    plan = plan_workers(env_cls, config, num_envs)
+    if plan is None:
+        plan = plan_workers(env_cls, config, num_envs)
+    elif sum(len(s) for s in plan.slices) not in (0, num_envs):
+        raise ValueError(f"the worker plan holds {sum(len(s) for s in plan.slices)} envs, not num_envs = {num_envs}")
     if plan.in_process:
         return env_cls(config, num_envs=num_envs, cameras=cameras)
-    return WorkerEnvironment(env_cls, config, plan=plan, cameras=cameras)
+    return WorkerEnvironment(env_cls, config, plan=plan.resolved(), cameras=cameras)
 

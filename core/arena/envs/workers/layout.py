@@ -2,38 +2,82 @@
 
 :func:`plan_workers` turns an environment config's ``workers`` and ``python`` keys, the run's
 ``num_envs`` and the class's declarations (:attr:`Environment.envs_per_worker`,
-:attr:`Environment.default_venv`) into a :class:`WorkerPlan`. The config loader calls it, so
-an impossible combination fails at ``arena validate`` (exit 2), before anything starts.
+:attr:`Environment.default_venv`) into a :class:`WorkerPlan`. The config loader makes the plan
+once per run and keeps it on the resolved run (``ResolvedRun.worker_plan``), so an impossible
+combination fails at ``arena validate`` (exit 2), before anything starts, and ``arena run-one``
+builds the environment from that plan (:func:`arena.envs.workers.build_environment`).
+
+The plan is a function of the run's config alone: it never looks at the disk, so validating on
+a login node and running on a compute node plan the same split. What belongs to the machine
+that starts the workers is looked up there: the interpreter of a declared benchmark venv, by
+its name (:meth:`WorkerPlan.resolved`, :func:`arena.venvs.venv_python`: the venvs may live
+elsewhere on each machine), and, for ``workers: auto``, the usable cores (counted by
+:func:`plan_workers` in the process that loads the run, i.e. where it runs; ``auto`` never
+makes a split invalid).
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from arena.envs.base import Environment, EnvironmentConfig
 
 
 @dataclass(frozen=True)
 class WorkerPlan:
-    """``slices``: the env ids of each worker, contiguous and in order (empty: in-process);
-    ``python``: the workers' interpreter (``None`` in-process)."""
+    """How a run's envs spread over worker processes.
+
+    ``slices``: the env ids of each worker, contiguous and in order (empty: in-process).
+    ``python``: the workers' interpreter, an ``environment.python`` path; ``None`` until
+    :meth:`resolved` when the config names none. ``venv``: the benchmark venv (the name of the
+    class's ``default_venv``) whose interpreter runs the workers when ``python`` is unset.
+    """
 
     slices: tuple[tuple[int, ...], ...]
     python: str | None
+    venv: str | None = None
 
     @property
     def in_process(self) -> bool:
         return not self.slices
 
+    def interpreter(self) -> str:
+        """The workers' interpreter on this machine: ``python``, else the venv's interpreter
+        when that venv exists here, else this interpreter (the simulator may be installed in
+        it; if not, the workers say so when they build the envs)."""
+        if self.python:
+            return self.python
+        if self.venv:
+            from arena.venvs import venv_python
+
+            candidate = venv_python(self.venv)
+            if candidate.exists():
+                return str(candidate)
+        return sys.executable
+
+    def resolved(self) -> WorkerPlan:
+        """This plan with ``python`` set to :meth:`interpreter` (in-process plans unchanged)."""
+        if self.in_process or self.python:
+            return self
+        return replace(self, python=self.interpreter())
+
     def describe(self) -> str:
-        """E.g. ``3 workers (envs 0-1, 2-3, 4) under /usr/bin/python3``, or ``in-process``."""
+        """E.g. ``3 workers (envs 0-1, 2-3, 4) under /usr/bin/python3``, or ``in-process``; a
+        declared venv missing on this machine is named."""
         if self.in_process:
             return "in-process"
         spans = ", ".join(f"{s[0]}-{s[-1]}" if len(s) > 1 else f"{s[0]}" for s in self.slices)
         count = len(self.slices)
-        return f"{count} worker{'s' if count > 1 else ''} (envs {spans}) under {self.python}"
+        where = self.python or (f"the {self.venv} venv" if self.venv else "this interpreter")
+        text = f"{count} worker{'s' if count > 1 else ''} (envs {spans}) under {where}"
+        if self.venv and self.python == sys.executable:
+            from arena.venvs import venv_dir
+
+            if not venv_dir(self.venv).exists():
+                text += f" (the {self.venv} venv does not exist at {venv_dir(self.venv)})"
+        return text
 
 
 def usable_cores() -> int:
@@ -45,11 +89,12 @@ def usable_cores() -> int:
 
 
 def worker_python(env_cls: type[Environment], config: EnvironmentConfig) -> str | None:
-    """The interpreter the config asks for: ``python``, else the class's ``default_venv`` when
-    that venv exists; ``None`` when neither applies."""
+    """The interpreter the config asks for on this machine: ``python``, else the interpreter of
+    the class's declared venv when that venv exists here; ``None`` when neither applies (what
+    ``arena validate`` warns about; planning never asks the disk)."""
     if config.python:
         return str(os.path.expanduser(config.python))
-    venv = getattr(env_cls, "default_venv", None)
+    venv = declared_venv_name(env_cls)
     if venv:
         from arena.venvs import venv_python
 
@@ -59,12 +104,29 @@ def worker_python(env_cls: type[Environment], config: EnvironmentConfig) -> str 
     return None
 
 
+def declared_venv_name(env_cls: type[Environment]) -> str | None:
+    """The name of the benchmark venv the class declares (``default_venv``), or ``None``.
+
+    Raises:
+        ValueError: ``default_venv`` is not an :class:`arena.venvs.VenvSpec` (a plain name, as
+            plugins wrote it before venvs were declared, says how to declare it).
+    """
+    from arena.venvs import VenvError, declared_venv
+
+    try:
+        spec = declared_venv(env_cls)
+    except VenvError as exc:
+        raise ValueError(str(exc)) from None
+    return spec.name if spec is not None else None
+
+
 def plan_workers(env_cls: type[Environment], config: EnvironmentConfig, num_envs: int) -> WorkerPlan:
     """Spread ``num_envs`` envs of ``env_cls`` over worker processes as ``config`` asks.
 
     ``workers: 0`` is in-process, ``N`` at most ``min(N, num_envs)`` workers, ``auto`` one per
-    usable core (at most ``num_envs``). A ``python`` (or an existing default venv) means at
-    least one worker. ``envs_per_worker = "all"`` caps the count at one worker;
+    usable core (at most ``num_envs``). A ``python``, or a venv the class declares, means at
+    least one worker (whether that venv exists is looked up where the workers start:
+    :meth:`WorkerPlan.resolved`). ``envs_per_worker = "all"`` caps the count at one worker;
     ``"one"`` makes it ``num_envs`` whenever ``num_envs > 1``. Envs are dealt in contiguous
     slices whose sizes differ by at most one.
 
@@ -75,11 +137,15 @@ def plan_workers(env_cls: type[Environment], config: EnvironmentConfig, num_envs
     if num_envs < 1:
         raise ValueError(f"num_envs must be >= 1, got {num_envs}")
     asked = config.workers
-    split = getattr(env_cls, "envs_per_worker", "any")
     name = getattr(env_cls, "name", "") or env_cls.__name__
+    decide = getattr(env_cls, "envs_per_worker_for", None)  # the class's envs_per_worker, or per config
+    split = decide(config) if callable(decide) else getattr(env_cls, "envs_per_worker", "any")
+    if split not in ("any", "one", "all"):
+        raise ValueError(f"environment '{name}' says its envs spread as {split!r}; expected any, one or all")
     count = min(num_envs, usable_cores()) if asked == "auto" else min(int(asked), num_envs)
-    python = worker_python(env_cls, config)
-    if python is not None:
+    python = str(os.path.expanduser(config.python)) if config.python else None
+    venv = None if python else declared_venv_name(env_cls)
+    if python is not None or venv is not None:
         count = max(count, 1)
     if split == "all":
         if asked != "auto" and int(asked) > 1:
@@ -103,4 +169,4 @@ def plan_workers(env_cls: type[Environment], config: EnvironmentConfig, num_envs
         size = base + (1 if k < extra else 0)
         slices.append(tuple(range(start, start + size)))
         start += size
-    return WorkerPlan(slices=tuple(slices), python=python or sys.executable)
+    return WorkerPlan(slices=tuple(slices), python=python, venv=venv)

@@ -50,10 +50,11 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 
-from arena.envs.base import Environment
+from arena.envs.serial import SerialEnvironment
 from arena.rendering import configure_headless_rendering
 from arena.outputs.fingerprint import PROTOCOL_KEY, package_versions
 from arena_aloha.config import TASKS, AlohaConfig, scene_camera
+from arena_aloha.venv import VENV
 
 configure_headless_rendering()
 
@@ -62,8 +63,6 @@ ACTION_DIM = 14
 SIMULATOR_PACKAGES = ("gym-aloha", "dm-control", "mujoco", "numpy")
 #: Staged reward at which an episode succeeds (gym-aloha's ``max_reward``).
 SUCCESS_REWARD = 4
-#: Indices of the two grippers in ``joint_pos`` and in actions.
-GRIPPERS = (6, 13)
 #: The six arm joints of each arm, in action order (the gripper is the seventh value).
 _ARM_ACTUATORS = ("waist", "shoulder", "elbow", "forearm_roll", "wrist_angle", "wrist_rotate")
 
@@ -97,7 +96,7 @@ def _object_pose(task: str, seed: int) -> np.ndarray:
     return np.concatenate(sample_insertion_pose(seed)).astype(np.float64)
 
 
-class AlohaEnvironment(Environment):
+class AlohaEnvironment(SerialEnvironment):
     """``num_envs`` ALOHA sim envs of one task in this process (see the module docstring).
 
     Raises:
@@ -113,15 +112,13 @@ class AlohaEnvironment(Environment):
     success_key: ClassVar[str | None] = "is_success"
     #: gym-aloha passes the object pose through a module global: one env per worker process.
     envs_per_worker: ClassVar[str] = "one"
-    #: The venv ``arena aloha setup`` creates; its interpreter runs the workers.
-    default_venv: ClassVar[str | None] = "aloha"
+    #: The venv ``arena venv setup aloha`` creates; its interpreter runs the workers.
+    default_venv = VENV
     simulator_modules = ("gym_aloha", "dm_control")
     #: gym-aloha's time limit (``max_episode_steps=300`` of both registered envs).
     default_max_episode_steps = 300
 
     def __init__(self, config: AlohaConfig, *, num_envs: int, cameras: bool = False) -> None:
-        if num_envs < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         # `cameras=True` asks for images when the config lists none: the benchmark's top camera.
         names = list(config.cameras) or (["cam_high"] if cameras else [])
         super().__init__(config, num_envs=num_envs, cameras=bool(names))
@@ -140,7 +137,6 @@ class AlohaEnvironment(Environment):
         self.task_description = config.task_instruction()
         self._camera_keys = {f"{name}_rgb": scene_camera(name) for name in names}
         self._box_pose = sim.BOX_POSE  # gym-aloha's module global, read by the task's reset
-        self._closed = False
         xml = str(ASSETS_DIR / TASKS[config.task][0])
         self._envs = [_make_task(config.task, mujoco.Physics.from_xml_path(xml)) for _ in range(num_envs)]
         self.action_space = self._real_action_space(self._envs[0].physics)
@@ -152,8 +148,7 @@ class AlohaEnvironment(Environment):
         self._reward = np.zeros(num_envs, np.float64)
         self._max_reward = np.zeros(num_envs, np.float64)
         self._initial_pose = np.zeros_like(self._object_pose)
-        # Every env holds a valid episode from the start, so stepping before a reset works.
-        self.reset_envs(list(range(num_envs)), [0] * num_envs)
+        self._start_episodes()
 
     @staticmethod
     def _real_action_space(physics: Any) -> gym.spaces.Box:
@@ -174,23 +169,20 @@ class AlohaEnvironment(Environment):
 
     # -- Environment API ---------------------------------------------------------------------
 
-    def reset_envs(self, env_ids: list[int], seeds: list[int]) -> dict[str, Any]:
-        """Start episodes with seeds ``seeds`` on ``env_ids`` (as gym-aloha's ``reset(seed)``); return the batch obs."""
-        env_ids, seeds = self.check_reset(env_ids, seeds)
-        for e, seed in zip(env_ids, seeds):
-            env = self._envs[e]
-            # What gym-aloha's reset(seed) does before resetting the dm_control task.
-            env.task.random.seed(seed)
-            env.task._random = np.random.RandomState(seed)
-            self._box_pose[0] = _object_pose(self.task, seed)
-            try:
-                time_step = env.reset()
-            finally:
-                self._box_pose[0] = None
-            self._reward[e] = self._max_reward[e] = 0.0
-            self._read(e, time_step.observation)
-            self._initial_pose[e] = self._object_pose[e]
-        return self._observation()
+    def _reset_one(self, e: int, seed: int) -> None:
+        """Start env ``e``'s episode of seed ``seed`` as gym-aloha's ``reset(seed)`` does."""
+        env = self._envs[e]
+        # What gym-aloha's reset(seed) does before resetting the dm_control task.
+        env.task.random.seed(seed)
+        env.task._random = np.random.RandomState(seed)
+        self._box_pose[0] = _object_pose(self.task, seed)
+        try:
+            time_step = env.reset()
+        finally:
+            self._box_pose[0] = None
+        self._reward[e] = self._max_reward[e] = 0.0
+        self._read(e, time_step.observation)
+        self._initial_pose[e] = self._object_pose[e]
 
     def step(
         self, actions: np.ndarray
@@ -246,30 +238,16 @@ class AlohaEnvironment(Environment):
 
     def render(self, env_id: int) -> np.ndarray:
         """``uint8 (H, W, 3)`` frame of env ``env_id``'s ``top`` camera (for videos)."""
-        if not 0 <= env_id < self.num_envs:
-            raise ValueError(f"env id {env_id} out of range 0..{self.num_envs - 1}")
+        env_id = self.check_env_id(env_id)
         for key, camera in self._camera_keys.items():
             if camera == "top":
                 return self._frames[key][env_id].copy()
         return self._render(env_id, "top")
 
-    def close(self) -> None:
-        """Free the simulators' physics and rendering contexts. Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        for env in self._envs:
-            try:
-                env.physics.free()
-            except Exception:  # freeing must never hide the run's own result
-                pass
+    def _release(self) -> None:
+        """Free the simulators' physics and rendering contexts."""
+        self._close_each(self._envs, lambda env: env.physics.free())
         self._envs = []
-
-    def __del__(self) -> None:  # best effort; close() is the contract
-        try:
-            self.close()
-        except Exception:
-            pass
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -283,13 +261,13 @@ class AlohaEnvironment(Environment):
         for key, camera in self._camera_keys.items():
             self._frames[key][e] = self._render(e, camera)
 
-    def _observation(self) -> dict[str, Any]:
+    def _observe_one(self, e: int) -> dict[str, Any]:
         obs: dict[str, Any] = {
-            "policy": {"joint_pos": self._joint_pos.copy(), "object_pose": self._object_pose.copy()},
-            "task": [self.task] * self.num_envs,
+            "policy": {"joint_pos": self._joint_pos[e], "object_pose": self._object_pose[e]},
+            "task": self.task,
         }
         if self._frames:
-            obs["camera_obs"] = {key: frames.copy() for key, frames in self._frames.items()}
+            obs["camera_obs"] = {key: frames[e] for key, frames in self._frames.items()}
         return obs
 
 

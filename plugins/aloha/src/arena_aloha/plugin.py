@@ -19,6 +19,7 @@ def arena_register_policies(register):
 
 @hookimpl
 def arena_register_commands(app):
-    from arena_aloha.cli import app as aloha_app
+    from arena.venvcli import alias_app
+    from arena_aloha.venv import VENV
 
-    app.add_typer(aloha_app, name="aloha")
+    app.add_typer(alias_app(VENV, "The ALOHA sim benchmark (gym-aloha): its venv."), name="aloha")

@@ -5,7 +5,7 @@ from arena.hookspecs import hookimpl
 
 @hookimpl
 def arena_register_environments(register):
-    from arena_isaaclab.environment import IsaacLabEnvironment
+    from arena_isaaclab.env import IsaacLabEnvironment
 
     register(IsaacLabEnvironment.name, IsaacLabEnvironment)
 
@@ -41,6 +41,7 @@ def arena_register_servers(register):
 
 @hookimpl
 def arena_register_commands(app):
-    from arena_isaaclab.cli import app as isaaclab_app
+    from arena.venvcli import alias_app
+    from arena_isaaclab.venv import VENV
 
-    app.add_typer(isaaclab_app, name="isaaclab")
+    app.add_typer(alias_app(VENV, "Isaac Lab environments: the Python 3.12 venv the simulator runs in."), name="isaaclab")

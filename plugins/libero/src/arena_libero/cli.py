@@ -1,4 +1,5 @@
-"""``arena libero``: set up the LIBERO venv and list suites and tasks (parsing and printing only)."""
+"""``arena libero``: list suites and tasks, and ``setup`` (the alias of ``arena venv setup
+libero``, generated from the venv's declaration); parsing and printing only."""
 
 from __future__ import annotations
 
@@ -6,29 +7,11 @@ from typing import Annotated, Optional
 
 import typer
 
+from arena.venvcli import setup_alias
+from arena_libero.venv import VENV
+
 app = typer.Typer(name="libero", no_args_is_help=True, help="The LIBERO benchmark: its venv, suites and tasks.")
-
-
-@app.command()
-def setup(
-    python: Annotated[Optional[str], typer.Option(help="base interpreter of the venv (default: this one)")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="print only the interpreter's path")] = False,
-) -> None:
-    """Create or update the LIBERO venv ($ARENA_VENVS/libero); print its interpreter.
-
-    Idempotent: nothing runs when it is up to date. The first time installs ~2 GB (LIBERO's
-    assets, robosuite, MuJoCo) from the package index.
-    """
-    from arena.venvs import VenvError
-
-    from arena_libero.venv import ensure_libero_venv
-
-    try:
-        path = ensure_libero_venv(python=python, quiet=quiet)
-    except VenvError as exc:
-        typer.echo(f"arena libero setup: {exc}", err=True)
-        raise typer.Exit(3) from None
-    typer.echo(str(path))
+app.command("setup")(setup_alias(VENV))
 
 
 @app.command("tasks")

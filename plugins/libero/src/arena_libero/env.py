@@ -55,11 +55,13 @@ import gymnasium as gym
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
-from arena.envs.base import Environment, EnvironmentConfig
+from arena.envs.base import EnvironmentConfig
+from arena.envs.serial import SerialEnvironment
 from arena.rendering import configure_headless_rendering
 from arena.outputs.fingerprint import PROTOCOL_KEY, array_sha256, package_versions
 from arena_libero import catalog
 from arena_libero.seeding import ReferenceRngStates, Seeding, seed_reset
+from arena_libero.venv import VENV
 
 configure_headless_rendering()
 
@@ -120,7 +122,7 @@ class LiberoConfig(EnvironmentConfig):
         return f"{self.suite}/{self.selected_task().name}"
 
 
-class LiberoEnvironment(Environment):
+class LiberoEnvironment(SerialEnvironment):
     """``num_envs`` LIBERO envs of one task (layout in the module docstring).
 
     Raises:
@@ -132,14 +134,12 @@ class LiberoEnvironment(Environment):
     name = "libero"
     Config = LiberoConfig
     success_key = "success"
-    #: Workers run under the LIBERO venv's interpreter when it exists (``arena libero setup``).
-    default_venv = "libero"
+    #: Workers run under the LIBERO venv's interpreter (``arena venv setup libero``).
+    default_venv = VENV
     simulator_modules = ("libero",)
     upside_down_cameras = frozenset(CAMERAS.values())
 
     def __init__(self, config: LiberoConfig, *, num_envs: int, cameras: bool = False) -> None:
-        if num_envs < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         cameras = bool(cameras or config.cameras)
         super().__init__(config, num_envs=num_envs, cameras=cameras)
         self.task = config.selected_task()
@@ -147,10 +147,10 @@ class LiberoEnvironment(Environment):
         self.default_max_episode_steps = config.max_episode_steps or catalog.step_limit(config.suite)
         self.action_space = gym.spaces.Box(-1.0, 1.0, (ACTION_DIM,), np.float32)
         self._init_state = [0] * num_envs
-        self._closed = False
         self._sims: list[Any] = []
         self._reference: ReferenceRngStates | None = None
         self._protocol: dict[str, Any] | None = None
+        self._obs: list[dict[str, Any]] = [{} for _ in range(num_envs)]  # LIBERO's own, per env
         try:
             self._init_states = _load_init_states(self.task)
             for _ in range(num_envs):
@@ -167,17 +167,9 @@ class LiberoEnvironment(Environment):
         except BaseException:
             self.close()
             raise
-        self._obs = [self._reset_one(i, 0) for i in range(num_envs)]
+        self._start_episodes()
 
     # -- Environment API ---------------------------------------------------------------------
-
-    def reset_envs(self, env_ids: list[int], seeds: list[int]) -> dict[str, Any]:
-        """Start episodes: env ``env_ids[k]`` restores init state ``seeds[k] mod 50``, waits, and
-        the batch observation is returned."""
-        env_ids, seeds = self.check_reset(env_ids, seeds)
-        for env_id, seed in zip(env_ids, seeds):
-            self._obs[env_id] = self._reset_one(env_id, seed)
-        return self._observation()
 
     def step(self, actions: np.ndarray) -> tuple[dict[str, Any], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Apply ``(num_envs, 7)`` actions, handed to LIBERO as float64.
@@ -234,27 +226,14 @@ class LiberoEnvironment(Environment):
             }
         return self._protocol
 
-    def close(self) -> None:
-        """Close the simulators. Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        for sim in self._sims:
-            try:
-                sim.close()
-            except Exception:
-                pass
+    def _release(self) -> None:
+        self._close_each(self._sims, lambda sim: sim.close())
         self._sims = []
-
-    def __del__(self) -> None:  # best effort; close() is the contract
-        try:
-            self.close()
-        except Exception:
-            pass
 
     # -- helpers -----------------------------------------------------------------------------
 
-    def _reset_one(self, env_id: int, seed: int) -> dict[str, Any]:
+    def _reset_one(self, env_id: int, seed: int) -> None:
+        """Env ``env_id`` restores init state ``seed mod 50`` (module docstring) and waits."""
         sim = self._sims[env_id]
         index = int(seed) % len(self._init_states)
         seed_reset(sim, self.config.seeding, seed=seed, init_state=index, reference=self._reference)
@@ -262,27 +241,26 @@ class LiberoEnvironment(Environment):
         for _ in range(self.config.num_steps_wait):
             obs, _, _, _ = sim.step(DUMMY_ACTION.tolist())
         self._init_state[env_id] = index
-        return obs
+        self._obs[env_id] = obs
 
-    def _observation(self) -> dict[str, Any]:
-        def stack(key: str) -> np.ndarray:
-            return np.stack([np.asarray(o[key], np.float64) for o in self._obs])
+    def _observe_one(self, env_id: int) -> dict[str, Any]:
+        o = self._obs[env_id]
+
+        def state(key: str) -> np.ndarray:
+            return np.asarray(o[key], np.float64)
 
         obs: dict[str, Any] = {
             "policy": {
-                "eef_pos": stack("robot0_eef_pos"),
-                "eef_quat": stack("robot0_eef_quat"),
-                "gripper_qpos": stack("robot0_gripper_qpos"),
-                "joint_pos": stack("robot0_joint_pos"),
+                "eef_pos": state("robot0_eef_pos"),
+                "eef_quat": state("robot0_eef_quat"),
+                "gripper_qpos": state("robot0_gripper_qpos"),
+                "joint_pos": state("robot0_joint_pos"),
             },
-            "privileged": {f"{name}_pos": stack(f"{name}_pos") for name in self._objects},
-            "task": [self.task_description] * self.num_envs,
+            "privileged": {f"{name}_pos": state(f"{name}_pos") for name in self._objects},
+            "task": self.task_description,
         }
         if self.cameras:
-            obs["camera_obs"] = {
-                key: np.stack([np.asarray(o[f"{camera}_image"], np.uint8) for o in self._obs])
-                for camera, key in CAMERAS.items()
-            }
+            obs["camera_obs"] = {key: np.asarray(o[f"{camera}_image"], np.uint8) for camera, key in CAMERAS.items()}
         return obs
 
     @property

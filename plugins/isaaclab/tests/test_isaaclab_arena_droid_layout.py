@@ -6,8 +6,9 @@ The fast test uses an observation with IsaacLab-Arena's DROID keys, dtypes and s
 ``gripper_pos`` (1), ``eef_pos``, ``eef_quat``; cameras ``external_camera_rgb``,
 ``external_camera_2_rgb``, ``wrist_camera_rgb`` at 720 x 1280). The slow one takes the
 observation from the isaaclab plugin's stand-in for IsaacLab-Arena (its ``ArenaEnvBuilder``
-interface, real Isaac Lab 3 on Newton) built by arena in an environment worker under the
-Isaac Lab venv.
+interface, real Isaac Lab 3 on Newton; ``stand_in/`` next to this file) built by arena in an
+environment worker under the Isaac Lab venv. The adapters belong to other plugins: without
+them installed (this plugin alone), the tests skip.
 """
 
 from __future__ import annotations
@@ -19,12 +20,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from arena_cosmos.adapters import CosmosDroidAdapter
-from arena_dreamzero.adapters import DreamZeroDroidAdapter
-from arena_gr00t.adapters import Gr00tDroidAdapter
-from arena_openpi.adapters import OpenPIDroidAdapter
+CosmosDroidAdapter = pytest.importorskip("arena_cosmos.adapters").CosmosDroidAdapter
+DreamZeroDroidAdapter = pytest.importorskip("arena_dreamzero.adapters").DreamZeroDroidAdapter
+Gr00tDroidAdapter = pytest.importorskip("arena_gr00t.adapters").Gr00tDroidAdapter
+OpenPIDroidAdapter = pytest.importorskip("arena_openpi.adapters").OpenPIDroidAdapter
 
-STAND_IN = Path(__file__).resolve().parents[2] / "plugins" / "isaaclab" / "tests" / "stand_in"
+STAND_IN = Path(__file__).resolve().parent / "stand_in"
 CAMERAS = ("external_camera_rgb", "external_camera_2_rgb", "wrist_camera_rgb")
 
 
@@ -104,13 +105,11 @@ def test_every_droid_adapter_packs_isaaclab_arenas_droid_observation():
 @pytest.mark.slow
 @pytest.mark.timeout(1200)  # Isaac Lab's start and build on a busy 2-core machine
 def test_every_droid_adapter_packs_the_observation_of_an_isaaclab_arena_environment(tmp_path, monkeypatch):
-    from arena_isaaclab import setup
+    from arena.testing.venvs import benchmark_python
     from arena_isaaclab.config import IsaacLabConfig
-    from arena_isaaclab.environment import IsaacLabEnvironment
+    from arena_isaaclab.env import IsaacLabEnvironment
 
-    python = setup.existing()
-    if python is None:
-        pytest.skip("no Isaac Lab venv: `arena isaaclab setup` makes it (needs Python 3.12)")
+    python = benchmark_python("isaaclab")
     pytest.importorskip("arena.envs.workers.pool", reason="environment workers are not implemented in this checkout")
     from arena.envs.workers import build_environment
 

@@ -2,7 +2,7 @@
 
 This class is what arena registers and validates on any interpreter; it imports no Isaac Lab.
 Building it starts the simulator (:class:`arena_isaaclab.sim.env.IsaacLabSim`), which needs
-the Python 3.12 venv that ``arena isaaclab setup`` creates: arena runs the class there, in one
+the Python 3.12 venv that ``arena venv setup isaaclab`` creates: arena runs the class there, in one
 environment worker holding all of the run's envs (``envs_per_worker = "all"``: Isaac Lab
 vectorizes itself), under that venv's interpreter (``default_venv``) unless
 ``environment.python`` names another.
@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from arena.envs.base import Environment
-from arena_isaaclab import VENV_NAME
 from arena_isaaclab.config import IsaacLabConfig
 from arena_isaaclab.sim.process import IsaacLabSetupError
+from arena_isaaclab.venv import VENV
 
 
 class IsaacLabEnvironment(Environment):
@@ -35,7 +35,7 @@ class IsaacLabEnvironment(Environment):
     name = "isaaclab"
     Config = IsaacLabConfig
     envs_per_worker = "all"
-    default_venv = VENV_NAME
+    default_venv = VENV
     simulator_modules = ("isaaclab",)
     #: ``info`` key of per-env success: the task's ``success_term`` (all false when it is null).
     success_key = "success"
