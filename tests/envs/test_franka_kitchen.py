@@ -121,3 +121,14 @@ def test_franka_kitchen_is_a_registered_environment():
     from arena.plugins import get_registry
 
     assert get_registry().environments["franka_kitchen"] is FrankaKitchenEnvironment
+
+
+def test_episode_info_carries_the_protocol_fingerprint_of_the_episodes(env):
+    from importlib import metadata
+
+    protocol = env.episode_info(0)["protocol"]
+    assert protocol["benchmark"] == "franka_kitchen"
+    assert protocol["suite_version"] == metadata.version("gymnasium-robotics")
+    assert protocol["simulators"]["mujoco"] == metadata.version("mujoco")
+    assert protocol["cameras"] and protocol["image_size"] == [env.config.image_height, env.config.image_width]
+    assert protocol["step_limit"] == 280

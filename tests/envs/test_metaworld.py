@@ -151,3 +151,13 @@ def test_without_meta_world_installed_the_error_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "metaworld", None)
     with pytest.raises(MissingExtraError, match=r"pip install 'arena-core\[metaworld\]'"):
         MetaWorldEnvironment(MetaWorldConfig(task="reach-v3"), num_envs=1)
+
+
+def test_episode_info_carries_the_protocol_fingerprint_of_the_episodes(reach2):
+    from importlib import metadata
+
+    protocol = reach2.episode_info(1)["protocol"]
+    assert protocol["benchmark"] == "metaworld" and protocol["suite_version"] == metadata.version("metaworld")
+    assert protocol["simulators"]["mujoco"] == metadata.version("mujoco")
+    assert protocol["init_states"]["count"] == 50 and protocol["step_limit"] == 500
+    assert protocol["cameras"] == [] and protocol["image_size"] is None  # cameras off: no image size to compare
