@@ -12,11 +12,15 @@ crashes on demand) that also run in environment workers under other interpreters
 core's and the plugins', the same fault knobs.
 :func:`arena.testing.conformance.check_adapter_conformance` checks an embodiment adapter
 against an environment's scripted expert (the expert's successes must survive the adapter).
+:mod:`arena.testing.frames` writes and reads length-prefixed frames of arena's wire codec on
+files and pipes (:func:`write_frame`, :func:`read_frame`, :func:`read_frame_files`,
+:func:`serve_calls`): the plugins' trace files and raw-simulator servers, never pickle.
 """
 
 from arena.testing.doubles import OpenPIDouble, RecordingModel
 from arena.testing.experiments import ExperimentOutcome, run_tiny_experiment, tiny_experiment
 from arena.testing.faults import Fault, FaultKnobs, InjectedFailure
+from arena.testing.frames import TruncatedFrame, read_frame, read_frame_files, serve_calls, write_frame
 
 __all__ = [
     "ExperimentOutcome",
@@ -25,6 +29,11 @@ __all__ = [
     "InjectedFailure",
     "OpenPIDouble",
     "RecordingModel",
+    "TruncatedFrame",
+    "read_frame",
+    "read_frame_files",
     "run_tiny_experiment",
+    "serve_calls",
     "tiny_experiment",
+    "write_frame",
 ]

@@ -27,7 +27,6 @@ expert's actions on that seed (replayed-expert) for the next two. arena's side i
 from __future__ import annotations
 
 import os
-import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -37,6 +36,7 @@ import numpy as np
 import pytest
 import yaml
 
+from arena.testing.frames import read_frame, read_frame_files, write_frame
 from arena.testing.venvs import benchmark_python
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
@@ -67,9 +67,8 @@ class RawGymAloha:
                                      stdout=subprocess.PIPE, env={**os.environ, **ENV})
 
     def __call__(self, method: str, *args: Any) -> Any:
-        pickle.dump((method, args), self.proc.stdin)
-        self.proc.stdin.flush()
-        status, result = pickle.load(self.proc.stdout)
+        write_frame(self.proc.stdin, [method, list(args)])
+        status, result = read_frame(self.proc.stdout, writable=True)  # the loop writes into obs, as openpi's does
         if status != "ok":
             raise RuntimeError(f"gym-aloha {method}: {result}")
         return result
@@ -239,7 +238,6 @@ def _arena_run(server: Any, trace_dir: Path, out: Path) -> subprocess.CompletedP
 def both_sides(tmp_path_factory) -> dict[str, Any]:
     from arena.results.aggregate import collect_run_records
     from arena.testing import OpenPIDouble, RecordingModel
-    from arena_aloha.testing import read_traces
     from arena_openpi.testing import METADATA, validate_aloha_request
 
     python = benchmark_python("aloha", "arena aloha setup")
@@ -259,7 +257,7 @@ def both_sides(tmp_path_factory) -> dict[str, Any]:
         arena_requests = list(model.requests)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     episodes: list[dict[str, Any]] = []
-    for trace in sorted(read_traces(tmp / "trace"), key=lambda t: SEEDS.index(t[0]["seed"])):
+    for trace in sorted(read_frame_files(tmp / "trace"), key=lambda t: SEEDS.index(t[0]["seed"])):
         for entry in trace:
             if entry["op"] == "reset":
                 episodes.append({"seed": entry["seed"], "start": entry["state"], "actions": [], "states": []})

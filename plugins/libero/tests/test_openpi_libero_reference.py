@@ -29,7 +29,6 @@ from __future__ import annotations
 import collections
 import math
 import os
-import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -39,6 +38,7 @@ import numpy as np
 import pytest
 import yaml
 
+from arena.testing.frames import read_frame, read_frame_files, write_frame
 from arena.testing.venvs import benchmark_python
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3000)]
@@ -78,9 +78,8 @@ class RawLibero:
         )
 
     def __call__(self, method: str, *args: Any) -> Any:
-        pickle.dump((method, args), self.proc.stdin)
-        self.proc.stdin.flush()
-        status, result = pickle.load(self.proc.stdout)
+        write_frame(self.proc.stdin, [method, list(args)])
+        status, result = read_frame(self.proc.stdout, writable=True)  # the loop writes into obs, as openpi's does
         if status != "ok":
             raise RuntimeError(f"LIBERO {method}: {result}")
         return result
@@ -232,7 +231,6 @@ def both_sides(tmp_path_factory) -> dict[str, Any]:
 
     from arena.results.aggregate import collect_run_records
     from arena.testing import OpenPIDouble, RecordingModel
-    from arena_libero.testing import read_traces
     from arena_openpi.testing import validate_libero_request
 
     python = benchmark_python("libero", "arena libero setup")
@@ -252,7 +250,7 @@ def both_sides(tmp_path_factory) -> dict[str, Any]:
         result = _arena_run(server, tmp / "trace", tmp / "out")
         arena_requests = list(model.requests)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    (trace,) = read_traces(tmp / "trace")
+    (trace,) = read_frame_files(tmp / "trace")
     episodes: list[dict[str, Any]] = []
     for entry in trace:
         if entry["op"] == "reset":

@@ -3,23 +3,24 @@
 :class:`TracedAlohaEnvironment` is the ``aloha`` environment that also appends, for every
 reset and step, what reached the simulator and the physics state after it to a trace file
 (``environment.type: arena_aloha.testing:TracedAlohaEnvironment``, ``trace_dir: DIR``; one
-pickle stream per env, read with :func:`read_traces`).
+file of codec frames per env, ``DIR/<pid>-<env_id>.frames``, read with
+:func:`arena.testing.frames.read_frame_files`).
 
 :func:`raw_gym_aloha_server` is the other side: run as ``python -m arena_aloha.testing``
 under the ALOHA venv, it serves plain ``gymnasium.make("gym_aloha/...", obs_type=
 "pixels_agent_pos")`` calls over stdin/stdout, so a reference client's loop can run in an
 interpreter that has ``openpi-client`` and drive gym-aloha exactly as that client would.
+Neither side unpickles: both speak :mod:`arena.testing.frames`.
 """
 
 from __future__ import annotations
 
 import os
-import pickle
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from arena.testing.frames import serve_calls, write_frame
 from pydantic import Field
 
 from arena_aloha.config import AlohaConfig
@@ -57,11 +58,10 @@ class TracedAlohaEnvironment(AlohaEnvironment):
         if not self._tracing:
             return
         while len(self._trace_files) <= env_id:
-            path = Path(self.config.trace_dir) / f"{os.getpid()}-{len(self._trace_files)}.pkl"
+            path = Path(self.config.trace_dir) / f"{os.getpid()}-{len(self._trace_files)}.frames"
             path.parent.mkdir(parents=True, exist_ok=True)
             self._trace_files.append(path.open("ab"))
-        pickle.dump(entry, self._trace_files[env_id])
-        self._trace_files[env_id].flush()
+        write_frame(self._trace_files[env_id], entry)
 
     def reset_envs(self, env_ids: list[int], seeds: list[int]) -> dict[str, Any]:
         obs = super().reset_envs(env_ids, seeds)
@@ -84,62 +84,37 @@ class TracedAlohaEnvironment(AlohaEnvironment):
         super().close()
 
 
-def read_traces(trace_dir: str | os.PathLike[str]) -> list[list[dict[str, Any]]]:
-    """Every trace file of ``trace_dir`` (sorted by name), each a list of its entries."""
-    traces = []
-    for path in sorted(Path(trace_dir).glob("*.pkl")):
-        entries = []
-        with path.open("rb") as f:
-            while True:
-                try:
-                    entries.append(pickle.load(f))
-                except EOFError:
-                    break
-        traces.append(entries)
-    return traces
-
-
 def raw_gym_aloha_server() -> None:
-    """Serve plain gym-aloha over stdin/stdout (pickled ``(method, args)`` in, result out).
+    """Serve plain gym-aloha over stdin/stdout with :func:`arena.testing.frames.serve_calls`
+    (``[method, args]`` frames of arena's wire codec in, ``["ok", result]`` out; no pickle).
 
     ``("make", (gym_id,))`` builds ``gymnasium.make(gym_id, obs_type="pixels_agent_pos")``
-    as openpi's ``AlohaSimEnvironment`` does; ``reset`` (``seed``), ``step`` (an action) and
-    ``get_physics_state`` follow; ``close`` ends the loop. Exceptions come back as
-    ``("error", repr)``.
+    as openpi's ``AlohaSimEnvironment`` does; ``reset`` (``seed``; ``(obs, info)`` comes back
+    as a list), ``step`` (an action ``(14,)``; ``(obs, reward, terminated, truncated, info)``
+    as a list) and ``get_physics_state`` (:func:`physics_state`) follow; ``close`` closes the
+    env and ends the loop. Exceptions come back as ``["error", repr]``.
     """
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    sys.stdout = sys.stderr
-    env = None
-    while True:
-        try:
-            method, args = pickle.load(stdin)
-        except EOFError:
-            return
-        try:
-            if method == "make":
-                import gym_aloha  # noqa: F401  (registers the envs)
-                import gymnasium
+    env: Any = None
 
-                env = gymnasium.make(args[0], obs_type="pixels_agent_pos")
-                result: Any = None
-            elif method == "reset":
-                result = env.reset(seed=args[0])
-            elif method == "step":
-                result = env.step(args[0])
-            elif method == "get_physics_state":
-                result = physics_state(env.unwrapped._env.physics)
-            elif method == "close":
-                env.close()
-                pickle.dump(("ok", None), stdout)
-                stdout.flush()
-                return
-            else:
-                raise ValueError(f"unknown method {method!r}")
-            reply = ("ok", result)
-        except Exception as exc:  # the client shows it
-            reply = ("error", repr(exc))
-        pickle.dump(reply, stdout)
-        stdout.flush()
+    def handle(method: str, args: list[Any]) -> Any:
+        nonlocal env
+        if method == "make":
+            import gym_aloha  # noqa: F401  (registers the envs)
+            import gymnasium
+
+            env = gymnasium.make(args[0], obs_type="pixels_agent_pos")
+            return None
+        if method == "reset":
+            return env.reset(seed=args[0])
+        if method == "step":
+            return env.step(args[0])
+        if method == "get_physics_state":
+            return physics_state(env.unwrapped._env.physics)
+        if method == "close":
+            return env.close()
+        raise ValueError(f"unknown method {method!r}")
+
+    serve_calls(handle)
 
 
 if __name__ == "__main__":

@@ -3,24 +3,25 @@
 :class:`TracedLiberoEnvironment` is the ``libero`` environment that also appends, for every
 reset and step, what reached the simulator and the simulator state after it to a trace
 file: ``environment.type: arena_libero.testing:TracedLiberoEnvironment`` with
-``trace_dir: DIR`` (one pickle stream per env, ``DIR/<pid>-<env_id>.pkl``, read with
-:func:`read_traces`). The equivalence tests compare it with a reference client's loop.
+``trace_dir: DIR`` (one file of codec frames per env, ``DIR/<pid>-<env_id>.frames``, read
+with :func:`arena.testing.frames.read_frame_files`). The equivalence tests compare it with a
+reference client's loop.
 
 :func:`raw_libero_server` is the other side: run as ``python -m arena_libero.testing`` under
 the LIBERO venv it serves plain LIBERO calls (``OffScreenRenderEnv``, as openpi's example
 builds it) over stdin/stdout, so a reference client's loop can run in another interpreter
-(one that has ``openpi-client``) and drive LIBERO exactly as the client would.
+(one that has ``openpi-client``) and drive LIBERO exactly as the client would. Neither side
+unpickles: both speak :mod:`arena.testing.frames`.
 """
 
 from __future__ import annotations
 
 import os
-import pickle
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from arena.testing.frames import serve_calls, write_frame
 from pydantic import Field
 
 from arena_libero.env import LiberoConfig, LiberoEnvironment
@@ -41,7 +42,7 @@ class TracedLiberoConfig(LiberoConfig):
 class TracedLiberoEnvironment(LiberoEnvironment):
     """:class:`~arena_libero.env.LiberoEnvironment` that traces what reaches the simulator.
 
-    Trace entries (pickled dicts, in order): ``{"op": "reset", "init_state": k, "state":
+    Trace entries (one frame each, in order): ``{"op": "reset", "init_state": k, "state":
     float64 (D,), "body_pos": float64 (B, 3)}`` after each episode start (wait steps
     included; ``body_pos`` holds where the reset placed the fixtures, which the simulator
     state does not) and ``{"op": "step",
@@ -53,19 +54,20 @@ class TracedLiberoEnvironment(LiberoEnvironment):
 
     def __init__(self, config: TracedLiberoConfig, *, num_envs: int, cameras: bool = False) -> None:
         self._trace_files: list[Any] = []
+        self._tracing = False
         super().__init__(config, num_envs=num_envs, cameras=cameras)
+        self._tracing = True  # the constructor's resets (``_start_episodes``) are not episodes
 
     def _trace(self, env_id: int, entry: dict[str, Any]) -> None:
         while len(self._trace_files) <= env_id:
-            path = Path(self.config.trace_dir) / f"{os.getpid()}-{len(self._trace_files)}.pkl"
+            path = Path(self.config.trace_dir) / f"{os.getpid()}-{len(self._trace_files)}.frames"
             path.parent.mkdir(parents=True, exist_ok=True)
             self._trace_files.append(path.open("ab"))
-        pickle.dump(entry, self._trace_files[env_id])
-        self._trace_files[env_id].flush()
+        write_frame(self._trace_files[env_id], entry)
 
     def _reset_one(self, env_id: int, seed: int) -> dict[str, Any]:
         obs = super()._reset_one(env_id, seed)
-        if hasattr(self, "_obs"):  # not the constructor's resets: only episodes are traced
+        if self._tracing:
             sim = self._sims[env_id]
             state = np.array(sim.get_sim_state(), np.float64)
             self._trace(env_id, {"op": "reset", "init_state": self._init_state[env_id], "state": state,
@@ -87,72 +89,46 @@ class TracedLiberoEnvironment(LiberoEnvironment):
         super().close()
 
 
-def read_traces(trace_dir: str | os.PathLike[str]) -> list[list[dict[str, Any]]]:
-    """Every trace file of ``trace_dir`` (sorted by name), each a list of its entries."""
-    traces = []
-    for path in sorted(Path(trace_dir).glob("*.pkl")):
-        entries = []
-        with path.open("rb") as f:
-            while True:
-                try:
-                    entries.append(pickle.load(f))
-                except EOFError:
-                    break
-        traces.append(entries)
-    return traces
-
-
 def raw_libero_server() -> None:
-    """Serve plain LIBERO over stdin/stdout (pickled ``(method, args)`` in, pickled result out).
+    """Serve plain LIBERO over stdin/stdout with :func:`arena.testing.frames.serve_calls`
+    (``[method, args]`` frames of arena's wire codec in, ``["ok", result]`` out; no pickle).
 
-    The first message is ``("make", (suite, task_index, resolution))``: builds
+    The first call is ``("make", (suite, task_index, resolution))``: builds
     ``OffScreenRenderEnv(bddl_file_name, camera_heights, camera_widths)`` as openpi's
     ``_get_libero_env`` does and returns the task's language; then ``seed``, ``reset``,
     ``set_init_state`` (by init-state index), ``step`` (a list of floats) and
-    ``get_sim_state`` call the env's methods of those names, ``body_positions`` returns
-    :func:`body_positions`; ``close`` ends the loop.
-    Exceptions come back as ``("error", repr)``.
+    ``get_sim_state`` call the env's methods of those names (observations: dicts of numpy
+    arrays; ``step``'s ``(obs, reward, done, info)`` comes back as a list), ``body_positions``
+    returns :func:`body_positions`; ``close`` closes the env and ends the loop.
+    Exceptions come back as ``["error", repr]``.
     """
     import contextlib
     import io
 
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    sys.stdout = sys.stderr  # LIBERO prints; the protocol owns stdout
-    env = states = None
-    while True:
-        try:
-            method, args = pickle.load(stdin)
-        except EOFError:
-            return
-        try:
-            if method == "make":
-                from libero.libero import benchmark, get_libero_path
-                from libero.libero.envs import OffScreenRenderEnv
+    env: Any = None
+    states: Any = None
 
-                suite_name, task_id, resolution = args
-                with contextlib.redirect_stdout(io.StringIO()):
-                    suite = benchmark.get_benchmark_dict()[suite_name]()
-                task = suite.get_task(task_id)
-                states = suite.get_task_init_states(task_id)
-                bddl = Path(get_libero_path("bddl_files")) / task.problem_folder / task.bddl_file
-                env = OffScreenRenderEnv(bddl_file_name=bddl, camera_heights=resolution, camera_widths=resolution)
-                result: Any = task.language
-            elif method == "body_positions":
-                result = body_positions(env)
-            elif method == "set_init_state":
-                result = env.set_init_state(states[args[0]])
-            elif method == "close":
-                env.close()
-                pickle.dump(("ok", None), stdout)
-                stdout.flush()
-                return
-            else:
-                result = getattr(env, method)(*args)
-            reply = ("ok", result)
-        except Exception as exc:  # the client shows it
-            reply = ("error", repr(exc))
-        pickle.dump(reply, stdout)
-        stdout.flush()
+    def handle(method: str, args: list[Any]) -> Any:
+        nonlocal env, states
+        if method == "make":
+            from libero.libero import benchmark, get_libero_path
+            from libero.libero.envs import OffScreenRenderEnv
+
+            suite_name, task_id, resolution = args
+            with contextlib.redirect_stdout(io.StringIO()):
+                suite = benchmark.get_benchmark_dict()[suite_name]()
+            task = suite.get_task(task_id)
+            states = suite.get_task_init_states(task_id)
+            bddl = Path(get_libero_path("bddl_files")) / task.problem_folder / task.bddl_file
+            env = OffScreenRenderEnv(bddl_file_name=bddl, camera_heights=resolution, camera_widths=resolution)
+            return task.language
+        if method == "body_positions":
+            return body_positions(env)
+        if method == "set_init_state":
+            return env.set_init_state(states[args[0]])
+        return getattr(env, method)(*args)
+
+    serve_calls(handle)
 
 
 if __name__ == "__main__":
