@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from arena.config.yaml_io import parse_yaml
+from arena.yaml_io import parse_yaml
 from arena.errors import ConfigError
 
 pytestmark = pytest.mark.slow

@@ -10,7 +10,9 @@ Modules, one concept each:
 - :mod:`~arena.config.requires`    the ``requires`` check
 - :mod:`~arena.config.merge`       deep merge and dotted paths on plain data
 - :mod:`~arena.config.validation`  pydantic errors -> ConfigError with file, run and key path
-- :mod:`~arena.config.yaml_io`     strict YAML reading (duplicate keys refused), dumping
+
+The strict YAML reader they use (duplicate keys and alias bombs refused) is :mod:`arena.yaml_io`,
+below every stage, since the output directory's snapshot is read with it too.
 """
 
 from arena.config.loader import list_overrides, load_experiment, load_experiment_dict, write_snapshot

@@ -55,7 +55,7 @@ from arena.config.resolved import ResolvedExperiment, ResolvedRun
 from arena.config.runs import RUN_KEYS, check_run_keys, resolve_run
 from arena.config.tracking import parse_tracking
 from arena.config.validation import validate_section
-from arena.config.yaml_io import dump_yaml, read_yaml
+from arena.yaml_io import dump_yaml, read_yaml
 from arena.errors import ConfigError, short_repr
 from arena.fsutil import write_text_atomic
 

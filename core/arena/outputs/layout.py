@@ -87,9 +87,9 @@ def work_dirs(run_directory: str | os.PathLike[str]) -> list[Path]:
 
 def read_snapshot(output_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The directory's ``experiment.yaml`` as plain data, read with the hardened YAML reader
-    (:func:`arena.config.yaml_io.read_yaml`: duplicate keys and alias bombs refused), or
+    (:func:`arena.yaml_io.read_yaml`: duplicate keys and alias bombs refused), or
     ``None`` when it is missing, unreadable or not a mapping."""
-    from arena.config.yaml_io import read_yaml
+    from arena.yaml_io import read_yaml
     from arena.errors import ConfigError
 
     path = Path(output_dir) / EXPERIMENT_FILE

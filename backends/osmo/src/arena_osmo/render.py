@@ -472,7 +472,7 @@ class _Context:
     def run_snapshot(self, rt: RunTasks) -> str:
         """The single-run snapshot the runner executes (the server's endpoint comes from the
         script's ``--server-host`` / ``--server-port``: a base64 file gets no token substituted)."""
-        from arena.config.yaml_io import dump_yaml
+        from arena.yaml_io import dump_yaml
 
         exp = single_run_experiment(self.experiment, rt.run)
         header = (
