@@ -10,10 +10,12 @@ Control: a proportional controller on the end-effector position (OSC_POSE deltas
 of 1 moves ~1 cm per 20 Hz step), orientation held, through the phases approach, descend,
 close, lift, carry, lower, release, retreat; while carrying, the held object (not the
 gripper) is steered to the target, and an object that slips out of the grasp is grasped
-again. The Panda's fingers close along the world y axis in LIBERO's start pose, so the rim is
-taken ``rim_offset_m`` to the side of the object's centre along y, across the bowl's wall.
+again where it comes to rest (while approaching, the grasp point follows the object). The
+Panda's fingers close along the world y axis in LIBERO's start pose, so the rim is taken
+``rim_offset_m`` to the side of the object's centre along y, across the bowl's wall.
 Deterministic: no randomness. Measured (libero_spatial, init states 0-9): 10/10 on task 0 and
-10/10 on task 1.
+10/10 on task 1 when written; on mujoco 3.17.0, numpy 2.4.6, numba 0.68.1 the first grasp on
+task 0, init states 0 and 1, slips and the second holds (success in 173 and 179 of 220 steps).
 """
 
 from __future__ import annotations
@@ -98,7 +100,9 @@ class LiberoPickPlaceExpert(PolicyBase[LiberoExpertConfig]):
 
     def _act(self, plan: _Plan, eef: np.ndarray, obj: np.ndarray, target: np.ndarray) -> np.ndarray:
         c = self.config
-        if plan.grasp is None:
+        if plan.phase == 0:
+            # Approaching, the grasp point follows the object: after a drop it is still
+            # falling or rolling, and a grasp planned where it slipped would close on air.
             plan.grasp = obj + np.array([0.0, c.rim_offset_m, c.grasp_height_m])
         up = np.array([0.0, 0.0, c.hover_m])
         release = target + np.array([0.0, 0.0, c.release_height_m])  # where the object goes
