@@ -41,9 +41,18 @@ def test_setup_runs_pip_with_the_editable_banner_filtered(tmp_path):
 
 @pytest.mark.slow
 def test_the_filter_silences_setuptools_banner_of_a_flat_layout_package(tmp_path):
-    """Against the real setuptools: the banner is printed without the filter, not with it."""
-    package = tmp_path / "osmo"
-    shutil.copytree(REPO / "backends" / "osmo", package, ignore=shutil.ignore_patterns("tests", "*.egg-info", "build"))
+    """Against the real setuptools: the banner is printed without the filter, not with it.
+
+    The workspace's packages all have the ``src/`` layout now, for which setuptools prints no
+    banner; a user's own plugin may still be flat, as this one is."""
+    package = tmp_path / "flat_plugin"
+    (package / "flat_plugin").mkdir(parents=True)
+    (package / "flat_plugin" / "__init__.py").write_text("")
+    (package / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools>=77"]\nbuild-backend = "setuptools.build_meta"\n\n'
+        '[project]\nname = "flat-plugin"\nversion = "0.1.0"\n\n'
+        '[tool.setuptools.packages.find]\ninclude = ["flat_plugin*"]\n'
+    )
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
 

@@ -25,6 +25,8 @@ FOLDERS: dict[str, str] = {
     "arena-plugin-isaaclab": "plugins/isaaclab",
     "arena-plugin-libero": "plugins/libero",
     "arena-plugin-aloha": "plugins/aloha",
+    "arena-plugin-wandb": "plugins/wandb",
+    "arena-plugin-mlflow": "plugins/mlflow",
     "arena-backend-slurm": "backends/slurm",
     "arena-backend-osmo": "backends/osmo",
 }
