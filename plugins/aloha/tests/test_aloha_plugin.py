@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -104,7 +105,9 @@ def test_examples_validate_and_dry_run_everywhere_without_gym_aloha(tmp_path):
     (tmp_path / "aloha_pi0_osmo.yaml").write_text(yaml.safe_dump(data))
     osmo = arena("run", str(tmp_path / "aloha_pi0_osmo.yaml"), "--dry-run", cwd=tmp_path)
     assert osmo.returncode == 0, osmo.stderr
-    assert "pi0_aloha_sim" in osmo.stdout
+    workflows = sorted({w for w in osmo.stdout.split() if "arena-dry-run-" in w and w.endswith(".yaml") and Path(w).is_file()})
+    assert workflows and "pi0_aloha_sim" in Path(workflows[0]).read_text()  # the dry-run writes the workflow files
+    shutil.rmtree(Path(workflows[0]).parent)
     assert not (tmp_path / "outputs").exists()
 
 
