@@ -52,7 +52,7 @@ def test_an_adapter_turns_a_decoded_reply_into_a_writable_chunk():
     reply = unpackb(packb({"actions": np.ones((10, 8))}))
     assert not reply["actions"].flags.writeable
     chunk = EightDof().unpack_actions(reply, "actions")
-    assert chunk.dtype == np.float32 and chunk.flags.writeable
+    assert chunk.dtype == np.float64 and chunk.flags.writeable  # widened exactly (the reference clients hand float64 on)
     chunk[0, 0] = 5.0  # the chunk replay may edit its own copy
     assert reply["actions"][0, 0] == 1.0
 
