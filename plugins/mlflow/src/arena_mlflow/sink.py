@@ -106,7 +106,7 @@ class MlflowSink(ResultSink):
         if self.config.per != "run":
             return
         child = self._child()
-        if not self.child_parented and self._parent(create=False) is not None:  # the parent came after the child
+        if not self.child_parented and self._wait_for_parent() is not None:  # the parent came after the child
             self.client.set_tag(child, "mlflow.parentRunId", self.parent)
         self._metrics(child, rate_metrics(result))
         self.client.log_dict(child, {"episodes": self.episodes}, "episodes.json")
@@ -139,7 +139,9 @@ class MlflowSink(ResultSink):
 
             if self.config.token_env and os.environ.get(self.config.token_env):
                 os.environ["MLFLOW_TRACKING_TOKEN"] = os.environ[self.config.token_env]
-            self._client = MlflowClient(tracking_uri=self.config.tracking_uri)
+            client = MlflowClient(tracking_uri=self.config.tracking_uri)
+            _open_store(client)
+            self._client = client
         return self._client
 
     @property
@@ -176,6 +178,15 @@ class MlflowSink(ResultSink):
             if self.context.step is not None:
                 tags["arena.step"] = str(self.context.step)
             self.parent = self.client.create_run(self.experiment_id, tags=tags, run_name=self.context.experiment).info.run_id
+        return self.parent
+
+    def _wait_for_parent(self) -> str | None:
+        """The parent run, waiting up to :data:`PARENT_WAIT_S` seconds for the process that
+        raises the experiment's start (``arena run``) to create it: a short run can finish
+        before that process's sink thread has reached the store."""
+        deadline = time.monotonic() + PARENT_WAIT_S
+        while self._parent(create=False) is None and time.monotonic() < deadline:
+            time.sleep(0.5)
         return self.parent
 
     def _child(self) -> str:
@@ -230,3 +241,31 @@ def _relative(path: Path, base: Path) -> str:
         return str(Path(path).relative_to(base))
     except ValueError:
         return Path(path).name
+
+
+#: Seconds a child run waits at its end for the experiment's parent run to appear.
+PARENT_WAIT_S = 30.0
+#: Seconds :func:`_open_store` keeps trying to open a tracking store another process is creating.
+STORE_OPEN_TIMEOUT_S = 30.0
+
+
+def _open_store(client: Any) -> None:
+    """Open ``client``'s store once, trying again while it fails for up to
+    :data:`STORE_OPEN_TIMEOUT_S` seconds.
+
+    ``arena run`` and each ``arena run-one`` open the same store at about the same time; with a
+    new SQLite store, one of them may meet the other's table creation (a locked database, a
+    table that exists already) on its first call, which would otherwise cost that process's
+    first event. Raises the last error when the store still cannot be opened.
+    """
+    deadline = time.monotonic() + STORE_OPEN_TIMEOUT_S
+    delay = 0.05
+    while True:
+        try:
+            client.search_experiments(max_results=1)
+            return
+        except Exception:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
