@@ -1,0 +1,1 @@
+"""arena-plugin-maniskill."""
