@@ -22,7 +22,7 @@ the T onto the target with a quasi-static single-point pushing controller:
 Geometry and the goal are gym-pusht 0.1.8's (``PushTEnv.add_tee``: a 120 x 30 bar over a
 30 x 90 stem, body origin at the bar's top edge, centre of gravity at ``(0, 45)`` in body
 coordinates; the disc's radius is 15); the goal pose comes from the observation. Deterministic:
-the same episode seed gives the same actions every run. Measured (``tests/test_pusht_expert.py``,
+the same episode seed gives the same actions every run. Measured (``tests/test_pusht_end_to_end.py``,
 README "PushT"): 20/20 successes on seeds 0-19 (mean max coverage 0.965), 78/80 on seeds 20-99.
 It runs in arena's own interpreter (numpy only, no simulator).
 """
