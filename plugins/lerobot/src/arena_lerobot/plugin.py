@@ -1,3 +1,22 @@
 """Entry point ``lerobot`` of group ``arena``: LeRobot serving, the PushT environment, export."""
 
 from arena.hookspecs import hookimpl  # noqa: F401  (the hook implementations follow)
+
+
+# -- PushT (arena_lerobot.pusht): the environment `pusht`, its scripted expert -----------------
+# Named by `specname`, so that other parts of this plugin register their policies under the same
+# hooks with functions of their own names.
+
+
+@hookimpl(specname="arena_register_environments")
+def register_pusht_environment(register):
+    from arena_lerobot.pusht.env import PushTEnvironment
+
+    register(PushTEnvironment.name, PushTEnvironment)
+
+
+@hookimpl(specname="arena_register_policies")
+def register_pusht_expert(register):
+    from arena_lerobot.pusht.expert import PushTExpert
+
+    register(PushTExpert.name, PushTExpert)
