@@ -122,3 +122,38 @@ def test_libero_equals_lerobots_libero_env_and_processor(tmp_path):
     assert_bit_exact(report, {"observation.images.image", "observation.images.image2", "observation.state"},
                      close={"observation.state": (slice(3, 6), 2)})
     assert report["tasks"][0]["b"][0].startswith("pick up the black bowl")
+
+
+REFUSALS = r'''
+import numpy as np
+from arena_lerobot.features import to_policy_batch
+
+img, st = np.zeros((8, 10, 3), np.uint8), np.zeros(2, np.float32)
+ok = to_policy_batch([{"observation.image": img, "observation.state": st, "arena.env_id": 3}])
+assert sorted(ok) == ["observation.image", "observation.state", "task"] and ok["task"] == [""], sorted(ok)
+assert tuple(ok["observation.image"].shape) == (1, 3, 8, 10) and ok["observation.image"].is_contiguous()
+cases = [
+    ([], "at least one request"),
+    ([{"task": "x"}], "no observation"),
+    ([{"observation.state": st}, {"observation.state": st, "observation.image": img}], "request 1 has observation keys"),
+    ([{"observation.state": st}, {"observation.state": np.zeros(3)}], "different shapes"),
+    ([{"observation.image": img.astype(np.float32)}], "must be uint8"),
+    ([{"observation.images.top": np.zeros((3, 8, 10), np.uint8)}], "channel-last"),
+    ([{"observation.state": np.zeros((2, 2))}], "1-D array"),
+    ([{"observation.state": st, "task": 1}], "'task' must be a str"),
+]
+for requests, message in cases:
+    try:
+        to_policy_batch(requests)
+    except ValueError as exc:
+        assert message in str(exc), (message, str(exc))
+    else:
+        raise AssertionError(f"no ValueError for {message}")
+print("REFUSED", len(cases))
+'''
+
+
+def test_to_policy_batch_drops_other_keys_and_refuses_what_lerobot_would_not_take():
+    done = subprocess.run([str(lerobot_python()), "-c", REFUSALS], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "REFUSED 8" in done.stdout
