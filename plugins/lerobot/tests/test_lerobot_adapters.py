@@ -4,6 +4,10 @@ actions both ways. Equality with LeRobot's own processing: test_lerobot_adapters
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -35,6 +39,15 @@ def test_every_adapter_is_registered_under_the_lerobot_family():
     for name in ("aloha", "pusht", "libero", "metaworld", "metaworld_environment_state"):
         assert registry.adapter(FAMILY, name) is ADAPTERS[name]
     assert {ADAPTERS[n].action_dim for n in ("aloha", "pusht", "libero", "metaworld")} == {14, 2, 7, 4}
+
+
+def test_arena_plugins_lists_the_adapters():
+    done = subprocess.run([sys.executable, "-m", "arena", "plugins", "--json"], capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    plugin = {p["name"]: p for p in json.loads(done.stdout)["plugins"]}["lerobot"]
+    assert plugin["distribution"] == "arena-plugin-lerobot"
+    listed = plugin["registered"]["embodiment_adapters"]
+    assert {f"lerobot/{name}" for name in ADAPTERS} <= set(listed), listed
 
 
 def test_aloha_sends_the_top_camera_and_the_14_dim_state_with_an_empty_task():

@@ -53,6 +53,7 @@ def test_the_metaworld_expert_acts_on_the_environment_state_request(tmp_path):
     assert report.expert_outcomes == report.adapter_outcomes == ["success"] * len(SEEDS)
 
 
+@pytest.mark.slow  # ~80 s on a loaded CPU: 600 software-rendered frames
 def test_the_metaworld_expert_survives_the_image_adapter(tmp_path):
     pytest.importorskip("metaworld")
     expert = metaworld_expert()
