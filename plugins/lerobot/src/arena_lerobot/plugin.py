@@ -20,3 +20,13 @@ def register_pusht_expert(register):
     from arena_lerobot.pusht.expert import PushTExpert
 
     register(PushTExpert.name, PushTExpert)
+
+# -- embodiment adapters (arena_lerobot.adapters): family `lerobot` --------------------------
+
+
+@hookimpl(specname="arena_register_embodiment_adapters")
+def register_lerobot_adapters(register):
+    from arena_lerobot.adapters import ADAPTERS, FAMILY
+
+    for name, cls in ADAPTERS.items():
+        register(FAMILY, name, cls)
