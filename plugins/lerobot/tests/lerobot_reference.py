@@ -5,7 +5,8 @@
 
 KIND: ``act-aloha`` (``observation.images.top`` 96x128 + 14-dim state, 14-dim action),
 ``diffusion-pusht`` (``observation.images.image`` 96x96 + 2-dim ``agent_pos`` state), or
-``act-metaworld-state`` (4-dim state + 39-dim environment state, 4-dim action, no camera).
+``act-metaworld-state`` (4-dim state + 39-dim environment state, 4-dim action, no camera) and
+``act-ensemble-state`` (the same with temporal ensembling: step-served, one env at a time).
 
 ``reference`` is ``lerobot-eval``'s inner loop (``lerobot/scripts/lerobot_eval.py``) one env at a
 time: ``policy.reset()`` at each episode start, then per step ``preprocessor`` ->
@@ -30,6 +31,11 @@ KINDS = {
         n_encoder_layers=2, n_decoder_layers=1,
     ),
     "diffusion-pusht": dict(cameras={"image": (96, 96)}, state_dim=2, action_dim=2),
+    "act-ensemble-state": dict(
+        cameras={}, state_dim=4, action_dim=4, environment_state_dim=39,
+        chunk_size=10, n_action_steps=1, temporal_ensemble_coeff=0.01, dim_model=64, n_heads=2,
+        dim_feedforward=128, n_encoder_layers=1, n_decoder_layers=1,
+    ),
     "act-metaworld-state": dict(
         cameras={}, state_dim=4, action_dim=4, environment_state_dim=39,
         chunk_size=10, n_action_steps=5, dim_model=64, n_heads=2, dim_feedforward=128,

@@ -140,15 +140,18 @@ def _serve_episodes(server: Served, data: dict[str, np.ndarray], session: str, b
 
 CASES = {
     # ALOHA-like: one 96x128 camera `top` and the 14-dim state; chunk-served (10 of 20 rows).
-    "act-aloha": ({"observation.images.top": (96, 128, 3), "observation.state": (14,)}, 14, [[7], [], [3, 11]]),
-    # PushT-like: a 96x96 image and the 2-dim agent_pos; step-served (n_obs_steps 2, 8 actions per chunk).
-    "diffusion-pusht": ({"observation.images.image": (96, 96, 3), "observation.state": (2,)}, 12, [[5], [], [9]]),
+    "act-aloha": ({"observation.images.top": (96, 128, 3), "observation.state": (14,)}, 14, [[7], [], [3, 11]], "chunk"),
+    # PushT-like: a 96x96 image and the 2-dim agent_pos; step-served over stacked queues
+    # (n_obs_steps 2, 8 actions per chunk: the resets put the envs' queues out of phase).
+    "diffusion-pusht": ({"observation.images.image": (96, 96, 3), "observation.state": (2,)}, 12, [[5], [], [9]], "step"),
+    # ACT with temporal ensembling: step-served, its ensembler swapped in one env at a time.
+    "act-ensemble-state": ({"observation.state": (4,), "observation.environment_state": (39,)}, 8, [[4], [], [2, 6]], "step"),
 }
 
 
 @pytest.mark.parametrize("kind", sorted(CASES))
 def test_batched_equals_single_and_lerobot_loop(kind, lerobot_python, tmp_path):
-    features, steps, resets = CASES[kind]
+    features, steps, resets, serving = CASES[kind]
     checkpoint = tmp_path / "pretrained_model"
     _venv_run(lerobot_python, "build", kind, str(checkpoint))
     data = _episodes(np.random.default_rng(0), features, steps, resets)
@@ -167,7 +170,7 @@ def test_batched_equals_single_and_lerobot_loop(kind, lerobot_python, tmp_path):
         server.close()
 
     assert meta["policy_type"] == kind.split("-")[0]
-    assert meta["serving"] == ("chunk" if kind.startswith("act") else "step")
+    assert meta["serving"] == serving
     assert set(meta["input_features"]) == set(features)
     assert re.fullmatch(r"[0-9a-f]{64}", meta["checkpoint_sha256"])
     assert max(batch_sizes) > 1, "the server never batched the envs' concurrent requests"

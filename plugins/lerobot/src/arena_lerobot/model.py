@@ -134,6 +134,7 @@ class LeRobotModel:
         self._states: OrderedDict[tuple[str, int], _EnvState] = OrderedDict()
         self._lock = threading.Lock()
         self._attributes: tuple[str, ...] = ()
+        self._fresh: dict[str, Any] = {}
         self._stackable = False
 
     # -- loading -----------------------------------------------------------------------------
@@ -174,6 +175,9 @@ class LeRobotModel:
         self.mode = serving_mode(policy.config)
         policy.reset()
         self._attributes = tuple(a for a in STATE_ATTRIBUTES if hasattr(policy, a))
+        # a fresh episode's state, as reset() leaves it (copied per env: reset() itself would clear
+        # in place whichever env's ensembler is swapped in at the time)
+        self._fresh = {a: copy.deepcopy(getattr(policy, a)) for a in self._attributes}
         self._stackable = all(_is_queues(getattr(policy, a)) for a in self._attributes)
         self.checkpoint_hash = checkpoint_sha256(path)
         self._resolved_path = str(path)
@@ -249,8 +253,7 @@ class LeRobotModel:
         key = (str(request.get(SESSION_KEY, "")), int(request.get(ENV_ID_KEY, 0)))
         state = self._states.get(key)
         if state is None or bool(request.get(NEW_EPISODE_KEY, False)):
-            self.policy.reset()
-            attributes = {a: copy.deepcopy(getattr(self.policy, a)) for a in self._attributes}
+            attributes = copy.deepcopy(self._fresh)
             generator = torch.Generator().manual_seed(self.seed) if self.seed is not None else None
             state = _EnvState(attributes, generator)
             self._states[key] = state
