@@ -2,6 +2,10 @@
 
     python lerobot_reference.py build KIND DIR
     python lerobot_reference.py reference DIR OBS.npz OUT.npz [--seed S]
+    python lerobot_reference.py prepare ROOT KIND... [--seed S]
+
+``prepare`` does both for each KIND in one process (torch imports once): ROOT/KIND/pretrained_model
+from ROOT/KIND/obs.npz to ROOT/KIND/ref.npz.
 
 KIND: ``act-aloha`` (``observation.images.top`` 96x128 + 14-dim state, 14-dim action),
 ``diffusion-pusht`` (``observation.images.image`` 96x96 + 2-dim ``agent_pos`` state), or
@@ -99,11 +103,20 @@ def main(argv: list[str]) -> None:
     r.add_argument("obs")
     r.add_argument("out")
     r.add_argument("--seed", type=int)
+    p = sub.add_parser("prepare")
+    p.add_argument("root")
+    p.add_argument("kinds", nargs="+", choices=sorted(KINDS))
+    p.add_argument("--seed", type=int)
     args = parser.parse_args(argv)
     if args.command == "build":
         build(args.kind, args.directory)
-    else:
+    elif args.command == "reference":
         reference(args.directory, args.obs, args.out, args.seed)
+    else:
+        for kind in args.kinds:
+            where = f"{args.root}/{kind}"
+            build(kind, f"{where}/pretrained_model")
+            reference(f"{where}/pretrained_model", f"{where}/obs.npz", f"{where}/ref.npz", args.seed)
 
 
 if __name__ == "__main__":

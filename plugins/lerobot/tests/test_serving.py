@@ -7,11 +7,9 @@ Needs the ``lerobot`` venv (``arena venv setup lerobot``; skipped without it, fa
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -149,15 +147,23 @@ CASES = {
 }
 
 
+@pytest.fixture(scope="module")
+def prepared(lerobot_python, tmp_path_factory) -> Path:
+    """Every case's checkpoint, observations and LeRobot reference actions, made in one venv process."""
+    root = tmp_path_factory.mktemp("lerobot")
+    for kind, (features, steps, resets, _) in CASES.items():
+        (root / kind).mkdir()
+        np.savez(root / kind / "obs.npz", **_episodes(np.random.default_rng(0), features, steps, resets))
+    _venv_run(lerobot_python, "prepare", str(root), *CASES, "--seed", str(SEED))
+    return root
+
+
 @pytest.mark.parametrize("kind", sorted(CASES))
-def test_batched_equals_single_and_lerobot_loop(kind, lerobot_python, tmp_path):
+def test_batched_equals_single_and_lerobot_loop(kind, lerobot_python, prepared, tmp_path):
     features, steps, resets, serving = CASES[kind]
-    checkpoint = tmp_path / "pretrained_model"
-    _venv_run(lerobot_python, "build", kind, str(checkpoint))
-    data = _episodes(np.random.default_rng(0), features, steps, resets)
-    np.savez(tmp_path / "obs.npz", **data)
-    _venv_run(lerobot_python, "reference", str(checkpoint), str(tmp_path / "obs.npz"), str(tmp_path / "ref.npz"), "--seed", str(SEED))
-    reference = dict(np.load(tmp_path / "ref.npz"))
+    checkpoint = prepared / kind / "pretrained_model"
+    data = dict(np.load(prepared / kind / "obs.npz"))
+    reference = dict(np.load(prepared / kind / "ref.npz"))
 
     server = Served(lerobot_python, tmp_path / "server.log", policy_path=checkpoint, device="cpu", seed=SEED)
     try:
