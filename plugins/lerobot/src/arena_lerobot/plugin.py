@@ -2,24 +2,29 @@
 
 from arena.hookspecs import hookimpl
 
+# Each part of the plugin registers under a named hookimpl (``specname``), so the parts add
+# theirs beside each other.
 
-@hookimpl
-def arena_register_policies(register):
+# -- serving (arena_lerobot.model, .policy, .servertask): `arena serve lerobot`, `lerobot_remote`
+
+
+@hookimpl(specname="arena_register_servers")
+def register_lerobot_server(register):
+    from arena_lerobot.model import LeRobotModel
+
+    register("lerobot", LeRobotModel)
+
+
+@hookimpl(specname="arena_register_policies")
+def register_lerobot_remote(register):
     from arena_lerobot.policy import LeRobotRemotePolicy
 
     register(LeRobotRemotePolicy.name, LeRobotRemotePolicy)
 
 
-@hookimpl
-def arena_register_server_tasks(register):
+@hookimpl(specname="arena_register_server_tasks")
+def register_lerobot_remote_server_task(register):
     from arena_lerobot.policy import LeRobotRemotePolicy
     from arena_lerobot.servertask import lerobot_server_task
 
     register(LeRobotRemotePolicy.name, lerobot_server_task)
-
-
-@hookimpl
-def arena_register_servers(register):
-    from arena_lerobot.model import LeRobotModel
-
-    register("lerobot", LeRobotModel)
