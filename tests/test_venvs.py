@@ -123,6 +123,33 @@ def test_two_environments_may_share_a_venv_only_with_one_declaration():
         venvs.declared_venvs({"d": D})
 
 
+def test_a_servable_model_declares_a_venv_and_its_server_task_runs_in_it(tmp_path, monkeypatch):
+    from arena.servertask import arena_server_task
+
+    spec = venvs.VenvSpec(name="model", requirements=("torch==2.10.0",))
+
+    class Model:  # a servable model's factory, as arena_register_servers registers it
+        default_venv = spec
+
+    class Env:
+        default_venv = venvs.VenvSpec(name="model", requirements=("torch==2.13.0",))
+
+    assert venvs.declared_venvs({}, {"mymodel": Model, "plain": object}) == {"model": (spec, ["arena serve mymodel"])}
+    with pytest.raises(venvs.VenvError, match="env and arena serve mymodel declare different venvs named 'model'"):
+        venvs.declared_venvs({"env": Env}, {"mymodel": Model})
+
+    monkeypatch.setenv("ARENA_VENVS", str(tmp_path))
+    task = arena_server_task("mymodel", options={"path": "/ckpt"}, venv="model")
+    assert "venv 'model', which does not exist" in task.missing_venv() and "arena venv setup model" in task.missing_venv()
+    python = tmp_path / "model" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text("")
+    assert task.missing_venv() is None
+    argv = task.render(task.local_command, host="127.0.0.1", port=9, python=task.local_python())
+    assert argv == [str(python), "-m", "arena", "serve", "mymodel", "--host", "127.0.0.1", "--port", "9", "-o", "path=/ckpt"]
+    assert arena_server_task("mymodel").local_python() == sys.executable
+
+
 def test_the_base_interpreter_must_satisfy_the_declared_python(tmp_path, monkeypatch):
     here = ".".join(map(str, sys.version_info[:3]))
     spec = venvs.VenvSpec(name="bench", python=f"=={here}")

@@ -170,7 +170,7 @@ def check_rendering(timeout_s: float = RENDER_TIMEOUT_S) -> Check:
 def check_venvs() -> list[Check]:
     """Where benchmark venvs are looked for (``info``: the directory and why,
     :func:`arena.venvs.venvs_location`), then one check per venv a registered environment
-    declares (:attr:`arena.envs.base.Environment.default_venv`, :func:`arena.venvs.declared_venvs`):
+    or servable model declares (:attr:`arena.envs.base.Environment.default_venv`, :func:`arena.venvs.declared_venvs`):
     ``info`` when it was never created (needed only for that environment), ``warn`` when it is
     incomplete or holds another arena-core than this interpreter, else ``ok`` with its
     interpreter and Python version. The fix is ``arena venv setup NAME``."""
@@ -178,20 +178,21 @@ def check_venvs() -> list[Check]:
     from arena.venvs import STAMP_NAME, VenvError, declared_venvs, venv_dir, venv_python, venvs_location
 
     try:
-        environments = get_plugin_manager().registry.environments
+        registry = get_plugin_manager().registry
+        environments, servers = registry.environments, getattr(registry, "servers", {})
     except Exception:  # noqa: BLE001 - check_plugins reports a broken plugin manager
         return []
     root, why = venvs_location()
     checks = [Check("benchmark venvs", "info", f"looked in {root} ({why})")]
     try:
-        declared = declared_venvs(environments)
+        declared = declared_venvs(environments, servers)
     except VenvError as exc:
         return [*checks, Check("benchmark venvs", "fail", str(exc), "fix the plugin's default_venv declarations")]
     for venv, (spec, envs) in declared.items():
         name, fix = f"venv {venv}", spec.setup_command
         python = venv_python(venv)
         if not python.exists():
-            checks.append(Check(name, "info", f"not created ({venv_dir(venv)}): needed only for the {', '.join(envs)} environment", fix))
+            checks.append(Check(name, "info", f"not created ({venv_dir(venv)}): needed only for {_users(envs)}", fix))
             continue
         if not (venv_dir(venv) / STAMP_NAME).exists():
             checks.append(Check(name, "warn", f"{venv_dir(venv)} is incomplete (its set-up did not finish)", fix))
@@ -208,6 +209,13 @@ def check_venvs() -> list[Check]:
             continue
         checks.append(Check(name, "ok", f"Python {py_version} at {python}, arena-core {core_version}"))
     return checks
+
+
+def _users(users: list[str]) -> str:
+    """What needs a venv, in words: ``the pusht environment``, ``arena serve lerobot``."""
+    envs = [u for u in users if not u.startswith("arena serve ")]
+    words = [f"the {', '.join(envs)} environment"] if envs else []
+    return " and ".join(words + [u for u in users if u.startswith("arena serve ")])
 
 
 def _venv_versions(python: Path) -> tuple[str, str | None] | None:

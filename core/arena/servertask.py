@@ -2,8 +2,8 @@
 
 Launch backends turn it into a subprocess (local), an ``srun`` step (Slurm) or a task (OSMO).
 ``command`` runs inside ``image``; ``local_command`` runs on this machine. Both are templated
-with ``{host}`` (the bind address), ``{port}``, ``{python}`` (this interpreter) and any key
-of ``fields``. ``checkpoint`` and ``revision`` (templated with ``fields`` too) say which model
+with ``{host}`` (the bind address), ``{port}``, ``{python}`` (this interpreter, or the
+interpreter of the declared venv ``venv`` names: :mod:`arena.venvs`) and any key of ``fields``. ``checkpoint`` and ``revision`` (templated with ``fields`` too) say which model
 the server loads; every run's ``run_result.json`` records them with the image and the
 server's metadata frame, so results name the model that answered.
 
@@ -74,6 +74,12 @@ class ServerTask(BaseModel):
     )
     command: list[str] = Field(default_factory=list, description="command inside `image`")
     local_command: list[str] | None = Field(None, description="command on this machine")
+    venv: str | None = Field(
+        None,
+        description="a declared venv (arena.venvs; e.g. a servable model's default_venv) whose interpreter fills "
+        "{python} of local_command: the local backend's and Slurm's without containers (unless launch.slurm.python "
+        "is set); null: arena's own interpreter",
+    )
     port: int = Field(8000, ge=1, le=65535, description="default port; backends may choose another")
     readiness: str = Field(
         "websocket", description="websocket | tcp | zmq-ping | http:<path> (200 on GET)"
@@ -175,6 +181,32 @@ class ServerTask(BaseModel):
             return requested
         return self.bind or "0.0.0.0"
 
+    def local_python(self) -> str:
+        """What fills ``{python}`` of ``local_command`` on this machine: the interpreter of the
+        venv :attr:`venv` names (``arena.venvs.venv_python``; it may not exist yet, see
+        :meth:`missing_venv`), else this interpreter."""
+        import sys
+
+        if self.venv is None:
+            return sys.executable
+        from arena.venvs import venv_python
+
+        return str(venv_python(self.venv))
+
+    def missing_venv(self) -> str | None:
+        """Why :attr:`venv`'s interpreter cannot run ``local_command`` here (it was never
+        created: the message names ``arena venv setup NAME``), or ``None``."""
+        if self.venv is None:
+            return None
+        from arena.venvs import venv_dir, venv_python
+
+        if venv_python(self.venv).exists():
+            return None
+        return (
+            f"server task '{self.name}' runs in the venv '{self.venv}', which does not exist ({venv_dir(self.venv)}): "
+            f"create it once with `arena venv setup {self.venv}`"
+        )
+
     @property
     def gpu_count(self) -> int:
         """GPUs this server needs: ``len(gpus)`` when pinned, else ``resources.gpu``."""
@@ -185,14 +217,23 @@ class ServerTask(BaseModel):
         return self.model_dump_json(exclude={"name"})
 
 
-def arena_server_task(model: str, *, startup_timeout_s: float = 60.0) -> ServerTask:
+def arena_server_task(
+    model: str, *, startup_timeout_s: float = 60.0, options: dict[str, str] | None = None, venv: str | None = None
+) -> ServerTask:
     """The task of ``arena serve MODEL`` (a model registered with ``arena_register_servers``):
-    arena's own policy server, on the CPU, quick to start and shareable between runs and envs."""
+    arena's own policy server, on the CPU, quick to start and shareable between runs and envs.
+
+    ``options``: the model's ``-o KEY=VALUE`` options (templated like the command); ``venv``: the
+    declared venv whose interpreter runs it (:attr:`ServerTask.venv`; the model factory's
+    ``default_venv``)."""
     argv = ["serve", model, "--host", "{host}", "--port", "{port}"]
+    for key, value in (options or {}).items():
+        argv += ["-o", f"{key}={value}"]
     return ServerTask(
         name=model,
         command=["arena", *argv],
         local_command=["{python}", "-m", "arena", *argv],
+        venv=venv,
         port=8000,
         readiness="websocket",
         startup_timeout_s=startup_timeout_s,
@@ -213,6 +254,7 @@ class ServerOverrides(BaseModel):
     image: str | None = None
     command: list[str] | None = None
     local_command: list[str] | None = None
+    venv: str | None = None
     port: int | None = Field(None, ge=1, le=65535)
     readiness: str | None = None
     startup_timeout_s: float | None = Field(None, gt=0)

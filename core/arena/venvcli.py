@@ -16,7 +16,7 @@ import typer
 
 from arena.venvs import VenvSpec
 
-app = typer.Typer(name="venv", no_args_is_help=True, help="Benchmark venvs the environments declare: set them up.")
+app = typer.Typer(name="venv", no_args_is_help=True, help="Benchmark and model venvs the environments and servable models declare: set them up.")
 
 PythonOpt = Annotated[
     Optional[str], typer.Option("--python", help="base interpreter (default: found from the venv's Python requirement)")
@@ -39,7 +39,7 @@ def setup(
 ) -> None:
     """Create or update benchmark venvs (where: `arena doctor`, "benchmark venvs"); print their interpreters.
 
-    Idempotent: nothing is installed when a venv is up to date. Each venv is what an environment declares (arena.venvs.VenvSpec): arena-core, the plugin, the benchmark's pinned requirements.
+    Idempotent: nothing is installed when a venv is up to date. Each venv is what an environment or servable model declares (arena.venvs.VenvSpec): arena-core, the plugin, the pinned requirements of its benchmark or model.
 
     Exit codes:
     0  every venv is ready (or skipped with --if-possible)
@@ -56,7 +56,7 @@ def setup(
     wanted = list(dict.fromkeys(names or declared))
     unknown = [n for n in wanted if n not in declared]
     if unknown:
-        known = ", ".join(declared) or "none (no installed environment declares one)"
+        known = ", ".join(declared) or "none (no installed environment or servable model declares one)"
         typer.echo(f"arena venv setup: no declared venv named {', '.join(unknown)} (declared: {known})", err=True)
         raise typer.Exit(2)
     run_setup("arena venv setup", [declared[n][0] for n in wanted], python, quiet, if_possible, with_options or [])

@@ -9,11 +9,14 @@ config's ``python`` key, or the venv the class declares). Such a venv holds aren
 
 **Declaring.** An environment class declares its venv as data, ``default_venv = VenvSpec(...)``
 (:class:`VenvSpec`: name, Python version, the installed distributions and pip requirements,
-extra pip steps, set-up options). Everything else reads the declarations
-(:func:`declared_venvs`): ``arena venv setup [NAME...]`` (core's one set-up command, and the
-``arena NAME setup`` alias of each, :mod:`arena.venvcli`), the worker plan
-(:mod:`arena.envs.workers.layout`), ``arena doctor`` and the tests' lookup
-(:func:`arena.testing.venvs.benchmark_python`).
+extra pip steps, set-up options). A servable model whose stack conflicts with arena's (LeRobot's
+torch pin) declares one the same way: the factory registered with ``arena_register_servers``
+carries ``default_venv``, and the server task that runs it names the venv
+(:attr:`arena.servertask.ServerTask.venv`), whose interpreter then fills ``{python}`` of its
+``local_command``. Everything else reads the declarations (:func:`declared_venvs`): ``arena
+venv setup [NAME...]`` (core's one set-up command, and the ``arena NAME setup`` alias of each,
+:mod:`arena.venvcli`), the worker plan (:mod:`arena.envs.workers.layout`), the launch backends'
+``{python}``, ``arena doctor`` and the tests' lookup (:func:`arena.testing.venvs.benchmark_python`).
 
 **Location** (:func:`venvs_location`): ``$ARENA_VENVS/<name>`` when set; else, when arena runs
 from the ``.venv`` of an arena checkout (the interpreter's ``sys.prefix`` is ``<dir>/.venv`` and
@@ -179,7 +182,8 @@ def _requirement(text: str) -> Requirement:
 
 
 def declared_venv(env_cls: Any) -> VenvSpec | None:
-    """The venv an environment class declares (its ``default_venv``), or ``None``.
+    """The venv an environment class (or a servable model's factory) declares (its
+    ``default_venv``), or ``None``.
 
     Raises:
         VenvError: ``default_venv`` is set to something other than a :class:`VenvSpec`.
@@ -191,28 +195,37 @@ def declared_venv(env_cls: Any) -> VenvSpec | None:
     raise VenvError(f"{name}.default_venv must be an arena.venvs.VenvSpec (or None); got {type(spec).__name__} {spec!r}")
 
 
-def declared_venvs(environments: dict[str, Any] | None = None) -> dict[str, tuple[VenvSpec, list[str]]]:
-    """``{venv name: (its declaration, the environment names that use it)}``, sorted by name.
+def declared_venvs(
+    environments: dict[str, Any] | None = None, servers: dict[str, Any] | None = None
+) -> dict[str, tuple[VenvSpec, list[str]]]:
+    """``{venv name: (its declaration, what uses it)}``, sorted by name.
 
-    ``environments``: ``{name: class}``, by default every registered environment.
+    ``environments``: ``{name: class}``, by default every registered environment; ``servers``:
+    ``{name: model factory}``, by default every registered servable model (``arena_register_servers``)
+    when ``environments`` is not given either, else none. What uses a venv is listed as the
+    environment's name, or ``arena serve NAME`` for a servable model.
 
     Raises:
-        VenvError: a ``default_venv`` is not a :class:`VenvSpec`, or two environments declare
-            different venvs under one name.
+        VenvError: a ``default_venv`` is not a :class:`VenvSpec`, or two declarations give
+            different venvs one name.
     """
     if environments is None:
         from arena.plugins import get_plugin_manager
 
-        environments = get_plugin_manager().registry.environments
+        registry = get_plugin_manager().registry
+        environments = registry.environments
+        if servers is None:
+            servers = registry.servers
+    users = {**environments, **{f"arena serve {name}": factory for name, factory in (servers or {}).items()}}
     found: dict[str, tuple[VenvSpec, list[str]]] = {}
-    for env_name, env_cls in environments.items():
-        spec = declared_venv(env_cls)
+    for user, declarer in users.items():
+        spec = declared_venv(declarer)
         if spec is None:
             continue
         if spec.name in found and found[spec.name][0] != spec:
             other = ", ".join(found[spec.name][1])
-            raise VenvError(f"environments {other} and {env_name} declare different venvs named {spec.name!r}")
-        found.setdefault(spec.name, (spec, []))[1].append(env_name)
+            raise VenvError(f"{other} and {user} declare different venvs named {spec.name!r}")
+        found.setdefault(spec.name, (spec, []))[1].append(user)
     return dict(sorted(found.items()))
 
 

@@ -434,3 +434,13 @@ def test_a_dry_run_lists_server_images_still_to_name_once_per_task_and_writes_th
     ]
     (where,) = tmp_path.glob("arena-dry-run-pi0-eval-slurm-*")
     assert sorted(p.name for p in where.glob("r*.sbatch")) == [f"r{i}.sbatch" for i in range(5)]
+
+
+def test_a_server_task_in_a_declared_venv_runs_that_venvs_interpreter_unless_python_is_set(monkeypatch, tmp_path):
+    monkeypatch.setenv("ARENA_VENVS", str(tmp_path / "venvs"))
+    server = {"venv": "model", "local_command": ["{python}", "-m", "arena", "serve", "x", "--host", "{host}", "--port", "{port}"]}
+    run = {"expert": {"environment": REACH, "policy": {"type": "metaworld_expert_remote"}, "server": server}}
+    venv_python = str(tmp_path / "venvs" / "model" / "bin" / "python")
+    assert f"{venv_python} -m arena serve x" in render(experiment(run), "expert")
+    explicit = render(experiment(run, {"python": "/opt/py/bin/python"}), "expert")
+    assert "/opt/py/bin/python -m arena serve x" in explicit and venv_python not in explicit

@@ -105,6 +105,9 @@ class LocalBackend(LaunchBackend):
                     run=run,
                     key="server",
                 )
+            problem = plan.task.missing_venv() if plan.task is not None and not plan.external else None
+            if problem is not None:
+                raise ConfigError(problem, file=experiment.source, run=run, key="server.venv")
 
     def plan(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan], output_dir: Path) -> str:
         """The commands ``submit`` would start, pasteable (``shlex.join``), under comment lines:

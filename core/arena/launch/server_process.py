@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
 import time
 from pathlib import Path
 
@@ -111,7 +110,7 @@ class LocalServer:
             self.task.local_command or [],
             host=self.host,
             port=self.port if port is None else port,
-            python=sys.executable,
+            python=self.task.local_python(),
             api_key_env=self.api_key_env,
         )
 

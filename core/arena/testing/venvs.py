@@ -24,14 +24,14 @@ def benchmark_python(name: str, setup_command: str | None = None) -> Path:
     declaration's ``arena venv setup NAME``).
 
     Raises:
-        pytest.fail.Exception: no registered environment declares a venv ``name`` (a test that
+        pytest.fail.Exception: no registered environment or servable model declares a venv ``name`` (a test that
             names a venv nobody declares is wrong), or the venv is missing under CI.
     """
     from arena.venvs import declared_venvs, venv_python
 
     declared = declared_venvs()
     if name not in declared:
-        pytest.fail(f"no registered environment declares a venv named {name!r} (declared: {', '.join(declared) or 'none'})")
+        pytest.fail(f"no registered environment or servable model declares a venv named {name!r} (declared: {', '.join(declared) or 'none'})")
     python = venv_python(name)
     if python.exists():
         return python

@@ -90,7 +90,11 @@ class SlurmOptions(BackendOptions):
     )
     array_parallelism: int | None = Field(None, ge=1, description="at most this many shards of a run at once (--array=...%P)")
     arena: str = Field("arena", description="command that runs arena on the nodes and in the runner image")
-    python: str = Field("python3", description="fills {python} of a ServerTask's local_command")
+    python: str = Field(
+        "python3",
+        description="fills {python} of a ServerTask's local_command; unset, a task that names a venv "
+        "(ServerTask.venv) gets that venv's interpreter at its path on this machine (a shared file system)",
+    )
     server_bind: str | None = Field(
         None,
         description="address the policy server binds to ({host} of its command); null: 127.0.0.1 when server and "

@@ -267,8 +267,11 @@ def run_context(
         assert exposure is not None
         in_container = bool(task.image) and options.containers
         argv = task.command if in_container else (task.local_command or [])
+        # a task run in a declared venv (ServerTask.venv) takes that venv's interpreter, at the path it has
+        # here (a cluster shares the file system), unless launch.slurm.python says otherwise
+        python = task.local_python() if task.venv and "python" not in options.model_fields_set else options.python
         rendered = task.render(
-            argv, host=exposure.bind, port=_PORT_TOKEN, python=options.python, api_key_env=exposure.server_key_env  # type: ignore[arg-type]
+            argv, host=exposure.bind, port=_PORT_TOKEN, python=python, api_key_env=exposure.server_key_env  # type: ignore[arg-type]
         )
         exports = [f"{key}={shlex.quote(value)}" for key, value in sorted(task.env.items())]
         names = [*task.secrets, *task.env, INSTANCE_ENV, *([GENERATED_KEY_ENV] if generated else [])]

@@ -1,11 +1,38 @@
-"""Entry point ``lerobot`` of group ``arena``: LeRobot serving, the PushT environment, export."""
+"""Entry point ``lerobot`` of group ``arena``: LeRobot serving, the PushT environment, the
+LeRobot embodiment adapters, export.
 
-from arena.hookspecs import hookimpl  # noqa: F401  (the hook implementations follow)
+Each part of the plugin registers under a named hookimpl (``specname``), so the parts sit
+beside each other (two plain functions of one hook name in one module would replace each other).
+"""
+
+from arena.hookspecs import hookimpl
+
+# -- serving (arena_lerobot.model, .policy, .servertask): `arena serve lerobot`, `lerobot_remote`
+
+
+@hookimpl(specname="arena_register_servers")
+def register_lerobot_server(register):
+    from arena_lerobot.model import LeRobotModel
+
+    register("lerobot", LeRobotModel)
+
+
+@hookimpl(specname="arena_register_policies")
+def register_lerobot_remote(register):
+    from arena_lerobot.policy import LeRobotRemotePolicy
+
+    register(LeRobotRemotePolicy.name, LeRobotRemotePolicy)
+
+
+@hookimpl(specname="arena_register_server_tasks")
+def register_lerobot_remote_server_task(register):
+    from arena_lerobot.policy import LeRobotRemotePolicy
+    from arena_lerobot.servertask import lerobot_server_task
+
+    register(LeRobotRemotePolicy.name, lerobot_server_task)
 
 
 # -- PushT (arena_lerobot.pusht): the environment `pusht`, its scripted expert -----------------
-# Named by `specname`, so that other parts of this plugin register their policies under the same
-# hooks with functions of their own names.
 
 
 @hookimpl(specname="arena_register_environments")
@@ -20,6 +47,7 @@ def register_pusht_expert(register):
     from arena_lerobot.pusht.expert import PushTExpert
 
     register(PushTExpert.name, PushTExpert)
+
 
 # -- embodiment adapters (arena_lerobot.adapters): family `lerobot` --------------------------
 

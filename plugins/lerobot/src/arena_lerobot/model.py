@@ -1,0 +1,368 @@
+"""``arena serve lerobot -o policy_path=DIR``: a LeRobot checkpoint behind arena's policy server.
+
+Loading is what ``lerobot-eval`` does (``lerobot/scripts/lerobot_eval.py``, LeRobot 0.4.4): the
+policy class of the checkpoint's ``config.json`` type, ``from_pretrained(DIR)``, and its saved
+processor pipelines, ``make_pre_post_processors(policy.config, pretrained_path=DIR)`` with the
+device processor moved to the serving device. Each request is one env's observation with
+LeRobot's feature names (``observation.images.<cam>`` ``uint8 (H, W, 3)``, ``observation.state``
+``float32 (D,)``, optionally ``observation.environment_state``, ``task``: what the
+``lerobot/*`` embodiment adapters send), stacked by :func:`arena_lerobot.features.to_policy_batch`
+exactly as ``lerobot.envs.utils.preprocess_observation`` stacks a vector env's observations,
+then run through the preprocessor, the policy and the postprocessor.
+
+Two ways of serving, chosen from the checkpoint (``metadata()["serving"]``):
+
+- ``chunk``: the policy's ``select_action`` is "take ``predict_action_chunk(batch)[:, :n_action_steps]``
+  when the action queue is empty, then pop it", with no observation history: ACT without
+  temporal ensembling. Every request is answered with the whole ``(n_action_steps, action_dim)``
+  chunk, which the client replays open-loop; the server keeps no state.
+- ``step``: every other policy (Diffusion's ``n_obs_steps`` observation queue, ACT's temporal
+  ensembling, VQ-BeT, TD-MPC, ...). The client sends every step's observation and gets one
+  action ``(1, action_dim)``; the server keeps LeRobot's own per-episode state (the attributes
+  ``policy.reset()`` sets: ``_queues``, ``_action_queue``, ``temporal_ensembler``) once per
+  ``(session, env_id)`` of the request, makes it fresh when the request says ``new_episode``
+  (or names a state it does not hold), and calls ``policy.select_action`` with that state swapped
+  in. A batch groups envs whose queues are at the same fill level and calls ``select_action``
+  once per group on the stacked queues (then splits them back), so batching does not change
+  which observations an env's actions are computed from; policies whose state is not made of
+  queues (temporal ensembling) are called one env at a time.
+
+Diffusion's noise: with ``seed`` set, each env's state holds a ``torch.Generator`` seeded with
+``seed`` at the start of its episode, and the initial noise of every fresh chunk, ``(1, horizon,
+action_dim)`` per env, is drawn from it and handed to ``select_action(batch, noise=...)``: an
+env's actions then do not depend on which other envs share its batch. DDIM sampling
+(``noise_scheduler_type="DDIM"``, eta 0) is deterministic given that noise; DDPM (LeRobot's
+default) draws fresh noise at every denoising step from torch's global generator
+(``DDPMScheduler.step``), so its actions stay samples even when seeded.
+
+Options (``-o KEY=VALUE``): ``policy_path`` (a ``pretrained_model`` directory, or a Hub id where
+the machine has network), ``device`` (``auto``: CUDA when present, else CPU), ``n_action_steps``
+(override the checkpoint's), ``seed``, ``max_states`` (per-env states kept, least recently used
+dropped first; a dropped env restarts its episode state).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import logging
+import threading
+from collections import OrderedDict, deque
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from arena.errors import ConfigError
+from arena_lerobot.venv import LEROBOT_VENV
+
+log = logging.getLogger(__name__)
+
+#: Request keys the client adds for the per-env state (not LeRobot features).
+SESSION_KEY = "session"
+ENV_ID_KEY = "env_id"
+NEW_EPISODE_KEY = "new_episode"
+#: The reply's key: ``float32 (rows, action_dim)``.
+ACTIONS_KEY = "actions"
+#: Attributes ``policy.reset()`` (re)sets on LeRobot 0.4.4 policies: their per-episode state.
+STATE_ATTRIBUTES = ("_queues", "_action_queue", "temporal_ensembler", "_prev_mean")
+
+
+def checkpoint_sha256(path: Path) -> str:
+    """SHA-256 over the relative names and bytes of every file under ``path`` (sorted), hex."""
+    digest = hashlib.sha256()
+    for file in sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")):
+        digest.update(str(file.relative_to(path)).encode() + b"\0")
+        with open(file, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def serving_mode(config: Any) -> str:
+    """``"chunk"`` or ``"step"`` for a LeRobot policy config (module docstring)."""
+    if config.type == "act" and getattr(config, "temporal_ensemble_coeff", None) is None:
+        return "chunk"
+    return "step"
+
+
+class _EnvState:
+    """One env's LeRobot state: the policy attributes ``reset()`` sets, and its noise generator."""
+
+    __slots__ = ("attributes", "generator")
+
+    def __init__(self, attributes: dict[str, Any], generator: Any) -> None:
+        self.attributes = attributes
+        self.generator = generator
+
+
+class LeRobotModel:
+    """A LeRobot checkpoint served by ``arena serve lerobot`` (module docstring).
+
+    Raises (from :meth:`load`):
+        ConfigError: ``policy_path`` is not a directory with a ``config.json`` nor a Hub id,
+            LeRobot is not installed in this interpreter (run the server from the ``lerobot``
+            venv), or ``n_action_steps`` does not fit the policy.
+    """
+
+    #: The venv ``arena venv setup lerobot`` makes, whose interpreter runs this model.
+    default_venv = LEROBOT_VENV
+
+    def __init__(
+        self,
+        policy_path: str | None = None,
+        device: str = "auto",
+        n_action_steps: int | None = None,
+        seed: int | None = None,
+        max_states: int = 512,
+    ) -> None:
+        if not policy_path:
+            raise ConfigError("arena serve lerobot needs -o policy_path=DIR (a LeRobot pretrained_model directory or Hub id)")
+        if max_states < 1:
+            raise ConfigError(f"max_states must be >= 1, got {max_states}")
+        self.policy_path = str(policy_path)
+        self.device_option = str(device)
+        self.n_action_steps = None if n_action_steps is None else int(n_action_steps)
+        self.seed = None if seed is None else int(seed)
+        self.max_states = int(max_states)
+        self.policy: Any = None
+        self.preprocessor: Any = None
+        self.postprocessor: Any = None
+        self.mode = ""
+        self.device = ""
+        self.checkpoint_hash = ""
+        self._states: OrderedDict[tuple[str, int], _EnvState] = OrderedDict()
+        self._lock = threading.Lock()
+        self._attributes: tuple[str, ...] = ()
+        self._fresh: dict[str, Any] = {}
+        self._stackable = False
+
+    # -- loading -----------------------------------------------------------------------------
+    def load(self) -> None:
+        try:
+            import torch
+            from lerobot.configs.policies import PreTrainedConfig
+            from lerobot.policies.factory import get_policy_class, make_pre_post_processors
+        except ImportError as exc:
+            raise ConfigError(
+                f"LeRobot is not installed in this interpreter ({exc}): serve from the lerobot venv "
+                f"(`{LEROBOT_VENV.setup_command}`, then its bin/arena serve lerobot ...), as `arena run` does"
+            ) from None
+        path = Path(self.policy_path).expanduser()
+        if path.is_dir():
+            if not (path / "config.json").is_file():
+                raise ConfigError(f"policy_path {path} has no config.json: not a LeRobot pretrained_model directory")
+        else:
+            try:
+                from huggingface_hub import snapshot_download
+
+                path = Path(snapshot_download(self.policy_path))
+            except Exception as exc:  # noqa: BLE001 - any failure means: not a usable checkpoint
+                raise ConfigError(f"policy_path {self.policy_path!r} is not a directory and not a reachable Hub id: {exc}") from None
+        self.device = ("cuda" if torch.cuda.is_available() else "cpu") if self.device_option == "auto" else self.device_option
+        config = PreTrainedConfig.from_pretrained(path)
+        config.device = self.device
+        if self.n_action_steps is not None:
+            _check_action_steps(config, self.n_action_steps)
+            config.n_action_steps = self.n_action_steps
+        policy = get_policy_class(config.type).from_pretrained(path, config=config)
+        policy.to(self.device)
+        policy.eval()
+        self.preprocessor, self.postprocessor = make_pre_post_processors(
+            policy.config, pretrained_path=str(path), preprocessor_overrides={"device_processor": {"device": self.device}}
+        )
+        self.policy = policy
+        self.mode = serving_mode(policy.config)
+        policy.reset()
+        self._attributes = tuple(a for a in STATE_ATTRIBUTES if hasattr(policy, a))
+        # a fresh episode's state, as reset() leaves it (copied per env: reset() itself would clear
+        # in place whichever env's ensembler is swapped in at the time)
+        self._fresh = {a: copy.deepcopy(getattr(policy, a)) for a in self._attributes}
+        self._stackable = all(_is_queues(getattr(policy, a)) for a in self._attributes)
+        self.checkpoint_hash = checkpoint_sha256(path)
+        self._resolved_path = str(path)
+
+    def metadata(self) -> dict[str, Any]:
+        """Policy type, features, serving mode, rows per reply and the checkpoint's SHA-256."""
+        config = self.policy.config
+
+        def features(table: dict[str, Any]) -> dict[str, Any]:
+            return {k: {"type": str(getattr(f.type, "value", f.type)), "shape": list(f.shape)} for k, f in table.items()}
+
+        return {
+            "server": "arena-lerobot",
+            "policy_type": config.type,
+            "policy_path": self.policy_path,
+            "checkpoint_sha256": self.checkpoint_hash,
+            "device": self.device,
+            "input_features": features(config.input_features),
+            "output_features": features(config.output_features),
+            "serving": self.mode,
+            "actions_per_request": self.actions_per_request,
+            "n_action_steps": int(config.n_action_steps),
+            "n_obs_steps": int(getattr(config, "n_obs_steps", 1)),
+            "seed": self.seed,
+            "state_keys": [SESSION_KEY, ENV_ID_KEY, NEW_EPISODE_KEY],
+        }
+
+    @property
+    def actions_per_request(self) -> int:
+        """Rows of every reply: ``n_action_steps`` in ``chunk`` mode, 1 in ``step`` mode."""
+        return int(self.policy.config.n_action_steps) if self.mode == "chunk" else 1
+
+    # -- inference ---------------------------------------------------------------------------
+    def infer(self, obs: dict[str, Any]) -> dict[str, Any]:
+        return self.infer_batch([obs])[0]
+
+    def infer_batch(self, observations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Answer each request with ``{"actions": float32 (rows, action_dim), "batch_size": int}`` (same order).
+
+        Raises:
+            ValueError: the requests' features differ within the batch or do not match the
+                policy's input features.
+        """
+        import torch
+
+        from arena_lerobot.features import to_policy_batch
+
+        missing = [k for k in self.policy.config.input_features if k not in observations[0]]
+        if missing:
+            raise ValueError(
+                f"requests lack the policy's input features {missing} (they carry {sorted(observations[0])}); "
+                "choose the embodiment adapter that matches this checkpoint"
+            )
+        with self._lock, torch.inference_mode():
+            batch = self.preprocessor(to_policy_batch(observations))
+            if self.mode == "chunk":
+                chunk = self.policy.predict_action_chunk(batch)[:, : self.policy.config.n_action_steps]
+                actions = self._postprocess(chunk)  # (B, n_action_steps, action_dim)
+            else:
+                actions = self._postprocess(self._select_actions(observations, batch))[:, None]  # (B, 1, action_dim)
+        # arena's server adds server_timing (infer_ms) to each reply; batch_size says how many envs shared the call
+        return [{ACTIONS_KEY: actions[i], "batch_size": len(observations)} for i in range(len(observations))]
+
+    def _postprocess(self, actions: Any) -> np.ndarray:
+        """The postprocessor (unnormalize, to CPU) on ``(B, action_dim)`` or ``(B, T, action_dim)``."""
+        out = self.postprocessor(actions)
+        return np.ascontiguousarray(out.detach().to("cpu").numpy(), dtype=np.float32)
+
+    def _state(self, request: dict[str, Any]) -> _EnvState:
+        """The request's env state: fresh for ``new_episode`` or an unknown key."""
+        import torch
+
+        key = (str(request.get(SESSION_KEY, "")), int(request.get(ENV_ID_KEY, 0)))
+        state = self._states.get(key)
+        if state is None or bool(request.get(NEW_EPISODE_KEY, False)):
+            attributes = copy.deepcopy(self._fresh)
+            generator = torch.Generator().manual_seed(self.seed) if self.seed is not None else None
+            state = _EnvState(attributes, generator)
+            self._states[key] = state
+            while len(self._states) > self.max_states:
+                dropped, _ = self._states.popitem(last=False)
+                log.warning("dropping the LeRobot state of session %s env %d (max_states %d)", *dropped, self.max_states)
+        self._states.move_to_end(key)
+        return state
+
+    def _select_actions(self, observations: list[dict[str, Any]], batch: dict[str, Any]) -> Any:
+        """``policy.select_action`` per env with its own state; normalized actions ``(B, action_dim)``."""
+        import torch
+
+        states = [self._state(r) for r in observations]
+        groups: dict[tuple, list[int]] = {}
+        for i, state in enumerate(states):
+            key = _fill_levels(state.attributes) if self._stackable else (i,)
+            groups.setdefault(key, []).append(i)
+        out: list[Any] = [None] * len(states)
+        for members in groups.values():
+            for name in self._attributes:
+                value = [states[i].attributes[name] for i in members]
+                setattr(self.policy, name, _stack(value) if self._stackable else value[0])
+            sub = {k: _rows(v, members) for k, v in batch.items()}
+            kwargs = {}
+            if self.seed is not None and self._needs_noise():
+                kwargs["noise"] = self._noise([states[i] for i in members])
+            actions = self.policy.select_action(sub, **kwargs)
+            for j, i in enumerate(members):
+                for name in self._attributes:
+                    value = getattr(self.policy, name)
+                    states[i].attributes[name] = _split(value, j) if self._stackable else value
+                out[i] = actions[j : j + 1]
+        return torch.cat(out)
+
+    def _needs_noise(self) -> bool:
+        """Whether the next ``select_action`` draws a fresh Diffusion chunk (its action queue is empty)."""
+        queues = getattr(self.policy, "_queues", None)
+        return self.policy.config.type == "diffusion" and isinstance(queues, dict) and len(queues.get("action", ())) == 0
+
+    def _noise(self, states: list[_EnvState]) -> Any:
+        """Initial Diffusion noise ``(B, horizon, action_dim)``, each row from its env's generator."""
+        import torch
+
+        config = self.policy.config
+        shape = (1, config.horizon, config.action_feature.shape[0])
+        dtype = next(self.policy.parameters()).dtype
+        rows = [torch.randn(shape, generator=s.generator, dtype=dtype) for s in states]
+        return torch.cat(rows).to(self.device)
+
+
+def _check_action_steps(config: Any, n: int) -> None:
+    """Refuse an ``n_action_steps`` the policy's own config would refuse (its ``__post_init__``)."""
+    if n < 1:
+        raise ConfigError(f"n_action_steps must be >= 1, got {n}")
+    if config.type == "act":
+        if n > config.chunk_size:
+            raise ConfigError(f"n_action_steps {n} exceeds the ACT checkpoint's chunk_size {config.chunk_size}")
+        if config.temporal_ensemble_coeff is not None and n != 1:
+            raise ConfigError("an ACT checkpoint with temporal ensembling needs n_action_steps 1")
+    if config.type == "diffusion" and n > config.horizon - config.n_obs_steps + 1:
+        raise ConfigError(
+            f"n_action_steps {n} exceeds the Diffusion checkpoint's horizon - n_obs_steps + 1 = "
+            f"{config.horizon - config.n_obs_steps + 1}"
+        )
+
+
+def _rows(value: Any, members: list[int]) -> Any:
+    """The ``members`` rows of one batch entry: a tensor's rows, a list's items, else the value."""
+    import torch
+
+    if torch.is_tensor(value):
+        return value[members]
+    if isinstance(value, (list, tuple)):
+        return [value[i] for i in members]
+    return value
+
+
+def _is_queues(value: Any) -> bool:
+    """A deque of tensors, or a dict of them: state that stacks along the batch dimension."""
+    if isinstance(value, deque):
+        return True
+    return isinstance(value, dict) and all(isinstance(v, deque) for v in value.values())
+
+
+def _fill_levels(attributes: dict[str, Any]) -> tuple:
+    """How full each queue is: envs at equal levels take the same branches of ``select_action``."""
+    levels: list[Any] = []
+    for name in sorted(attributes):
+        value = attributes[name]
+        if isinstance(value, deque):
+            levels.append((name, len(value)))
+        else:
+            levels.extend((name, k, len(q)) for k, q in sorted(value.items()))
+    return tuple(levels)
+
+
+def _stack(values: list[Any]) -> Any:
+    """One queue (or dict of queues) whose entries are the envs' entries concatenated on dim 0."""
+    import torch
+
+    first = values[0]
+    if isinstance(first, dict):
+        return {k: _stack([v[k] for v in values]) for k in first}
+    return deque((torch.cat(items) for items in zip(*values, strict=True)), maxlen=first.maxlen)
+
+
+def _split(value: Any, index: int) -> Any:
+    """Env ``index``'s rows of a stacked queue (or dict of queues), cloned."""
+    if isinstance(value, dict):
+        return {k: _split(v, index) for k, v in value.items()}
+    return deque((item[index : index + 1].clone() for item in value), maxlen=value.maxlen)

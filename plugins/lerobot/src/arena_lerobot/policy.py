@@ -1,0 +1,124 @@
+"""``lerobot_remote``: the client of ``arena serve lerobot`` (a LeRobot checkpoint).
+
+Per env it sends the observation in LeRobot's feature names (the ``lerobot/<embodiment>``
+adapter) plus what the server needs to keep LeRobot's per-episode state for that env:
+``session`` (a random id of this client, one per run's policy), ``env_id`` and ``new_episode``
+(true on the first request after the env's episode reset). The reply holds
+``metadata()["actions_per_request"]`` rows: ``n_action_steps`` for a chunk-served policy (ACT),
+replayed open-loop before the next request, 1 for a step-served one (Diffusion and the others),
+which thus sees every observation, as ``lerobot-eval``'s ``select_action`` loop does
+(:mod:`arena_lerobot.model`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import AliasChoices, Field
+
+from arena.errors import PolicyError
+from arena.policies.chunks import ChunkBroker
+from arena.policies.remote import ChunkLength, RemoteChunkReplayPolicy, RemotePolicyConfig
+
+if TYPE_CHECKING:
+    from arena.envs.base import Environment
+
+#: The adapter used when ``embodiment`` is unset, by environment type (``Environment.name``).
+DEFAULT_ADAPTERS: dict[str, str] = {"aloha": "aloha", "pusht": "pusht", "libero": "libero", "metaworld": "metaworld"}
+
+
+class LeRobotRemoteConfig(RemotePolicyConfig):
+    """Options of ``policy: {type: lerobot_remote, ...}``."""
+
+    policy_path: str = Field(
+        description="the checkpoint the server loads: a LeRobot pretrained_model directory (as the server's machine "
+        "sees it) or a Hub id"
+    )
+    embodiment: str | None = Field(  # type: ignore[assignment]
+        None,
+        description="lerobot embodiment adapter (aloha, pusht, libero, metaworld); null: the one for the environment's type",
+        validation_alias=AliasChoices("embodiment", "lerobot_embodiment_adapter"),
+    )
+    n_action_steps: int | None = Field(
+        None, ge=1, description="actions executed per inference (the open-loop horizon of a chunking policy); null: the checkpoint's"
+    )
+    open_loop_horizon: int | None = Field(  # type: ignore[assignment]
+        None, ge=1, description="rows of each reply replayed before the next request; null: all of them"
+    )
+    device: str = Field("auto", description="the server's torch device: auto (CUDA when present), cpu, cuda, cuda:1")
+    seed: int | None = Field(
+        None, description="seed of the server's per-env Diffusion noise (reproducible actions); null: torch's global generator"
+    )
+    gpu: int = Field(0, ge=0, description="GPUs the server task asks for (0: the CPU, or whatever device auto finds)")
+    first_request_timeout_s: float = Field(300.0, gt=0, description="seconds for the first inference (weights load first)")
+
+
+class LeRobotRemotePolicy(RemoteChunkReplayPolicy):
+    """A LeRobot policy behind ``arena serve lerobot`` (module docstring).
+
+    Raises (from :meth:`start`):
+        PolicyError: no adapter is registered for the environment, or ``open_loop_horizon``
+            exceeds the rows the server returns.
+    """
+
+    name: ClassVar[str] = "lerobot_remote"
+    Config: ClassVar[type[LeRobotRemoteConfig]] = LeRobotRemoteConfig
+    adapter_family: ClassVar[str] = "lerobot"
+    server_response_actions_key: ClassVar[str] = "actions"
+
+    def __init__(self, config: LeRobotRemoteConfig, adapter: Any = None) -> None:
+        if adapter is None:  # known now when the config names it; else from the environment in start()
+            adapter = self.make_adapter(config) if config.embodiment else _Pending()
+        super().__init__(config, adapter)
+        self.config: LeRobotRemoteConfig = config
+        self.open_loop_horizon = config.open_loop_horizon or 1  # until start() reads the server's rows per reply
+        self.session = uuid.uuid4().hex
+        self._new_episode: set[int] = set()
+
+    def start(self, env: Environment) -> None:
+        if isinstance(self.adapter, _Pending):
+            embodiment = self.config.embodiment or DEFAULT_ADAPTERS.get(getattr(env, "name", ""))
+            if embodiment is None:
+                raise PolicyError(
+                    f"lerobot_remote has no default adapter for the {getattr(env, 'name', '?')} environment "
+                    f"(known: {', '.join(DEFAULT_ADAPTERS)}); set policy.embodiment"
+                )
+            from arena.plugins import get_registry
+
+            try:
+                self.adapter = get_registry().adapter(self.adapter_family, embodiment)()
+            except Exception as exc:  # noqa: BLE001 - an unknown adapter names the registered ones
+                raise PolicyError(f"lerobot_remote: {exc}") from None
+        super().start(env)
+        meta = self._metadata or {}
+        rows = int(meta.get("actions_per_request") or 1)
+        horizon = self.config.open_loop_horizon or rows
+        if horizon > rows:
+            raise PolicyError(
+                f"open_loop_horizon {horizon} exceeds the {rows} action(s) the server returns per request "
+                f"({meta.get('policy_type', '?')} served by {meta.get('serving', '?')})"
+            )
+        self.open_loop_horizon = horizon
+        self.chunk_length = ChunkLength(rows, "the server's actions_per_request")
+        self.broker = ChunkBroker(env.num_envs, horizon, self.adapter.action_dim, active=self.active_envs)
+        self._new_episode = set(range(env.num_envs))
+
+    def reset(self, env_ids: list[int] | None = None, seeds: list[int] | None = None) -> None:
+        """Drop the envs' chunks; their next request tells the server to start a new episode."""
+        super().reset(env_ids, seeds)
+        ids = range(self.broker.num_envs) if env_ids is None and self.broker is not None else (env_ids or [])
+        self._new_episode.update(int(i) for i in ids)
+
+    def _fetch(self, env_id: int, request: dict[str, Any]) -> tuple[int, str | None]:
+        request = {**request, "session": self.session, "env_id": int(env_id), "new_episode": env_id in self._new_episode}
+        result = super()._fetch(env_id, request)
+        if result[1] is None:
+            self._new_episode.discard(env_id)
+        return result
+
+
+class _Pending:
+    """Stands for the adapter until :meth:`LeRobotRemotePolicy.start` knows the environment."""
+
+    action_dim = 0

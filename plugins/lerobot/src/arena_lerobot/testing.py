@@ -1,0 +1,116 @@
+"""Randomly initialised LeRobot checkpoints for tests (needs the ``lerobot`` venv; no download).
+
+Built from config as ``/work/shared/reference/lerobot-maniskill.md`` records for LeRobot 0.4.4:
+``ACTConfig`` / ``DiffusionConfig`` with explicit input/output features, ACT without ImageNet
+backbone weights, processors from ``make_pre_post_processors(config, dataset_stats=...)``, all
+saved with ``save_pretrained`` into one ``pretrained_model`` directory, as ``lerobot-train``
+writes it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def feature_stats(shape: tuple[int, ...], rng: np.random.Generator, image: bool) -> dict[str, Any]:
+    """Non-trivial mean/std/min/max for one feature (images: per channel, shaped ``(3, 1, 1)``)."""
+    import torch
+
+    size = (shape[0], 1, 1) if image else shape
+    mean = rng.uniform(0.3, 0.6, size) if image else rng.normal(0.0, 0.5, size)
+    std = rng.uniform(0.15, 0.3, size) if image else rng.uniform(0.5, 2.0, size)
+    return {
+        "mean": torch.tensor(mean, dtype=torch.float32),
+        "std": torch.tensor(std, dtype=torch.float32),
+        "min": torch.tensor(mean - 2 * std, dtype=torch.float32),
+        "max": torch.tensor(mean + 2 * std, dtype=torch.float32),
+    }
+
+
+def _features(cameras: dict[str, tuple[int, int]], state_dim: int, action_dim: int, environment_state_dim: int | None):
+    from lerobot.configs.types import FeatureType, PolicyFeature
+
+    inputs = {f"observation.images.{cam}": PolicyFeature(FeatureType.VISUAL, (3, h, w)) for cam, (h, w) in cameras.items()}
+    inputs["observation.state"] = PolicyFeature(FeatureType.STATE, (state_dim,))
+    if environment_state_dim:
+        inputs["observation.environment_state"] = PolicyFeature(FeatureType.ENV, (environment_state_dim,))
+    outputs = {"action": PolicyFeature(FeatureType.ACTION, (action_dim,))}
+    return inputs, outputs
+
+
+def save_checkpoint(policy: Any, directory: str | Path, seed: int = 0) -> Path:
+    """Save ``policy`` with processors built from random dataset stats; return the directory."""
+    from lerobot.policies.factory import make_pre_post_processors
+
+    rng = np.random.default_rng(seed)
+    config = policy.config
+    features = {**config.input_features, **config.output_features}
+    stats = {k: feature_stats(tuple(f.shape), rng, image=k.startswith("observation.image")) for k, f in features.items()}
+    pre, post = make_pre_post_processors(config, dataset_stats=stats)
+    directory = Path(directory)
+    policy.save_pretrained(directory)
+    pre.save_pretrained(directory)
+    post.save_pretrained(directory)
+    return directory
+
+
+def make_act_checkpoint(
+    directory: str | Path,
+    *,
+    cameras: dict[str, tuple[int, int]],
+    state_dim: int,
+    action_dim: int,
+    environment_state_dim: int | None = None,
+    seed: int = 0,
+    **overrides: Any,
+) -> Path:
+    """A random ACT checkpoint (``pretrained_backbone_weights=None``) for ``cameras`` ``{name: (H, W)}``
+    (none: ``environment_state_dim`` must be given, ACT needs an image or an environment state).
+
+    ``overrides``: further ``ACTConfig`` fields (e.g. ``chunk_size=20, n_action_steps=10``).
+    """
+    import torch
+    from lerobot.policies.act.configuration_act import ACTConfig
+    from lerobot.policies.act.modeling_act import ACTPolicy
+
+    torch.manual_seed(seed)
+    inputs, outputs = _features(cameras, state_dim, action_dim, environment_state_dim)
+    config = ACTConfig(
+        input_features=inputs, output_features=outputs, device="cpu", pretrained_backbone_weights=None, **overrides
+    )
+    return save_checkpoint(ACTPolicy(config), directory, seed)
+
+
+def make_diffusion_checkpoint(
+    directory: str | Path,
+    *,
+    cameras: dict[str, tuple[int, int]],
+    state_dim: int,
+    action_dim: int,
+    seed: int = 0,
+    **overrides: Any,
+) -> Path:
+    """A random Diffusion checkpoint, small by default: 10 DDIM denoising steps,
+    ``down_dims=(256, 512, 1024)``, crop the size of the image (no random crop at inference).
+
+    ``overrides``: further ``DiffusionConfig`` fields.
+    """
+    import torch
+    from lerobot.policies.diffusion.configuration_diffusion import DiffusionConfig
+    from lerobot.policies.diffusion.modeling_diffusion import DiffusionPolicy
+
+    torch.manual_seed(seed)
+    inputs, outputs = _features(cameras, state_dim, action_dim, None)
+    h, w = next(iter(cameras.values()))
+    options: dict[str, Any] = {
+        "num_inference_steps": 10,
+        "noise_scheduler_type": "DDIM",
+        "down_dims": (256, 512, 1024),
+        "crop_shape": (h, w),
+        **overrides,
+    }
+    config = DiffusionConfig(input_features=inputs, output_features=outputs, device="cpu", **options)
+    return save_checkpoint(DiffusionPolicy(config), directory, seed)

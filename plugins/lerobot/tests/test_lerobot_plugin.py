@@ -1,0 +1,82 @@
+"""The plugin's registrations, the ``lerobot`` venv's declaration and the server task, in arena's
+own interpreter (no LeRobot needed)."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from arena.plugins import get_registry
+from arena.venvs import declared_venvs, venv_python
+
+
+def test_the_lerobot_venv_is_declared_by_the_servable_model_from_the_model_extra():
+    from arena_lerobot.model import LeRobotModel
+
+    spec, users = declared_venvs()["lerobot"]
+    assert users == ["arena serve lerobot"]
+    assert spec is LeRobotModel.default_venv
+    assert spec.distributions == ("arena-plugin-lerobot[model]",)  # torch==2.10.0, lerobot==0.4.4: one place
+    assert get_registry().servers["lerobot"] is LeRobotModel
+
+
+def test_lerobot_remote_server_task_runs_arena_serve_in_the_lerobot_venv(monkeypatch, tmp_path):
+    from arena_lerobot.policy import LeRobotRemoteConfig
+
+    monkeypatch.setenv("ARENA_VENVS", str(tmp_path))
+    config = LeRobotRemoteConfig(policy_path="/ckpt/pretrained_model", n_action_steps=7, seed=1)
+    task = get_registry().server_tasks["lerobot_remote"](config)
+    assert task.venv == "lerobot" and task.checkpoint == "/ckpt/pretrained_model"
+    argv = task.render(task.local_command, host="127.0.0.1", port=8123, python=task.local_python())
+    assert argv[:4] == [str(venv_python("lerobot")), "-m", "arena", "serve"]
+    assert argv[4:] == [
+        "lerobot", "--host", "127.0.0.1", "--port", "8123", "-o", "policy_path=/ckpt/pretrained_model",
+        "-o", "device=auto", "-o", "n_action_steps=7", "-o", "seed=1",
+    ]
+    assert task.command[:3] == ["arena", "serve", "lerobot"]  # in a container image (Slurm/OSMO)
+    assert "arena venv setup lerobot" in task.missing_venv()
+
+
+def test_a_run_whose_lerobot_venv_is_missing_is_refused_naming_the_setup_command(monkeypatch, tmp_path):
+    from arena.cli import app
+
+    monkeypatch.setenv("ARENA_VENVS", str(tmp_path / "none"))
+    experiment = tmp_path / "exp.yaml"
+    experiment.write_text(
+        "runs:\n  act:\n    environment: {type: metaworld, task: reach-v3}\n"
+        "    policy: {type: lerobot_remote, policy_path: /ckpt, embodiment: metaworld}\n"
+        "    rollout_limit: {num_episodes: 1, max_episode_steps: 5}\n"
+    )
+    result = CliRunner().invoke(app, ["run", str(experiment), "--output-dir", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    text = " ".join(result.output.split())
+    assert "venv 'lerobot', which does not exist" in text and "arena venv setup lerobot" in text
+    assert "server.venv" in text and "act" in text
+
+
+def test_lerobot_remote_config_refuses_a_bad_value():
+    from pydantic import ValidationError
+
+    from arena_lerobot.policy import LeRobotRemoteConfig
+
+    with pytest.raises(ValidationError, match="policy_path"):
+        LeRobotRemoteConfig()
+    with pytest.raises(ValidationError, match="n_action_steps"):
+        LeRobotRemoteConfig(policy_path="/x", n_action_steps=0)
+
+
+def test_serve_lerobot_without_lerobot_says_where_to_run_it(tmp_path):
+    """arena's own interpreter has no LeRobot: the model's load names the venv."""
+    from arena.errors import ConfigError
+    from arena_lerobot.model import LeRobotModel
+
+    try:
+        import lerobot  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("LeRobot is installed in this interpreter")
+    with pytest.raises(ConfigError, match="arena venv setup lerobot"):
+        LeRobotModel(policy_path=str(tmp_path)).load()
+    with pytest.raises(ConfigError, match="policy_path"):
+        LeRobotModel()
