@@ -56,7 +56,7 @@ def test_each_recorded_episode_holds_the_observation_before_each_action_and_what
         assert traj.meta == {
             "format_version": 1, "run": "r", "episode_index": i, "seed": 10 + i, "outcome": record.outcome,
             "steps": record.steps, "env_id": record.env_id, "task": "count-to-target",
-            "instruction": "count up to the target",
+            "instruction": "count up to the target", "observation_strings": {"task": "count"},
         }
         # the counter starts at 0 and each action adds round(action): obs[t] is the sum before step t
         counter = traj.observations["policy"]["counter"][:, 0]
@@ -75,7 +75,7 @@ def test_each_recorded_episode_holds_the_observation_before_each_action_and_what
         assert not traj.terminated[:-1].any() and not traj.truncated.any()
         # frame t as a batch of one env, as an adapter reads it
         obs = traj.observation(1 if record.steps > 1 else 0)
-        assert obs["policy"]["counter"].shape == (1, 1) and obs["task"] == ["count up to the target"]
+        assert obs["policy"]["counter"].shape == (1, 1) and obs["task"] == ["count"]  # the env's own string
     assert not list((tmp_path / "trajectories").glob(".*"))
 
 
@@ -97,9 +97,12 @@ def test_cameras_choose_which_frames_are_kept(tmp_path):
 
 def test_max_episodes_bounds_which_episodes_are_recorded(tmp_path):
     items = [WorkItem("r", i, 20 + i) for i in range(6)]
-    records = _rollout(tmp_path, TrajectoriesConfig(enabled=True, max_episodes=2), items)
+    records = _rollout(tmp_path, TrajectoriesConfig(enabled=True, max_episodes=2), items, env_cls=CounterEnv)
     assert [records[i].trajectory is not None for i in range(6)] == [True, True, False, False, False, False]
     assert len(list((tmp_path / "trajectories").iterdir())) == 2
+    # an env that puts no task in its observation: adapters are given the instruction
+    traj = read_trajectory(tmp_path / records[0].trajectory)
+    assert traj.meta["observation_strings"] == {} and traj.observation(0)["task"] == ["count up to the target"]
 
 
 def test_max_mb_stops_recording_once_the_files_reach_it_and_says_so(tmp_path, capsys):

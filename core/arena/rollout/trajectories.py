@@ -30,7 +30,9 @@ policy saw before step ``t``, the action applied at step ``t`` and what that ste
   env's success signal and end flags after the step);
 - ``meta``: a 0-d unicode array holding JSON: ``format_version``, ``run``, ``episode_index``,
   ``seed``, ``outcome``, ``steps``, ``env_id``, ``task`` (the run's task name), ``instruction``
-  (the env's ``task_description``, what a language-conditioned policy is told).
+  (the env's ``task_description``, what a language-conditioned policy is told),
+  ``observation_strings`` (the observation's per-env strings at reset, e.g. Meta-World's
+  ``{"task": "reach-v3"}``, which adapters read; constant over an episode).
 
 An episode's file is written to a hidden ``.ep<index>.<pid>.partial.npz`` when it ends and
 renamed to its final name, and its record's ``trajectory`` names it (relative to the run
@@ -81,6 +83,7 @@ class _Episode:
         self.env_id = env_id
         self.instruction = instruction
         self.pending: dict[str, np.ndarray] | None = None  # the observation the next action answers
+        self.strings: dict[str, str] = {}  # the observation's per-env strings (e.g. "task") at reset
         self.obs: dict[str, list[np.ndarray]] = {}
         self.steps: dict[str, list[Any]] = {key: [] for key in STEP_KEYS}
 
@@ -142,6 +145,12 @@ class TrajectoryRecorder:
             return
         episode = _Episode(item, env_id, getattr(env, "task_description", None))
         episode.pending = self._row(observation, env_id)
+        if isinstance(observation, dict):
+            episode.strings = {
+                str(key): value[env_id]
+                for key, value in observation.items()
+                if isinstance(value, (list, tuple)) and len(value) > env_id and isinstance(value[env_id], str)
+            }
         self._episodes[env_id] = episode
 
     def step(
@@ -234,6 +243,7 @@ class TrajectoryRecorder:
             "env_id": int(episode.env_id),
             "task": self.task,
             "instruction": episode.instruction,
+            "observation_strings": episode.strings,
         }
         arrays[META_KEY] = np.array(json.dumps(meta))
         return arrays
@@ -278,12 +288,15 @@ class Trajectory:
 
     def observation(self, t: int) -> dict[str, Any]:
         """Frame ``t``'s observation as a batch of one env (Arena layout, env axis of length
-        1, ``"task"`` the instruction), which an embodiment adapter's ``extract(obs, 0)`` reads."""
+        1, the recorded per-env strings as one-element lists; ``"task"``, when the env put none
+        in its observation, the instruction), which an embodiment adapter's ``extract(obs, 0)`` reads."""
         obs: dict[str, Any] = {
             group: {name: values[t : t + 1] for name, values in arrays.items()}
             for group, arrays in self.observations.items()
         }
-        obs["task"] = [self.meta.get("instruction") or self.meta.get("task") or ""]
+        for key, value in (self.meta.get("observation_strings") or {}).items():
+            obs[key] = [value]
+        obs.setdefault("task", [self.meta.get("instruction") or self.meta.get("task") or ""])
         return obs
 
 

@@ -21,6 +21,9 @@ pytest.importorskip("metaworld")
 
 TESTS = Path(__file__).resolve().parent
 STANDIN = "standin_adapter:StandInAdapter"
+#: What a Meta-World run is exported with by default: the plugin's adapter, as lerobot-eval feeds
+#: LeRobot's Meta-World env (observation.image, 4-dim agent_pos state, LeRobot's task wording).
+METAWORLD = "lerobot/metaworld"
 #: Mean absolute difference per image (0..255) allowed between a video-decoded frame and the
 #: recorded one: LeRobot encodes AV1 (libsvtav1, crf 30, yuv420p) — lossy, chroma subsampled
 #: 2x2. Measured on these 64x64 Meta-World frames: worst frame 4.3 (single pixels at edges up
@@ -106,9 +109,9 @@ def _lerobot_python() -> Path:
     pytest.skip(message)
 
 
-def _check(python: Path, dataset: Path, repo_id: str, run_dir: Path, tolerance: float) -> dict:
+def _check(python: Path, dataset: Path, repo_id: str, run_dir: Path, tolerance: float, adapter: str = METAWORLD) -> dict:
     done = subprocess.run(
-        [str(python), str(TESTS / "check_export.py"), str(dataset), repo_id, str(run_dir), STANDIN, str(tolerance)],
+        [str(python), str(TESTS / "check_export.py"), str(dataset), repo_id, str(run_dir), adapter, str(tolerance)],
         capture_output=True, text=True, timeout=600, env=_env(),
     )
     assert done.returncode == 0, done.stdout + done.stderr
@@ -126,17 +129,19 @@ def test_the_run_recorded_a_failure_and_a_success(recorded):
 def test_export_round_trip_frames_equal_the_records(recorded, tmp_path):
     python = _lerobot_python()
     dataset = tmp_path / "ds"
-    done = _arena("export", "lerobot", str(recorded), "--run", "expert", "--to", str(dataset), "--adapter", STANDIN)
+    done = _arena("export", "lerobot", str(recorded), "--run", "expert", "--to", str(dataset))
     assert done.returncode == 0, done.stdout + done.stderr
     summary = json.loads(done.stdout.splitlines()[-1])
+    assert summary["adapter"] == METAWORLD  # by the environment type
     records = sorted(_records(recorded, "expert"), key=lambda r: r["episode_index"])
     assert summary["episodes"] == len(records) and summary["frames"] == sum(r["steps"] for r in records)
     assert summary["repo_id"] == "local/expert" and summary["videos"] is False
-    assert summary["fps"] == 30  # a module:Class adapter names no LeRobot embodiment: LeRobot's default fps
+    assert summary["fps"] == 80  # LeRobot's Meta-World env config
     checked = _check(python, dataset, "local/expert", recorded / "expert", 0.0)  # PNG images: exact
+    assert checked["task"] == "Reach a goal position"  # not arena's instruction: LeRobot's wording, as served
     assert checked["episode_indices"] == [r["episode_index"] for r in records]
     assert checked["outcomes"] == [r["outcome"] for r in records]
-    assert checked["image_keys"] == ["observation.images.corner"] and checked["video_keys"] == []
+    assert checked["image_keys"] == ["observation.image"] and checked["video_keys"] == []
     side = [json.loads(line) for line in (dataset / "meta" / "arena_episodes.jsonl").read_text().splitlines()]
     assert [(s["seed"], s["outcome"], s["steps"]) for s in side] == [(r["seed"], r["outcome"], r["steps"]) for r in records]
 
@@ -146,13 +151,13 @@ def test_failed_only_exports_only_the_failures(recorded, tmp_path):
     python = _lerobot_python()
     dataset = tmp_path / "failures"
     done = _arena("export", "lerobot", str(recorded), "--run", "expert", "--to", str(dataset), "--adapter", STANDIN,
-                  "--failed-only", "--repo-id", "local/failures", "--fps", "80")
+                  "--failed-only", "--repo-id", "local/failures", "--fps", "20")
     assert done.returncode == 0, done.stdout + done.stderr
     failed = [r["episode_index"] for r in sorted(_records(recorded, "expert"), key=lambda r: r["episode_index"])
               if r["outcome"] in ("failure", "timeout")]
-    checked = _check(python, dataset, "local/failures", recorded / "expert", 0.0)
+    checked = _check(python, dataset, "local/failures", recorded / "expert", 0.0, adapter=STANDIN)
     assert checked["episode_indices"] == failed and set(checked["outcomes"]) <= {"failure", "timeout"}
-    assert checked["fps"] == 80
+    assert checked["fps"] == 20 and checked["image_keys"] == ["observation.images.corner"]  # the stand-in's names
 
 
 def _ffmpeg_libraries() -> bool:
@@ -169,14 +174,14 @@ def test_export_with_videos_decodes_close_to_the_records(recorded, tmp_path):
             pytest.fail(message)
         pytest.skip(message)
     dataset = tmp_path / "videos"
-    done = _arena("export", "lerobot", str(recorded), "--run", "expert", "--to", str(dataset), "--adapter", STANDIN, "--videos")
+    done = _arena("export", "lerobot", str(recorded), "--run", "expert", "--to", str(dataset), "--videos")
     assert done.returncode == 0, done.stdout + done.stderr
     assert list((dataset / "videos").rglob("*.mp4"))
     checked = _check(python, dataset, "local/expert", recorded / "expert", VIDEO_TOLERANCE)
-    assert checked["video_keys"] == ["observation.images.corner"]
+    assert checked["video_keys"] == ["observation.image"]
     assert checked["frames"] == sum(r["steps"] for r in _records(recorded, "expert"))
     # lossy, yet close: the measured error stays well inside the tolerance
-    assert checked["mean_abs_diff"]["observation.images.corner"] <= VIDEO_TOLERANCE, checked
+    assert checked["mean_abs_diff"]["observation.image"] <= VIDEO_TOLERANCE, checked
 
 
 def test_a_bad_run_name_lists_the_runs(small, tmp_path):
