@@ -190,3 +190,21 @@ def test_a_file_holding_pickled_objects_is_refused(tmp_path):
     np.savez(path, action=np.zeros((1, 1)), meta=np.array([{"x": 1}], dtype=object))
     with pytest.raises(ValueError, match="allow_pickle"):
         read_trajectory(path)
+
+
+def test_a_wrong_trajectories_key_names_the_file_the_run_and_the_key():
+    from arena.config import load_experiment_dict
+    from arena.errors import ConfigError
+
+    run = {"environment": {"type": "counter"}, "policy": {"type": "coin_flip"}}
+    manager = PluginManager()
+    manager.register(RolloutTestPlugin(), "rollout-test")
+    for bad, key in (({"max_mb": 0}, "trajectories.max_mb"), ({"camera": "front"}, "trajectories.camera")):
+        with pytest.raises(ConfigError) as caught:
+            load_experiment_dict({"runs": {"r": {**run, "trajectories": bad}}}, source="exp.yaml", manager=manager)
+        text = str(caught.value)
+        assert "exp.yaml" in text and "r" in text and key in text, text
+    ok = load_experiment_dict({"runs": {"r": {**run, "trajectories": {"enabled": True, "cameras": ["front"]}}}},
+                              source="exp.yaml", manager=manager)
+    assert ok.runs["r"].trajectories == TrajectoriesConfig(enabled=True, cameras=["front"])
+    assert ok.runs["r"].to_dict()["trajectories"] == {"enabled": True, "max_episodes": None, "max_mb": 1024.0, "cameras": ["front"]}
