@@ -41,9 +41,10 @@ directory deletes, or a final file that no record names; readers (:func:`recorde
 go from the records, so neither is ever counted.
 
 Size: an episode's frames are held in memory (raw) while it runs, then compressed (zip deflate)
-into its file. Measured on Meta-World reach-v3 (random actions, 60 steps, file bytes per step):
-state only 138 B (raw 339 B); with the 224×224 camera 40.8 kB (raw 151 kB); 64×64 1.4 kB (raw
-12.6 kB). The README's "Recording episodes" has the table.
+into its file. Measured file bytes per step (raw in brackets): Meta-World reach-v3 state only
+138 B (339 B), 224×224 camera 40.8 kB (151 kB), 64×64 1.4 kB (12.6 kB); PushT 96×96 pixels
+0.5 kB (27.8 kB); ALOHA's 480×640 top camera 24.8 kB (922 kB). The README's "Recording
+episodes" has them too.
 """
 
 from __future__ import annotations

@@ -254,6 +254,12 @@ def write_dataset(plan: ExportPlan, say: Any = None) -> dict[str, Any]:
 
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
+    try:  # Hugging Face datasets' progress bars: arena prints one line per episode instead
+        import datasets
+
+        datasets.disable_progress_bars()
+    except Exception:
+        pass
     began = time.perf_counter()
     adapter = plan.adapter_instance if plan.adapter_instance is not None else load_adapter(plan.adapter)
     dataset = None
