@@ -33,6 +33,9 @@ app.add_typer(plugins_app, name="plugins")
 from arena.venvcli import app as venv_app  # noqa: E402 - `arena venv setup`, next to its aliases' code
 
 app.add_typer(venv_app, name="venv")
+from arena.exporters import export_group  # noqa: E402 - `arena export`: plugins add its formats
+
+export_group(app)
 
 
 def _print_version(value: bool) -> None:

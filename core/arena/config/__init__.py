@@ -2,7 +2,7 @@
 
 Modules, one concept each:
 
-- :mod:`~arena.config.models`      section models (environment_builder, rollout_limit, recording, launch)
+- :mod:`~arena.config.models`      section models (environment_builder, rollout_limit, recording, trajectories, launch)
 - :mod:`~arena.config.loader`      ``load_experiment`` / ``load_experiment_dict`` / ``write_snapshot`` / ``list_overrides``
 - :mod:`~arena.config.resolved`    ``ResolvedRun``, ``ResolvedExperiment``
 - :mod:`~arena.config.runs`        ``resolve_run``: one run from ``shared`` and its sections, in named steps
@@ -21,6 +21,7 @@ from arena.config.models import (
     LaunchConfig,
     RecordingConfig,
     RolloutLimitConfig,
+    TrajectoriesConfig,
     WatchdogConfig,
 )
 from arena.config.requires import check_requires
@@ -33,6 +34,7 @@ __all__ = [
     "ResolvedExperiment",
     "ResolvedRun",
     "RolloutLimitConfig",
+    "TrajectoriesConfig",
     "WatchdogConfig",
     "check_requires",
     "list_overrides",

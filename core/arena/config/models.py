@@ -101,6 +101,21 @@ class RecordingConfig(BaseModel):
     max_episodes: int | None = Field(None, ge=0, description="record at most this many episodes; null: all")
 
 
+class TrajectoriesConfig(BaseModel):
+    """Observations, actions and rewards of recorded episodes (:mod:`arena.rollout.trajectories`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(False, description="write one .npz per recorded episode into <run>/trajectories/")
+    max_episodes: int | None = Field(None, ge=0, description="record episodes with index < this; null: all")
+    max_mb: float | None = Field(
+        1024.0, gt=0, description="stop recording new episodes once this work directory's files reach it (MB); null: no bound"
+    )
+    cameras: bool | list[str] = Field(
+        True, description="camera_obs frames to record: true every camera the env produces, false none, or a list of names"
+    )
+
+
 class WatchdogConfig(BaseModel):
     """Self-supervision of ``arena run-one``: restart a run whose progress stalls."""
 

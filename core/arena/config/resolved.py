@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from arena.config.validation import validate_section
-from arena.config.models import EnvironmentBuilderConfig, LaunchConfig, RecordingConfig, RolloutLimitConfig
+from arena.config.models import EnvironmentBuilderConfig, LaunchConfig, RecordingConfig, RolloutLimitConfig, TrajectoriesConfig
 from arena.envs.base import EnvironmentConfig
 from arena.errors import ConfigError
 from arena.policies.base import PolicyConfig
@@ -53,6 +53,7 @@ class ResolvedRun:
     rollout_limit: RolloutLimitConfig
     server: ServerOverrides
     recording: RecordingConfig
+    trajectories: TrajectoriesConfig = field(default_factory=TrajectoriesConfig)
     credentials: list[str] = field(default_factory=list)
     #: Names of the variables the experiment's result sinks read (``tracking``), set by the experiment.
     tracking_secrets: list[str] = field(default_factory=list, compare=False, repr=False)
@@ -67,6 +68,7 @@ class ResolvedRun:
             "rollout_limit": _dump(self.rollout_limit),
             "server": _dump(self.server),
             "recording": _dump(self.recording),
+            "trajectories": _dump(self.trajectories),
             "credentials": list(self.credentials),
         }
 

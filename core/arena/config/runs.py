@@ -10,7 +10,8 @@ with the file, the run and the key:
 4. :func:`resolve_component`: the environment's and the policy's type resolved (registered, or
    ``package.module:Class`` with the user's opt-in, :mod:`arena.config.imports`), checked and
    their config validated;
-5. :func:`validate_sections`: ``environment_builder``, ``rollout_limit``, ``server``, ``recording``;
+5. :func:`validate_sections`: ``environment_builder``, ``rollout_limit``, ``server``, ``recording``,
+   ``trajectories``;
 6. :func:`check_run`: the run as a whole (how its envs spread over worker processes, the
    configs' ``validate_run`` hooks).
 """
@@ -24,7 +25,7 @@ from pydantic import BaseModel
 
 from arena.config.imports import ImportCheck, ImportPolicy
 from arena.config.merge import deep_merge, has_path
-from arena.config.models import EnvironmentBuilderConfig, RecordingConfig, RolloutLimitConfig
+from arena.config.models import EnvironmentBuilderConfig, RecordingConfig, RolloutLimitConfig, TrajectoriesConfig
 from arena.config.overrides import Override
 from arena.config.resolved import ResolvedRun
 from arena.config.validation import validate_section
@@ -37,7 +38,9 @@ from arena.servertask import ENV_NAME, ServerOverrides
 if TYPE_CHECKING:
     from arena.plugins import PluginManager
 
-RUN_KEYS = ("environment", "policy", "environment_builder", "rollout_limit", "server", "recording", "credentials")
+RUN_KEYS = (
+    "environment", "policy", "environment_builder", "rollout_limit", "server", "recording", "trajectories", "credentials",
+)
 #: Run keys whose value is a list, not a mapping of fields.
 LIST_RUN_KEYS = ("credentials",)
 
@@ -51,6 +54,7 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "rollout_limit": RolloutLimitConfig,
     "server": ServerOverrides,
     "recording": RecordingConfig,
+    "trajectories": TrajectoriesConfig,
 }
 
 

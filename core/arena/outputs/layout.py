@@ -9,7 +9,7 @@ An output directory (``arena run --output-dir``, default ``outputs/<experiment>/
     experiment_result.json   the merged results (``arena report`` rebuilds it)
     index.html               the report
     <run>/                   one run: episodes.jsonl, status.json, run_result.json,
-                             stop_reason, runner.log, server.log, videos/
+                             stop_reason, runner.log, server.log, videos/, trajectories/
     <run>/shards/<K>/        shard K of a sharded run: the same files of a run
     servers/                 the local backend's server logs while its servers run
 
@@ -51,6 +51,13 @@ RUNNER_LOG = "runner.log"
 SERVER_LOG = "server.log"
 #: The folder of the local backend's server logs while they run (copied to each run's ``server.log``).
 SERVERS_DIR = "servers"
+#: The folder of a work directory's recorded episodes (``trajectories.enabled``), one
+#: :data:`TRAJECTORY_SUFFIX` file per episode (:mod:`arena.rollout.trajectories`).
+TRAJECTORIES_DIR = "trajectories"
+#: How a recorded episode's file ends (a NumPy ``.npz`` archive, no pickled objects).
+TRAJECTORY_SUFFIX = ".npz"
+#: How the file of an episode still running ends; renamed to its final name when it ends.
+TRAJECTORY_PARTIAL_SUFFIX = ".partial.npz"
 #: The folder of a sharded run's shards, one subfolder per shard index.
 SHARDS_DIR = "shards"
 

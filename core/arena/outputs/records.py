@@ -96,6 +96,9 @@ class EpisodeRecord(BaseModel):
     )
     server_timing: dict[str, Any] | None = Field(None, description="timing the server sent, if any")
     video: str | None = Field(None, description="video path relative to the run directory")
+    trajectory: str | None = Field(
+        None, description="recorded observations/actions (.npz, arena.rollout.trajectories), relative to the run directory"
+    )
     protocol: dict[str, Any] | None = Field(
         None, description="protocol fingerprint: what makes two runs comparable (arena.outputs.fingerprint)"
     )

@@ -101,6 +101,7 @@ def rollout(
     policy_info: dict[str, Any] | None = None,
     recorder: Any = None,
     until: Callable[[], str | None] | None = None,
+    trajectories: Any = None,
 ) -> RolloutSummary:
     """Run ``items`` on the vectorized ``env`` with ``policy``; return a :class:`RolloutSummary`.
 
@@ -123,6 +124,10 @@ def rollout(
             :mod:`arena.outputs.stopping`) ends the rollout there, not as an abort:
             ``stopped`` holds it, no more work is handed out, running episodes are left
             unrecorded (``unfinished``) and episodes finishing in the same step are recorded.
+        trajectories: an :class:`arena.rollout.trajectories.TrajectoryRecorder` (or ``None``):
+            told when an env starts an episode, after every step (with the applied actions,
+            rewards and flags) and when an episode ends; the path it returns becomes the
+            record's ``trajectory``.
 
     A failure of ``policy.start`` aborts before any episode (nothing recorded). Exceptions
     other than :class:`Exception` subclasses (``KeyboardInterrupt``, cancellation) propagate.
@@ -140,6 +145,7 @@ def rollout(
         policy_info=policy_info if policy_info is not None else _policy_of(policy),
         recorder=recorder,
         until=until,
+        trajectories=trajectories,
     )
     return loop.run()
 
@@ -191,7 +197,7 @@ def _policy_of(policy: Any) -> dict[str, Any]:
 class _Rollout:
     def __init__(
         self, env, policy, items, limit, *, on_episode_end, on_progress, max_consecutive_errors, should_stop,
-        task, policy_info, recorder=None, until=None,
+        task, policy_info, recorder=None, until=None, trajectories=None,
     ) -> None:
         self.env = env
         self.policy = policy
@@ -206,6 +212,7 @@ class _Rollout:
         self.task = task
         self.policy_info = policy_info
         self.recorder = recorder
+        self.trajectories = trajectories
         self.until = until
         self.active: list[_Episode | None] = [None] * self.num_envs
         self.consecutive_errors = 0
@@ -253,6 +260,8 @@ class _Rollout:
             self.summary.duration_s = time.perf_counter() - began
             if self.recorder is not None:
                 self.recorder.close()  # videos of episodes left unfinished are dropped
+            if self.trajectories is not None:
+                self.trajectories.close()
             if self.stopping:
                 self.summary.unfinished = [ep.item for ep in self.active if ep is not None] + list(self.queue)
 
@@ -292,6 +301,8 @@ class _Rollout:
         stepped = [e for e in running if e not in faults]
         if self.recorder is not None:
             self.recorder.capture(self.env, stepped, obs)
+        if self.trajectories is not None:
+            self.trajectories.step(stepped, actions, obs, reward, success, terminated, truncated)
         ended: list[int] = list(faults)
         if faults:
             self._fail(list(faults), faults, restart=False, one_fault=True)
@@ -363,9 +374,10 @@ class _Rollout:
                 self._fail(ids, f"reset failed: {_describe(exc)}", restart=False)
                 env_ids = ids
                 continue
-            if self.recorder is not None:
-                for e in started:
-                    self.recorder.begin(self.env, e, self.active[e].item, self.obs)
+            for recorder in (self.recorder, self.trajectories):
+                if recorder is not None:
+                    for e in started:
+                        recorder.begin(self.env, e, self.active[e].item, self.obs)
             if not lost:
                 return
             env_ids = lost
@@ -392,6 +404,7 @@ class _Rollout:
         env_extras = _episode_extras(self.env, env_id)
         protocol = _protocol(env_extras.pop(PROTOCOL_KEY, None), self.policy)
         video = self.recorder.end(env_id, outcome) if self.recorder is not None else None
+        trajectory = self.trajectories.end(env_id, outcome) if self.trajectories is not None else None
         latency = extras.pop("latency", None)
         server_timing = extras.pop("server_timing", None)
         record = EpisodeRecord(
@@ -411,6 +424,7 @@ class _Rollout:
             video=video,
             finished_at=utc_now(),
             protocol=protocol,
+            trajectory=trajectory,
             metrics=(episode.metrics.result() or None) if episode.metrics is not None else None,
             **({"policy_extras": extras} if extras else {}),
             **({"env_extras": env_extras} if env_extras else {}),

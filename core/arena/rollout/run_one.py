@@ -14,7 +14,9 @@ Writes into ``<output_dir>/<run>/`` (shard ``K``: ``<output_dir>/<run>/shards/<K
   ``remote_port`` arena did not use; also in ``status.json``), ``model`` (what answered a
   remote policy, :func:`model_record`);
 - ``videos/``: one file per recorded episode when ``recording.enabled`` (see
-  :mod:`arena.rollout.recording`).
+  :mod:`arena.rollout.recording`);
+- ``trajectories/``: one ``.npz`` of observations, actions and rewards per recorded episode
+  when ``trajectories.enabled`` (see :mod:`arena.rollout.trajectories`).
 
 With ``launch.watchdog`` set in the snapshot, run-one supervises itself: the rollout runs in
 a child ``arena run-one`` and :mod:`arena.rollout.watchdog` restarts it (resuming) when
@@ -361,7 +363,7 @@ class _Invocation:
 
         state, error = "completed", None
         self.warnings = self._static_warnings()
-        env = policy = recorder = None
+        env = policy = recorder = trajectories = None
         writer = RecordWriter(self.records_path)
         previous_handler = self._install_stop_handlers()
         try:
@@ -386,6 +388,14 @@ class _Invocation:
 
                         what = "video recorder"
                         recorder = EpisodeRecorder(self.run.recording, self.work_dir, relative_to=self.run_dir)
+                    if self.run.trajectories.enabled:
+                        from arena.rollout.trajectories import TrajectoryRecorder
+
+                        what = "trajectory recorder"
+                        trajectories = TrajectoryRecorder(
+                            self.run.trajectories, self.work_dir, relative_to=self.run_dir,
+                            run=self.run.name, task=self.run.environment.task_name(),
+                        )
                 except Exception as exc:  # e.g. a client that cannot reach its server
                     state, error = "failed", f"could not build the {what}: {_describe(exc)}"
                 else:
@@ -399,6 +409,7 @@ class _Invocation:
                         task=self.run.environment.task_name(),
                         policy_info={"type": self.run.policy_type, "variant": self.run.policy.variant()},
                         recorder=recorder,
+                        trajectories=trajectories,
                         until=self.stopper.reason if self.stopper is not None else None,
                     )
                     self.warnings += [w for w in summary.warnings if w not in self.warnings]

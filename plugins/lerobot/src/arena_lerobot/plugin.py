@@ -58,3 +58,14 @@ def register_lerobot_adapters(register):
 
     for name, cls in ADAPTERS.items():
         register(FAMILY, name, cls)
+
+
+# -- arena export lerobot (arena_lerobot.export): recorded episodes as a LeRobotDataset ----------
+
+
+@hookimpl(specname="arena_register_commands")
+def register_export_command(app):
+    from arena.exporters import export_group
+    from arena_lerobot.exportcli import export_lerobot
+
+    export_group(app).command("lerobot")(export_lerobot)

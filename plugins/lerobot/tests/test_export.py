@@ -1,0 +1,252 @@
+"""`arena export lerobot`: a real Meta-World run recorded by `arena run`, exported, loaded back
+with LeRobot's `LeRobotDataset` (in the lerobot venv), frame by frame equal to the records.
+
+The round trip needs the `lerobot` model venv (`arena venv setup lerobot`; skipped with that
+command when it is absent, a failure under CI); the error cases need only arena. The videos
+case also needs Debian's FFmpeg libraries for decoding (`.ci/setup.d/ffmpeg.sh`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytest.importorskip("metaworld")
+
+TESTS = Path(__file__).resolve().parent
+STANDIN = "standin_adapter:StandInAdapter"
+#: What a Meta-World run is exported with by default: the plugin's adapter, as lerobot-eval feeds
+#: LeRobot's Meta-World env (observation.image, 4-dim agent_pos state, LeRobot's task wording).
+METAWORLD = "lerobot/metaworld"
+#: Mean absolute difference per image (0..255) allowed between a video-decoded frame and the
+#: recorded one: LeRobot encodes AV1 (libsvtav1, crf 30, yuv420p) — lossy, chroma subsampled
+#: 2x2. Measured on these 64x64 Meta-World frames: worst frame 4.3 (single pixels at edges up
+#: to 176); 5.1 on 32x32 ones. check_export.py also holds each decoded frame closer to its own
+#: recorded frame than to the next one (no frame shifted).
+VIDEO_TOLERANCE = 8.0
+
+EXPERIMENT = {
+    "shared": {
+        "environment": {"type": "metaworld", "task": "reach-v3", "cameras": True, "image_size": 64},
+        # one env: Meta-World renders every env's camera at every step, idle ones too
+        "environment_builder": {"num_envs": 1, "seed": 0},
+    },
+    "runs": {
+        # Meta-World's expert reaches the goal in 74 steps on seed 0 and in 39 on seeds 1 and
+        # 2: with 40 steps, a timeout and two successes (118 frames, ~0.1-0.4 s each to render)
+        "expert": {
+            "policy": {"type": "metaworld_expert_remote"},
+            "rollout_limit": {"num_episodes": 3, "max_episode_steps": 40},
+            "trajectories": {"enabled": True},
+        },
+    },
+}
+#: What the error cases need: a run with trajectories and one without (no camera, 3 steps).
+SMALL = {
+    "shared": {
+        "environment": {"type": "metaworld", "task": "reach-v3"},
+        "environment_builder": {"num_envs": 1, "seed": 0},
+        "rollout_limit": {"num_episodes": 2, "max_episode_steps": 3},
+        "policy": {"type": "zero_action"},
+    },
+    "runs": {"zero": {"trajectories": {"enabled": True}}, "plain": {}},
+}
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(TESTS)  # the stand-in adapter, for the venv's interpreter too
+    env.update(extra)
+    return env
+
+
+def _arena(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "arena", *args], capture_output=True, text=True, timeout=timeout, env=env or _env()
+    )
+
+
+def _run(root: Path, experiment: dict) -> Path:
+    path = root / "exp.yaml"
+    path.write_text(yaml.safe_dump(experiment, sort_keys=False))
+    out = root / "out"
+    done = _arena("run", str(path), "--output-dir", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory) -> Path:
+    """One `arena run` of EXPERIMENT (the expert, a camera): its output directory."""
+    return _run(tmp_path_factory.mktemp("export"), EXPERIMENT)
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory) -> Path:
+    """One `arena run` of SMALL: its output directory."""
+    return _run(tmp_path_factory.mktemp("export-small"), SMALL)
+
+
+def _records(out: Path, run: str) -> list[dict]:
+    return [json.loads(line) for line in (out / run / "episodes.jsonl").read_text().splitlines()]
+
+
+def _lerobot_python() -> Path:
+    from arena.venvs import venv_python
+
+    python = venv_python("lerobot")
+    if python.exists():
+        return python
+    message = f"the lerobot venv ({python}) does not exist: run `arena venv setup lerobot`"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def _check(python: Path, dataset: Path, repo_id: str, run_dir: Path, tolerance: float, adapter: str = METAWORLD) -> dict:
+    done = subprocess.run(
+        [str(python), str(TESTS / "check_export.py"), str(dataset), repo_id, str(run_dir), adapter, str(tolerance)],
+        capture_output=True, text=True, timeout=600, env=_env(),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_the_run_recorded_a_failure_and_a_success(recorded):
+    outcomes = {r["outcome"] for r in _records(recorded, "expert")}
+    assert "success" in outcomes and outcomes & {"failure", "timeout"}, outcomes
+    assert all(r["trajectory"] for r in _records(recorded, "expert"))
+
+
+@pytest.mark.slow
+def test_export_round_trip_frames_equal_the_records(recorded, tmp_path):
+    python = _lerobot_python()
+    dataset = tmp_path / "ds"
+    done = _arena("export", "lerobot", str(recorded), "--run", "expert", "--to", str(dataset))
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary = json.loads(done.stdout.splitlines()[-1])
+    assert summary["adapter"] == METAWORLD  # by the environment type
+    records = sorted(_records(recorded, "expert"), key=lambda r: r["episode_index"])
+    assert summary["episodes"] == len(records) and summary["frames"] == sum(r["steps"] for r in records)
+    assert summary["repo_id"] == "local/expert" and summary["videos"] is False
+    assert summary["fps"] == 80  # LeRobot's Meta-World env config
+    checked = _check(python, dataset, "local/expert", recorded / "expert", 0.0)  # PNG images: exact
+    assert checked["task"] == "Reach a goal position"  # not arena's instruction: LeRobot's wording, as served
+    assert checked["episode_indices"] == [r["episode_index"] for r in records]
+    assert checked["outcomes"] == [r["outcome"] for r in records]
+    assert checked["image_keys"] == ["observation.image"] and checked["video_keys"] == []
+    side = [json.loads(line) for line in (dataset / "meta" / "arena_episodes.jsonl").read_text().splitlines()]
+    assert [(s["seed"], s["outcome"], s["steps"]) for s in side] == [(r["seed"], r["outcome"], r["steps"]) for r in records]
+
+
+@pytest.mark.slow
+def test_failed_only_exports_only_the_failures(recorded, tmp_path):
+    python = _lerobot_python()
+    dataset = tmp_path / "failures"
+    done = _arena("export", "lerobot", str(recorded), "--run", "expert", "--to", str(dataset), "--adapter", STANDIN,
+                  "--failed-only", "--repo-id", "local/failures", "--fps", "20")
+    assert done.returncode == 0, done.stdout + done.stderr
+    failed = [r["episode_index"] for r in sorted(_records(recorded, "expert"), key=lambda r: r["episode_index"])
+              if r["outcome"] in ("failure", "timeout")]
+    checked = _check(python, dataset, "local/failures", recorded / "expert", 0.0, adapter=STANDIN)
+    assert checked["episode_indices"] == failed and set(checked["outcomes"]) <= {"failure", "timeout"}
+    assert checked["fps"] == 20 and checked["image_keys"] == ["observation.images.corner"]  # the stand-in's names
+
+
+def _ffmpeg_libraries() -> bool:
+    done = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True)
+    return "libavutil.so." in done.stdout
+
+
+@pytest.mark.slow
+def test_export_with_videos_decodes_close_to_the_records(recorded, tmp_path):
+    python = _lerobot_python()
+    if not _ffmpeg_libraries():
+        message = "decoding LeRobot videos needs Debian's FFmpeg: run .ci/setup.d/ffmpeg.sh"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    dataset = tmp_path / "videos"
+    done = _arena("export", "lerobot", str(recorded), "--run", "expert", "--to", str(dataset), "--videos")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert list((dataset / "videos").rglob("*.mp4"))
+    checked = _check(python, dataset, "local/expert", recorded / "expert", VIDEO_TOLERANCE)
+    assert checked["video_keys"] == ["observation.image"]
+    assert checked["frames"] == sum(r["steps"] for r in _records(recorded, "expert"))
+    # lossy, yet close: the measured error stays well inside the tolerance
+    assert checked["mean_abs_diff"]["observation.image"] <= VIDEO_TOLERANCE, checked
+
+
+def test_a_bad_run_name_lists_the_runs(small, tmp_path):
+    done = _arena("export", "lerobot", str(small), "--run", "nope", "--to", str(tmp_path / "ds"))
+    assert done.returncode == 2
+    assert f"{small} has no run 'nope' (runs: zero, plain)" in done.stderr
+    assert not (tmp_path / "ds").exists()
+
+
+def test_a_run_without_trajectories_says_how_to_record_them(small, tmp_path):
+    done = _arena("export", "lerobot", str(small), "--run", "plain", "--to", str(tmp_path / "ds"))
+    assert done.returncode == 2
+    assert "run 'plain'" in done.stderr and "recorded no trajectories" in done.stderr
+    assert "trajectories.enabled=true" in done.stderr
+
+
+def test_an_existing_target_is_refused(small, tmp_path):
+    target = tmp_path / "taken"
+    target.mkdir()
+    done = _arena("export", "lerobot", str(small), "--run", "zero", "--to", str(target))
+    assert done.returncode == 2 and f"{target} exists already" in done.stderr
+    assert list(target.iterdir()) == []
+
+
+def test_without_the_lerobot_venv_it_names_the_set_up_command(small, tmp_path):
+    done = _arena("export", "lerobot", str(small), "--run", "zero", "--to", str(tmp_path / "ds"), "--adapter", STANDIN,
+                  env=_env(ARENA_VENVS=str(tmp_path / "no-venvs")))
+    assert done.returncode == 2, done.stderr
+    assert "arena venv setup lerobot" in done.stderr and str(tmp_path / "no-venvs" / "lerobot") in done.stderr
+    assert not (tmp_path / "ds").exists()
+
+
+def test_an_unknown_adapter_is_refused_before_anything_is_written(small, tmp_path):
+    done = _arena("export", "lerobot", str(small), "--run", "zero", "--to", str(tmp_path / "ds"),
+                  "--adapter", "lerobot/no-such-embodiment")
+    assert done.returncode == 2 and "adapter 'lerobot/no-such-embodiment'" in done.stderr
+    assert not (tmp_path / "ds").exists()
+
+
+def test_recordings_of_another_robot_do_not_fit_the_adapter(small, tmp_path):
+    done = _arena("export", "lerobot", str(small), "--run", "zero", "--to", str(tmp_path / "ds"),
+                  "--adapter", "standin_adapter:FourteenDimAdapter")
+    assert done.returncode == 2, done.stderr
+    assert "episode 0 (ep00000_seed0_timeout.npz) does not fit adapter standin_adapter:FourteenDimAdapter" in done.stderr
+    assert "(H, 14)" in done.stderr and not (tmp_path / "ds").exists()
+
+
+def test_the_adapter_and_fps_default_to_the_environment_types_lerobot_embodiment(small, tmp_path, monkeypatch):
+    from arena.plugins import get_registry
+    from arena_lerobot.export import plan_export
+
+    monkeypatch.syspath_prepend(str(TESTS))
+    from standin_adapter import StandInAdapter
+
+    # this process only: the stand-in answers for lerobot/metaworld (SMALL records no camera)
+    monkeypatch.setitem(get_registry().embodiment_adapters, "lerobot/metaworld", StandInAdapter)
+    plan = plan_export(small, "zero", tmp_path / "ds")
+    assert (plan.adapter, plan.fps, plan.videos, plan.repo_id) == ("lerobot/metaworld", 80, False, "local/zero")
+    assert isinstance(plan.adapter_instance, StandInAdapter)
+    assert [r.episode_index for r, _ in plan.episodes] == [0, 1]
+    assert plan_export(small, "zero", tmp_path / "ds", failed_only=True).episodes == plan.episodes  # zero actions: timeouts
+    named = plan_export(small, "zero", tmp_path / "ds", adapter=STANDIN, fps=15, videos=True, repo_id="me/x")
+    assert (named.adapter, named.fps, named.videos, named.repo_id) == (STANDIN, 15, True, "me/x")
+
+
+def test_arena_export_lists_the_lerobot_exporter():
+    done = _arena("export", "--help")
+    assert done.returncode == 0 and "lerobot" in done.stdout
