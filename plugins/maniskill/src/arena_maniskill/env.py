@@ -134,6 +134,14 @@ class ManiSkillEnvironment(Environment):
         spec = task_spec(config.task)
         return dict(spec.metrics) if spec else {}
 
+    @classmethod
+    def venv_checks(cls, python: Any) -> list[Any]:
+        """``arena doctor``'s checks in the venv (``python``): Vulkan rendering through SAPIEN
+        (:func:`arena_maniskill.doctor.vulkan_check`)."""
+        from arena_maniskill.doctor import vulkan_check
+
+        return [vulkan_check(python)]
+
     def __init__(self, config: ManiSkillConfig, *, num_envs: int, cameras: bool = False) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
