@@ -173,6 +173,9 @@ class ManiSkillEnvironment(Environment):
             "control_mode": config.control_mode,
             "sim_backend": config.sim_backend,
             "render_mode": "rgb_array",
+            # SAPIEN renders on the GPU where torch sees one, else on the CPU (lavapipe), without
+            # ManiSkill's "sapien_cuda not found, falling back" warning in every worker's log.
+            "render_backend": "gpu" if torch.cuda.is_available() else "cpu",
             "sensor_configs": {"width": config.image_width, "height": config.image_height},
             "human_render_camera_configs": {"width": config.image_width, "height": config.image_height},
         }
@@ -287,9 +290,9 @@ class ManiSkillEnvironment(Environment):
         return self._observation(), np.concatenate(rewards), np.concatenate(terminated), np.zeros(self.num_envs, bool), info
 
     def episode_info(self, env_id: int) -> dict[str, Any]:
-        """``seed``: the episode's seed (as ManiSkill's ``reset(seed)`` got it); the protocol
-        fingerprint."""
-        return {"seed": self.episode_seed(env_id), PROTOCOL_KEY: self.protocol()}
+        """The protocol fingerprint (the record's own ``seed`` is the one ManiSkill got)."""
+        self._check(env_id)
+        return {PROTOCOL_KEY: self.protocol()}
 
     def protocol(self) -> dict[str, Any]:
         """The protocol fingerprint of this run's episodes (:mod:`arena.outputs.fingerprint`):

@@ -16,3 +16,31 @@ def arena_register_commands(app):
     from arena_maniskill.venv import VENV
 
     app.add_typer(alias_app(VENV, "ManiSkill3 (mani-skill 3.0.1): its venv."), name="maniskill")
+
+
+@hookimpl
+def arena_register_policies(register):
+    from arena_maniskill.pushcube import PushCubeRemotePolicy
+
+    register(PushCubeRemotePolicy.name, PushCubeRemotePolicy)
+
+
+@hookimpl
+def arena_register_embodiment_adapters(register):
+    from arena_maniskill.pushcube import PushCubeStateAdapter
+
+    register("maniskill_push_cube", "push_cube_state", PushCubeStateAdapter)
+
+
+@hookimpl
+def arena_register_server_tasks(register):
+    from arena_maniskill.pushcube import PushCubeRemotePolicy, push_cube_server_task
+
+    register(PushCubeRemotePolicy.name, push_cube_server_task)
+
+
+@hookimpl
+def arena_register_servers(register):
+    from arena_maniskill.pushcube import PushCubeModel
+
+    register("maniskill-push-cube", PushCubeModel)
