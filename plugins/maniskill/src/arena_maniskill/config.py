@@ -52,8 +52,8 @@ class ManiSkillConfig(EnvironmentConfig):
     image_width: int = Field(128, ge=16, le=2048, description="camera image width in pixels")
     asset_dir: str | None = Field(
         None,
-        description="ManiSkill's asset directory (MS_ASSET_DIR) for tasks that need downloaded assets "
-        "(SimplerEnv Bridge, YCB, ReplicaCAD); null: $MS_ASSET_DIR or ~/.maniskill/data",
+        description="ManiSkill's MS_ASSET_DIR (it keeps downloads under its data/) for tasks that need downloaded "
+        "assets (SimplerEnv Bridge, YCB, ReplicaCAD); null: $MS_ASSET_DIR, else ~/.maniskill",
     )
     instruction: str | None = Field(None, description="language instruction sent to the policy (default: the catalog's)")
     privileged: list[str] = Field(

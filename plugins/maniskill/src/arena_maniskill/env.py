@@ -358,7 +358,7 @@ class ManiSkillEnvironment(Environment):
             if "mani_skill" in sys.modules:
                 from mani_skill import ASSET_DIR
 
-                if os.path.realpath(ASSET_DIR) != os.path.realpath(config.asset_dir):
+                if os.path.realpath(ASSET_DIR) != os.path.realpath(os.path.join(config.asset_dir, "data")):
                     raise ValueError(
                         f"environment.asset_dir is {config.asset_dir}, but ManiSkill was already imported in this "
                         f"process with {ASSET_DIR}; run the envs in workers (environment.workers >= 1)"
