@@ -185,3 +185,20 @@ def test_serve_calls_answers_frames_over_a_pipe_and_reports_errors_without_dying
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_trace_files_append_one_file_per_env_that_read_frame_files_reads_back(tmp_path):
+    import numpy as np
+
+    from arena.testing.frames import TraceFiles, read_frame_files
+
+    traces = TraceFiles(tmp_path / "trace")
+    traces.write(1, {"op": "step", "action": np.arange(3.0)})
+    traces.write(0, {"op": "reset", "seed": 7})
+    traces.write(1, {"op": "step", "action": np.ones(3)})
+    traces.close()
+    traces.close()  # idempotent
+    files = read_frame_files(tmp_path / "trace")
+    assert [len(f) for f in files] == [1, 2]  # env 0's file sorts first
+    assert files[0][0] == {"op": "reset", "seed": 7}
+    assert files[1][1]["action"].tolist() == [1.0, 1.0, 1.0]

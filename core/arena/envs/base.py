@@ -161,6 +161,13 @@ class Environment:
     #: Cameras whose ``camera_obs`` frames come upside down, as the simulator renders them
     #: (LIBERO): policies get them so, videos are rotated upright.
     upside_down_cameras: ClassVar[frozenset[str]] = frozenset()
+    #: Partial-credit metrics (:mod:`arena.outputs.metrics`): ``{info key: reduction}``, the
+    #: reduction one of ``"max"``, ``"min"``, ``"last"``, ``"mean"``. ``step`` fills each key of
+    #: its ``info`` with one value per env, float or bool ``(num_envs,)`` (e.g. gym-pusht's
+    #: ``{"coverage": "max"}``); the rollout reduces it over the episode into the record's
+    #: ``metrics``. A class whose metrics depend on its config (the task) overrides
+    #: :meth:`episode_metrics_for`.
+    episode_metrics: ClassVar[dict[str, str]] = {}
 
     @classmethod
     def envs_per_worker_for(cls, config: EnvironmentConfig) -> Literal["any", "one", "all"]:
@@ -175,6 +182,17 @@ class Environment:
                 return "all" if config.sim_backend == "physx_cuda" else "one"
         """
         return cls.envs_per_worker
+
+    @classmethod
+    def episode_metrics_for(cls, config: EnvironmentConfig) -> dict[str, str]:
+        """The episode metrics of a run with ``config`` (see :attr:`episode_metrics`, returned by
+        default), e.g. per ManiSkill task its ``info`` extras::
+
+            @classmethod
+            def episode_metrics_for(cls, config):
+                return {"is_grasped": "max"} if config.task == "PickCube-v1" else {}
+        """
+        return dict(cls.episode_metrics)
 
     def __init__(self, config: EnvironmentConfig, *, num_envs: int, cameras: bool = False) -> None:
         """``cameras`` asks for ``camera_obs`` (rendering costs tens of ms per frame on a CPU)."""

@@ -534,6 +534,12 @@ def _print_summary(result: dict[str, Any], console: Console) -> None:
         )
     console.print(table)
     for name, r in result["runs"].items():
+        for key, m in (r.get("metrics") or {}).items():  # partial credit beside the success rate
+            interval = "" if m.get("ci_low") is None else f" [{m['ci_low']:.3g}, {m['ci_high']:.3g}]"
+            console.print(
+                f"{escape(name)}: {escape(str(key))} {m['mean']:.3g}{interval} (mean over {m['episodes']} episodes)",
+                highlight=False,
+            )
         if r.get("error"):  # why a run failed belongs on the console, not only in runner.log
             console.print(f"[red]{escape(name)}[/]: {escape(str(r['error']))}", highlight=False)
         for warning in r.get("warnings") or []:

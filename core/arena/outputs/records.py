@@ -29,6 +29,7 @@ from arena.errors import LaunchError, short_repr
 from arena.fsutil import write_text_atomic
 from arena.outputs.fingerprint import common_fingerprint
 from arena.outputs.layout import EPISODES_FILE, EXPERIMENT_FILE, RUN_RESULT_FILE, STATUS_FILE, run_dir, run_names
+from arena.outputs.metrics import summarize_metrics
 from arena.outputs.stats import success_rate, wilson_interval
 
 FORMAT_VERSION = 1
@@ -97,6 +98,9 @@ class EpisodeRecord(BaseModel):
     video: str | None = Field(None, description="video path relative to the run directory")
     protocol: dict[str, Any] | None = Field(
         None, description="protocol fingerprint: what makes two runs comparable (arena.outputs.fingerprint)"
+    )
+    metrics: dict[str, float | None] | None = Field(
+        None, description="episode metrics the environment declares, reduced over the episode (arena.outputs.metrics)"
     )
     finished_at: str = Field(default_factory=utc_now, description="ISO 8601, UTC")
 
@@ -374,7 +378,9 @@ def write_run_result(
     ``warnings`` (caveats of the numbers that did not stop the run), ``model`` (what
     answered a remote policy: ``policy_type``, ``variant``, ``server_task``, ``checkpoint``,
     ``revision``, ``image``, ``image_digest``, ``server_metadata``; ``None`` for a local one),
-    ``protocol`` (the records' common protocol fingerprint, :mod:`arena.outputs.fingerprint`).
+    ``protocol`` (the records' common protocol fingerprint, :mod:`arena.outputs.fingerprint`),
+    ``metrics`` (the mean and 95 % interval of each episode metric over the counted episodes,
+    :func:`arena.outputs.metrics.summarize_metrics`; ``None`` when the environment declares none).
 
     Raises:
         ValueError: ``state`` is not one of :data:`RUN_STATES`.
@@ -406,6 +412,7 @@ def write_run_result(
         "warnings": list(warnings),
         "model": model,
         "protocol": common_fingerprint(r.protocol for r in merged),
+        "metrics": summarize_metrics(merged),
     }
     write_json_atomic(run_dir / RUN_RESULT_FILE, result)
     return result

@@ -32,6 +32,7 @@ from arena.outputs.layout import (
     run_names,
     work_dirs,
 )
+from arena.outputs.metrics import summarize_metrics
 from arena.outputs.stats import success_rate, wilson_interval
 from arena.outputs.records import (
     FORMAT_VERSION,
@@ -174,6 +175,7 @@ def _summarize(
         "server_log": f"{name}/{SERVER_LOG}" if server_log.exists() else None,
         "issues": issues,
         "latency": latency_summary(records),
+        "metrics": summarize_metrics(records),
         "seeds": seeds,
         "num_envs": entry.get("num_envs"),
         "videos": sum(1 for r in records if r.video),

@@ -50,6 +50,7 @@ import numpy as np
 from arena.envs.base import ENV_ERRORS, read_success, success_warning
 from arena.errors import PolicyError, SimulatorError, SuccessSignalError
 from arena.outputs.fingerprint import PROTOCOL_KEY, adapter_fingerprint
+from arena.outputs.metrics import EpisodeMetrics, declared_metrics, step_values
 from arena.outputs.records import OUTCOMES, EpisodeRecord, utc_now
 from arena.rollout.workitems import WorkItem
 
@@ -78,6 +79,7 @@ class _Episode:
     started: float = field(default_factory=time.perf_counter)
     steps: int = 0
     total_reward: float = 0.0
+    metrics: EpisodeMetrics | None = None
 
 
 def _describe(exc: BaseException) -> str:
@@ -212,6 +214,7 @@ class _Rollout:
         self.stopping = False
         self.told_active: list[int] | None = None
         self.last_actions: np.ndarray | None = None
+        self.metrics: dict[str, str] = {}
 
     # -- the loop --------------------------------------------------------------------------
     def run(self) -> RolloutSummary:
@@ -224,6 +227,11 @@ class _Rollout:
                 return self.summary
             if warning:
                 self.summary.warnings.append(warning)
+            try:
+                self.metrics = declared_metrics(self.env)
+            except Exception as exc:  # a malformed declaration: systematic, before any episode
+                self._abort(f"episode metrics: {_describe(exc)}")
+                return self.summary
             try:
                 self.policy.start(self.env)
                 self.policy.set_task_description(self.env.task_description)
@@ -287,10 +295,14 @@ class _Rollout:
         ended: list[int] = list(faults)
         if faults:
             self._fail(list(faults), faults, restart=False, one_fault=True)
+        values = step_values(info, self.metrics, self.num_envs)
         for e in stepped:
             episode = self.active[e]
             episode.steps += 1
             episode.total_reward += float(reward[e])
+            if episode.metrics is not None:
+                for key, column in values.items():
+                    episode.metrics.add(key, float(column[e]))
             outcome = self._outcome(episode, bool(success[e]), bool(terminated[e]), bool(truncated[e]))
             if outcome is not None:
                 self._finish(e, outcome)
@@ -328,7 +340,7 @@ class _Rollout:
             for e in env_ids:
                 if self.queue:
                     item = self.queue.popleft()
-                    self.active[e] = _Episode(item)
+                    self.active[e] = _Episode(item, metrics=EpisodeMetrics(self.metrics) if self.metrics else None)
                     ids.append(e)
                     seeds.append(item.seed)
             if not ids:
@@ -399,6 +411,7 @@ class _Rollout:
             video=video,
             finished_at=utc_now(),
             protocol=protocol,
+            metrics=(episode.metrics.result() or None) if episode.metrics is not None else None,
             **({"policy_extras": extras} if extras else {}),
             **({"env_extras": env_extras} if env_extras else {}),
         )

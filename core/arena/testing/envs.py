@@ -37,6 +37,9 @@ class ToyReachConfig(EnvironmentConfig):
     success_radius: float = Field(0.08, gt=0, description="distance to the target that counts as success")
     step_delay_s: float = Field(0.0, ge=0, description="seconds every step of every env sleeps (a slow simulator)")
     max_steps: int = Field(40, ge=1, description="default_max_episode_steps")
+    report_distance: bool = Field(
+        False, description="declare info['distance'] an episode metric (its minimum over the episode)"
+    )
 
 
 class ToyReachEnv(Environment):
@@ -49,11 +52,17 @@ class ToyReachEnv(Environment):
     Actions ``float32 (N, 2)`` in ``[-1, 1]``: the point moves ``speed * action`` (clipped to
     the square). Success: within ``success_radius`` of the target. Reward: minus the distance.
     Episode seed ``s`` draws the start and the target with ``numpy.random.default_rng(s)``.
+    ``info["distance"]`` ``float64 (N,)`` is the distance after the step; with
+    ``report_distance`` it is an episode metric reduced by ``min`` (the closest approach).
     """
 
     name = "toy_reach"
     Config = ToyReachConfig
     success_key = "success"
+
+    @classmethod
+    def episode_metrics_for(cls, config: ToyReachConfig) -> dict[str, str]:
+        return {"distance": "min"} if config.report_distance else {}
 
     def __init__(self, config: ToyReachConfig, *, num_envs: int, cameras: bool = False) -> None:
         super().__init__(config, num_envs=num_envs, cameras=bool(cameras or config.cameras))
@@ -89,7 +98,7 @@ class ToyReachEnv(Environment):
         distance = np.linalg.norm(self.target - self.position, axis=1)
         success = distance <= self.config.success_radius
         none = np.zeros(self.num_envs, bool)
-        return self._observation(), -distance.astype(np.float64), none, none.copy(), {"success": success}
+        return self._observation(), -distance.astype(np.float64), none, none.copy(), {"success": success, "distance": distance.astype(np.float64)}
 
     def before_step(self) -> None:
         """Called in every step after the step counters advanced (a hook for subclasses)."""

@@ -29,7 +29,7 @@ import numpy as np
 from arena.transport.codec import packb, unpackb
 from arena.transport.errors import CodecError
 
-__all__ = ["TruncatedFrame", "read_frame", "read_frame_files", "read_frames", "serve_calls", "write_frame"]
+__all__ = ["TraceFiles", "TruncatedFrame", "read_frame", "read_frame_files", "read_frames", "serve_calls", "write_frame"]
 
 _HEADER = struct.Struct("!I")
 _MAX_BODY = 2**32 - 1
@@ -112,6 +112,32 @@ def read_frame_files(directory: str | os.PathLike[str], pattern: str = "*.frames
             except CodecError as exc:
                 raise type(exc)(f"{path}: {exc}") from exc
     return out
+
+
+class TraceFiles:
+    """One frames file per env id under ``directory``, opened on first use and appended to:
+    ``<pid>-<env_id>.frames`` (the name :func:`read_frame_files` sorts by), so several
+    processes of one run (environment workers) trace into one directory without clashing.
+
+    ``write(env_id, entry)`` appends one frame; ``close()`` closes every file (idempotent).
+    """
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = Path(directory)
+        self._files: list[IO[bytes]] = []
+
+    def write(self, env_id: int, entry: Any) -> None:
+        """Append ``entry`` (a codec message) as one frame to env ``env_id``'s file."""
+        while len(self._files) <= env_id:
+            path = self.directory / f"{os.getpid()}-{len(self._files)}.frames"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._files.append(path.open("ab"))
+        write_frame(self._files[env_id], entry)
+
+    def close(self) -> None:
+        for f in self._files:
+            f.close()
+        self._files = []
 
 
 def serve_calls(handle: Callable[[str, list[Any]], Any], *, stop: str = "close") -> None:

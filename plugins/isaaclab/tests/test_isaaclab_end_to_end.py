@@ -68,6 +68,16 @@ def test_expert_succeeds_zero_fails_and_a_served_expert_drives_the_cpu_example(t
         assert rec["task"] == "Arena-Reach-Cube-v0" and rec["error"] is None
         assert rec["env_extras"]["seeding"] == "episode"
     assert served[0]["latency"] is not None  # the requests went through arena's server
+    # the protocol fingerprint: what makes two Isaac Lab success rates comparable
+    protocol = expert[0]["protocol"]
+    assert protocol["benchmark"] == "isaaclab" and protocol["suite"] == "Arena-Reach-Cube-v0"
+    assert protocol["simulators"]["isaaclab"] == "3.0.0" and protocol["seeding"] == "episode"
+    assert protocol["sim_dt_s"] > 0 and protocol["decimation"] >= 1 and protocol["step_limit"] > 0
+    assert "scene_camera_rgb" in protocol["cameras"]
+    # the served run renders no camera and goes through an adapter: only those keys differ
+    differs = {k for k in protocol.keys() | served[0]["protocol"].keys() if protocol.get(k) != served[0]["protocol"].get(k)}
+    assert differs == {"cameras", "adapter"}, differs
+    assert json.loads((out / "reach_zero" / "run_result.json").read_text())["protocol"]["benchmark"] == "isaaclab"
     # the camera rendered: the recorded video of the first episode exists and is not empty
     videos = sorted((out / "reach_expert" / "videos").glob("*.mp4"))
     assert len(videos) == 1 and videos[0].stat().st_size > 1000

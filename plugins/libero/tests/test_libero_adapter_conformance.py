@@ -32,7 +32,7 @@ def test_the_pick_place_expert_survives_the_openpi_libero_adapter(tmp_path, monk
         environment={"type": "libero", "suite": "libero_spatial", "task": 0, "image_size": 32},
         policy={"type": "pi0_remote", "policy_variant": "pi05", "openpi_embodiment_adapter": "libero",
                 "open_loop_horizon": 5},
-        seeds=[0, 1],
+        seeds=[0],  # one solved episode carries the check; each more seed costs minutes of CI (osmesa)
         max_episode_steps=220,
         chunk_rows=10,
         output_dir=tmp_path,

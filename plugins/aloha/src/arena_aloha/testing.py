@@ -15,12 +15,10 @@ Neither side unpickles: both speak :mod:`arena.testing.frames`.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-from arena.testing.frames import serve_calls, write_frame
+from arena.testing.frames import TraceFiles, serve_calls
 from pydantic import Field
 
 from arena_aloha.config import AlohaConfig
@@ -49,7 +47,7 @@ class TracedAlohaEnvironment(AlohaEnvironment):
     Config = TracedAlohaConfig
 
     def __init__(self, config: TracedAlohaConfig, *, num_envs: int, cameras: bool = False) -> None:
-        self._trace_files: list[Any] = []
+        self._trace_files = TraceFiles(config.trace_dir)
         self._tracing = False
         super().__init__(config, num_envs=num_envs, cameras=cameras)
         self._tracing = True  # the constructor's resets are not episodes
@@ -57,11 +55,7 @@ class TracedAlohaEnvironment(AlohaEnvironment):
     def _trace(self, env_id: int, entry: dict[str, Any]) -> None:
         if not self._tracing:
             return
-        while len(self._trace_files) <= env_id:
-            path = Path(self.config.trace_dir) / f"{os.getpid()}-{len(self._trace_files)}.frames"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._trace_files.append(path.open("ab"))
-        write_frame(self._trace_files[env_id], entry)
+        self._trace_files.write(env_id, entry)
 
     def reset_envs(self, env_ids: list[int], seeds: list[int]) -> dict[str, Any]:
         obs = super().reset_envs(env_ids, seeds)
@@ -78,9 +72,8 @@ class TracedAlohaEnvironment(AlohaEnvironment):
         return result
 
     def close(self) -> None:
-        for f in getattr(self, "_trace_files", []):
-            f.close()
-        self._trace_files = []
+        if hasattr(self, "_trace_files"):
+            self._trace_files.close()
         super().close()
 
 

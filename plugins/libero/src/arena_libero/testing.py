@@ -16,12 +16,11 @@ unpickles: both speak :mod:`arena.testing.frames`.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from arena.testing.frames import serve_calls, write_frame
+from arena.testing.frames import TraceFiles, serve_calls
 from pydantic import Field
 
 from arena_libero.env import LiberoConfig, LiberoEnvironment
@@ -53,17 +52,13 @@ class TracedLiberoEnvironment(LiberoEnvironment):
     Config = TracedLiberoConfig
 
     def __init__(self, config: TracedLiberoConfig, *, num_envs: int, cameras: bool = False) -> None:
-        self._trace_files: list[Any] = []
+        self._trace_files = TraceFiles(config.trace_dir)
         self._tracing = False
         super().__init__(config, num_envs=num_envs, cameras=cameras)
         self._tracing = True  # the constructor's resets (``_start_episodes``) are not episodes
 
     def _trace(self, env_id: int, entry: dict[str, Any]) -> None:
-        while len(self._trace_files) <= env_id:
-            path = Path(self.config.trace_dir) / f"{os.getpid()}-{len(self._trace_files)}.frames"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._trace_files.append(path.open("ab"))
-        write_frame(self._trace_files[env_id], entry)
+        self._trace_files.write(env_id, entry)
 
     def _reset_one(self, env_id: int, seed: int) -> dict[str, Any]:
         obs = super()._reset_one(env_id, seed)
@@ -83,9 +78,8 @@ class TracedLiberoEnvironment(LiberoEnvironment):
         return result
 
     def close(self) -> None:
-        for f in getattr(self, "_trace_files", []):
-            f.close()
-        self._trace_files = []
+        if hasattr(self, "_trace_files"):
+            self._trace_files.close()
         super().close()
 
 

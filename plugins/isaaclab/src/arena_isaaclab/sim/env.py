@@ -37,6 +37,10 @@ EPISODE = "episode"
 EPISODE_RESET = "episode_reset"
 
 
+
+#: Distributions whose versions can change an Isaac Lab result (the protocol fingerprint's).
+SIMULATOR_PACKAGES = ("isaaclab", "isaaclab_arena", "newton", "warp-lang", "mujoco", "mujoco-warp", "torch")
+
 class _Terminations:
     """Wraps Isaac Lab's ``TerminationManager``: terms are computed as usual, ``step`` sees none done."""
 
@@ -226,10 +230,45 @@ class IsaacLabSim:
         )
 
     def episode_info(self, env_id: int) -> dict[str, Any]:
+        from arena.outputs.fingerprint import PROTOCOL_KEY
+
         info: dict[str, Any] = {"seeding": self.seeding}
         if self.shared_draws:
             info["shared_draws"] = list(self.shared_draws)
+        info[PROTOCOL_KEY] = self.protocol()
         return info
+
+    def protocol(self) -> dict[str, Any]:
+        """The protocol fingerprint of this run's episodes (:mod:`arena.outputs.fingerprint`):
+        the task (gym id, env_cfg or IsaacLab-Arena environment), the simulator packages'
+        versions, the physics backend and device, the control period (``sim.dt`` seconds times
+        ``decimation``), the success and failure terms, cameras and their size, the seeding
+        mode and the build seed, and the step limit. Computed once per run."""
+        if getattr(self, "_protocol", None) is None:
+            from arena.outputs.fingerprint import package_versions
+
+            cfg = getattr(self.env, "cfg", None)
+            sim = getattr(cfg, "sim", None)
+            cameras = {
+                name: list(np.asarray(frames).shape[1:3])
+                for name, frames in (self._obs.get("camera_obs") or {}).items()
+            }
+            self._protocol = {
+                "benchmark": "isaaclab",
+                "suite": self.source,
+                "simulators": package_versions(SIMULATOR_PACKAGES),
+                "physics": self.config.physics,
+                "device": str(self.device),
+                "sim_dt_s": getattr(sim, "dt", None),
+                "decimation": getattr(cfg, "decimation", None),
+                "success_term": self.success_term,
+                "failure_terms": list(self.failure_terms),
+                "cameras": cameras or None,
+                "seeding": self.seeding,
+                "build_seed": self.config.build_seed,
+                "step_limit": self.default_max_episode_steps,
+            }
+        return self._protocol
 
     def close(self) -> None:
         env, self.env = getattr(self, "env", None), None
