@@ -86,7 +86,8 @@ class PrivilegedProvider(Protocol):
     (the ManiSkill env is reset; e.g. plan on a second env of the same task and seed);
     ``observe(env_id)`` returns that env's privileged arrays now (after a reset or a step),
     the same keys and shapes every time (e.g. ``{"action": float32 (action_dim,)}``); they are
-    stacked into ``observation["privileged"]`` as ``(N, ...)``.
+    stacked into ``observation["privileged"]`` as ``(N, ...)``. An optional ``close()`` runs
+    when the environment closes.
     """
 
     def reset(self, env_id: int, seed: int) -> None: ...
@@ -335,6 +336,13 @@ class ManiSkillEnvironment(Environment):
         if self.__dict__.get("_closed", True):
             return
         self._closed = True
+        for provider in self.__dict__.get("_providers", []):
+            close = getattr(provider, "close", None)  # optional: e.g. the planner's second env
+            if close is not None:
+                try:
+                    close()
+                except Exception:
+                    pass
         for env in self._envs:
             try:
                 env.close()
