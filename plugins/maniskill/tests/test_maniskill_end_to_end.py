@@ -50,7 +50,7 @@ def comparable(record) -> tuple:
 
 @pytest.fixture(scope="module")
 def zero_runs(tmp_path_factory):
-    """The quick example's zero-action runs: PullCube-v1 and LiftPegUpright-v1, rgb 128 x 128,
+    """The quick example's zero-action runs: PullCube-v1 and PushCube-v1, rgb 128 x 128,
     10 episodes each over 2 envs (2 workers), seed 0."""
     tmp = tmp_path_factory.mktemp("zero")
     result = arena_run(quick_runs(tmp, "_zero"), tmp / "out")
@@ -60,7 +60,7 @@ def zero_runs(tmp_path_factory):
 
 @pytest.mark.slow
 def test_zero_actions_never_succeed_on_two_tasks_with_cameras_over_two_workers(zero_runs):
-    for run, task in (("pull_cube_zero", "PullCube-v1"), ("lift_peg_zero", "LiftPegUpright-v1")):
+    for run, task in (("pull_cube_zero", "PullCube-v1"), ("push_cube_zero", "PushCube-v1")):
         recs = records(zero_runs / run)
         assert [r.seed for r in recs] == list(range(10)), run
         assert [r.outcome for r in recs] == ["timeout"] * 10, run
@@ -123,10 +123,10 @@ def test_a_remote_policy_behind_arenas_server_drives_push_cube(tmp_path):
 @pytest.mark.slow
 def test_motion_planning_expert_solves_both_quick_tasks(tmp_path):
     """The quick example's expert runs (``maniskill_motion_planner``, ManiSkill's planners on
-    PullCube-v1 and LiftPegUpright-v1, 10/10 each on seeds 0-9 in ManiSkill's own runs): >= 80 %."""
+    PullCube-v1 and PushCube-v1, 10/10 and 9/10 on seeds 0-9 in ManiSkill's own runs, 80 steps): >= 80 %."""
     result = arena_run(quick_runs(tmp_path, "_expert"), tmp_path / "out")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    for run in ("pull_cube_expert", "lift_peg_expert"):
+    for run in ("pull_cube_expert", "push_cube_expert"):
         recs = records(tmp_path / "out" / run)
         assert [r.seed for r in recs] == list(range(10)) and not any(r.outcome == "error" for r in recs), run
         assert sum(r.outcome == "success" for r in recs) >= 8, [r.outcome for r in recs]

@@ -89,7 +89,7 @@ def test_examples_validate_and_dry_run_anywhere(name, tmp_path, capsys):
         assert {run.environment.sim_backend for run in experiment.runs.values()} == {"physx_cuda"}
         assert min(run.environment_builder.num_envs for run in experiment.runs.values()) >= 256
     else:
-        assert {run.environment.task for run in experiment.runs.values()} == {"PullCube-v1", "LiftPegUpright-v1"}
+        assert {run.environment.task for run in experiment.runs.values()} == {"PullCube-v1", "PushCube-v1"}
         assert {run.policy.type for run in experiment.runs.values()} == {"maniskill_motion_planner", "zero_action"}
 
 
