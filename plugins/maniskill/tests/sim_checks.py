@@ -112,7 +112,82 @@ def assets(asset_dir: str) -> dict:
     return {"error": None}
 
 
+def batched() -> dict:
+    """The ``physx_cuda`` bookkeeping (one ManiSkill env of N scenes) on a CPU: ``gym.make``
+    returns a stand-in with ManiSkill's batched interface (torch tensors of N rows, ``reset(seed=
+    list, options={"env_idx": ...})``), which records what the environment hands it."""
+    import gymnasium as gym
+    import torch
+
+    from arena_maniskill.config import ManiSkillConfig
+    from arena_maniskill.env import ManiSkillEnvironment
+
+    class Batched:
+        """N scenes; the observation of scene i is its episode seed, its reward the action's sum."""
+
+        def __init__(self, num_envs: int, **kwargs) -> None:
+            self.num_envs, self.kwargs, self.calls = num_envs, kwargs, []
+            self.device = torch.device("cpu")
+            self.single_action_space = gym.spaces.Box(-1.0, 1.0, (8,), np.float32)
+            self.seeds = torch.zeros(num_envs)
+            self.elapsed_steps = torch.zeros(num_envs, dtype=torch.int32)
+
+        @property
+        def unwrapped(self):
+            return self
+
+        def _obs(self):
+            n = self.num_envs
+            return {"agent": {"qpos": self.seeds[:, None].repeat(1, 9)},
+                    "extra": {"tcp_pose": torch.arange(n, dtype=torch.float32)[:, None].repeat(1, 7)},
+                    "sensor_data": {"base_camera": {"rgb": (self.seeds[:, None, None, None] % 256).to(torch.uint8).repeat(1, 4, 4, 3)}}}
+
+        def reset(self, seed=None, options=None):
+            options = options or {}
+            self.calls.append({"seed": seed, "env_idx": options.get("env_idx", torch.arange(self.num_envs)).tolist()})
+            for i in self.calls[-1]["env_idx"]:
+                self.seeds[i] = seed[i] if isinstance(seed, list) else seed
+                self.elapsed_steps[i] = 0
+            return self._obs(), {}
+
+        def step(self, action):
+            self.elapsed_steps += 1
+            reward = action.sum(dim=1)
+            info = {"success": action[:, 0] > 0, "elapsed_steps": self.elapsed_steps.clone(), "shared": torch.tensor(1.0)}
+            return self._obs(), reward, action[:, 0] > 0, torch.zeros(self.num_envs, dtype=torch.bool), info
+
+        def close(self):
+            self.calls.append("closed")
+
+    made = []
+
+    def make(task, num_envs=1, **kwargs):
+        made.append(Batched(num_envs, task=task, **kwargs))
+        return made[-1]
+
+    gym.make = make
+    env = ManiSkillEnvironment(ManiSkillConfig(task="PickCube-v1", sim_backend="physx_cuda"), num_envs=4)
+    obs = env.reset_envs([3, 1], [13, 11])
+    actions = np.zeros((4, 8), np.float32)
+    actions[:, 0] = [0.5, -0.5, 0.25, -0.25]
+    actions[:, 1] = [1, 2, 3, 4]
+    stepped, reward, terminated, truncated, info = env.step(actions)
+    out = {
+        "made": [{"num_envs": m.num_envs, "sim_backend": m.kwargs["sim_backend"]} for m in made],
+        "calls": made[0].calls,
+        "qpos": obs["policy"]["qpos"][:, 0].tolist(),
+        "camera": [list(obs["camera_obs"]["base_camera_rgb"].shape), obs["camera_obs"]["base_camera_rgb"][:, 0, 0, 0].tolist()],
+        "reward": reward.tolist(), "terminated": terminated.tolist(), "truncated": truncated.tolist(),
+        "info": sorted(info), "success": info["success"].tolist(),
+        "seed_of_3": env.episode_seed(3), "elapsed_of_2": env.elapsed_steps(2),
+        "render": env.render(3)[0, 0].tolist(), "same_env": env.maniskill_env(0) is env.maniskill_env(3),
+    }
+    env.close()
+    out["closed"] = made[0].calls[-1]
+    return out
+
+
 if __name__ == "__main__":
     check, *args = sys.argv[1:]
-    result = {"layout": layout, "catalog": catalog, "assets": assets}[check](*args)
+    result = {"layout": layout, "catalog": catalog, "assets": assets, "batched": batched}[check](*args)
     print(json.dumps(result, default=str))

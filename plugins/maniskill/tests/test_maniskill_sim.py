@@ -74,3 +74,21 @@ def test_a_task_whose_assets_are_absent_names_the_download_command(tmp_path):
     error = result["error"]
     assert "PutCarrotOnPlateInScene-v1 needs the assets bridge_v2_real2sim" in error
     assert f"MS_ASSET_DIR={tmp_path / 'assets'} python -m mani_skill.utils.download_asset bridge_v2_real2sim" in error
+
+
+@pytest.mark.slow
+def test_physx_cuda_path_hands_one_batched_env_every_seed_and_the_reset_indices():
+    """The GPU backend's bookkeeping, on a CPU (untested on a GPU): one ManiSkill env of 4
+    scenes; a partial reset passes all four current seeds with env_idx; steps, observations,
+    info and renders split back per env in env order; per-env info only."""
+    result = sim_check("batched")
+    assert result["made"] == [{"num_envs": 4, "sim_backend": "physx_cuda"}]
+    assert result["calls"] == [{"seed": [0, 0, 0, 0], "env_idx": [0, 1, 2, 3]},
+                               {"seed": [0, 11, 0, 13], "env_idx": [1, 3]}, "closed"]
+    assert result["qpos"] == [0.0, 11.0, 0.0, 13.0]
+    assert result["camera"] == [[4, 4, 4, 3], [0, 11, 0, 13]]
+    assert result["reward"] == [1.5, 1.5, 3.25, 3.75]
+    assert result["terminated"] == result["success"] == [True, False, True, False]
+    assert result["truncated"] == [False] * 4 and result["info"] == ["elapsed_steps", "success"]
+    assert (result["seed_of_3"], result["elapsed_of_2"], result["render"]) == (13, 1, [13, 13, 13])
+    assert result["same_env"]
