@@ -20,7 +20,7 @@ from arena.venvs import VenvSpec
 
 VENV = VenvSpec(
     name="maniskill",
-    summary="mani-skill 3.0.1 (SAPIEN 3.0.3, mplib 0.1.1), torch 2.13.0 CPU, numpy<2; ~2.1 GB; rendering needs Vulkan",
+    summary="mani-skill 3.0.1 (SAPIEN 3.0.3, mplib 0.1.1), torch 2.13.0, numpy<2; ~2.1 GB with the CPU torch; rendering needs Vulkan",
     python=">=3.11,<3.13",
     distributions=("arena-plugin-maniskill",),
     requirements=("mani-skill==3.0.1", "numpy<2", "torch==2.13.0"),
