@@ -43,6 +43,9 @@ def test_observation_matches_maniskill_and_a_seed_is_the_same_scene_on_any_env()
     assert result["step_types"] == ["float32", "bool", "bool"]
     assert result["render"] == [[128, 128, 3], "uint8"]
     assert result["reset_same_scene"]
+    state_only = result["state_only"]
+    assert state_only["keys"] == ["policy", "task"]
+    assert state_only["frame"] == [[128, 128, 3], "uint8"] and state_only["frame_std"] > 10
     protocol = result["episode_info"]["protocol"]
     assert protocol["suite"] == "PickCube-v1" and protocol["suite_version"] == "3.0.1"
     assert protocol["control_mode"] == "pd_joint_pos" and protocol["robot"] == "panda"
