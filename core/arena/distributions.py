@@ -25,6 +25,7 @@ FOLDERS: dict[str, str] = {
     "arena-plugin-isaaclab": "plugins/isaaclab",
     "arena-plugin-libero": "plugins/libero",
     "arena-plugin-aloha": "plugins/aloha",
+    "arena-plugin-maniskill": "plugins/maniskill",
     "arena-plugin-wandb": "plugins/wandb",
     "arena-plugin-mlflow": "plugins/mlflow",
     "arena-backend-slurm": "backends/slurm",

@@ -5,7 +5,8 @@ simulators' and video's are extras: missing ones are ``info`` with the ``pip ins
 plugins (loaded and broken, with their errors); headless rendering (MuJoCo's OpenGL platform,
 EGL or OSMesa, and who chose it; one Meta-World frame rendered in a child process, so a
 crashing OpenGL driver cannot take arena down); video encoding (PyAV); the benchmark venvs
-that registered environments run in (``default_venv``: created? the same arena-core?);
+that registered environments run in (``default_venv``: created? the same arena-core? what the
+environment checks there, ``venv_checks``: e.g. ManiSkill's Vulkan device);
 ``sbatch`` / ``osmo`` on ``PATH`` (needed only by those backends); free TCP ports on
 127.0.0.1 (an ephemeral one, and the policy servers' usual defaults).
 
@@ -208,6 +209,23 @@ def check_venvs() -> list[Check]:
             checks.append(Check(name, "warn", f"{python}: arena-core {core_version or 'missing'}, this interpreter has {here}", fix))
             continue
         checks.append(Check(name, "ok", f"Python {py_version} at {python}, arena-core {core_version}"))
+        checks.extend(_environment_checks(environments, envs, python))
+    return checks
+
+
+def _environment_checks(environments: dict, names: list[str], python: Path) -> list[Check]:
+    """What the environments running in a venv check there: each class's optional
+    ``venv_checks(python) -> list[Check]`` (e.g. ManiSkill's Vulkan device, which only the
+    venv's SAPIEN can probe); a check that raises is a ``fail`` naming the error."""
+    checks: list[Check] = []
+    for env_name in names:
+        hook = getattr(environments.get(env_name), "venv_checks", None)
+        if hook is None:
+            continue
+        try:
+            checks.extend(hook(python))
+        except Exception as exc:  # noqa: BLE001 - a broken check is reported, never raised
+            checks.append(Check(f"{env_name} in its venv", "fail", f"{type(exc).__name__}: {exc}", "fix the plugin's venv_checks"))
     return checks
 
 

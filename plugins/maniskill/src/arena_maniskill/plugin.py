@@ -1,3 +1,46 @@
-"""Entry point ``maniskill`` of group ``arena``: the ManiSkill3 environment and its experts."""
+"""Entry point ``maniskill`` of group ``arena``: the ManiSkill3 environment, ``arena maniskill``."""
 
-from arena.hookspecs import hookimpl  # noqa: F401  (the hook implementations follow)
+from arena.hookspecs import hookimpl
+
+
+@hookimpl
+def arena_register_environments(register):
+    from arena_maniskill.env import ManiSkillEnvironment
+
+    register(ManiSkillEnvironment.name, ManiSkillEnvironment)
+
+
+@hookimpl
+def arena_register_commands(app):
+    from arena.venvcli import alias_app
+    from arena_maniskill.venv import VENV
+
+    app.add_typer(alias_app(VENV, "ManiSkill3 (mani-skill 3.0.1): its venv."), name="maniskill")
+
+
+@hookimpl
+def arena_register_policies(register):
+    from arena_maniskill.pushcube import PushCubeRemotePolicy
+
+    register(PushCubeRemotePolicy.name, PushCubeRemotePolicy)
+
+
+@hookimpl
+def arena_register_embodiment_adapters(register):
+    from arena_maniskill.pushcube import PushCubeStateAdapter
+
+    register("maniskill_push_cube", "push_cube_state", PushCubeStateAdapter)
+
+
+@hookimpl
+def arena_register_server_tasks(register):
+    from arena_maniskill.pushcube import PushCubeRemotePolicy, push_cube_server_task
+
+    register(PushCubeRemotePolicy.name, push_cube_server_task)
+
+
+@hookimpl
+def arena_register_servers(register):
+    from arena_maniskill.pushcube import PushCubeModel
+
+    register("maniskill-push-cube", PushCubeModel)
