@@ -189,3 +189,10 @@ def test_the_plugin_lists_the_expert_and_the_droid_adapter():
     registered = {p["name"]: p for p in json.loads(done.stdout)["plugins"]}["maniskill"]["registered"]
     assert "maniskill_motion_planner" in registered["policies"]
     assert "openpi/maniskill_droid" in registered["embodiment_adapters"]
+
+
+def test_the_expert_refuses_other_environments():
+    experiment = {"runs": {"kitchen": {"environment": {"type": "franka_kitchen", "task": "microwave"},
+                                       "policy": {"type": "maniskill_motion_planner"}}}}
+    with pytest.raises(ConfigError, match="drives the 'maniskill' environment only"):
+        load_experiment_dict(experiment, source="exp.yaml")

@@ -43,8 +43,10 @@ class MotionPlannerConfig(PolicyConfig):
     def validate_run(self, run: Any) -> None:
         """Refuse runs the replay cannot drive exactly (module docstring); ``ValueError``
         becomes the loader's ConfigError keyed ``policy``, the message names the key to fix."""
+        from arena_maniskill.config import ManiSkillConfig
+
         env = run.environment
-        if type(env).__name__ != "ManiSkillConfig":
+        if not isinstance(env, ManiSkillConfig):
             raise ValueError(f"maniskill_motion_planner drives the 'maniskill' environment only, not {run.environment_type!r}")
         if PROVIDER not in env.privileged:
             raise ValueError(

@@ -303,7 +303,8 @@ class MotionPlanProvider:
     ``{ACTION_KEY: float32 (N, action_dim), PLANNED_KEY: bool (N,)}``. :meth:`reset` resets the
     ManiSkill env of ``env_id`` once more, with the same seed and a fresh scene (the env's
     observation of its own reset shows the same state, which :meth:`Plan.check_start`
-    asserts); an environment that resets with ``options={"reconfigure": True}`` itself would
+    asserts, and, measured on PickCube with ``panda_wristcam``, the same camera images); an
+    environment that resets with ``options={"reconfigure": True}`` itself would
     make that second reset unnecessary.
 
     Raises (constructor; the expert's ``validate_run`` refuses these configs before a run):
