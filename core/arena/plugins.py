@@ -176,8 +176,8 @@ class PluginManager:
                 except Exception as exc:
                     raise PluginError(f"plugin '{owner}' failed in arena_register_{kind}: {exc}") from exc
                 added = sorted(set(getattr(registry, kind)) - before)
-                if added:
-                    info.registered[kind] = added
+                if added:  # a plugin may implement a hook more than once (pluggy's specname)
+                    info.registered[kind] = sorted({*info.registered.get(kind, []), *added})
         for impl in self.pm.hook.arena_register_commands.get_hookimpls():
             info = self.infos.setdefault(impl.plugin_name, PluginInfo(name=impl.plugin_name))
             info.hooks.append("arena_register_commands")
