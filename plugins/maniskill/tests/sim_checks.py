@@ -193,7 +193,33 @@ def batched() -> dict:
     return out
 
 
+def history() -> dict:
+    """Episode seed 5 of PickCube-v1 (random actions) as an env's first episode and after another
+    episode on the same env: with fresh scenes (the default) the states are equal bit for bit;
+    with ``fresh_scene: false`` (ManiSkill's plain reset) how far apart they end."""
+    from arena_maniskill.config import ManiSkillConfig
+    from arena_maniskill.env import ManiSkillEnvironment
+
+    actions = np.random.default_rng(1).uniform(-0.3, 0.3, size=(12, 1, 8)).astype(np.float32)
+
+    def states(fresh: bool, before: bool) -> np.ndarray:
+        env = ManiSkillEnvironment(ManiSkillConfig(task="PickCube-v1", obs_mode="state", fresh_scene=fresh), num_envs=1)
+        if before:  # another episode first: seed 3, stepped
+            env.reset_envs([0], [3])
+            for a in actions:
+                env.step(a)
+        out = [env.reset_envs([0], [5])["policy"]["state"][0]]
+        for a in actions:
+            out.append(env.step(a)[0]["policy"]["state"][0])
+        env.close()
+        return np.stack(out)
+
+    fresh = float(np.abs(states(True, False) - states(True, True)).max())
+    plain = float(np.abs(states(False, False) - states(False, True)).max())
+    return {"fresh_max_abs_diff": fresh, "plain_max_abs_diff": plain}
+
+
 if __name__ == "__main__":
     check, *args = sys.argv[1:]
-    result = {"layout": layout, "catalog": catalog, "assets": assets, "batched": batched}[check](*args)
+    result = {"layout": layout, "catalog": catalog, "assets": assets, "batched": batched, "history": history}[check](*args)
     print(json.dumps(result, default=str))

@@ -52,6 +52,14 @@ def test_observation_matches_maniskill_and_a_seed_is_the_same_scene_on_any_env()
     assert protocol["simulators"]["numpy"].startswith("1.") and protocol["step_limit"] == 50
 
 
+def test_an_episode_does_not_depend_on_what_its_env_ran_before():
+    """Each episode starts from a rebuilt scene on the CPU backend (``fresh_scene``): seed 5 after
+    another episode is seed 5 as a first episode, bit for bit. ManiSkill's plain reset carries
+    PhysX state over (the reason for the default); that it drifts is recorded, not required."""
+    result = sim_check("history")
+    assert result["fresh_max_abs_diff"] == 0.0, result
+
+
 @pytest.mark.slow
 def test_catalog_agrees_with_maniskills_registry_and_info():
     """Step limits and asset ids as ManiSkill registers them; each offline task steps with the

@@ -56,6 +56,12 @@ class ManiSkillConfig(EnvironmentConfig):
         "assets (SimplerEnv Bridge, YCB, ReplicaCAD); null: $MS_ASSET_DIR, else ~/.maniskill",
     )
     instruction: str | None = Field(None, description="language instruction sent to the policy (default: the catalog's)")
+    fresh_scene: bool = Field(
+        True,
+        description="cpu backend: start every episode from a rebuilt scene (reset with reconfigure), so "
+        "an episode does not depend on what its env ran before (about 0.3-1 s per episode); false: "
+        "ManiSkill's plain reset(seed), faster, but PhysX state of the previous episode carries over",
+    )
     privileged: list[str] = Field(
         default_factory=list,
         description=f"privileged observations computed in the worker, under observation['privileged'] "

@@ -40,9 +40,14 @@ Actions: ``(N, action_dim)`` floats in the units of ``control_mode`` (default ``
 (its action space's dtype); ManiSkill clips them to its controller's bounds.
 
 Seeds: ``reset_envs`` with seed ``s`` is ManiSkill's ``reset(seed=s)``, which seeds both of the
-task's RNGs (numpy batched RNG and torch, forked) with ``s``: on ``cpu`` episode ``s`` is the
-same scene in any process, on any env, whatever ran before, so records do not depend on
-``num_envs`` or ``workers``. On ``physx_cuda`` a partial reset hands ManiSkill the seed of every
+task's RNGs (numpy batched RNG and torch, forked) with ``s``. On ``cpu`` the reset also rebuilds
+the scene (``options={"reconfigure": True}``, config ``fresh_scene``, default on): a plain
+``reset(seed)`` keeps PhysX state of the env's previous episode that ``get_state()`` does not
+hold, and the same seed and actions then drift (measured on PickCube: a resting cube moves
+3e-4 m in 8 steps, states end 1-3 apart), so an episode would depend on which episodes its env
+ran before. From a rebuilt scene, episode ``s`` is the same episode bit for bit in any process,
+on any env, whatever ran before, so records do not depend on ``num_envs`` or ``workers``; it
+costs ~0.3 s per episode, ~1 s with a camera. On ``physx_cuda`` a partial reset hands ManiSkill the seed of every
 env (``options={"env_idx": ...}``); ManiSkill draws the reset envs' scenes in one batch from
 torch seeded with the first env's seed, so a run is reproducible for the same ``seed`` and
 ``num_envs``, but episode ``s`` is not the CPU's scene and depends on ``num_envs``.
@@ -149,6 +154,8 @@ class ManiSkillEnvironment(Environment):
         super().__init__(config, num_envs=num_envs, cameras=config.wants_cameras(cameras))
         self._envs: list[Any] = []
         self._closed = False
+        #: Each episode starts from a rebuilt scene (cpu backend, ``fresh_scene``; module docstring).
+        self.fresh_scene_resets = bool(config.fresh_scene) and config.sim_backend == "cpu"
         self.task_description = config.task_instruction()
         spec = task_spec(config.task)
         self._prepare_assets(config, spec.assets if spec else ())
@@ -249,7 +256,8 @@ class ManiSkillEnvironment(Environment):
                 continue
             env = self._envs[b]
             if len(self._slices[b]) == 1:
-                obs, _ = env.reset(seed=int(self._seeds[self._slices[b][0]]))
+                fresh = {"options": {"reconfigure": True}} if self.fresh_scene_resets else {}
+                obs, _ = env.reset(seed=int(self._seeds[self._slices[b][0]]), **fresh)
             else:
                 seeds_b = [int(self._seeds[e]) for e in self._slices[b]]
                 index = self._torch.tensor(sorted(set(local)), device=env.device)

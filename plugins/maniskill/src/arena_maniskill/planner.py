@@ -303,9 +303,9 @@ class MotionPlanProvider:
     ``{ACTION_KEY: float32 (N, action_dim), PLANNED_KEY: bool (N,)}``. :meth:`reset` resets the
     ManiSkill env of ``env_id`` once more, with the same seed and a fresh scene (the env's
     observation of its own reset shows the same state, which :meth:`Plan.check_start`
-    asserts, and, measured on PickCube with ``panda_wristcam``, the same camera images); an
-    environment that resets with ``options={"reconfigure": True}`` itself would
-    make that second reset unnecessary.
+    asserts, and, measured on PickCube with ``panda_wristcam``, the same camera images) unless
+    the environment's own reset rebuilt the scene already (``fresh_scene``, its default on the
+    CPU backend: ``env.fresh_scene_resets``).
 
     Raises (constructor; the expert's ``validate_run`` refuses these configs before a run):
         ValueError: ``control_mode`` is not ``pd_joint_pos``, the backend is not ``cpu``, or
@@ -326,7 +326,8 @@ class MotionPlanProvider:
         (:meth:`Plan.check_start`: ``RuntimeError`` if not)."""
         plan = self.planner.plan(seed)
         evaluated = self.env.maniskill_env(env_id)
-        evaluated.reset(seed=int(seed), options={"reconfigure": True})
+        if not getattr(self.env, "fresh_scene_resets", False):  # the env's own reset rebuilt nothing
+            evaluated.reset(seed=int(seed), options={"reconfigure": True})
         plan.check_start(_flat_state(evaluated), f"env {env_id}")
         self.plans[int(env_id)] = plan
 
