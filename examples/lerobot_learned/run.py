@@ -13,7 +13,7 @@ command a user could type (printed before it runs):
 1. ``arena run record.yaml``: Meta-World reach-v3, the scripted expert, ``--episodes`` episodes
    (seeds 0, 1, ...) recorded as trajectories (``OUT/record``);
 2. ``arena export lerobot OUT/record --run expert --to OUT/dataset --adapter
-   lerobot/metaworld_environment_state --fps 80``: the LeRobotDataset (``observation.state`` float32 (4,),
+   lerobot/metaworld_environment_state``: the LeRobotDataset (``observation.state`` float32 (4,),
    ``observation.environment_state`` float32 (39,), ``action`` float32 (4,), 80 fps);
 3. ``python -m lerobot.scripts.lerobot_train`` (the small ACT of :data:`ACT_FLAGS`,
    ``--steps``) into ``OUT/train``;
@@ -50,8 +50,6 @@ EVAL_RUNS = ("learned", "zero")
 #: The adapter the dataset is exported with and the checkpoint served with: LeRobot's
 #: Meta-World features plus the whole state (goal included) as observation.environment_state.
 ADAPTER = "metaworld_environment_state"
-#: Meta-World's control rate (frame_skip 5 of MuJoCo's 2.5 ms step), LeRobot's Meta-World fps.
-FPS = 80
 #: The small ACT: state inputs only (no image, so no vision backbone), no VAE, 0.67M parameters.
 ACT_FLAGS = (
     "--policy.type=act",
@@ -161,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         run_stage(
             "export",
             [*arena, "export", "lerobot", str(record), "--run", RECORD_RUN, "--to", str(dataset),
-             "--adapter", f"lerobot/{ADAPTER}", "--fps", str(FPS)],
+             "--adapter", f"lerobot/{ADAPTER}"],
             env, stages,
         )  # fmt: skip
         run_stage("train", train_command(python, dataset, train, args.steps, args.batch_size), env, stages)

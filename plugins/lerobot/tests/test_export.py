@@ -243,6 +243,8 @@ def test_the_adapter_and_fps_default_to_the_environment_types_lerobot_embodiment
     assert isinstance(plan.adapter_instance, StandInAdapter)
     assert [r.episode_index for r, _ in plan.episodes] == [0, 1]
     assert plan_export(small, "zero", tmp_path / "ds", failed_only=True).episodes == plan.episodes  # zero actions: timeouts
+    # the fps is the environment's, also through another adapter of it
+    assert plan_export(small, "zero", tmp_path / "ds", adapter="lerobot/metaworld_environment_state").fps == 80
     named = plan_export(small, "zero", tmp_path / "ds", adapter=STANDIN, fps=15, videos=True, repo_id="me/x")
     assert (named.adapter, named.fps, named.videos, named.repo_id) == (STANDIN, 15, True, "me/x")
 

@@ -25,8 +25,8 @@ with ``dataset_episode_index``, ``run``, ``episode_index``, ``seed``, ``outcome`
 The adapter: ``--adapter`` (``lerobot/<embodiment>`` from the registry, or ``module:Class``);
 else the run's own when its policy uses LeRobot adapters (its ``embodiment``); else by the
 environment type (:data:`DEFAULT_ADAPTERS`). fps: ``--fps``, else the fps LeRobot's env config
-gives the embodiment (``lerobot.envs.configs``: aloha 50, pusht 10, libero 30, metaworld 80),
-else 30 (LeRobot's ``EnvConfig`` default).
+gives the run's environment type, whichever adapter reads it (``lerobot.envs.configs``: aloha
+50, pusht 10, libero 30, metaworld 80), else 30 (LeRobot's ``EnvConfig`` default).
 
 This module imports LeRobot only in :func:`write_dataset`; :func:`plan_export` checks
 everything arena knows (run, records, target, adapter) in arena's own interpreter, so the CLI
@@ -55,7 +55,8 @@ DEFAULT_ADAPTERS: dict[str, str] = {
     "libero": "lerobot/libero",
     "metaworld": "lerobot/metaworld",
 }
-#: fps of LeRobot's env configs (lerobot 0.4.4, ``lerobot/envs/configs.py``) per embodiment.
+#: fps of LeRobot's env configs (lerobot 0.4.4, ``lerobot/envs/configs.py``) per arena
+#: environment type (a property of the simulator, whichever adapter reads it).
 LEROBOT_FPS: dict[str, int] = {"aloha": 50, "pusht": 10, "libero": 30, "metaworld": 80}
 DEFAULT_FPS = 30
 ADAPTER_FAMILY = "lerobot"
@@ -146,14 +147,14 @@ def plan_export(
     _requests(instance, chosen, *episodes[0])  # the adapter fits the recording (the rest: while writing)
     if videos is None:
         videos = bool((snapshot_run.get("recording") or {}).get("enabled"))
-    embodiment = chosen.split("/", 1)[1] if chosen.startswith(f"{ADAPTER_FAMILY}/") else None
+    env_type = str((snapshot_run.get("environment") or {}).get("type") or "")
     return ExportPlan(
         output_dir=output_dir,
         run=run,
         to=to,
         repo_id=repo_id or f"local/{run}",
         adapter=chosen,
-        fps=int(fps or LEROBOT_FPS.get(embodiment or "", DEFAULT_FPS)),
+        fps=int(fps or LEROBOT_FPS.get(env_type, DEFAULT_FPS)),
         videos=bool(videos),
         failed_only=failed_only,
         episodes=episodes,
