@@ -26,6 +26,7 @@ FOLDERS: dict[str, str] = {
     "arena-plugin-libero": "plugins/libero",
     "arena-plugin-aloha": "plugins/aloha",
     "arena-plugin-maniskill": "plugins/maniskill",
+    "arena-plugin-lerobot": "plugins/lerobot",
     "arena-plugin-wandb": "plugins/wandb",
     "arena-plugin-mlflow": "plugins/mlflow",
     "arena-backend-slurm": "backends/slurm",
