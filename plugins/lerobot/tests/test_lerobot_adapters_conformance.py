@@ -4,7 +4,8 @@ read back by a remote policy holding the adapter.
 
 Meta-World's expert reads the 39-dim state, so behind ``metaworld_environment_state`` it acts
 on the adapter's own request (a wrong slice or a lost value fails it); behind ``metaworld``
-(image + 4-dim ``agent_pos``, which the expert cannot act on) its actions are replayed.
+(image + 4-dim ``agent_pos``, which the expert cannot act on) its actions are replayed, as are
+PushT's expert's (it pushes from privileged state).
 ``aloha`` and ``libero`` pass actions through unchanged (as lerobot-eval does) and their
 requests are pinned by the equivalence tests; an expert replay through them costs 3 and 10 CI
 minutes of software rendering for a check of the identity, so it is not run here. The remote policy types are the existing
@@ -60,6 +61,30 @@ def test_the_metaworld_expert_survives_the_image_adapter(tmp_path):
         environment={"type": "metaworld", "task": TASK, "cameras": True, "camera": "corner2", "image_size": 16},
         policy={"type": "metaworld_expert_remote", "open_loop_horizon": 4},
         seeds=SEEDS, max_episode_steps=150, output_dir=tmp_path,
+    )
+    assert report.expert_outcomes == report.adapter_outcomes == ["success"] * len(SEEDS)
+    assert report.adapter_steps == report.expert_steps
+
+
+def test_the_pusht_expert_survives_the_pusht_adapter(tmp_path):
+    """PushT's expert pushes from privileged state, so its actions are replayed through the
+    adapter (gym-pusht's absolute disc targets, passed through as lerobot-eval does)."""
+    from types import SimpleNamespace
+
+    from arena.testing.venvs import benchmark_python
+    from arena_lerobot.adapters import LeRobotPushTAdapter
+    from arena_lerobot.pusht.expert import PushTExpert, PushTExpertConfig
+
+    benchmark_python("pusht", "arena venv setup pusht")
+    expert = PushTExpert(PushTExpertConfig())
+    expert.start(SimpleNamespace(num_envs=1))
+    report = check_adapter_conformance(
+        LeRobotPushTAdapter(),
+        Expert(act=lambda obs, i: expert.get_action(None, obs)[i], reset=lambda seed: expert.reset([0])),
+        environment={"type": "pusht", "obs_type": "state"},
+        policy={"type": "pi0_remote", "policy_variant": "pi05", "openpi_embodiment_adapter": "libero",
+                "open_loop_horizon": 8},
+        seeds=SEEDS, max_episode_steps=300, output_dir=tmp_path,
     )
     assert report.expert_outcomes == report.adapter_outcomes == ["success"] * len(SEEDS)
     assert report.adapter_steps == report.expert_steps
