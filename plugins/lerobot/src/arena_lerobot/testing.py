@@ -1,6 +1,6 @@
 """Randomly initialised LeRobot checkpoints for tests (needs the ``lerobot`` venv; no download).
 
-Built from config as ``/work/shared/reference/lerobot-maniskill.md`` records for LeRobot 0.4.4:
+Built from config the way LeRobot 0.4.4 allows without a download:
 ``ACTConfig`` / ``DiffusionConfig`` with explicit input/output features, ACT without ImageNet
 backbone weights, processors from ``make_pre_post_processors(config, dataset_stats=...)``, all
 saved with ``save_pretrained`` into one ``pretrained_model`` directory, as ``lerobot-train``
