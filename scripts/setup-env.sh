@@ -57,6 +57,7 @@ fi
 # and the README's commands use the same venvs. Idempotent. A venv whose Python this machine
 # lacks (Isaac Lab needs 3.12) is skipped with the reason; its tests then skip and say so.
 if [[ ",${extras}," == *",test,"* ]]; then
+  # Three at a time: on a fresh machine the time is mostly downloads (torch wheels), which overlap.
   echo "benchmark venvs: arena venv setup"
-  .venv/bin/arena venv setup --if-possible --quiet
+  .venv/bin/arena venv setup --if-possible --quiet --jobs 3
 fi

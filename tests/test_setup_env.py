@@ -73,4 +73,4 @@ def test_the_test_set_up_creates_every_declared_benchmark_venv_with_the_one_comm
     _setup(root, env)  # make quickstart: no benchmark venvs
     assert not arena_log.exists()
     _setup(root, env, "test")
-    assert arena_log.read_text().splitlines() == ["venv setup --if-possible --quiet"]
+    assert arena_log.read_text().splitlines() == ["venv setup --if-possible --quiet --jobs 3"]

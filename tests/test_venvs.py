@@ -192,3 +192,43 @@ def test_setup_runs_the_declared_steps_as_their_options_and_checks_say(tmp_path,
     assert calls == [["ensure", "bench", "gym-aloha==0.1.5"], ["lab==3.0.0"]]
     with pytest.raises(venvs.VenvError, match="no set-up option fast"):
         venvs.setup_venv(spec, options=["fast"])
+
+
+def test_setup_of_several_venvs_runs_jobs_at_a_time_and_reports_in_declaration_order(monkeypatch):
+    import threading
+    import time as _time
+
+    from arena import venvs
+    from arena.venvs import NoPythonError, VenvError, VenvSpec, setup_venvs
+
+    specs = [VenvSpec(name=n) for n in ("slow", "broken", "py312", "fast")]
+    running = {"now": 0, "most": 0}
+    lock = threading.Lock()
+
+    def fake_setup(spec, **_):
+        with lock:
+            running["now"] += 1
+            running["most"] = max(running["most"], running["now"])
+        try:
+            _time.sleep({"slow": 0.3}.get(spec.name, 0.1))
+            if spec.name == "broken":
+                raise VenvError("pip failed")
+            if spec.name == "py312":
+                raise NoPythonError("no Python 3.12")
+            return Path("/venvs") / spec.name / "bin" / "python"
+        finally:
+            with lock:
+                running["now"] -= 1
+
+    monkeypatch.setattr(venvs, "setup_venv", fake_setup)
+    monkeypatch.setattr(venvs, "venv_python", lambda name: Path("/nonexistent") / name)
+    results = setup_venvs(specs, jobs=3, if_possible=True)
+    assert [spec.name for spec, _, _ in results] == ["slow", "broken", "py312", "fast"]
+    assert [(str(path) if path else None, problem) for _, path, problem in results] == [
+        ("/venvs/slow/bin/python", None), (None, "pip failed"), (None, "skipped: no Python 3.12"),
+        ("/venvs/fast/bin/python", None),
+    ]
+    assert running["most"] == 3
+    running["most"] = 0
+    setup_venvs(specs, jobs=1, if_possible=True)
+    assert running["most"] == 1

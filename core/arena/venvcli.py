@@ -22,6 +22,9 @@ PythonOpt = Annotated[
     Optional[str], typer.Option("--python", help="base interpreter (default: found from the venv's Python requirement)")
 ]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="print only the interpreters' paths (and problems)")]
+JobsOpt = Annotated[
+    int, typer.Option("--jobs", "-j", min=1, help="venvs set up at a time (their downloads overlap)")
+]
 IfPossibleOpt = Annotated[
     bool, typer.Option("--if-possible", help="exit 0, saying why, for a venv whose Python is not on this machine")
 ]
@@ -36,6 +39,7 @@ def setup(
     with_options: Annotated[
         Optional[list[str]], typer.Option("--with", metavar="OPTION", help="a set-up option the venv declares; repeatable")
     ] = None,
+    jobs: JobsOpt = 1,
 ) -> None:
     """Create or update benchmark venvs (where: `arena doctor`, "benchmark venvs"); print their interpreters.
 
@@ -59,10 +63,12 @@ def setup(
         known = ", ".join(declared) or "none (no installed environment or servable model declares one)"
         typer.echo(f"arena venv setup: no declared venv named {', '.join(unknown)} (declared: {known})", err=True)
         raise typer.Exit(2)
-    run_setup("arena venv setup", [declared[n][0] for n in wanted], python, quiet, if_possible, with_options or [])
+    run_setup("arena venv setup", [declared[n][0] for n in wanted], python, quiet, if_possible, with_options or [], jobs)
 
 
-def run_setup(command: str, specs: list[VenvSpec], python: str | None, quiet: bool, if_possible: bool, options: list[str]) -> None:
+def run_setup(
+    command: str, specs: list[VenvSpec], python: str | None, quiet: bool, if_possible: bool, options: list[str], jobs: int = 1
+) -> None:
     """Set up ``specs`` and print the outcome (module docstring); exits 2 or 3 on a problem."""
     from arena.venvs import setup_venvs
 
@@ -75,7 +81,7 @@ def run_setup(command: str, specs: list[VenvSpec], python: str | None, quiet: bo
     def say(text: str) -> None:
         typer.echo(f"{command}: {text}", err=True)
 
-    results = setup_venvs(specs, python=python, options=options, quiet=quiet, if_possible=if_possible, say=say)
+    results = setup_venvs(specs, python=python, options=options, quiet=quiet, if_possible=if_possible, say=say, jobs=jobs)
     failed = False
     for spec, path, problem in results:
         if path is not None:

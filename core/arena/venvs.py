@@ -516,8 +516,11 @@ def setup_venvs(
     quiet: bool = False,
     if_possible: bool = False,
     say: Any = None,
+    jobs: int = 1,
 ) -> list[tuple[VenvSpec, Path | None, str | None]]:
-    """:func:`setup_venv` for each of ``specs``, going on after a failure.
+    """:func:`setup_venv` for each of ``specs``, going on after a failure; ``jobs`` venvs at a
+    time (each its own ``pip`` processes sharing pip's cache, whose writes are atomic: on a
+    fresh machine most of the time is downloads, which overlap), results in ``specs`` order.
 
     Returns ``(spec, interpreter, problem)`` per venv: the interpreter and ``None`` when it is
     ready; ``None`` and the reason when it failed, or when ``if_possible`` and no interpreter
@@ -525,26 +528,28 @@ def setup_venvs(
     gets progress lines: a venv that does not exist yet (also when ``quiet``: the first set-up
     takes minutes) and, unless ``quiet``, how long each took.
     """
-    results: list[tuple[VenvSpec, Path | None, str | None]] = []
-    for spec in specs:
+    options = list(options)
+
+    def one(spec: VenvSpec) -> tuple[VenvSpec, Path | None, str | None]:
         began = time.monotonic()
         if say is not None and not venv_python(spec.name).exists():
             say(f"{spec.name}: creating {venv_dir(spec.name)}" + (f" ({spec.summary})" if spec.summary else ""))
         try:
             path = setup_venv(spec, python=python, options=options, quiet=quiet)
         except NoPythonError as exc:
-            if if_possible:
-                results.append((spec, None, f"skipped: {exc}"))
-                continue
-            results.append((spec, None, str(exc)))
-            continue
+            return spec, None, f"skipped: {exc}" if if_possible else str(exc)
         except VenvError as exc:
-            results.append((spec, None, str(exc)))
-            continue
+            return spec, None, str(exc)
         if say is not None and not quiet:
             say(f"{spec.name}: ready in {time.monotonic() - began:.0f} s")
-        results.append((spec, path, None))
-    return results
+        return spec, path, None
+
+    if jobs <= 1 or len(specs) <= 1:
+        return [one(spec) for spec in specs]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(one, specs))
 
 
 def _run(argv: list[str], quiet: bool) -> None:

@@ -16,7 +16,7 @@ def test_the_lerobot_venv_is_declared_by_the_servable_model_from_the_model_extra
     spec, users = declared_venvs()["lerobot"]
     assert users == ["arena serve lerobot"]
     assert spec is LeRobotModel.default_venv
-    assert spec.distributions == ("arena-plugin-lerobot[model]",)  # torch==2.10.0, lerobot==0.4.4: one place
+    assert spec.distributions == ("arena-plugin-lerobot[model,sim]",)  # the pins in one place: the extras
     assert get_registry().servers["lerobot"] is LeRobotModel
 
 

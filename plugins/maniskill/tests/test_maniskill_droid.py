@@ -1,7 +1,6 @@
 """The DROID adapter path on a ManiSkill Panda (``maniskill_droid``, openpi family): the
-mapping, one request end to end against the openpi server double with the real environment
-(its workers under the ``maniskill`` venv), and arena's adapter conformance check with the
-motion-planning expert behind the adapter."""
+mapping, its inverse and one request end to end against the openpi server double with the real
+environment (its workers under the ``maniskill`` venv)."""
 
 from __future__ import annotations
 
@@ -137,26 +136,3 @@ def test_one_request_end_to_end_against_the_openpi_double_steps_the_maniskill_en
     qpos = np.asarray(obs["policy"]["qpos"], np.float64)
     assert np.abs(qpos[0, :7] - start[0, :7]).max() < 0.01  # held in place
     assert qpos[0, 7:].min() > 0.039  # fingers still open
-
-
-@pytest.mark.slow
-def test_the_motion_planner_survives_the_droid_adapter(tmp_path):
-    """arena's conformance check: the expert's pd_joint_pos actions, served in DROID's
-    convention (pack_actions) and converted back by the adapter, still solve PickCube (the
-    requests come from the real env's rendered cameras and joints)."""
-    from arena.testing.conformance import Expert, check_adapter_conformance
-
-    benchmark_python("maniskill")
-    environment = dict(_run().to_dict()["environment"], privileged=["motion_plan"])
-    report = check_adapter_conformance(
-        ManiSkillDroidAdapter(),
-        Expert(act=lambda obs, i: obs["privileged"]["motion_plan_action"][i]),
-        environment=environment,
-        policy={"type": "pi0_remote", "policy_variant": "pi05", "embodiment": "maniskill_droid", "open_loop_horizon": 15},
-        seeds=[2],  # the shortest plan of seeds 0-9 (46 steps to success); CI time
-        max_episode_steps=100,
-        chunk_rows=15,
-        output_dir=tmp_path,
-    )
-    assert report.expert_outcomes == ["success"] == report.adapter_outcomes
-    assert report.adapter_steps == report.expert_steps == [46]

@@ -90,7 +90,7 @@ def test_examples_validate_and_dry_run_anywhere(name, tmp_path, capsys):
         assert min(run.environment_builder.num_envs for run in experiment.runs.values()) >= 256
     else:
         assert {run.environment.task for run in experiment.runs.values()} == {"PullCube-v1", "PushCube-v1"}
-        assert {run.policy.type for run in experiment.runs.values()} == {"maniskill_motion_planner", "zero_action"}
+        assert {run.policy_cls.name for run in experiment.runs.values()} == {"maniskill_motion_planner", "zero_action"}
 
 
 def test_gpu_example_dry_runs_for_slurm(tmp_path):
