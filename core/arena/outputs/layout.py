@@ -122,3 +122,20 @@ def run_names(output_dir: str | os.PathLike[str], manifest: dict[str, Any] | Non
         if d.is_dir() and d.name not in names and any((d / m).exists() for m in RUN_MARKERS)
     ) if out.is_dir() else []
     return names + extra
+
+
+def unique_path(directory: Path, stem: str, suffix: str) -> Path:
+    """``directory/<stem><suffix>``, or ``<stem>_2<suffix>``, ``<stem>_3<suffix>``, … — the first
+    that does not exist: a retried or resumed episode's file (video, trajectory) never replaces
+    an earlier one."""
+    candidate = directory / f"{stem}{suffix}"
+    number = 2
+    while candidate.exists():
+        candidate = directory / f"{stem}_{number}{suffix}"
+        number += 1
+    return candidate
+
+
+def episode_file_stem(episode_index: int, seed: int, outcome: str) -> str:
+    """``ep<index:05d>_seed<seed>_<outcome>``: how an episode's files are named."""
+    return f"ep{episode_index:05d}_seed{seed}_{outcome}"

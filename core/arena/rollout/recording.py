@@ -32,6 +32,7 @@ from arena.images import to_uint8
 
 from arena.errors import ArenaError
 from arena.extras import import_extra
+from arena.outputs.layout import episode_file_stem, unique_path
 
 VIDEO_DIR = "videos"
 _WHAT = "recording episode videos"
@@ -106,16 +107,6 @@ class VideoWriter:
             self._container = None
 
 
-def unique_video_path(directory: Path, stem: str) -> Path:
-    """``directory/stem.mp4``, or ``stem_2.mp4``, ``stem_3.mp4``… — the first that does not exist."""
-    candidate = directory / f"{stem}.mp4"
-    number = 2
-    while candidate.exists():
-        candidate = directory / f"{stem}_{number}.mp4"
-        number += 1
-    return candidate
-
-
 class EpisodeRecorder:
     """Videos of the recorded episodes of one rollout (see the module docstring).
 
@@ -174,7 +165,7 @@ class EpisodeRecorder:
         if writer.frames == 0 or not writer.path.exists():
             writer.path.unlink(missing_ok=True)
             return None
-        final = unique_video_path(self.directory, f"ep{item.episode_index:05d}_seed{item.seed}_{outcome}")
+        final = unique_path(self.directory, episode_file_stem(item.episode_index, item.seed, outcome), ".mp4")
         os.replace(writer.path, final)
         return os.path.relpath(final, self.relative_to)
 

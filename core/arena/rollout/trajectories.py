@@ -58,7 +58,13 @@ from typing import Any
 
 import numpy as np
 
-from arena.outputs.layout import TRAJECTORIES_DIR, TRAJECTORY_PARTIAL_SUFFIX, TRAJECTORY_SUFFIX
+from arena.outputs.layout import (
+    TRAJECTORIES_DIR,
+    TRAJECTORY_PARTIAL_SUFFIX,
+    TRAJECTORY_SUFFIX,
+    episode_file_stem,
+    unique_path,
+)
 
 FORMAT_VERSION = 1
 CAMERA_GROUP = "camera_obs"
@@ -66,16 +72,6 @@ OBS_PREFIX = "obs/"
 META_KEY = "meta"
 #: Per-frame arrays besides the observation.
 STEP_KEYS = ("action", "reward", "success", "terminated", "truncated")
-
-
-def unique_path(directory: Path, stem: str, suffix: str = TRAJECTORY_SUFFIX) -> Path:
-    """``directory/stem<suffix>``, or ``stem_2<suffix>``, … — the first that does not exist."""
-    candidate = directory / f"{stem}{suffix}"
-    number = 2
-    while candidate.exists():
-        candidate = directory / f"{stem}_{number}{suffix}"
-        number += 1
-    return candidate
 
 
 class _Episode:
@@ -192,7 +188,7 @@ class TrajectoryRecorder:
             arrays = self._arrays(episode, outcome)
             self.directory.mkdir(parents=True, exist_ok=True)
             np.savez_compressed(partial, **arrays)
-            final = unique_path(self.directory, f"ep{item.episode_index:05d}_seed{item.seed}_{outcome}")
+            final = unique_path(self.directory, episode_file_stem(item.episode_index, item.seed, outcome), TRAJECTORY_SUFFIX)
             os.replace(partial, final)
         except Exception as exc:  # disk full, a ragged observation: the episode itself counts
             partial.unlink(missing_ok=True)
