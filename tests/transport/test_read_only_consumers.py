@@ -15,6 +15,16 @@ REQUESTS = {
     # What each registered model reads (the policies' pack_request sends these).
     "metaworld-expert": {"observation/state": np.linspace(-0.1, 0.1, 39), "task": "reach-v3", "prompt": "reach"},
     "isaaclab-reach-expert": {"observation/target_pos": np.array([0.3, 0.1, 0.4], np.float32)},
+    "maniskill-push-cube": {
+        "observation/tcp_pos": np.array([0.0, 0.0, 0.1]), "observation/cube_pos": np.array([0.05, 0.0, 0.02]),
+        "observation/goal_pos": np.array([0.15, 0.0, 0.02]), "prompt": "push the cube",
+    },
+}
+#: Models that need a stack arena's interpreter lacks; where their decoded requests are served.
+COVERED_ELSEWHERE = {
+    # torch and a checkpoint, in the lerobot venv: to_policy_batch stacks the decoded arrays into
+    # new ones before torch sees them; served end to end with decoded requests there
+    "lerobot": "plugins/lerobot/tests/test_serving.py",
 }
 
 
@@ -40,7 +50,8 @@ def test_every_servable_model_answers_a_read_only_request(name):
 
 def test_registered_models_are_all_covered():
     """A new servable model gets a request here (or this test says which one is missing)."""
-    assert set(get_registry().servers) <= set(REQUESTS), sorted(set(get_registry().servers) - set(REQUESTS))
+    missing = set(get_registry().servers) - set(REQUESTS) - set(COVERED_ELSEWHERE)
+    assert not missing, sorted(missing)
 
 
 def test_an_adapter_turns_a_decoded_reply_into_a_writable_chunk():
