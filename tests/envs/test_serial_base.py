@@ -117,3 +117,19 @@ def test_stacking_keeps_order_dtype_and_values(values, dtype):
     assert stacked["policy"]["v"].dtype == dtype and stacked["policy"]["v"].shape == (len(values), 2)
     assert np.array_equal(stacked["policy"]["v"][:, 0], np.array(values).astype(dtype))
     assert stacked["task"] == [str(v) for v in values]
+
+
+def test_check_actions_casts_to_the_simulators_dtype_and_refuses_bad_shapes_and_nan():
+    import numpy as np
+    import pytest
+
+    from arena.testing.envs import ToyReachConfig, ToyReachEnv
+
+    env = ToyReachEnv(ToyReachConfig(), num_envs=2)
+    out = env.check_actions([[0.1, 0.2], [0.3, 0.4]], 2, np.float32)
+    assert out.dtype == np.float32 and out.shape == (2, 2)
+    with pytest.raises(ValueError, match=r"actions must have shape \(2, 2\), got \(2, 3\)"):
+        env.check_actions(np.zeros((2, 3)), 2)
+    with pytest.raises(ValueError, match="actions hold NaN or infinite values"):
+        env.check_actions([[np.nan, 0.0], [0.0, 0.0]], 2)
+    assert np.isnan(env.check_actions([[np.nan, 0.0], [0.0, 0.0]], 2, finite=False)[0, 0])

@@ -231,6 +231,22 @@ class Environment:
                 raise ValueError(f"env id {e} out of range 0..{self.num_envs - 1}")
         return env_ids, seeds
 
+    def check_actions(
+        self, actions: Any, action_dim: int, dtype: Any = np.float64, *, finite: bool = True
+    ) -> np.ndarray:
+        """``step``'s ``actions`` as a ``(num_envs, action_dim)`` array of ``dtype`` (the dtype
+        the simulator's reference client hands it), checked.
+
+        Raises:
+            ValueError: another shape, or (``finite``) NaN or infinite values.
+        """
+        actions = np.asarray(actions, dtype=dtype)
+        if actions.shape != (self.num_envs, action_dim):
+            raise ValueError(f"actions must have shape ({self.num_envs}, {action_dim}), got {actions.shape}")
+        if finite and not np.all(np.isfinite(actions)):
+            raise ValueError("actions hold NaN or infinite values")
+        return actions
+
     def step(
         self, actions: np.ndarray
     ) -> tuple[dict[str, Any], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:

@@ -296,11 +296,7 @@ class FrankaKitchenEnvironment(SerialEnvironment):
         self, actions: np.ndarray
     ) -> tuple[dict[str, Any], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Apply ``float32 (N, 8)`` absolute joint-position + gripper actions (module docstring)."""
-        actions = np.asarray(actions, dtype=np.float64)
-        if actions.shape != (self.num_envs, ACTION_DIM):
-            raise ValueError(f"actions must have shape ({self.num_envs}, {ACTION_DIM}), got {actions.shape}")
-        if not np.all(np.isfinite(actions)):
-            raise ValueError("actions hold NaN or infinite values")
+        actions = self.check_actions(actions, ACTION_DIM, np.float64)
         reward = np.zeros(self.num_envs, np.float64)
         terminated = np.zeros(self.num_envs, bool)
         for e, kitchen in enumerate(self._kitchens):

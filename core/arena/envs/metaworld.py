@@ -218,11 +218,7 @@ class MetaWorldEnvironment(SerialEnvironment):
         self, actions: np.ndarray
     ) -> tuple[dict[str, Any], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Apply ``float32 (num_envs, 4)`` actions (Meta-World clips them to ``[-1, 1]``)."""
-        actions = np.asarray(actions, dtype=np.float32)
-        if actions.shape != (self.num_envs, ACTION_DIM):
-            raise ValueError(
-                f"actions must have shape ({self.num_envs}, {ACTION_DIM}), got {actions.shape}"
-            )
+        actions = self.check_actions(actions, ACTION_DIM, np.float32, finite=False)
         reward = np.zeros(self.num_envs, np.float64)
         success = np.zeros(self.num_envs, bool)
         for e, env in enumerate(self._envs):

@@ -195,11 +195,7 @@ class AlohaEnvironment(SerialEnvironment):
         """
         # float64, as openpi's client hands them over: gym-aloha derives the gripper targets
         # from the action in its own dtype, so a float32 cast would change them.
-        actions = np.asarray(actions, dtype=np.float64)
-        if actions.shape != (self.num_envs, ACTION_DIM):
-            raise ValueError(f"actions must have shape ({self.num_envs}, {ACTION_DIM}), got {actions.shape}")
-        if not np.all(np.isfinite(actions)):
-            raise ValueError("actions hold NaN or infinite values")
+        actions = self.check_actions(actions, ACTION_DIM, np.float64)
         for e, env in enumerate(self._envs):
             time_step = env.step(actions[e])
             self._reward[e] = float(time_step.reward)

@@ -178,9 +178,7 @@ class LiberoEnvironment(SerialEnvironment):
         so does this method: float32 actions become float64 exactly, float64 ones are not
         rounded, and robosuite's controllers clip to ``[-1, 1]`` themselves.
         """
-        actions = np.asarray(actions, np.float64)
-        if actions.shape != (self.num_envs, ACTION_DIM):
-            raise ValueError(f"actions must have shape ({self.num_envs}, {ACTION_DIM}), got {actions.shape}")
+        actions = self.check_actions(actions, ACTION_DIM, np.float64, finite=False)
         success = np.zeros(self.num_envs, bool)
         for i, sim in enumerate(self._sims):
             self._obs[i], _, _, _ = sim.step(actions[i])

@@ -281,11 +281,7 @@ class ManiSkillEnvironment(Environment):
         Raises:
             ValueError: actions of the wrong shape, or not finite.
         """
-        actions = np.asarray(actions, dtype=np.float32)
-        if actions.shape != (self.num_envs, self._action_dim):
-            raise ValueError(f"actions must have shape ({self.num_envs}, {self._action_dim}), got {actions.shape}")
-        if not np.all(np.isfinite(actions)):
-            raise ValueError("actions hold NaN or infinite values")
+        actions = self.check_actions(actions, self._action_dim, np.float32)
         rewards, terminated, infos = [], [], []
         for b, env in enumerate(self._envs):
             ids = self._slices[b]

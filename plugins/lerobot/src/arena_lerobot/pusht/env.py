@@ -167,11 +167,7 @@ class PushTEnvironment(SerialEnvironment):
         Raises:
             ValueError: ``actions`` is not ``(N, 2)`` or holds NaN or infinite values.
         """
-        actions = np.asarray(actions, dtype=np.float64)
-        if actions.shape != (self.num_envs, ACTION_DIM):
-            raise ValueError(f"actions must have shape ({self.num_envs}, {ACTION_DIM}), got {actions.shape}")
-        if not np.all(np.isfinite(actions)):
-            raise ValueError("actions hold NaN or infinite values")
+        actions = self.check_actions(actions, ACTION_DIM, np.float64)
         reward = np.zeros(self.num_envs, np.float64)
         coverage = np.zeros(self.num_envs, np.float64)
         success = np.zeros(self.num_envs, bool)
