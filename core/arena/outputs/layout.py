@@ -139,3 +139,17 @@ def unique_path(directory: Path, stem: str, suffix: str) -> Path:
 def episode_file_stem(episode_index: int, seed: int, outcome: str) -> str:
     """``ep<index:05d>_seed<seed>_<outcome>``: how an episode's files are named."""
     return f"ep{episode_index:05d}_seed{seed}_{outcome}"
+
+
+def partial_path(directory: Path, episode_index: int, suffix: str) -> Path:
+    """The hidden file an episode's file is written to before it is renamed to its final name:
+    ``.ep<index:05d>.<pid><suffix>`` (the pid keeps two processes writing one directory apart)."""
+    return directory / f".ep{episode_index:05d}.{os.getpid()}{suffix}"
+
+
+def remove_partials(directory: Path, suffix: str) -> None:
+    """Delete the partial files (:func:`partial_path`) an earlier, killed writer left in
+    ``directory``: they belong to episodes that never finished."""
+    if directory.is_dir():
+        for partial in directory.glob(f".ep*{suffix}"):
+            partial.unlink(missing_ok=True)

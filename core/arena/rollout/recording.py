@@ -32,7 +32,7 @@ from arena.images import to_uint8
 
 from arena.errors import ArenaError
 from arena.extras import import_extra
-from arena.outputs.layout import episode_file_stem, unique_path
+from arena.outputs.layout import episode_file_stem, partial_path, remove_partials, unique_path
 
 VIDEO_DIR = "videos"
 _WHAT = "recording episode videos"
@@ -127,7 +127,7 @@ class EpisodeRecorder:
         self._render_takes_camera: bool | None = None
         if config.enabled:
             import_extra("av", "video", _WHAT)  # fail before the first episode, not at its end
-        self._remove_partials()
+        remove_partials(self.directory, _PARTIAL_SUFFIX)
 
     def wants(self, item: Any) -> bool:
         """Whether work item ``item`` is recorded."""
@@ -140,7 +140,7 @@ class EpisodeRecorder:
         if not self.wants(item):
             return
         self.directory.mkdir(parents=True, exist_ok=True)
-        partial = self.directory / f".ep{item.episode_index:05d}.{os.getpid()}{_PARTIAL_SUFFIX}"
+        partial = partial_path(self.directory, item.episode_index, _PARTIAL_SUFFIX)
         self._writers[env_id] = (item, VideoWriter(partial, self.config.fps))
         self._add(env, env_id, observation)
 
@@ -217,7 +217,3 @@ class EpisodeRecorder:
             self._warned = True
             print(f"arena: recording: {text} (further video problems of this run are not shown)", file=sys.stderr)
 
-    def _remove_partials(self) -> None:
-        if self.directory.is_dir():
-            for partial in self.directory.glob(f".ep*{_PARTIAL_SUFFIX}"):
-                partial.unlink(missing_ok=True)

@@ -63,6 +63,8 @@ from arena.outputs.layout import (
     TRAJECTORY_PARTIAL_SUFFIX,
     TRAJECTORY_SUFFIX,
     episode_file_stem,
+    partial_path,
+    remove_partials,
     unique_path,
 )
 
@@ -112,7 +114,7 @@ class TrajectoryRecorder:
         self.task = task
         self._episodes: dict[int, _Episode] = {}
         self._warned: set[str] = set()
-        self._remove_partials()
+        remove_partials(self.directory, TRAJECTORY_PARTIAL_SUFFIX)
         self.bytes_written = sum(p.stat().st_size for p in self._finished_files())
 
     # -- choosing ----------------------------------------------------------------------------
@@ -183,7 +185,7 @@ class TrajectoryRecorder:
         if episode is None or outcome == "error" or not episode.steps["action"]:
             return None
         item = episode.item
-        partial = self.directory / f".ep{item.episode_index:05d}.{os.getpid()}{TRAJECTORY_PARTIAL_SUFFIX}"
+        partial = partial_path(self.directory, item.episode_index, TRAJECTORY_PARTIAL_SUFFIX)
         try:
             arrays = self._arrays(episode, outcome)
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -250,10 +252,6 @@ class TrajectoryRecorder:
             return []
         return [p for p in self.directory.glob(f"ep*{TRAJECTORY_SUFFIX}") if p.is_file()]
 
-    def _remove_partials(self) -> None:
-        if self.directory.is_dir():
-            for partial in self.directory.glob(f".ep*{TRAJECTORY_PARTIAL_SUFFIX}"):
-                partial.unlink(missing_ok=True)
 
     def _warn(self, kind: str, text: str) -> None:
         if kind not in self._warned:
