@@ -172,9 +172,7 @@ def summarize_metrics(records: Iterable[Any]) -> dict[str, dict[str, Any]] | Non
         if outcome == "error" or not isinstance(metrics, dict):
             continue
         for key, value in metrics.items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-                values.setdefault(str(key), []).append(float(value))
-            elif isinstance(value, bool):
+            if isinstance(value, (int, float)) and math.isfinite(value):  # bools count as 0/1
                 values.setdefault(str(key), []).append(float(value))
     if not values:
         return None
