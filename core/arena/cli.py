@@ -371,15 +371,14 @@ def run_one(
     """
     from arena.rollout.run_one import run_one as _run_one
 
+    from arena.rollout.workitems import parse_shard
+
     shard_t = None
     if shard is not None:
         try:
-            k, n = (int(p) for p in shard.split("/"))
-            if not 0 <= k < n:
-                raise ValueError
-            shard_t = (k, n)
-        except ValueError:
-            raise _fail(ConfigError(f"--shard must be K/N with 0 <= K < N, got {shard!r}")) from None
+            shard_t = parse_shard(shard)
+        except ValueError as exc:
+            raise _fail(ConfigError(f"--shard: {exc}")) from None
     code = _run_one(
         snapshot,
         run_name,

@@ -426,7 +426,7 @@ def _record_refused(submission: Submission, run: str, todo: list[int], n: int, e
     """Write ``failed`` with sbatch's refusal for the pieces of ``run`` it refused."""
     output_dir = Path(submission.output_dir)
     for k in todo:
-        work_dir = output_dir / run if n == 1 else output_dir / run / "shards" / str(k)
+        work_dir = work_directory(output_dir, run, None if n == 1 else k)
         shard = None if n == 1 else [k, n]
         StatusWriter(work_dir / STATUS_FILE, run=run, shard=shard, pid=None).write(state="failed", error=error)
         write_run_result(work_dir, run=run, state="failed", error=error, server=None, episodes_total=None,
