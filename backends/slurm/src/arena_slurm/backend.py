@@ -26,9 +26,9 @@ from arena.outputs.records import FINAL_STATES, StatusWriter, read_json, write_r
 from arena_slurm import jobstate, scheduler
 from arena_slurm.options import SlurmOptions
 from arena_slurm.render import (
-    HELPERS_FILE,
+    node_spec_file,
     render_collect_script,
-    render_helpers,
+    render_node_spec,
     render_run_script,
     run_context,
     server_exposure,
@@ -137,8 +137,8 @@ class SlurmBackend(LaunchBackend):
                 )
 
     def scripts(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan], output_dir: Path) -> dict[str, str]:
-        """``{file name: script}``: one ``<run>.sbatch`` per run, ``collect.sbatch`` and the
-        shell functions the run scripts source (``arena-helpers.sh``)."""
+        """``{file name: text}``: per run its ``<run>.sbatch`` and the spec its node supervisor
+        runs (``<run>.node.json``, :mod:`arena.launch.node`), and ``collect.sbatch``."""
         output_dir = Path(output_dir).absolute()
         if any(ch.isspace() for ch in str(output_dir)):
             raise ConfigError(f"the output directory {output_dir} contains whitespace, which #SBATCH --output cannot hold")
@@ -147,12 +147,11 @@ class SlurmBackend(LaunchBackend):
                 f"the output directory {output_dir} contains '%', which #SBATCH --output expands (%j: the job id, "
                 "%x: its name, ...): choose a directory without '%'"
             )
-        texts = {
-            f"{run}.sbatch": render_run_script(experiment, run, servers.get(run), self.options, output_dir)
-            for run in experiment.runs
-        }
+        texts = {}
+        for run in experiment.runs:
+            texts[f"{run}.sbatch"] = render_run_script(experiment, run, servers.get(run), self.options, output_dir)
+            texts[node_spec_file(run)] = render_node_spec(experiment, run, servers.get(run), self.options, output_dir)
         texts["collect.sbatch"] = render_collect_script(experiment, self.options, output_dir)
-        texts[HELPERS_FILE] = render_helpers()
         return texts
 
     def exposures(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan]) -> dict[str, Exposure]:
@@ -182,9 +181,9 @@ class SlurmBackend(LaunchBackend):
             array = f" --array={context['array']}" if context["array"] else ""
             lines.append(f"  {where / (run + '.sbatch')!s:<{len(str(where)) + width + 1}}  {context['layout_note']}: {request}{array}")
         lines.append(f"  {where / 'collect.sbatch'!s:<{len(str(where)) + width + 1}}  arena collect {output_dir}, after every run job ends")
-        for name in scripts:
-            if not name.endswith(".sbatch"):
-                lines.append(f"  {where / name!s:<{len(str(where)) + width + 1}}  shell functions every job sources")
+        for run in experiment.runs:
+            name = node_spec_file(run)
+            lines.append(f"  {where / name!s:<{len(str(where)) + width + 1}}  what run {run}'s `arena node` supervises")
         lines.append(f"  (read one: less {where / next(iter(experiment.runs))}.sbatch)")
         if missing:
             lines.append("# to set before submitting (submitting refuses these runs):")
