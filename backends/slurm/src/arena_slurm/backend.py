@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from rich.markup import escape
 
 from arena.errors import ConfigError, LaunchError
-from arena.launch.base import LaunchBackend, Resume, Submission
+from arena.launch.base import LaunchBackend, Poll, Resume, Submission
 from arena.launch.planning import missing_image
 from arena.outputs.layout import MANIFEST_FILE, RUN_RESULT_FILE, STATUS_FILE, work_dir as work_directory
 from arena.outputs.records import FINAL_STATES, StatusWriter, read_json, write_run_result
@@ -279,34 +279,26 @@ class SlurmBackend(LaunchBackend):
             self.wait(submission, console)
         return submission
 
-    def wait(self, submission: Submission, console: Console | None = None) -> None:
-        """Poll until every run job and the aggregation job have left the queue.
+    def poll(self, submission: Submission, console: Console | None = None) -> Poll:
+        """One ``squeue`` of every run job and the aggregation job (:meth:`LaunchBackend.wait`
+        loops until they have left the queue).
 
         A job pending for a reason that cannot clear (:data:`arena_slurm.jobstate.NEVER_STARTS`,
         e.g. more CPUs than any node of the partition has) is cancelled and its run failed,
-        naming the option to change; waiting goes on for the others. Ctrl-C (or SIGTERM) stops
-        waiting only: the jobs keep running (``arena cancel`` stops them), as ``arena run`` says.
+        naming the option to change; waiting goes on for the others.
         """
         refs = [j for ids in submission.ids.values() for j in ids.values()]
         if submission.extra.get("collect_job"):
             refs.append(submission.extra["collect_job"])
-        last = None
-        try:
-            while True:
-                live = scheduler.squeue(refs)
-                if not live:
-                    return
-                if any(j.state in jobstate.QUEUED and j.reason in jobstate.NEVER_STARTS for j in live.values()):
-                    states, _ = jobstate.job_states(submission)
-                    for piece in jobstate.fail_never_starting(submission, states):
-                        _say(console, f"[red]run {escape(piece.run)}[/]: {escape(str(states[piece].error))}")
-                summary = _summary(live)
-                if summary != last:
-                    _say(console, escape(f"waiting for Slurm: {summary}"))
-                    last = summary
-                time.sleep(self.options.poll_interval_s)
-        except KeyboardInterrupt:  # `arena run` says what the jobs do now and what to run
-            raise
+        live = scheduler.squeue(refs)
+        if not live:
+            return Poll(done=True)
+        notes: list[str] = []
+        if any(j.state in jobstate.QUEUED and j.reason in jobstate.NEVER_STARTS for j in live.values()):
+            states, _ = jobstate.job_states(submission)
+            for piece in jobstate.fail_never_starting(submission, states):
+                notes.append(f"[red]run {escape(piece.run)}[/]: {escape(str(states[piece].error))}")
+        return Poll(done=False, summary=escape(f"waiting for Slurm: {_summary(live)}"), notes=tuple(notes))
 
     # -- later commands ------------------------------------------------------------------------
     def status(self, submission: Submission) -> dict[str, dict[str, Any]]:
