@@ -19,7 +19,8 @@ the backend renders ``SPEC`` (a :class:`NodeSpec`, JSON) next to its job script.
    the time limit, a cancellation, or the runner's exit code.
 
 Signals: SIGTERM / SIGINT (``scancel``, OSMO's cancel, Ctrl-C) mark the run cancelled and are
-passed to the runner, which records ``cancelled`` itself; SIGUSR1 (a scheduler's "time limit
+passed to the runner (unless the scheduler signals it itself: ``forward_term``), which records
+``cancelled`` itself; SIGUSR1 (a scheduler's "time limit
 near", e.g. ``sbatch --signal=B:USR1@N``) is passed to the runner, which ends ``failed`` naming
 the limit (:data:`TIME_LIMIT_ENV`). Either one while the server starts ends the start.
 
@@ -110,6 +111,11 @@ class NodeSpec(BaseModel):
     status_env: dict[str, str] = Field(
         default_factory=dict, description="status.json fields taken from environment variables (field: NAME)"
     )
+    forward_term: bool = Field(
+        True,
+        description="pass SIGTERM/SIGINT on to the runner; false where the scheduler signals every step itself "
+        "(Slurm's scancel: srun would answer a second SIGTERM by SIGKILLing run-one before it records why)",
+    )
     poll_s: float = Field(0.5, gt=0, description="seconds between checks of the server and the runner")
 
 
@@ -164,7 +170,10 @@ class NodeSupervisor:
         else:
             self.cancelled = True
         if self.runner is not None and self.runner.poll() is None:
-            signal_group(self.runner, signal.SIGUSR1 if signum == signal.SIGUSR1 else signal.SIGTERM)
+            if signum == signal.SIGUSR1:
+                signal_group(self.runner, signal.SIGUSR1)
+            elif self.spec.forward_term:
+                signal_group(self.runner, signal.SIGTERM)
 
     @property
     def stopping(self) -> bool:
@@ -177,6 +186,8 @@ class NodeSupervisor:
             signal.signal(sig, self._on_signal)
         self.work_dir.mkdir(parents=True, exist_ok=True)
         try:
+            if self.stopping:  # a signal the job script noted before arena started
+                return self._end(EXIT_FAILED, "before the runner started")
             if self.spec.server is not None:
                 error = self._serve(self.spec.server)
                 if error is not None:  # a stop while it started is the stop's, not the server's

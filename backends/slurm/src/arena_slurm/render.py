@@ -410,6 +410,7 @@ def node_spec(
         server_api_key_env=GENERATED_KEY_ENV if info is not None and info["generated_key"] else None,
         time_limit=context["time_limit"],
         status_env={"slurm_job_id": JOB_ENV},
+        forward_term=False,  # scancel signals every step itself; srun would SIGKILL run-one on a second SIGTERM
     )
 
 
