@@ -44,7 +44,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from arena.launch.server_process import LocalServer
-from arena.outputs.layout import RUNNER_LOG, SERVER_LOG, STOP_REASON_FILE, work_dir
+from arena.outputs.layout import EXPERIMENT_FILE, RUNNER_LOG, SERVER_LOG, STOP_REASON_FILE, work_dir
 from arena.outputs.runstate import finish_unfinished, update_status
 from arena.processes import signal_group, spawn
 from arena.rollout.invocation import (
@@ -265,7 +265,7 @@ class NodeSupervisor:
     def _runner_argv(self) -> list[str]:
         spec = self.spec
         invocation = RunOneInvocation(
-            _expand(spec.snapshot) if spec.snapshot else self.output_dir / "experiment.yaml", spec.run, self.output_dir,
+            _expand(spec.snapshot) if spec.snapshot else self.output_dir / EXPERIMENT_FILE, spec.run, self.output_dir,
             shard=self.shard, resume=self.resume, keep_errors=self.keep_errors,
             server_api_key_env=spec.server_api_key_env,
         )
