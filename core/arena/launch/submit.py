@@ -309,7 +309,12 @@ def resume_experiment(
     todo = {name: run for name, run in experiment.runs.items() if remaining.get(name)}
     if not todo:
         _say(console, escape(f"nothing to resume in {output_dir}: every work item has a finished record"))
-        return _finish_report(output_dir, console)
+        # ... but its bookkeeping may be unfinished (a stop signal after the last record): the
+        # runs' states follow their records, then the result, the report and the sinks' end.
+        return _tracked(
+            experiment, output_dir, lambda: _finish_recorded(experiment, output_dir, console), start=False, reports=True
+        )
+    _complete_recorded(experiment, output_dir, [name for name in experiment.runs if name not in todo], console)
     left = sum(len(remaining[name]) for name in todo)
     _say(console, f"resuming [bold]{escape(experiment.name)}[/]: {left} episode(s) of {len(todo)} run(s): {escape(', '.join(todo))}")
     sub = dataclasses.replace(experiment, runs=todo)
@@ -323,6 +328,35 @@ def resume_experiment(
         sub, output_dir, lambda: _submit_and_report(sub, servers, backend, output_dir, wait, console, resume),
         start=False, reports=backend.name == "local" or wait,
     )
+
+
+def _complete_recorded(experiment, output_dir: Path, names, console: Console | None) -> bool:
+    """Mark completed the runs ``names`` whose every work item is recorded but whose files say
+    otherwise (:func:`arena.outputs.completion.complete_recorded_run`) and tell the sinks each
+    such run's end; ``False`` when a file could not be written (said on the console)."""
+    from arena.errors import unwritable
+    from arena.outputs.completion import complete_recorded_run
+    from arena.sinks import run_sinks
+
+    for name in names:
+        try:
+            result = complete_recorded_run(output_dir, name)
+        except OSError as exc:
+            _say(console, f"[red]error:[/] {escape(unwritable(exc))}")
+            return False
+        if result is not None:
+            _say(console, escape(f"run {name}: every work item is recorded: completed"))
+            with run_sinks(experiment, output_dir, name) as sinks:
+                sinks.run_finished(name, result)
+    return True
+
+
+def _finish_recorded(experiment, output_dir: Path, console: Console | None) -> int:
+    """A resume with nothing left to run: :func:`_complete_recorded` for every run, then the
+    result and the report; returns the exit code of :func:`_finish_report`."""
+    if not _complete_recorded(experiment, output_dir, list(experiment.runs), console):
+        return EXIT_FAILED
+    return _finish_report(output_dir, console)
 
 
 def _refuse_if_running(output_dir: Path) -> None:
