@@ -4,6 +4,7 @@ run_result.json, experiment_result.json, the report and what the result sinks ar
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -95,7 +96,7 @@ def _experiment(tmp_path: Path, events: Path) -> Path:
     return path
 
 
-def test_a_run_reports_boolean_and_bounded_metrics_inside_their_range_everywhere(tmp_path):
+def test_a_run_reports_boolean_and_bounded_metrics_inside_their_range_everywhere(tmp_path, monkeypatch):
     events = tmp_path / "events.jsonl"
     out = tmp_path / "out"
     proc = subprocess.run(
@@ -125,3 +126,47 @@ def test_a_run_reports_boolean_and_bounded_metrics_inside_their_range_everywhere
     logged = experiment_metrics(next(e for e in sent if e["event"] == "experiment_finished")["result"])
     assert logged["reach/metrics/near/ci95_high"] == near["ci_high"]
     assert logged["reach/metrics/progress/mean"] == progress["mean"]
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    _mlflow_receives(tmp_path, out, experiment, near, progress)
+    _wandb_receives(tmp_path, out, experiment, progress)
+
+
+def _context(out: Path, role: str):
+    from arena.sinks import SinkContext
+
+    return SinkContext(experiment="bounded", output_dir=out, group="bounded-0", role=role)
+
+
+def _mlflow_receives(tmp_path: Path, out: Path, experiment: dict, near: dict, progress: dict) -> None:
+    """The real MLflow sink (SQLite store) fed this run's results logs the same figures."""
+    if importlib.util.find_spec("arena_mlflow") is None or importlib.util.find_spec("mlflow") is None:
+        return
+    from arena_mlflow.sink import MlflowConfig, MlflowSink
+    from mlflow.tracking import MlflowClient
+
+    uri = (tmp_path / "mlruns").as_uri()  # MLflow's file store: seconds, where a new SQLite store takes ~15
+    config = MlflowConfig(tracking_uri=uri, experiment_name="bounded", max_videos=0,
+                          artifact_location=(tmp_path / "artifacts").as_uri())
+    sink = MlflowSink(config, _context(out, "experiment"))
+    sink.experiment_finished(experiment, None, [])
+    sink.close()
+    (parent,) = MlflowClient(tracking_uri=uri).search_runs([sink.experiment_id])
+    assert parent.data.metrics["reach/metrics/progress/ci95_low"] == pytest.approx(progress["ci_low"])
+    assert parent.data.metrics["reach/metrics/near/ci95_high"] == pytest.approx(near["ci_high"])
+
+
+def _wandb_receives(tmp_path: Path, out: Path, experiment: dict, progress: dict) -> None:
+    """The real W&B sink (offline, read back) fed this run's results logs the same figures."""
+    if importlib.util.find_spec("arena_wandb") is None or importlib.util.find_spec("wandb") is None:
+        return
+    from arena_wandb.offline import wait_for_runs
+    from arena_wandb.sink import WandbConfig, WandbSink
+
+    sink = WandbSink(WandbConfig(project="bounded", mode="offline", dir=str(tmp_path / "wb"), max_videos=0),
+                     _context(out, "experiment"))
+    sink.experiment_finished(experiment, None, [])
+    sink.close()
+    (run,) = wait_for_runs(tmp_path / "wb" / "wandb", 1)
+    assert run.summary["reach/metrics/progress/ci95_low"] == pytest.approx(progress["ci_low"])
+    assert run.summary["reach/metrics/progress/mean"] == pytest.approx(progress["mean"])

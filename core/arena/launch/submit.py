@@ -176,8 +176,13 @@ def _submit_and_report(experiment, servers, backend, out: Path, wait: bool, cons
             kwargs = {"resume": resume} if resume is not None else {}
             submission = backend.submit(experiment, servers, out, wait=wait, console=console, **kwargs)
     except KeyboardInterrupt as stop:
-        _finish_report(out, console)
+        finished = _finish_report(out, console)
         code = EXIT_TERMINATED if isinstance(stop, Terminated) else EXIT_INTERRUPTED
+        if backend.name == "local" and _all_completed(out):
+            # the stop came once every run had recorded all its work (e.g. while an environment
+            # was closing): the runs' states follow their records, so the experiment is complete
+            _say(console, escape("stopped after every episode was recorded: the experiment is complete"))
+            return finished
         if backend.name != "local" and (out / SUBMISSION_FILE).exists():
             # only the waiting stopped: the jobs keep running, and a resume now would be refused
             _say(console, escape(
@@ -197,6 +202,12 @@ def _submit_and_report(experiment, servers, backend, out: Path, wait: bool, cons
     if states & {"failed", "cancelled"}:
         _say(console, escape(f"the unfinished work items (and error episodes) run again with: arena run --resume {out}"))
     return code
+
+
+def _all_completed(out: Path) -> bool:
+    """Whether ``experiment_result.json`` lists runs and every one ``completed``."""
+    runs = _read_result_states(out)
+    return bool(runs) and all(r.get("state") == "completed" for r in runs)
 
 
 def _read_result_states(out: Path) -> list[dict[str, Any]]:

@@ -49,6 +49,7 @@ class ToyReachConfig(EnvironmentConfig):
         default_factory=list, description="episode seeds whose reward is NaN at step nan_reward_step (a physics blow-up)"
     )
     nan_reward_step: int = Field(2, ge=1, description="the step of such an episode whose reward is NaN")
+    close_delay_s: float = Field(0.0, ge=0, description="seconds close() takes (a simulator slow to shut down)")
 
 
 class ToyReachEnv(Environment):
@@ -131,6 +132,10 @@ class ToyReachEnv(Environment):
 
     def before_step(self) -> None:
         """Called in every step after the step counters advanced (a hook for subclasses)."""
+
+    def close(self) -> None:
+        if self.config.close_delay_s:
+            time.sleep(self.config.close_delay_s)
 
     def render(self, env_id: int) -> np.ndarray:
         size = self.config.image_size
