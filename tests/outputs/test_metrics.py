@@ -112,7 +112,7 @@ def _run(tmp_path: Path, name: str, workers: int) -> Path:
         capture_output=True, text=True, timeout=300, cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "reach: distance" in proc.stdout and "(mean over 5 episodes)" in proc.stdout, proc.stdout
+    assert "reach: distance" in proc.stdout and "(mean over 5 episodes, student-t)" in proc.stdout, proc.stdout
     return out
 
 

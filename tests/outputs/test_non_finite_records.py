@@ -70,7 +70,7 @@ def test_a_nan_reward_in_one_step_keeps_its_episode_counted_once_by_every_reader
     assert experiment["counts"] == run_result["counts"] and experiment["non_finite"] == run_result["non_finite"]
     assert sum("non-finite" in w for w in experiment["warnings"]) == 1
     report = (out / "index.html").read_text()
-    assert "non-finite values" in report and "episode 1 (seed 1" in report
+    assert "non-finite values" in report and "episode 1 (seed 1" in report and "non-finite: return" in report
     resume = _arena(tmp_path, "run", "--resume", str(out))
     assert resume.returncode == 0 and "nothing to resume" in resume.stdout, resume.stdout + resume.stderr
     assert len((out / "reach" / "episodes.jsonl").read_text().splitlines()) == 4  # not run again

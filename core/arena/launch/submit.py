@@ -582,7 +582,8 @@ def _print_summary(result: dict[str, Any], console: Console) -> None:
         for key, m in (r.get("metrics") or {}).items():  # partial credit beside the success rate
             interval = "" if m.get("ci_low") is None else f" [{m['ci_low']:.3g}, {m['ci_high']:.3g}]"
             console.print(
-                f"{escape(name)}: {escape(str(key))} {m['mean']:.3g}{interval} (mean over {m['episodes']} episodes)",
+                f"{escape(name)}: {escape(str(key))} {m['mean']:.3g}{interval} (mean over {m['episodes']} episodes"
+                + (f", {escape(str(m['method']))})" if m.get("method") else ")"),
                 highlight=False,
             )
         if r.get("error"):  # why a run failed belongs on the console, not only in runner.log
