@@ -30,9 +30,11 @@ rate):
 - ``betting-bounded-mean`` — a metric with declared bounds ``[low, high]`` (every value inside
   them): the hedged betting confidence interval for the mean of a bounded random variable of
   Waudby-Smith & Ramdas (2023), "Estimating means of bounded random variables by betting",
-  *J. R. Stat. Soc. B* 86(1):1–27 (section 4, the fixed-sample-size bets of their eq. 27's
-  form, ``lambda_i = sqrt(2 log(2/alpha) / (n sigma_{i-1}^2))`` truncated at ``1/2``), on the
-  values rescaled to ``[0, 1]`` in episode order. It is valid for any distribution inside the
+  *J. R. Stat. Soc. B* 86(1):1–27 (section 4: hedged capital, predictable plug-in bets, here
+  tuned to the fixed number of episodes ``n`` as the authors' ``confseq`` package does with
+  ``fixed_n``: ``lambda_i = sqrt(2 log(2/alpha) / (n sigma_{i-1}^2))``, truncated at ``1/2``),
+  on the values rescaled to ``[0, 1]`` in episode order. Any predictable bets keep it valid;
+  these only make it narrow. It is valid for any distribution inside the
   bounds at any ``n`` (no normality assumed), never leaves the bounds and never has zero width
   (five episodes at the upper bound give ``[0.31, 1]`` on ``[0, 1]``); with few episodes it is
   wider than a t interval, which is the price of not assuming normality.
