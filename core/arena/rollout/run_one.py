@@ -22,14 +22,15 @@ With ``launch.watchdog`` set in the snapshot, run-one supervises itself: the rol
 a child ``arena run-one`` and :mod:`arena.rollout.watchdog` restarts it (resuming) when
 ``status.json`` shows no progress. ``$ARENA_WATCHDOG_CHILD`` marks that child.
 
-SIGTERM ends the run ``cancelled`` (``arena cancel``, ``scancel``), unless every work item
-was already recorded when it came (e.g. while the environment was closing): the final state
-follows the records, so such a run is ``completed``; the same holds for SIGUSR1 and SIGINT. SIGUSR1 asks it to stop
+SIGTERM ends the run ``cancelled`` (``arena cancel``, ``scancel``). SIGUSR1 asks it to stop
 and end ``failed`` for a reason of the backend's: the text of ``stop_reason`` in the run's
 directory when the backend wrote one there first (e.g. "its policy server died and could not
 be restarted"), otherwise the scheduler's time limit is near (Slurm's ``--signal``) and the
 error names the limit as ``$ARENA_TIME_LIMIT`` describes it (e.g. ``launch.slurm.time=02:00:00``)
-and how to continue (``arena run --resume``). Finished episodes are kept either way.
+and how to continue (``arena run --resume``). Finished episodes are kept either way. A stop
+signal (SIGTERM, SIGUSR1 or SIGINT) that comes once every work item is recorded (e.g. while
+the environment is closing) changes nothing: the final state follows the records, so the run
+is ``completed``.
 
 Exit codes: 0 completed with no ``error`` episode; 3 aborted, failed, cancelled (SIGTERM),
 stopped at a time limit (SIGUSR1) or any ``error`` episode; 2 configuration error (message on
