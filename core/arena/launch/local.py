@@ -34,7 +34,7 @@ from arena.launch.gpus import GpuPool, cuda_device_order, discover_gpus
 from arena.launch.server_process import LocalServer
 from arena.outputs.layout import EXPERIMENT_FILE, RUNNER_LOG, SERVER_LOG, SERVERS_DIR, run_dir
 from arena.outputs.records import LIVE_STATES, read_run_statuses, write_run_result
-from arena.outputs.runstate import finish_unfinished, update_status
+from arena.outputs.runstate import final_state, finish_unfinished, update_status
 from arena.processes import signal_group, spawn, terminate
 from arena.rollout.invocation import RunOneInvocation, server_task_identity
 
@@ -516,6 +516,13 @@ def _server_info(server: LocalServer, exposure: Exposure | None) -> dict[str, An
 
 
 def _ensure_final_state(output_dir: Path, run: str, code: int | None, cancelled: bool = False) -> None:
-    """After a runner exits: if it died without writing a final state, record why."""
+    """After a runner exits: if it died without writing a final state, record why — or, when
+    it had recorded every work item, that the run completed (:mod:`arena.outputs.completion`)."""
+    if final_state(run_dir(output_dir, run)) is not None:
+        return
+    from arena.outputs.completion import complete_recorded_run
+
+    if complete_recorded_run(output_dir, run) is not None:  # every work item recorded: the records decide
+        return
     reason = "cancelled" if cancelled else f"the runner exited with code {code} without finishing (see {RUNNER_LOG})"
     finish_unfinished(run_dir(output_dir, run), run=run, state="cancelled" if cancelled else "failed", error=reason)

@@ -45,7 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from arena.launch.server_process import LocalServer
 from arena.outputs.layout import EXPERIMENT_FILE, RUNNER_LOG, SERVER_LOG, STOP_REASON_FILE, work_dir
-from arena.outputs.runstate import finish_unfinished, update_status
+from arena.outputs.runstate import final_state, finish_unfinished, update_status
 from arena.processes import signal_group, spawn
 from arena.rollout.invocation import (
     SERVER_HOST_ENV,
@@ -302,6 +302,12 @@ class NodeSupervisor:
             state, error = "cancelled", "cancelled before the run finished"
         else:
             state, error = "failed", message
+        if self.runner is not None and self.shard is None and final_state(self.work_dir) is None:
+            from arena.outputs.completion import complete_recorded_run
+
+            if complete_recorded_run(self.output_dir, self.spec.run) is not None:  # every item recorded: completed
+                self.say(f"run {self.spec.run}: completed (every work item was recorded)")
+                return code
         if finish_unfinished(self.work_dir, run=self.spec.run, state=state, error=error, shard=self.shard,
                              server=self._server_info(), **{k: v for k, v in self.fields.items() if k not in ("run", "shard")}):
             self.say(f"run {self.spec.run}: {state}: {error}")
