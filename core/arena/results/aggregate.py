@@ -576,6 +576,8 @@ METHODS = {
     "holm": "Holm's step-down adjustment of the p-values shown together (family-wise error 5%).",
     "stratified-adjusted-wald-per-task": "A suite difference: the mean of per-task differences, its variance summed "
     "over tasks (Agresti-Caffo for unpaired tasks, Agresti-Min for paired).",
+    "glm-binomial-cluster-robust": "A perturbation sweep's logistic model of success on its factor levels "
+    "(statsmodels GLM, Binomial), with standard errors clustered by episode seed (the sweep's runs share seeds).",
     "betting-confidence-sequence": "Waudby-Smith & Ramdas (2023) betting confidence sequence: valid at every "
     "episode count, so after stopping early too.",
 }
@@ -603,7 +605,9 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
     its Newcombe interval, see :func:`compare_runs`), ``provenance`` (``provenance.json``)
     and ``overall`` (pooled
     counts, ``n``, ``k``, ``success_rate``, ``ci95``, ``macro_success_rate``: the mean of
-    the per-run rates, ``states``: runs per state). A run listed in the manifest with no
+    the per-run rates, ``states``: runs per state), ``attribution`` (perturbation sweeps: paired
+    differences from nominal and a logistic model per factor level, see
+    :mod:`arena.results.attribution`; ``None`` without a sweep). A run listed in the manifest with no
     files yet is ``pending``; a failed run stays ``failed`` with its error.
     """
     output_dir = Path(output_dir)
@@ -626,7 +630,10 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
     from arena.results.setups import run_setups
     from arena.results.provenance import read_provenance
 
-    comparisons = task_comparisons(output_dir, runs, records_of, run_setups(output_dir, runs))
+    from arena.results.attribution import attribution
+
+    setups = run_setups(output_dir, runs)
+    comparisons = task_comparisons(output_dir, runs, records_of, setups)
     groups = by_group(runs)
     overall = _aggregate(list(runs.values()))
     result = {
@@ -642,6 +649,7 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
         "multiplicity": _multiplicity_note(comparisons),
         "methods": METHODS,
         "provenance": read_provenance(output_dir),
+        "attribution": attribution(output_dir, runs, records_of, setups),
         "overall": {
             **overall,
             "counts": counts,
