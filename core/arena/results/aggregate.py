@@ -578,6 +578,8 @@ METHODS = {
     "over tasks (Agresti-Caffo for unpaired tasks, Agresti-Min for paired).",
     "glm-binomial-cluster-robust": "A perturbation sweep's logistic model of success on its factor levels "
     "(statsmodels GLM, Binomial), with standard errors clustered by episode seed (the sweep's runs share seeds).",
+    "firth-penalized-logistic": "Firth's (1993) bias-reduced logistic regression, used when a sweep's cell solved "
+    "every episode or none (plain maximum likelihood is infinite there); model-based Wald intervals.",
     "betting-confidence-sequence": "Waudby-Smith & Ramdas (2023) betting confidence sequence: valid at every "
     "episode count, so after stopping early too.",
 }

@@ -19,10 +19,11 @@ A *sweep* is a group of runs ``NAME.<suffix>`` (:mod:`arena.config.sweep`) holdi
   ratio against nominal, so they agree with the paired table), while the sandwich errors allow
   any correlation between the episodes of one seed, which the paired design creates; it is GEE
   with an independence working correlation, which unlike an exchangeable one cannot bias the
-  estimates when the correlation model is wrong. A level whose runs solved every episode or none
-  (or a nominal that did) has an infinite estimate: the model is then reported not estimable,
-  naming those cells, and the paired table stands alone. statsmodels is optional
-  (``pip install 'arena-core[report]'``); without it the model says so.
+  estimates when the correlation model is wrong. A level whose run solved every episode or none
+  (an expert's nominal run often does) has an infinite maximum-likelihood estimate: the model is
+  then Firth's penalized logistic regression (:func:`firth_logistic`, numpy; always finite) with
+  model-based intervals, and says so in its ``note``. statsmodels is optional
+  (``pip install 'arena-core[report]'``); without it the GLM says so.
 
 :func:`attribution` returns both per sweep with a one-line reading of the largest effects, for
 ``experiment_result.json``'s ``attribution``, the report's "What drives failure" section and the
@@ -42,6 +43,7 @@ from arena.results.paired import compare_rates, holm, pair_outcomes
 #: The suffix of a sweep's unperturbed run (:data:`arena.config.sweep.NOMINAL`).
 NOMINAL = "nominal"
 MODEL_METHOD = "glm-binomial-cluster-robust"
+FIRTH_METHOD = "firth-penalized-logistic"
 MULTIPLICITY = "Holm-adjusted over the {m} perturbed levels of the experiment's sweeps (family-wise 5%)"
 
 
@@ -107,8 +109,10 @@ def _rate(records: list[Any]) -> dict[str, Any]:
 
 def level_rows(sweep: Mapping[str, Any], records_of: Mapping[str, list[Any]],
                setups: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-    """One row per perturbed run of ``sweep``: its ``factors`` ``{factor: level}``, its rate and
-    :func:`arena.results.paired.compare_rates`' figures against the nominal run (paired on the
+    """One row per perturbed run of ``sweep``: its ``factors`` ``{factor: level}``, its rate
+    (``k``, ``n``, ``success_rate``, Wilson ``rate_ci95``) and
+    :func:`arena.results.paired.compare_rates`' figures against the nominal run (``difference``
+    level − nominal with its ``ci95``, ``p_value``, ...; ``lost`` / ``gained`` seeds) (paired on the
     episode indices both played when their seeds agree and their setups differ only in
     ``environment.perturbations``)."""
     from arena.results.paired import pairing_differences
@@ -133,7 +137,8 @@ def level_rows(sweep: Mapping[str, Any], records_of: Mapping[str, list[Any]],
         rate = _rate(records_of.get(name, []))
         nom = _rate(records_of.get(nominal, []))
         figures = compare_rates(rate["k"], rate["n"], nom["k"], nom["n"], pairs=pairs, unpaired_because=why)
-        rows.append({"run": name, "factors": dict(levels), **rate, **figures,
+        rows.append({"run": name, "factors": dict(levels), "k": rate["k"], "n": rate["n"],
+                     "success_rate": rate["success_rate"], "rate_ci95": rate["ci95"], **figures,
                      "lost": figures["discordant"][1] if figures.get("discordant") else None,
                      "gained": figures["discordant"][0] if figures.get("discordant") else None})
     return rows
@@ -174,9 +179,10 @@ def logistic_model(sweep: Mapping[str, Any], records_of: Mapping[str, list[Any]]
     names, x, y, groups, degenerate = _cells(sweep, records_of)
     out: dict[str, Any] = {"method": MODEL_METHOD, "episodes": len(y), "clusters": len(set(groups)),
                            "formula": "logit P(success) = b0 + sum of level indicators (nominal is the reference)"}
+    if not y:
+        return {**out, "status": "not estimable", "reason": "no episode"}
     if degenerate:
-        return {**out, "status": "not estimable",
-                "reason": "a cell's log odds are infinite (" + "; ".join(degenerate[:4]) + "): see the paired table"}
+        return _firth_model(out, names, x, y, degenerate)
     if len(set(groups)) < 2:
         return {**out, "status": "not estimable", "reason": "fewer than two seeds: no cluster-robust error"}
     try:
@@ -210,6 +216,60 @@ def logistic_model(sweep: Mapping[str, Any], records_of: Mapping[str, list[Any]]
     return {**out, "status": "ok", "intercept": float(params[0]), "terms": terms}
 
 
+def firth_logistic(x: Any, y: Any, *, iterations: int = 100, tol: float = 1e-10) -> tuple[Any, Any]:
+    """Firth's bias-reduced logistic regression (Firth 1993, *Biometrika* 80:27–38; Heinze &
+    Schemper 2002, *Stat. Med.* 21:2409–2419): ``(beta, covariance)``, the covariance the inverse
+    Fisher information at ``beta``. Finite where plain maximum likelihood diverges (a cell that
+    solved every episode or none). In a saturated design it is the empirical logit of each cell
+    with half a success and half a failure added (the Haldane correction).
+
+    Raises:
+        ValueError: the design is singular.
+    """
+    import numpy as np
+
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    beta = np.zeros(x.shape[1])
+    for _ in range(iterations):
+        p = 1 / (1 + np.exp(-(x @ beta)))
+        w = p * (1 - p)
+        info = x.T @ (x * w[:, None])
+        try:
+            inverse = np.linalg.inv(info)
+        except np.linalg.LinAlgError as exc:
+            raise ValueError(f"singular design: {exc}") from None
+        hat = np.einsum("ij,jk,ik->i", x * np.sqrt(w)[:, None], inverse, x * np.sqrt(w)[:, None])
+        step = inverse @ (x.T @ (y - p + hat * (0.5 - p)))
+        beta = beta + step
+        if np.max(np.abs(step)) < tol:
+            break
+    p = 1 / (1 + np.exp(-(x @ beta)))
+    return beta, np.linalg.inv(x.T @ (x * (p * (1 - p))[:, None]))
+
+
+def _firth_model(out: dict[str, Any], names: list[str], x: Any, y: Any, degenerate: list[str]) -> dict[str, Any]:
+    """The model when a cell is degenerate: Firth's estimates, model-based Wald intervals."""
+    from statistics import NormalDist
+
+    try:
+        beta, cov = firth_logistic(x, y)
+    except ValueError as exc:
+        return {**out, "status": "not estimable", "reason": str(exc)}
+    z = NormalDist().inv_cdf(0.975)
+    terms = []
+    for i, name in enumerate(names, start=1):
+        factor, _, level = name.partition("=")
+        se = math.sqrt(max(float(cov[i][i]), 0.0))
+        b = float(beta[i])
+        low, high = b - z * se, b + z * se
+        p = 2 * (1 - NormalDist().cdf(abs(b) / se)) if se > 0 else None
+        terms.append({"term": name, "factor": factor, "level": level, "log_odds_ratio": b, "se": se, "ci95": [low, high],
+                      "odds_ratio": math.exp(b), "odds_ratio_ci95": [math.exp(low), math.exp(high)], "p_value": p})
+    return {**out, "status": "ok", "method": FIRTH_METHOD, "intercept": float(beta[0]), "terms": terms,
+            "note": "a cell's plain maximum-likelihood log odds are infinite (" + "; ".join(degenerate[:3])
+            + "): Firth's penalized estimates with model-based (not seed-clustered) intervals"}
+
+
 def factor_curves(sweep: Mapping[str, Any], rows: list[dict[str, Any]], nominal: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """Per factor, success against level: the nominal point then each run that changes only
     that factor, ``{level, run, k, n, success_rate, ci95, nominal}`` (levels in sweep order)."""
@@ -220,8 +280,8 @@ def factor_curves(sweep: Mapping[str, Any], rows: list[dict[str, Any]], nominal:
         (factor, level), = row["factors"].items()
         curve = curves.setdefault(factor, [{"level": _nominal_value(factor), "run": sweep["nominal"], "nominal": True,
                                              **{k: nominal[k] for k in ("k", "n", "success_rate", "ci95")}}])
-        curve.append({"level": level, "run": row["run"], "nominal": False,
-                      **{k: row[k] for k in ("k", "n", "success_rate", "ci95")}})
+        curve.append({"level": level, "run": row["run"], "nominal": False, "k": row["k"], "n": row["n"],
+                      "success_rate": row["success_rate"], "ci95": row["rate_ci95"]})
     return curves
 
 
