@@ -224,3 +224,20 @@ def episode_rng(seed: int, name: str) -> np.random.Generator:
 def describe_all(declarations: Iterable[Perturbation]) -> list[dict[str, Any]]:
     """:meth:`Perturbation.describe` of each, in order."""
     return [p.describe() for p in declarations]
+
+
+def declared_by_class(env_cls: Any) -> tuple[Perturbation, ...]:
+    """The simulator perturbations a class declares without a config (its ``perturbations``
+    attribute; ``perturbations_for`` may add others per config)."""
+    return tuple(getattr(env_cls, "perturbations", ()) or ())
+
+
+def listing(env_name: str, env_cls: Any, config: Any = None) -> list[str]:
+    """Lines for ``arena validate --list-overrides`` and ``arena plugins``: every perturbation a
+    run of ``env_cls`` accepts, one a line: ``name: unit, range [low, high], nominal V (where)``."""
+    found = declared(env_cls, config) if config is not None else {**GENERIC, **{p.name: p for p in declared_by_class(env_cls)}}
+    lines = []
+    for p in sorted(found.values(), key=lambda p: (p.where != "simulator", p.name)):
+        bounds = f", range [{p.low}, {p.high}]" if p.kind != "text" else ""
+        lines.append(f"{p.name}: {p.unit}{bounds}, nominal {p.nominal} ({p.where}) — {p.description}")
+    return lines
