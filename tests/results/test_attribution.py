@@ -147,3 +147,19 @@ def test_sweep_records_fingerprints_result_and_report(sweep_run):
     assert sweep["model"]["status"] == "ok"
     html = (sweep_run.output_dir / "index.html").read_text()
     assert "What drives failure" in html and "action_delay" in html and "<svg" in html
+
+
+def test_sinks_get_the_same_attribution_numbers_under_names_mlflow_accepts(sweep_run):
+    from arena.sinks import experiment_metrics
+
+    metrics = experiment_metrics(sweep_run.result)
+    sweep = sweep_run.result["attribution"]["sweeps"]["toy"]
+    row = {r["run"]: r for r in sweep["rows"]}["toy.action_delay-2"]
+    assert metrics["attribution/toy/toy.action_delay-2/difference"] == row["difference"]
+    assert metrics["attribution/toy/toy.action_delay-2/ci95_low"] == row["ci95"][0]
+    assert metrics["attribution/toy/toy.action_delay-2/p_holm"] == row["p_holm"]
+    term = {t["term"]: t for t in sweep["model"]["terms"]}["action_delay=2"]
+    assert metrics["attribution/toy/model/action_delay-2/log_odds_ratio"] == term["log_odds_ratio"]
+    validation = pytest.importorskip("mlflow.utils.validation")
+    for key in metrics:
+        validation._validate_metric_name(key)
