@@ -61,3 +61,15 @@ def test_a_level_the_environment_does_not_support_names_the_swept_run():
     with pytest.raises(ConfigError) as info:
         _load({"runs": ["toy"], "factors": {"camera_shift": [0.1]}})
     assert info.value.run == "toy.camera_shift-0_1" and "does not support perturbation 'camera_shift'" in str(info.value)
+
+
+def test_half_fraction_keeps_the_half_of_the_2k_design_holding_nominal():
+    exp = _load({"runs": ["toy"], "design": "half_fraction",
+                 "factors": {"image_noise": [10], "action_delay": [2], "state_noise": [0.1]}})
+    swept = {n: exp.runs[n].environment.perturbations for n in exp.runs if n.startswith("toy.")}
+    assert len(swept) == 4 and swept["toy.nominal"] == {}
+    assert all(len(levels) in (0, 2) for levels in swept.values())
+    # every factor is perturbed in half of the runs: main effects are balanced
+    assert all(sum(f in levels for levels in swept.values()) == 2 for f in ("image_noise", "action_delay", "state_noise"))
+    with pytest.raises(ConfigError, match="three or more factors of one level"):
+        _load({"runs": ["toy"], "design": "half_fraction", "factors": {"image_noise": [10, 20], "action_delay": [2], "state_noise": [1]}})

@@ -15,7 +15,11 @@ Run ``expert`` becomes, in its place, ``expert.nominal`` (no factor set) plus:
   ``expert.image_noise-10``, ``expert.image_noise-40``, ``expert.camera_shift-left``, …;
 - ``full_factorial``: one run per combination of the factors' levels, each factor at nominal or
   one of its levels (``(L1 + 1) × (L2 + 1) × …`` runs, nominal included), named by the factors
-  not at nominal joined by ``--`` (``expert.image_noise-10--camera_shift-left``).
+  not at nominal joined by ``--`` (``expert.image_noise-10--camera_shift-left``);
+- ``half_fraction``: for ``k >= 3`` factors of one level each, the half of the ``2^k`` design
+  that holds the nominal run (the combinations perturbing an even number of factors; defining
+  relation ``I = (-1)^k AB…K``): ``2^(k-1)`` runs whose main effects the logistic model
+  estimates, each aliased with a ``(k-1)``-factor interaction (Box, Hunter & Hunter 2005, ch. 6).
 
 Every expanded run keeps the run's seeds, so each is paired with ``expert.nominal`` episode by
 episode (the attribution in :mod:`arena.results.attribution`). A level is set as
@@ -40,7 +44,7 @@ from arena.errors import ConfigError
 
 #: The suffix of a sweep's unperturbed run.
 NOMINAL = "nominal"
-DESIGNS = ("one_at_a_time", "full_factorial")
+DESIGNS = ("one_at_a_time", "full_factorial", "half_fraction")
 _KEYS = {"runs", "design", "factors"}
 
 
@@ -80,6 +84,8 @@ def combinations(factors: list[tuple[str, list[tuple[str, Any]]]], design: str) 
     options = [[None, *pairs] for _, pairs in factors]
     for combo in itertools.product(*options):
         chosen = [(name, pair) for (name, _), pair in zip(factors, combo) if pair is not None]
+        if design == "half_fraction" and len(chosen) % 2:
+            continue  # the half of the 2^k design holding nominal: an even number of factors perturbed
         if chosen:
             out.append(("--".join(f"{name}-{label}" for name, (label, _) in chosen),
                         {name: value for name, (_, value) in chosen}))
@@ -106,6 +112,9 @@ def expand_sweep(
         raise ConfigError(f"design must be one of {', '.join(DESIGNS)}, got {design!r}", file=source,
                           key="perturbations.design")
     factors = _factors(section, source)
+    if design == "half_fraction" and (len(factors) < 3 or any(len(pairs) != 1 for _, pairs in factors)):
+        raise ConfigError("half_fraction takes three or more factors of one level each (a 2^(k-1) design)",
+                          file=source, key="perturbations.design")
     chosen = section.get("runs", list(runs))
     if not isinstance(chosen, list) or any(name not in runs for name in chosen):
         raise ConfigError(f"perturbations.runs must list runs of the experiment (runs: {', '.join(runs)})",
