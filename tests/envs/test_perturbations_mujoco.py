@@ -111,3 +111,21 @@ def test_franka_kitchen_camera_and_kettle_perturbations():
     assert c["camera_obs"]["external_camera_rgb"].tobytes() == a["camera_obs"]["external_camera_rgb"].tobytes()
     for env in (plain, shifted, nominal):
         env.close()
+
+
+def test_metaworld_perturbations_in_a_worker_process_equal_in_process():
+    from arena.envs.workers import build_environment
+
+    values = {"camera_shift": 0.1, "object_offset": 0.05, "image_noise": 10.0}
+    observed = []
+    for workers in (0, 1):
+        config = MetaWorldConfig(task="push-v3", cameras=True, image_size=SIZE, workers=workers, perturbations=values)
+        env = wrap(build_environment(MetaWorldEnvironment, config, num_envs=1), MetaWorldEnvironment, config)
+        try:
+            observed.append((env.reset_envs([0], [SEED]), env.episode_info(0)["protocol"]["perturbations"]))
+        finally:
+            env.close()
+    (a, pa), (b, pb) = observed
+    assert a["camera_obs"]["corner"].tobytes() == b["camera_obs"]["corner"].tobytes()
+    assert a["policy"]["state"].tobytes() == b["policy"]["state"].tobytes()
+    assert pa == pb == values
