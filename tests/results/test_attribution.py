@@ -163,3 +163,7 @@ def test_sinks_get_the_same_attribution_numbers_under_names_mlflow_accepts(sweep
     validation = pytest.importorskip("mlflow.utils.validation")
     for key in metrics:
         validation._validate_metric_name(key)
+
+
+def test_a_sweep_is_not_reported_as_a_suite(sweep_run):
+    assert "toy" not in sweep_run.result["by_group"] and sweep_run.result["group_comparisons"] == []

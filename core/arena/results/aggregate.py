@@ -636,7 +636,9 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
 
     setups = run_setups(output_dir, runs)
     comparisons = task_comparisons(output_dir, runs, records_of, setups)
-    groups = by_group(runs)
+    drivers = attribution(output_dir, runs, records_of, setups)
+    # a perturbation sweep's runs are levels of one policy on one task, not a suite's tasks
+    groups = {g: v for g, v in by_group(runs).items() if not (drivers and g in drivers["sweeps"])}
     overall = _aggregate(list(runs.values()))
     result = {
         "format_version": FORMAT_VERSION,
@@ -651,7 +653,7 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
         "multiplicity": _multiplicity_note(comparisons),
         "methods": METHODS,
         "provenance": read_provenance(output_dir),
-        "attribution": attribution(output_dir, runs, records_of, setups),
+        "attribution": drivers,
         "overall": {
             **overall,
             "counts": counts,
