@@ -190,11 +190,13 @@ class Environment:
         default); override when they depend on the config (e.g. the task's scene)."""
         return tuple(cls.perturbations)
 
-    def perturb_after_reset(self, env_id: int, seed: int) -> None:
+    def perturb_after_reset(self, env_id: int, seed: int) -> bool | None:
         """Apply the config's active simulator perturbations to ``env_id`` right after its
         ``reset(seed)`` and before its first observation is read (the environment calls it from
-        its own reset; seeded draws use ``seed``). Does nothing by default and must do nothing
-        when no simulator perturbation is active, so the unperturbed episode is unchanged."""
+        its own reset; seeded draws use ``seed``); may return whether it moved objects, so the
+        caller reads the scene again. Does nothing by default and must do nothing when no
+        simulator perturbation is active, so the unperturbed episode is unchanged."""
+        return None
 
     # -- end perturbations ---------------------------------------------------------------
 
