@@ -167,3 +167,24 @@ def test_sinks_get_the_same_attribution_numbers_under_names_mlflow_accepts(sweep
 
 def test_a_sweep_is_not_reported_as_a_suite(sweep_run):
     assert "toy" not in sweep_run.result["by_group"] and sweep_run.result["group_comparisons"] == []
+
+
+def test_compare_refuses_a_perturbed_run_against_a_nominal_one_unless_forced(tmp_path):
+    from arena.results.compare import compare_experiments
+    from arena.results.comparison import check_comparable
+    from arena.testing import run_tiny_experiment
+    from arena.errors import ConfigError
+
+    def run(name, perturbations):
+        environment = {"type": "arena.testing.envs:ToyReachEnv", "image_size": 8, "perturbations": perturbations}
+        outcome = run_tiny_experiment({"runs": {"toy": {
+            "environment": environment, "policy": {"type": "arena.testing.policies:ToyReachExpert"},
+            "environment_builder": {"num_envs": 2, "seed": 0}, "rollout_limit": {"num_episodes": 4}}}}, tmp_path / name)
+        assert outcome.exit_code == 0, outcome.explain()
+        return outcome.output_dir
+
+    nominal, noisy = run("nominal", {}), run("noisy", {"image_noise": 20})
+    data = compare_experiments(nominal, noisy)
+    with pytest.raises(ConfigError, match=r"environment.perturbations.image_noise: .*\(A\) vs 20 \(B\)"):
+        check_comparable(data, nominal, noisy, force=False)
+    assert check_comparable(data, nominal, noisy, force=True)
