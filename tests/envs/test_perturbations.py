@@ -158,3 +158,10 @@ def test_out_of_range_value_names_the_range_and_unit():
             "environment": {"type": "metaworld", "task": "reach-v3", "perturbations": {"image_blur": 50.0}},
             "policy": {"type": "zero_action"}}}})
     assert active_values(ToyReachEnv, ToyReachConfig(perturbations={"action_delay": 0, "contrast": 1})) == {}
+
+
+def test_image_perturbations_without_cameras_fail_loudly_instead_of_doing_nothing():
+    config = ToyReachConfig(cameras=False, perturbations={"image_noise": 10.0})
+    env = wrap(ToyReachEnv(config, num_envs=1), ToyReachEnv, config)
+    with pytest.raises(ValueError, match="no camera_obs: turn its cameras on"):
+        env.reset_envs([0], [1])

@@ -23,7 +23,9 @@ episode seed (:func:`arena.envs.perturbations.episode_rng`): an episode sees the
 whatever ``num_envs`` or workers, and turning one perturbation on leaves another's draws alone.
 Only the envs a ``reset_envs`` call resets get new perturbed rows; the others keep theirs.
 Videos (``render``) show the simulator's frames, unperturbed; trajectories record what the
-policy saw. ``episode_info`` adds the active values, simulator ones included, to the
+policy saw. Image perturbations of an environment whose observation has no ``camera_obs`` make
+every reset fail with a ``ValueError`` saying so (the run's episodes end ``error``), rather than
+leave a run that silently equals the nominal one. ``episode_info`` adds the active values, simulator ones included, to the
 protocol fingerprint (``protocol.perturbations``).
 """
 
@@ -162,6 +164,12 @@ class PerturbedEnvironment:
         return self._after_reset(raw, env_ids, seeds, lost)
 
     def _after_reset(self, raw: dict[str, Any], env_ids: list[int], seeds: list[int], lost: set[int]) -> dict[str, Any]:
+        if self.images and not (isinstance(raw, dict) and raw.get("camera_obs")):
+            raise ValueError(
+                f"image perturbations ({', '.join(self.images)}) need camera images, but the environment's "
+                "observation has no camera_obs: turn its cameras on (e.g. Meta-World's environment.cameras: true), "
+                "or the perturbed run would silently equal the nominal one"
+            )
         reset = [int(e) for e in env_ids if int(e) not in lost]
         for e, seed in zip(env_ids, seeds):
             if int(e) in lost:
