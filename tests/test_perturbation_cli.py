@@ -17,7 +17,7 @@ def _arena(*args: str) -> subprocess.CompletedProcess:
 
 def test_list_overrides_names_each_perturbation_with_unit_range_and_nominal(tmp_path):
     exp = tmp_path / "exp.yaml"
-    exp.write_text("runs:\n  a: {environment: {type: metaworld, task: reach-v3, perturbations: {image_noise: 5}},"
+    exp.write_text("runs:\n  a: {environment: {type: metaworld, task: reach-v3, cameras: true, perturbations: {image_noise: 5}},"
                    " policy: {type: zero_action}}\n")
     done = _arena("validate", str(exp), "--list-overrides")
     assert done.returncode == 0, done.stderr

@@ -165,3 +165,13 @@ def test_image_perturbations_without_cameras_fail_loudly_instead_of_doing_nothin
     env = wrap(ToyReachEnv(config, num_envs=1), ToyReachEnv, config)
     with pytest.raises(ValueError, match="no camera_obs: turn its cameras on"):
         env.reset_envs([0], [1])
+
+
+def test_metaworld_image_perturbations_without_cameras_are_refused_at_validation():
+    with pytest.raises(ConfigError, match="image perturbations \\(image_noise\\) need camera images"):
+        load_experiment_dict({"runs": {"a": {
+            "environment": {"type": "metaworld", "task": "reach-v3", "perturbations": {"image_noise": 5.0}},
+            "policy": {"type": "zero_action"}}}})
+    load_experiment_dict({"runs": {"a": {  # nominal values need no camera
+        "environment": {"type": "metaworld", "task": "reach-v3", "perturbations": {"image_noise": 0.0}},
+        "policy": {"type": "zero_action"}}}})

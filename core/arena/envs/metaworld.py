@@ -154,6 +154,15 @@ class MetaWorldConfig(EnvironmentConfig):
     def _known_task(cls, value: str) -> str:
         return check_task_name(value)
 
+    def validate_run(self, run: Any) -> None:
+        """Image perturbations need ``cameras: true`` (without, the perturbed run would equal the
+        nominal one); ``ValueError`` otherwise."""
+        from arena.envs.perturbations import GENERIC, IMAGE_PERTURBATIONS
+
+        images = [k for k in IMAGE_PERTURBATIONS if k in self.perturbations and not GENERIC[k].is_nominal(self.perturbations[k])]
+        if images and not self.cameras:
+            raise ValueError(f"image perturbations ({', '.join(images)}) need camera images: set environment.cameras: true")
+
 
 @functools.lru_cache(maxsize=None)
 def _goal_variations(task: str) -> tuple:
