@@ -188,3 +188,24 @@ def test_compare_refuses_a_perturbed_run_against_a_nominal_one_unless_forced(tmp
     with pytest.raises(ConfigError, match=r"environment.perturbations.image_noise: .*\(A\) vs 20 \(B\)"):
         check_comparable(data, nominal, noisy, force=False)
     assert check_comparable(data, nominal, noisy, force=True)
+
+
+def test_full_factorial_model_has_one_term_per_level_and_curves_from_single_factor_runs(tmp_path):
+    from arena.results.attribution import attribution
+
+    rng = np.random.default_rng(1)
+    levels = {"s.nominal": {}, "s.a-1": {"action_delay": 1}, "s.b-5": {"image_noise": 5.0},
+              "s.a-1--b-5": {"action_delay": 1, "image_noise": 5.0}}
+    p = {"s.nominal": 0.8, "s.a-1": 0.5, "s.b-5": 0.75, "s.a-1--b-5": 0.45}
+    records = {name: [r.model_copy(update={"protocol": {"perturbations": lv}})
+                      for r in _records(name, (rng.random(80) < p[name]).tolist())] for name, lv in levels.items()}
+    result = attribution(tmp_path, {n: {} for n in levels}, records)["sweeps"]["s"]
+    assert {t["term"] for t in result["model"]["terms"]} == {"action_delay=1", "image_noise=5.0"}
+    assert {f: [pt["run"] for pt in c] for f, c in result["curves"].items()} == {
+        "action_delay": ["s.nominal", "s.a-1"], "image_noise": ["s.nominal", "s.b-5"]}
+    # main effects of a 2x2 design, as statsmodels fits them from the same episodes
+    x = [[1.0, float("a-1" in n), float("b-5" in n)] for n in levels for _ in range(80)]
+    y = [int(r.outcome == "success") for n in levels for r in records[n]]
+    reference = sm.GLM(np.array(y, float), np.array(x), family=sm.families.Binomial()).fit()
+    terms = {t["term"]: t["log_odds_ratio"] for t in result["model"]["terms"]}
+    assert terms["action_delay=1"] == pytest.approx(reference.params[1]) and terms["image_noise=5.0"] == pytest.approx(reference.params[2])
