@@ -17,6 +17,9 @@ openvla-oft ``vla-scripts/deploy.py`` @ 213c5ff l.78-107; ``reference/live-and-p
   answered HTTP 200 with the JSON string ``"error"``, as both real servers do;
 * default ports 8000 (OpenVLA) and 8777 (OFT); ``port=0`` picks a free one for tests.
 
+``json_numpy.patch()`` changes the ``json`` module of the whole process, as in the real
+servers; :meth:`DeployDouble.stop` puts the original functions back.
+
 The "model": every action is ``[0.01 * request_index, 0.01 * row, 0, ..., gripper]`` with the
 gripper column 1.0 (OpenVLA's "open" before the client's inversion), so tests can tell chunks
 and rows apart. ``fail_on_request`` (1-based) answers that request with ``"error"``;
@@ -67,6 +70,8 @@ class DeployDouble:
         port: 0 for a free port; the servers' defaults are 8000 / 8777.
         fail_on_request: answer that 1-based request with ``"error"``.
         delay_s: seconds each request takes.
+        chunk: answer OFT chunks of this many actions instead of the platform's (a server
+            started for another platform than the client expects).
     """
 
     def __init__(
@@ -79,8 +84,10 @@ class DeployDouble:
         port: int = 0,
         fail_on_request: int | None = None,
         delay_s: float = 0.0,
+        chunk: int | None = None,
     ) -> None:
         self.kind = kind
+        self.chunk = chunk
         self.platform = platform
         self.norm_keys = norm_keys
         self.host = host
@@ -91,6 +98,7 @@ class DeployDouble:
         self.encoded_requests = 0
         self._server: Any = None
         self._thread: threading.Thread | None = None
+        self._json: tuple[Any, ...] | None = None
 
     @property
     def url(self) -> str:
@@ -112,6 +120,7 @@ class DeployDouble:
             action[0], action[-1] = 0.01 * n, 1.0
             return action
         chunk, action_dim, proprio_dim, images = OFT_PLATFORMS[self.platform]
+        chunk = self.chunk or chunk
         if not isinstance(payload["instruction"], str):
             raise _Rejected("instruction must be a str")
         keys = ["full_image"] + [k for k in payload if "wrist" in k]
@@ -132,7 +141,7 @@ class DeployDouble:
         from fastapi import FastAPI
         from fastapi.responses import JSONResponse
 
-        json_numpy.patch()  # as both deploy.py files do at import
+        json_numpy.patch()  # as both deploy.py files do at import (undone by stop())
         app = FastAPI()
 
         def act(payload: dict[str, Any]) -> Any:
@@ -160,6 +169,7 @@ class DeployDouble:
     def start(self) -> DeployDouble:
         import uvicorn
 
+        self._json = (json.dumps, json.loads, json.dump, json.load)
         config = uvicorn.Config(self._app(), host=self.host, port=self.port, log_level="warning", lifespan="off")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name=f"{self.kind}-deploy-double", daemon=True)
@@ -177,6 +187,9 @@ class DeployDouble:
         if self._thread is not None:
             self._thread.join(timeout=10)
         self._server = self._thread = None
+        if self._json is not None:  # json_numpy.patch() replaced the json module's functions
+            json.dumps, json.loads, json.dump, json.load = self._json
+            self._json = None
 
     def __enter__(self) -> DeployDouble:
         return self.start()
