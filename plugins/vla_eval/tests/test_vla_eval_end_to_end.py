@@ -70,12 +70,12 @@ def test_arena_plugins_lists_both_clients_and_their_server_tasks():
     plugins = {p["name"]: p for p in json.loads(result.stdout)["plugins"]}
     vla_eval = plugins["vla_eval"]
     assert vla_eval["distribution"] == "arena-plugin-vla-eval"
-    assert vla_eval["registered"]["policies"] == ["vla_eval_remote"]
-    assert vla_eval["registered"]["server_tasks"] == ["vla_eval_remote"]
-    assert vla_eval["registered"]["embodiment_adapters"] == ["vla_eval/aloha", "vla_eval/libero", "vla_eval/metaworld"]
-    if "openvla" in plugins:  # a separate distribution, installed next to this one in the checkout
-        assert plugins["openvla"]["registered"]["policies"] == ["openvla_remote"]
-        assert plugins["openvla"]["registered"]["server_tasks"] == ["openvla_remote"]
+    assert vla_eval["registered"]["policies"] == ["openvla_remote", "vla_eval_remote"]
+    assert vla_eval["registered"]["server_tasks"] == ["openvla_remote", "vla_eval_remote"]
+    assert vla_eval["registered"]["embodiment_adapters"] == [
+        "openvla/libero", "openvla/oft_aloha", "openvla/oft_libero",
+        "vla_eval/aloha", "vla_eval/libero", "vla_eval/metaworld",
+    ]
 
 
 def test_the_server_task_runs_vla_evals_script_or_serve_command_and_waits_for_health():

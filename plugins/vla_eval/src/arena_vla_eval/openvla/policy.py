@@ -6,7 +6,7 @@ are OpenVLA-OFT (an action chunk per request, 8 x 7 and 25 x 14, replayed open l
 arena's :class:`~arena.policies.chunks.ChunkBroker`; OFT's ``unnorm_key`` is fixed when its
 server starts, so the client sends none). Every reply must have the adapter's chunk length: a
 reply of another length is a protocol violation (an ``error`` episode), as is the server's
-``"error"`` body (:class:`~arena_openvla.client.RemoteError`), never an action.
+``"error"`` body (:class:`~arena_vla_eval.openvla.client.RemoteError`), never an action.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from pydantic import Field, model_validator
 
 from arena.policies.remote import ChunkLength, RemoteChunkReplayPolicy, RemotePolicyConfig
 
-from arena_openvla.adapters import OftAlohaAdapter, OftLiberoAdapter, OpenVLAAdapter, OpenVLALiberoAdapter
-from arena_openvla.client import OpenVLAHttpClient
+from arena_vla_eval.openvla.adapters import OftAlohaAdapter, OftLiberoAdapter, OpenVLAAdapter, OpenVLALiberoAdapter
+from arena_vla_eval.openvla.client import OpenVLAHttpClient
 
 __all__ = ["ADAPTERS", "OpenVLARemoteConfig", "OpenVLARemotePolicy"]
 

@@ -2,14 +2,14 @@
 
 Public names: :class:`OpenVLARemotePolicy` (``openvla_remote``), :class:`OpenVLARemoteConfig`,
 :class:`OpenVLAHttpClient`, the ``openvla`` adapters (``libero``, ``oft_libero``,
-``oft_aloha``) and :func:`openvla_server_task`; :mod:`arena_openvla.testing` holds doubles
+``oft_aloha``) and :func:`openvla_server_task`; :mod:`arena_vla_eval.openvla.testing` holds doubles
 of both servers' HTTP contracts (needs ``fastapi`` and ``uvicorn``).
 """
 
-from arena_openvla.adapters import OftAlohaAdapter, OftLiberoAdapter, OpenVLAAdapter, OpenVLALiberoAdapter
-from arena_openvla.client import ERROR_BODY, OpenVLAHttpClient, RemoteError
-from arena_openvla.policy import OpenVLARemoteConfig, OpenVLARemotePolicy
-from arena_openvla.servertask import openvla_server_task
+from arena_vla_eval.openvla.adapters import OftAlohaAdapter, OftLiberoAdapter, OpenVLAAdapter, OpenVLALiberoAdapter
+from arena_vla_eval.openvla.client import ERROR_BODY, OpenVLAHttpClient, RemoteError
+from arena_vla_eval.openvla.policy import OpenVLARemoteConfig, OpenVLARemotePolicy
+from arena_vla_eval.openvla.servertask import openvla_server_task
 
 __all__ = [
     "ERROR_BODY",

@@ -1,5 +1,5 @@
 """``openvla_remote`` against doubles of OpenVLA's and OpenVLA-OFT's deploy servers
-(:mod:`arena_openvla.testing`, FastAPI + uvicorn + json_numpy like the real files): one action
+(:mod:`arena_vla_eval.openvla.testing`, FastAPI + uvicorn + json_numpy like the real files): one action
 per request (OpenVLA), action chunks replayed open loop (OFT LIBERO 8 x 7, ALOHA 25 x 14), the
 ``"error"`` body as an error episode, the ``encoded`` variant, and what the adapters send."""
 
@@ -17,10 +17,10 @@ from arena.errors import ConfigError, PolicyError
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-from arena_openvla.adapters import OftLiberoAdapter, OpenVLALiberoAdapter, quat2axisangle  # noqa: E402
-from arena_openvla.client import OpenVLAHttpClient, decode_json_numpy, encode_body  # noqa: E402
-from arena_openvla.policy import OpenVLARemoteConfig, OpenVLARemotePolicy  # noqa: E402
-from arena_openvla.testing import DeployDouble  # noqa: E402
+from arena_vla_eval.openvla.adapters import OftLiberoAdapter, OpenVLALiberoAdapter, quat2axisangle  # noqa: E402
+from arena_vla_eval.openvla.client import OpenVLAHttpClient, decode_json_numpy, encode_body  # noqa: E402
+from arena_vla_eval.openvla.policy import OpenVLARemoteConfig, OpenVLARemotePolicy  # noqa: E402
+from arena_vla_eval.openvla.testing import DeployDouble  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
 INSTRUCTION = "put the bowl on the plate"
@@ -183,13 +183,13 @@ def test_the_libero_adapters_follow_the_oft_client():
     chunk = OpenVLALiberoAdapter().postprocess(np.array([[0.0] * 6 + [0.9], [0.0] * 6 + [0.1]]))
     assert chunk[:, -1].tolist() == [-1.0, 1.0]
     with pytest.raises(ConfigError, match="checkpoint"):
-        from arena_openvla.servertask import openvla_server_task
+        from arena_vla_eval.openvla.servertask import openvla_server_task
 
         openvla_server_task(OpenVLARemoteConfig(embodiment="libero"))
 
 
 def test_the_server_task_runs_deploy_py_and_waits_for_the_app():
-    from arena_openvla.servertask import openvla_server_task
+    from arena_vla_eval.openvla.servertask import openvla_server_task
 
     task = openvla_server_task(
         OpenVLARemoteConfig(embodiment="oft_libero", checkpoint="moojink/openvla-7b-oft-finetuned-libero-spatial",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from arena.errors import ConfigError
 from arena.servertask import ServerResources, ServerTask
 
-from arena_openvla.policy import ADAPTERS, OpenVLARemoteConfig
+from arena_vla_eval.openvla.policy import ADAPTERS, OpenVLARemoteConfig
 
 __all__ = ["openvla_server_task"]
 
