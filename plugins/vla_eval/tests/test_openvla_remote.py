@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from arena.errors import ConfigError, PolicyError
+from arena.transport.interface import WireClient
 
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
@@ -135,6 +136,7 @@ def test_no_server_is_a_clear_error_and_ports_default_to_the_servers():
     assert OpenVLARemoteConfig(embodiment="libero").port() == 8000
     assert OpenVLARemoteConfig(embodiment="oft_aloha").port() == 8777
     client = OpenVLAHttpClient("127.0.0.1", 1, connect_timeout_s=0.3)
+    assert isinstance(client, WireClient)
     with pytest.raises(Exception, match="no server accepted"):
         client.connect()
     with pytest.raises(ValueError, match="exceeds the 8 actions"):

@@ -15,6 +15,7 @@ import pytest
 
 from arena.errors import PolicyError
 from arena.transport.errors import ProtocolError
+from arena.transport.interface import WireClient
 
 from arena_vla_eval.client import RemoteError, VlaEvalClient
 from arena_vla_eval.policy import VlaEvalRemoteConfig, VlaEvalRemotePolicy
@@ -37,10 +38,8 @@ def _obs(num_envs: int, size: int = 8) -> dict[str, Any]:
 
 
 def _policy(port: int, num_envs: int = 1, **options: Any) -> VlaEvalRemotePolicy:
-    config = VlaEvalRemoteConfig(
-        remote_port=port, embodiment="metaworld", connect_timeout_s=20, reconnect_timeout_s=20,
-        first_request_timeout_s=30, request_timeout_s=30, **options,
-    )
+    settings = {"connect_timeout_s": 20, "reconnect_timeout_s": 20, "first_request_timeout_s": 30, "request_timeout_s": 30}
+    config = VlaEvalRemoteConfig(remote_port=port, embodiment="metaworld", **{**settings, **options})
     policy = VlaEvalRemotePolicy(config)
     policy.start(_Env(num_envs))
     policy.set_task_description("Reach the goal.")
@@ -61,6 +60,7 @@ def test_hello_names_the_model_server_and_the_observation_params_it_asks_for(ser
         client = VlaEvalClient("127.0.0.1", port, connect_timeout_s=10)
         meta = client.connect()
         client.close()
+    assert isinstance(client, WireClient)
     assert meta["model_server"] == "DummyModelServer"
     assert meta["protocol_version"] == 1
     assert meta["observation_params"] == {"send_state": False}
@@ -165,8 +165,7 @@ def test_a_killed_server_is_reconnected_and_told_the_episode_again(server_proces
 
 def test_a_server_that_stays_down_makes_the_episode_an_error_within_the_reconnect_timeout(server_process):
     server = server_process("--args.chunk_size=1")
-    policy = _policy(server.port, max_reconnect_attempts=1)
-    policy.config.reconnect_timeout_s = 1.0
+    policy = _policy(server.port, max_reconnect_attempts=1, reconnect_timeout_s=1.0)
     try:
         policy.reset([0], [0])
         policy.get_action(None, _obs(1))

@@ -35,17 +35,9 @@ from websockets.sync.client import ClientConnection
 
 from arena.transport.client import PolicyClient
 from arena.transport.codec import unpackb
-from arena.transport.errors import ConnectionLost, MissingMetadata, ProtocolError, TransportError
+from arena.transport.errors import ConnectionLost, MissingMetadata, ProtocolError, RemoteError, TransportError
 
 from arena_vla_eval.codec import PROTOCOL_VERSION, ImageFormat, Message, encode_observation, envelope, parse_envelope
-
-try:  # the shared name, once arena.transport declares it (INTERFACES.md)
-    from arena.transport.errors import RemoteError
-except ImportError:  # pragma: no cover - older arena-core
-
-    class RemoteError(ProtocolError):  # type: ignore[no-redef]
-        """The server answered with an error message; the same request would fail again."""
-
 
 __all__ = ["RemoteError", "VlaEvalClient"]
 

@@ -34,15 +34,7 @@ import json_numpy
 import numpy as np
 from numpy.lib.format import descr_to_dtype
 
-from arena.transport.errors import ConnectionLost, ProtocolError, RequestTimeout, ServerUnavailable
-
-try:  # the shared name, once arena.transport declares it (INTERFACES.md)
-    from arena.transport.errors import RemoteError
-except ImportError:  # pragma: no cover - older arena-core
-
-    class RemoteError(ProtocolError):  # type: ignore[no-redef]
-        """The server answered with an error message; the same request would fail again."""
-
+from arena.transport.errors import ConnectionLost, ProtocolError, RemoteError, RequestTimeout, ServerUnavailable
 
 __all__ = ["ERROR_BODY", "OpenVLAHttpClient", "RemoteError", "decode_json_numpy", "encode_body"]
 
