@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from arena.images import to_uint8
-from arena.policies.adapters import EmbodimentAdapter, ProtocolViolation
+from arena.policies.adapters import EmbodimentAdapter
 
 __all__ = [
     "OpenVLAAdapter",

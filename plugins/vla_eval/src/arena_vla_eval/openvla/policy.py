@@ -47,6 +47,11 @@ class OpenVLARemoteConfig(RemotePolicyConfig):
     )
     encoded: bool = Field(False, description="send the double-encoded body {\"encoded\": ...} (both servers accept it)")
     ping_interval_s: float | None = Field(None, description="unused: HTTP has no keepalive pings")
+    concurrent_requests: bool = Field(
+        False,
+        description="send the requests of envs due on one step at once; off by default: deploy.py's handler is a plain "
+        "function FastAPI runs in its thread pool, so concurrent requests run the model concurrently on one GPU",
+    )
     server_repo_dir: str = Field("openvla", description="managed runs: the openvla (or openvla-oft) checkout")
     checkpoint: str | None = Field(None, description="managed runs: the model (OpenVLA --openvla_path, OFT --pretrained_checkpoint)")
     server_image: str | None = Field(None, description="container image of the deploy server (Slurm with pyxis, OSMO)")
