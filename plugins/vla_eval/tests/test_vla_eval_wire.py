@@ -246,3 +246,10 @@ def test_observation_frames_decode_with_vla_evals_own_unpack_message():
     assert msg.payload["states"].dtype == np.float64 and np.array_equal(msg.payload["states"], obs["states"])
     assert msg.payload["n"] == 3 and msg.payload["task_description"] == "t"
     assert msgpack.unpackb(packb({"x": 1})) == {"x": 1}
+
+
+def test_an_action_spec_of_another_size_is_warned_about_as_vla_eval_does(serve_dummy):
+    with serve_dummy(action_dim=7) as (_, port):
+        with pytest.warns(UserWarning, match="action_spec .* has 7 dims; the metaworld adapter expects 4"):
+            policy = _policy(port)
+        policy.close()

@@ -116,6 +116,16 @@ class VlaEvalRemotePolicy(RemoteChunkReplayPolicy):
         super().start(env)
         self._episode_started = [time.perf_counter()] * env.num_envs
         meta = self._metadata or {}
+        spec = meta.get("action_spec")
+        if isinstance(spec, dict) and spec:  # vla-eval's orchestrator compares specs and warns, so do we
+            dims = sum(int(part.get("dims", 0)) for part in spec.values() if isinstance(part, dict))
+            if dims and dims != self.adapter.action_dim:
+                warnings.warn(
+                    f"vla_eval_remote: the server's action_spec ({', '.join(spec)}) has {dims} dims; the "
+                    f"{self.config.embodiment} adapter expects {self.adapter.action_dim} (replies of another size are "
+                    "protocol violations)",
+                    stacklevel=2,
+                )
         configure = getattr(self.adapter, "configure", None)
         if callable(configure):
             self.ignored_params = configure(meta.get("observation_params"), self.config.observation_params)
