@@ -153,6 +153,7 @@ def test_a_killed_server_is_reconnected_and_told_the_episode_again(server_proces
         policy.reset([0], [0])
         before = [_marks(policy.get_action(None, _obs(1))[0]) for _ in range(2)]
         server.kill()
+        server.stop()  # closes the dead process's pipe
         server.start()  # the same port; a fresh process knows no session
         after = _marks(policy.get_action(None, _obs(1))[0])
     finally:
