@@ -45,6 +45,8 @@ class DummyModelServer(PredictModelServer):
         delay_s: seconds each model call takes.
         fail_at_step: raise in ``predict`` when the episode's step equals it (``None``: never).
         send_state: what the server asks of the benchmark in HELLO ``observation_params``.
+        require_images: camera names every observation must hold (``None``: any).
+        state_dim: the length ``states`` must have (``None``: any, or none).
     """
 
     def __init__(
@@ -56,12 +58,16 @@ class DummyModelServer(PredictModelServer):
         delay_s: float = 0.0,
         fail_at_step: int | None = None,
         send_state: bool = True,
+        require_images: list[str] | None = None,
+        state_dim: int | None = None,
     ) -> None:
         super().__init__(chunk_size=chunk_size, max_batch_size=max_batch_size, max_wait_time=max_wait_time)
         self.action_dim = action_dim
         self.delay_s = delay_s
         self.fail_at_step = fail_at_step
         self.send_state = send_state
+        self.require_images = list(require_images) if require_images is not None else None
+        self.state_dim = state_dim
         self.batch_sizes: list[int] = []
         self.observations: list[dict[str, Any]] = []
         self.episodes: dict[str, int] = {}
@@ -97,7 +103,11 @@ class DummyModelServer(PredictModelServer):
         for name, image in images.items():
             if not isinstance(image, np.ndarray) or image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
                 raise ValueError(f"images[{name!r}] must be uint8 (H, W, 3), got {getattr(image, 'dtype', type(image))}")
+        if self.require_images is not None and sorted(images) != sorted(self.require_images):
+            raise ValueError(f"images {sorted(images)}; this model takes {sorted(self.require_images)}")
         states = obs.get("states")
+        if self.state_dim is not None and (not isinstance(states, np.ndarray) or states.shape != (self.state_dim,)):
+            raise ValueError(f"'states' must be ({self.state_dim},), got {getattr(states, 'shape', states)}")
         if states is not None and (not isinstance(states, np.ndarray) or states.dtype.kind != "f" or states.ndim != 1):
             raise ValueError(f"'states' must be a flat float array, got {getattr(states, 'shape', type(states))}")
         if not isinstance(obs.get("task_description"), str):
