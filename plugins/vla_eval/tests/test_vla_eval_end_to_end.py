@@ -1,6 +1,7 @@
 """``arena run`` of ``examples/vla_eval_metaworld.yaml`` on Meta-World: arena starts vla-eval's
 real model server (``run_server`` with the dummy model; ready on ``GET /health``) next to its
-openpi-protocol server, runs both on the same episodes and compares them paired. A third run,
+openpi-protocol server, runs both on the same episodes and compares them paired (in the
+report, and with ``arena compare OUT OUT --pair``). A third run,
 whose model fails at step 4 (its second inference), shows an ERROR reply becoming ``error`` episodes, not failures."""
 
 from __future__ import annotations
@@ -62,6 +63,12 @@ def test_arena_run_starts_a_vla_eval_server_and_compares_it_with_an_openpi_serve
     assert result.returncode == 3, result.stdout + result.stderr
     assert "partial: 2 error episodes" in result.stdout
     assert "reach_vla_eval" in result.stdout and "reach_openpi" in result.stdout
+    # and with `arena compare`, the two policies of the one experiment
+    compared = arena("compare", str(out), str(out), "--pair", "reach_vla_eval:reach_openpi", "--json")
+    assert compared.returncode == 0, compared.stdout + compared.stderr
+    row = json.loads(compared.stdout)["runs"][0]
+    assert row["run"] == "reach_vla_eval vs reach_openpi" and row["design"] == "paired"
+    assert (row["policy_a"], row["policy_b"]) == ("vla_eval_remote", "metaworld_expert_remote")
 
 
 def test_arena_plugins_lists_both_clients_and_their_server_tasks():
