@@ -56,7 +56,6 @@ class VlaEvalRemoteConfig(RemotePolicyConfig):
         default_factory=dict,
         description="adapter params (e.g. send_state, send_wrist_image); they win over the server's HELLO observation_params",
     )
-    request_timeout_s: float = Field(60.0, gt=0, description="seconds for every later observation")
     server_script: str | None = Field(
         None, description="managed runs: a vla-eval model-server script (e.g. vla-eval's model_servers/pi0.py)"
     )
