@@ -84,8 +84,8 @@ def encode_array(array: np.ndarray, path: str = "") -> dict[str, Any]:
     """
     if array.dtype.kind not in _ALLOWED_KINDS:
         raise CodecError(f"{path or 'array'}: dtype {array.dtype} cannot travel to a vla-eval server (bool/int/uint/float only)")
-    array = np.ascontiguousarray(array)
-    return {_NDARRAY: True, "data": array.tobytes(), "dtype": array.dtype.str, "shape": list(array.shape)}
+    # tobytes() is C order whatever the layout (np.ascontiguousarray would make a 0-d array 1-d)
+    return {_NDARRAY: True, "data": array.tobytes(order="C"), "dtype": array.dtype.str, "shape": list(array.shape)}
 
 
 def encode_image(image: np.ndarray, fmt: ImageFormat = "png", path: str = "") -> dict[str, Any]:
