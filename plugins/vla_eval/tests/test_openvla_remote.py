@@ -203,3 +203,17 @@ def test_the_server_task_runs_deploy_py_and_waits_for_the_app():
         "--pretrained_checkpoint moojink/openvla-7b-oft-finetuned-libero-spatial --unnorm_key libero_spatial"
     )
     assert task.readiness == "http:/openapi.json" and task.port == 8777
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int64", "float32", ">f8"])
+def test_replies_decode_as_json_numpy_writes_them(dtype):
+    import json_numpy
+
+    rng = np.random.default_rng(4)
+    for shape in [(), (7,), (8, 7), (2, 3, 4)]:
+        array = rng.normal(size=shape).astype(dtype) if shape else np.asarray(rng.normal()).astype(dtype)
+        got = decode_json_numpy(json_numpy.dumps({"a": array, "l": [array]}))
+        theirs = json_numpy.loads(json_numpy.dumps(array))  # json_numpy's own decoder: the reference
+        for value in (got["a"], got["l"][0]):
+            assert type(value) is type(theirs) and np.asarray(value).dtype == np.asarray(theirs).dtype
+            assert np.array_equal(value, array)
