@@ -153,3 +153,28 @@ def test_a_time_limit_noted_before_arena_started_ends_the_run_failed_naming_it(t
     assert node.returncode == 3 and status["state"] == "failed", output
     assert status["error"].startswith("stopped at the time limit (launch.slurm.time=10)")
     assert f"arena run --resume {tmp_path / 'out'}" in status["error"]
+
+
+def test_a_server_started_elsewhere_that_never_answers_fails_the_run_before_the_runner(tmp_path):
+    """OSMO: the server is another task; the node supervisor only waits for it (what
+    runner_failure.py used to record after a failed `arena probe`)."""
+    from arena.launch.server_process import free_port
+
+    (tmp_path / "runner.py").write_text(RUNNER)
+    port = free_port()  # nothing listens there
+    spec = NodeSpec(
+        output_dir="$NODE_TEST_OUT", run="r", snapshot="experiment.yaml", arena=[sys.executable, str(tmp_path / "runner.py")],
+        server=NodeServer(task=ServerTask(name="remote", readiness="tcp", startup_timeout_s=1.0), command=None,
+                          client_host="$NODE_TEST_HOST", port=port, info={"task": "r0-remote-server"}),
+    )
+    (tmp_path / "node.json").write_text(spec.model_dump_json())
+    env = {**os.environ, "NODE_TEST_OUT": str(tmp_path / "out"), "NODE_TEST_HOST": "127.0.0.1"}
+    done = subprocess.run([sys.executable, "-m", "arena", "node", str(tmp_path / "node.json")], env=env,
+                          capture_output=True, text=True, timeout=120)
+    work = tmp_path / "out" / "r"
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert not (work / "runner.json").exists()
+    status, result = _read(work / "status.json"), _read(work / "run_result.json")
+    assert status["state"] == result["state"] == "failed"
+    assert f"policy server 'remote' was not ready (tcp on 127.0.0.1:{port})" in status["error"]
+    assert result["server"]["task"] == "r0-remote-server" and result["server"]["port"] == port
