@@ -383,6 +383,10 @@ class _Invocation:
                         print(f"arena run-one: environment {self.run.environment_type}: {env.describe()}", file=sys.stderr)
                     what = "policy"
                     policy = self.run.policy_cls(self.run.policy)
+                    if self.run.execution.live:  # the simulator keeps its clock (arena.live)
+                        from arena.live.policy import live_policy
+
+                        policy = live_policy(policy, self.run)
                     if self.run.recording.enabled:
                         from arena.rollout.recording import EpisodeRecorder
 

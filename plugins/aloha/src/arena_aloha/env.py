@@ -117,6 +117,10 @@ class AlohaEnvironment(SerialEnvironment):
     simulator_modules = ("gym_aloha", "dm_control")
     #: gym-aloha's time limit (``max_episode_steps=300`` of both registered envs).
     default_max_episode_steps = 300
+    #: Live mode (arena.live): actions are absolute joint targets, so a held target repeats.
+    hold_rules: ClassVar[tuple[str, ...]] = ("continue_chunk", "repeat_last")
+    #: gym-aloha's control period DT = 0.02 s: 50 control steps per second.
+    control_hz: ClassVar[float | None] = 50.0
 
     def __init__(self, config: AlohaConfig, *, num_envs: int, cameras: bool = False) -> None:
         # `cameras=True` asks for images when the config lists none: the benchmark's top camera.
