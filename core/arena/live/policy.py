@@ -69,6 +69,7 @@ class LivePolicy(PolicyBase):
         self._samplers: list[DelaySampler | None] = []
         self._latency: list[list[float]] = []
         self._began: list[float | None] = []
+        self._last: list[float] = []
         self._generation: list[int] = []
         self._waited: list[int] = []
         self._pool: ThreadPoolExecutor | None = None
@@ -103,6 +104,7 @@ class LivePolicy(PolicyBase):
         self._samplers = [None] * n
         self._latency = [[] for _ in range(n)]
         self._began = [None] * n
+        self._last = [0.0] * n
         self._generation = [0] * n
         self._waited = [0] * n
         self.source = ChunkSource(self.inner, self.rows)
@@ -161,6 +163,7 @@ class LivePolicy(PolicyBase):
             schedule = self.schedules[e]
             if self._began[e] is None:
                 self._began[e] = now
+            self._last[e] = now
             if schedule.queue:
                 out[e] = schedule.pop()[0]
             else:  # measured: the request is in flight; hold
@@ -232,7 +235,7 @@ class LivePolicy(PolicyBase):
         began = self._began[env_id]
         live, metrics = episode_live(
             self.schedules[env_id], mode="live", clock=self.execution.clock, hold=self.hold,
-            latency_ms=self._latency[env_id], elapsed_s=(self._clock() - began) if began is not None else 0.0,
+            latency_ms=self._latency[env_id], elapsed_s=(self._last[env_id] - began) if began is not None else 0.0,
         )
         info["live"] = live
         info["metrics"] = {**dict(info.get("metrics") or {}), **metrics}

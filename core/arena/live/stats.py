@@ -9,7 +9,8 @@ An episode record in live mode carries (all JSON):
   requests' wall-clock time, nearest rank); ``elapsed_s``;
 - ``metrics`` (means with intervals per run, like every episode metric): ``live_delay_steps``
   (mean delay), ``live_stale_ratio`` (``stale_steps / steps``), ``live_control_hz``
-  (``steps / elapsed_s``: the effective control rate), ``live_latency_p50_ms``,
+  (``(steps - 1) / elapsed_s``, ``elapsed_s`` from the first step's start to the last's: the
+  effective control rate), ``live_latency_p50_ms``,
   ``live_latency_p95_ms``, ``live_latency_p99_ms``.
 """
 
@@ -56,8 +57,8 @@ def episode_live(
         "live_delay_steps": float(sum(schedule.delays) / len(schedule.delays)) if schedule.delays else 0.0,
         "live_stale_ratio": schedule.stale_steps / steps if steps else 0.0,
     }
-    if elapsed_s > 0 and steps:
-        metrics["live_control_hz"] = steps / elapsed_s
+    if elapsed_s > 0 and steps > 1:
+        metrics["live_control_hz"] = (steps - 1) / elapsed_s
     if latency is not None:
         metrics.update({f"live_latency_{q}_ms": latency[q] for q in ("p50", "p95", "p99")})
     return extras, metrics
