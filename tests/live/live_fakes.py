@@ -82,3 +82,28 @@ class RowChunkPolicy(PolicyBase):
                 out[e, :, 0] = 100 * k + np.arange(self.rows)
                 self.count[e] = k + 1
         return out
+
+
+class TiledExpert:
+    """Meta-World's expert served with chunks: its action repeated ``rows`` times (a policy that
+    replans once per chunk), optionally after thinking ``delay_s`` seconds."""
+
+    def __init__(self, rows: int = 16, delay_s: float = 0.0) -> None:
+        from arena.models.metaworld_expert import MetaWorldExpertModel
+
+        self.model = MetaWorldExpertModel()
+        self.rows, self.delay_s = rows, delay_s
+
+    def metadata(self):
+        return self.model.metadata()
+
+    def load(self) -> None:
+        self.model.load()
+
+    def infer(self, obs):
+        import time
+
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        action = np.asarray(self.model.infer(obs)["actions"])[:1]
+        return {"actions": np.repeat(action, self.rows, axis=0)}

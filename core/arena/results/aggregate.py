@@ -600,7 +600,8 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
     ``by_task`` (task -> run names),
     ``by_policy`` (pooled and macro rates per policy), ``by_group`` (expanded runs under their
     parent run, e.g. a LIBERO suite's tasks: see :func:`by_group`), ``comparisons`` (every pair of policies on one task: difference and
-    its Newcombe interval, see :func:`compare_runs`), ``provenance`` (``provenance.json``)
+    its Newcombe interval, see :func:`compare_runs`), ``delay_sweeps`` (live runs differing only in
+    their delay, each paired with its ``d = 0`` run: :mod:`arena.results.delay`), ``provenance`` (``provenance.json``)
     and ``overall`` (pooled
     counts, ``n``, ``k``, ``success_rate``, ``ci95``, ``macro_success_rate``: the mean of
     the per-run rates, ``states``: runs per state). A run listed in the manifest with no
@@ -626,7 +627,13 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
     from arena.results.setups import run_setups
     from arena.results.provenance import read_provenance
 
-    comparisons = task_comparisons(output_dir, runs, records_of, run_setups(output_dir, runs))
+    setups = run_setups(output_dir, runs)
+    comparisons = task_comparisons(output_dir, runs, records_of, setups)
+    from arena.outputs.layout import read_snapshot
+    from arena.results.delay import delay_sweeps
+
+    snapshot = read_snapshot(output_dir) or {}
+    sweeps = delay_sweeps(runs, snapshot.get("runs") if isinstance(snapshot.get("runs"), dict) else {}, records_of, setups)
     groups = by_group(runs)
     overall = _aggregate(list(runs.values()))
     result = {
@@ -639,6 +646,7 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
         "by_group": groups,
         "comparisons": comparisons,
         "group_comparisons": group_comparisons(runs, groups, comparisons),
+        "delay_sweeps": sweeps,
         "multiplicity": _multiplicity_note(comparisons),
         "methods": METHODS,
         "provenance": read_provenance(output_dir),
