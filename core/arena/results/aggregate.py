@@ -633,7 +633,8 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
     from arena.results.delay import delay_sweeps
 
     snapshot = read_snapshot(output_dir) or {}
-    sweeps = delay_sweeps(runs, snapshot.get("runs") if isinstance(snapshot.get("runs"), dict) else {}, records_of, setups)
+    sweeps = delay_sweeps(runs, snapshot.get("runs") if isinstance(snapshot.get("runs"), dict) else {}, records_of, setups,
+                          compare_runs=compare_runs, adjust_holm=adjust_holm)
     groups = by_group(runs)
     overall = _aggregate(list(runs.values()))
     result = {

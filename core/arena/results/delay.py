@@ -13,6 +13,7 @@ a plot (:func:`sweep_svg`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from arena.results.setups import setup_differences
@@ -34,15 +35,14 @@ def _delay(execution: dict[str, Any]) -> tuple[float, str] | None:
 
 def delay_sweeps(
     runs: dict[str, dict[str, Any]], snapshot_runs: dict[str, Any], records_of: dict[str, list[Any]],
-    setups: dict[str, Any],
+    setups: dict[str, Any], *, compare_runs: Callable[..., dict[str, Any]], adjust_holm: Callable[[list], str | None],
 ) -> list[dict[str, Any]]:
     """The experiment's delay sweeps (module docstring), each ``{task, policy, hold,
     execute_horizon, clock, unit, rows}``; a row: ``run``, ``delay``, ``delay_label``, ``k``,
     ``n``, ``success_rate``, ``ci95``, ``stale_ratio`` (the run's mean ``live_stale_ratio``)
     and ``vs_nominal`` (the comparison with the ``d = 0`` run, ``None`` for that run or when
-    the sweep has none)."""
-    from arena.results.aggregate import adjust_holm, compare_runs
-
+    the sweep has none). ``compare_runs`` and ``adjust_holm``: :mod:`arena.results.aggregate`'s
+    (passed in: that module builds the experiment result from this one)."""
     groups: dict[tuple, list[tuple[float, str, str]]] = {}
     for name, run in runs.items():
         snap = snapshot_runs.get(name) or {}
