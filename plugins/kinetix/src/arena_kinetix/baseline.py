@@ -32,7 +32,6 @@ class HillClimbConfig(PolicyConfig):
     seed: int = Field(0, description="policy seed, combined with each episode's seed")
     chunk_size: int = Field(8, ge=1, description="rows of each chunk (RTC's H = 8)")
     tolerance: float = Field(0.01, ge=0, description="distance decrease that counts as progress")
-    bang_bang: bool = Field(False, description="draw only extreme actions (motors -1 or 1, thrusters 0 or 1)")
 
 
 class KinetixHillClimb(PolicyBase[HillClimbConfig]):
@@ -61,8 +60,6 @@ class KinetixHillClimb(PolicyBase[HillClimbConfig]):
 
     def _draw(self, env_id: int) -> np.ndarray:
         action = self._rng[env_id].uniform(-1.0, 1.0, 6)
-        if self.config.bang_bang:
-            action = np.sign(action)
         action[MOTORS:] = np.abs(action[MOTORS:])
         return action
 
