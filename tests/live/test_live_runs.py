@@ -3,6 +3,7 @@ seed + the same simulated delays giving the same episodes whatever the env / wor
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from arena.config import load_experiment_dict
@@ -70,3 +71,24 @@ def test_bad_execution_names_the_run_and_key(execution, key, message):
         load_experiment_dict(exp, source="live.yaml")
     text = str(info.value)
     assert key in text and "run" in text and message in text and "live.yaml" in text
+
+
+def test_rtc_requests_carry_the_delay_and_the_leftover_on_the_wire(run_experiment, openpi_double):
+    rows = 12
+
+    def reply(request):
+        # row r of every chunk is r / 100 in each of Meta-World's 4 dims: the leftover is checkable
+        return {"actions": np.repeat((np.arange(rows) / 100.0)[:, None], 4, axis=1)}
+
+    double = openpi_double(reply)
+    exp = tiny_experiment({"type": "metaworld_expert_remote", "remote_port": double.port, "open_loop_horizon": rows},
+                          episodes=1, max_episode_steps=20, external_server=True)
+    exp["runs"]["run"]["execution"] = {"mode": "live", "execute_horizon": 8, "delay": {"steps": 3}, "rtc": True}
+    outcome = run_experiment(exp)
+    assert outcome.exit_code == 0, outcome.explain()
+    sent = double.model.requests
+    assert len(sent) == 3  # steps 0, 8, 16
+    assert [r["inference_delay"] for r in sent] == [0, 3, 3] and {r["execute_horizon"] for r in sent} == {8}
+    assert "prev_chunk_left_over" not in sent[0]  # the episode's first request has no previous chunk
+    for request in sent[1:]:  # rows 8..11 of the previous chunk, in the env's action space
+        assert np.allclose(np.asarray(request["prev_chunk_left_over"]), np.repeat((np.arange(8, rows) / 100.0)[:, None], 4, 1))
