@@ -14,6 +14,8 @@ Two clocks:
   request is sent from a background thread (one batch in flight at a time) and the env
   executes the hold rule, one step per tick, until the reply is there; ``d`` is the steps it
   took. The episode's first chunk is waited for in both (the clock starts when it arrives).
+  Resetting or re-activating envs while a request is in flight waits for it (the wrapped
+  policy is called from one thread at a time), so an episode boundary may stretch one tick.
 
 With ``execution.rtc`` each request carries ``inference_delay`` (simulated: the drawn ``d``;
 measured: ``ceil(max latency of the episode's last 100 requests * control_hz)``, LeRobot's
