@@ -29,8 +29,14 @@ from arena.policies.chunks import ChunkBroker
 
 
 def _broker(policy: Any) -> ChunkBroker | None:
-    broker = getattr(policy, "broker", None)
-    return broker if isinstance(broker, ChunkBroker) else None
+    """The policy's chunk broker: its own (openpi, Cosmos, DreamZero, LeRobot) or its action
+    scheduler's (GR00T, whose broker keeps the config's ``open_loop_horizon`` rows: set it to at
+    least ``execute_horizon`` plus the largest delay)."""
+    for owner in (policy, getattr(policy, "scheduler", None)):
+        broker = getattr(owner, "broker", None)
+        if isinstance(broker, ChunkBroker):
+            return broker
+    return None
 
 
 def prepare(policy: Any, rows: int) -> None:
