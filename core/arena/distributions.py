@@ -28,6 +28,7 @@ FOLDERS: dict[str, str] = {
     "arena-plugin-maniskill": "plugins/maniskill",
     "arena-plugin-lerobot": "plugins/lerobot",
     "arena-plugin-kinetix": "plugins/kinetix",
+    "arena-plugin-vla-eval": "plugins/vla_eval",
     "arena-plugin-wandb": "plugins/wandb",
     "arena-plugin-mlflow": "plugins/mlflow",
     "arena-backend-slurm": "backends/slurm",

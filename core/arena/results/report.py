@@ -57,6 +57,9 @@ def _environment() -> jinja2.Environment:
     env.filters["policy"] = _policy_label
     env.filters["breakable"] = breakable
     env.globals["sweep_svg"] = lambda sweep: markupsafe.Markup(_sweep_svg(sweep))
+    from arena.results.sweep_plot import factor_svg
+
+    env.globals["factor_svg"] = factor_svg
     env.filters["shell"] = lambda argv: shlex.join(str(a) for a in argv) if isinstance(argv, (list, tuple)) else "–"
     return env
 
