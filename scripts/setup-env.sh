@@ -21,6 +21,17 @@ if ! ldconfig -p 2>/dev/null | grep -q libOSMesa; then
   fi
 fi
 
+# The test suite's Debian packages (Vulkan, FFmpeg, Chromium, Slurm + munge: scripts/setup-system.sh,
+# one .ci/setup.d script each). As root they are installed here, as libosmesa6 is; otherwise the
+# one command that installs them is printed, and the tests that need them skip naming it.
+if [[ ",${extras}," == *",test,"* ]]; then
+  if [ "$(id -u)" = 0 ]; then
+    scripts/setup-system.sh || echo "warning: scripts/setup-system.sh failed; the tests that need its packages will skip or fail" >&2
+  elif ! missing="$(scripts/setup-system.sh --check)"; then
+    echo "warning: not installed: ${missing}; run once: sudo scripts/setup-system.sh (the tests that need them skip meanwhile)" >&2
+  fi
+fi
+
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
   .venv/bin/python -m pip install -q --upgrade pip

@@ -22,7 +22,17 @@ def _checkout(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
     only logs what it is asked to install."""
     root = tmp_path / "checkout"
     (root / "scripts").mkdir(parents=True)
-    shutil.copy2(REPO / "scripts" / "setup-env.sh", root / "scripts" / "setup-env.sh")
+    for script in ("setup-env.sh", "setup-system.sh"):
+        shutil.copy2(REPO / "scripts" / script, root / "scripts" / script)
+    # The system packages' scripts: "installed" once they ran (as .ci/setup.d's are, idempotently).
+    (root / ".ci" / "setup.d").mkdir(parents=True)
+    for name in ("slurm", "vulkan"):
+        marker = tmp_path / f"{name}.installed"
+        (root / ".ci" / "setup.d" / f"{name}.sh").write_text(
+            f'if [ -e "{marker}" ]; then exit 0; fi\n'
+            'if [ "${1:-}" = "--check" ]; then exit 1; fi\n'
+            f'echo "$(id -u)" > "{marker}"\n'
+        )
     (root / "pyproject.toml").write_text('[project]\nname = "arena-core"\n')
     (root / "plugins" / "demo").mkdir(parents=True)
     (root / "plugins" / "demo" / "pyproject.toml").write_text('[project]\nname = "arena-plugin-demo"\n')
@@ -74,3 +84,36 @@ def test_the_test_set_up_creates_every_declared_benchmark_venv_with_the_one_comm
     assert not arena_log.exists()
     _setup(root, env, "test")
     assert arena_log.read_text().splitlines() == ["venv setup --if-possible --quiet --jobs 3"]
+
+
+def _as_user(env: dict[str, str], uid: int) -> dict[str, str]:
+    """``env`` whose ``id -u`` says ``uid`` (root or not, whoever runs the test)."""
+    bin_dir = Path(env["PATH"].split(os.pathsep)[0])
+    _executable(bin_dir / "id", f'if [ "$1" = "-u" ]; then echo {uid}; else exec /usr/bin/id "$@"; fi')
+    return env
+
+
+def test_the_test_set_up_installs_the_system_packages_as_root(tmp_path):
+    root, _, env = _checkout(tmp_path)
+    env = _as_user(env, 0)
+    _setup(root, env)  # make quickstart needs none of them
+    assert not (tmp_path / "slurm.installed").exists()
+    done = subprocess.run(["bash", str(root / "scripts" / "setup-env.sh"), "test"], env=env, capture_output=True,
+                          text=True, timeout=120, check=True)
+    assert (tmp_path / "slurm.installed").read_text().strip() == "0"
+    assert (tmp_path / "vulkan.installed").exists()
+    assert "setup-system.sh" not in done.stderr
+
+
+def test_the_test_set_up_names_the_one_command_when_not_root(tmp_path):
+    root, _, env = _checkout(tmp_path)
+    env = _as_user(env, 1000)
+    done = subprocess.run(["bash", str(root / "scripts" / "setup-env.sh"), "test"], env=env, capture_output=True,
+                          text=True, timeout=120, check=True)
+    assert not (tmp_path / "slurm.installed").exists()
+    assert "not installed: slurm vulkan; run once: sudo scripts/setup-system.sh" in done.stderr
+    (tmp_path / "slurm.installed").write_text("0")
+    (tmp_path / "vulkan.installed").write_text("0")
+    done = subprocess.run(["bash", str(root / "scripts" / "setup-env.sh"), "test"], env=env, capture_output=True,
+                          text=True, timeout=120, check=True)
+    assert "setup-system.sh" not in done.stderr

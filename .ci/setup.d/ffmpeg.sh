@@ -10,6 +10,9 @@ if command -v ffmpeg >/dev/null 2>&1 && ldconfig -p 2>/dev/null | grep -q 'libav
   echo "ffmpeg: already installed ($(dpkg-query -W -f='${Version}' ffmpeg 2>/dev/null || command -v ffmpeg))"
   exit 0
 fi
+if [ "${1:-}" = "--check" ]; then
+  exit 1  # not installed
+fi
 if [ "$(id -u)" != 0 ]; then
   echo "ffmpeg: not root; install with: sudo apt-get install ffmpeg (the LeRobot video-export tests skip meanwhile)" >&2
   exit 0

@@ -13,6 +13,9 @@ if [ "$missing" = 0 ]; then
   echo "slurm: already installed ($(dpkg-query -W -f='${Version}' slurmctld 2>/dev/null || echo "from PATH"))"
   exit 0
 fi
+if [ "${1:-}" = "--check" ]; then
+  exit 1  # not installed
+fi
 if [ "$(id -u)" != 0 ]; then
   echo "slurm: not root; install with: sudo apt-get install slurmctld slurmd slurm-client munge" >&2
   exit 0

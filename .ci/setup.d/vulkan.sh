@@ -16,6 +16,9 @@ if [ -n "$installed" ] && dpkg --compare-versions "$installed" ge 25 \
   echo "vulkan: already installed (mesa-vulkan-drivers $installed)"
   exit 0
 fi
+if [ "${1:-}" = "--check" ]; then
+  exit 1  # not installed
+fi
 if [ "$(id -u)" != 0 ]; then
   echo "vulkan: not root; install with: echo 'deb http://deb.debian.org/debian bookworm-backports main'" \
        "| sudo tee /etc/apt/sources.list.d/bookworm-backports.list && sudo apt-get update" \

@@ -381,15 +381,14 @@ def run_one(
     """
     from arena.rollout.run_one import run_one as _run_one
 
+    from arena.rollout.workitems import parse_shard
+
     shard_t = None
     if shard is not None:
         try:
-            k, n = (int(p) for p in shard.split("/"))
-            if not 0 <= k < n:
-                raise ValueError
-            shard_t = (k, n)
-        except ValueError:
-            raise _fail(ConfigError(f"--shard must be K/N with 0 <= K < N, got {shard!r}")) from None
+            shard_t = parse_shard(shard)
+        except ValueError as exc:
+            raise _fail(ConfigError(f"--shard: {exc}")) from None
     code = _run_one(
         snapshot,
         run_name,
@@ -402,6 +401,34 @@ def run_one(
         keep_errors=keep_errors,
         allow_imports=allow_import or (),
     )
+    raise typer.Exit(code)
+
+
+@app.command()
+def node(
+    spec: Annotated[str, typer.Argument(help="the node spec a backend rendered (JSON; $VARs expanded)")],
+    shard: Annotated[Optional[str], typer.Option("--shard", help="K/N: shard K of the run")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="skip work items that already have a finished record")] = False,
+    keep_errors: Annotated[bool, typer.Option("--keep-errors", help="with --resume: do not retry `error` episodes")] = False,
+    signalled: Annotated[
+        Optional[list[str]],
+        typer.Option("--signalled", help="TERM or USR1: a signal the job script received before arena started"),
+    ] = None,
+) -> None:
+    """Supervise one run (or shard) on this node: its policy server, then `arena run-one`.
+
+    What a Slurm job or an OSMO task runs (arena.launch.node): starts the server, waits until it
+    is ready and is the one it started, restarts it while the runner works, stops it at the end,
+    and writes the final state the runner could not.
+
+    Exit codes: the runner's; 3 when the run failed before the runner started; 2 an unreadable spec.
+    """
+    from arena.launch.node import main as node_main
+
+    try:
+        code = node_main(spec, shard, resume, keep_errors, signalled or ())
+    except ValueError as exc:
+        raise _fail(ConfigError(str(exc))) from None
     raise typer.Exit(code)
 
 

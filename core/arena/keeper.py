@@ -11,7 +11,9 @@ starts it as the leader of a new session and process group. The keeper:
 - watches its parent (``PARENT_PID``): every 0.2 s it compares ``getppid()``, which changes
   when the parent is gone (unlike ``PR_SET_PDEATHSIG``, this does not fire when only the
   thread that spawned it exits). When the parent is gone it stops the tree: SIGTERM to every
-  process of its session and to the descendants reparented to it, SIGKILL after ``GRACE_S``;
+  process of its session, to the descendants reparented to it and to every descendant of
+  those (including ones in a session of their own whose parent still lives), SIGKILL after
+  ``GRACE_S``;
 - forwards SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to the child (and survives
   the last two: a scheduler's "time limit near" signal is the child's to act on), except when
   they come from its parent or from itself: arena signals whole process groups
@@ -81,21 +83,54 @@ def _start(argv: list[str]) -> int:
     raise AssertionError("unreachable")
 
 
-def _tree(keeper: int) -> list[int]:
-    """Processes of the keeper's session or group, and its direct children (reparented orphans)."""
-    found = []
+def _processes() -> dict[int, tuple[bytes, int, int, int]]:
+    """Every visible process: pid -> (state, ppid, process group, session), from ``/proc``."""
+    found = {}
     for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == keeper:
+        if not name.isdigit():
             continue
         try:
             with open(f"/proc/{name}/stat", "rb") as handle:
                 fields = handle.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
+            found[int(name)] = (fields[0], int(fields[1]), int(fields[2]), int(fields[3]))
+        except (OSError, IndexError, ValueError):
             continue
-        state, ppid, pgrp, session = fields[0], int(fields[1]), int(fields[2]), int(fields[3])
-        if state != b"Z" and keeper in (ppid, pgrp, session):
-            found.append(int(name))
     return found
+
+
+def _alive(pid: int, state: bytes) -> bool:
+    """Not a zombie; a thread-group leader that exited before its other threads shows ``Z``
+    while the process still runs (its ``task`` folder lists them)."""
+    if state != b"Z":
+        return True
+    try:
+        return len(os.listdir(f"/proc/{pid}/task")) > 1
+    except OSError:
+        return False
+
+
+def _tree(keeper: int) -> list[int]:
+    """The keeper's tree: processes of its session or group, its direct children (reparented
+    orphans) and every descendant of those, wherever it moved (``setsid``, ``setpgid``).
+
+    Descendants are found through their parents, not through the keeper: a grandchild that left
+    for a session of its own is a member while its parent still lives, so it is signalled with
+    it instead of becoming visible only once its parent has died and it was reparented here
+    (which, under load, could come after the keeper gave up: issue 38 item 11).
+    """
+    table = _processes()
+    children: dict[int, list[int]] = {}
+    for pid, (_, ppid, _, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    todo = [pid for pid, (_, ppid, pgrp, session) in table.items() if keeper in (ppid, pgrp, session) and pid != keeper]
+    seen: set[int] = set()
+    while todo:
+        pid = todo.pop()
+        if pid in seen or pid == keeper:
+            continue
+        seen.add(pid)
+        todo.extend(children.get(pid, ()))
+    return sorted(pid for pid in seen if _alive(pid, table[pid][0]))
 
 
 class _Children:
@@ -117,19 +152,33 @@ class _Children:
                 self.status = wait_status
 
 
+#: Seconds a process may take to die after its SIGKILL before the keeper stops waiting for it
+#: (one stuck in the kernel, uninterruptibly, never dies: rather than hang, the keeper leaves it).
+_KILL_WAIT_S = 5.0
+
+
 def _stop_tree(keeper: int, children: _Children, grace_s: float) -> None:
-    """SIGTERM everything of the tree, SIGKILL what is left after ``grace_s``."""
+    """SIGTERM everything of the tree, SIGKILL what is left after ``grace_s``.
+
+    No member escapes by timing: each one found, whenever it is found (a process forked or
+    reparented meanwhile), gets SIGKILL once the grace is over, and the keeper waits up to
+    ``_KILL_WAIT_S`` after *its own* SIGKILL before leaving it, however slowly the keeper itself
+    is scheduled.
+    """
     deadline = time.monotonic() + grace_s
-    sig = signal.SIGTERM
+    killed: dict[int, float] = {}  # pid -> when it was first sent SIGKILL
     while True:
         children.reap()
         members = _tree(keeper)
         if not members:
             return
-        if time.monotonic() >= deadline:
-            if sig == signal.SIGKILL and time.monotonic() > deadline + 5:
+        now = time.monotonic()
+        if now >= deadline:
+            if all(pid in killed and now - killed[pid] > _KILL_WAIT_S for pid in members):
                 return  # unkillable (stuck in the kernel): give up rather than hang
-            sig = signal.SIGKILL
+            for pid in members:
+                killed.setdefault(pid, now)
+        sig = signal.SIGKILL if now >= deadline else signal.SIGTERM
         for pid in members:
             try:
                 os.kill(pid, sig)

@@ -55,7 +55,7 @@ def test_a_server_killed_mid_episode_is_restarted_and_every_episode_is_recorded(
     result, out = _run(tmp_path, marker, restarts=2, policy={})
     assert marker.exists(), "the server never crashed"
     server_log = (out / "crashy" / "server.log").read_text()
-    assert "restart 1/2" in server_log, server_log[-2000:]
+    assert "restart 1 of 2" in server_log, server_log[-2000:]
     assert "restarting it" in result.stdout, result.stdout
     records = [json.loads(line) for line in (out / "crashy" / "episodes.jsonl").read_text().splitlines()]
     assert sorted(r["episode_index"] for r in records) == [0, 1, 2, 3], result.stdout + result.stderr

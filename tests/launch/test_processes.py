@@ -131,3 +131,59 @@ def test_sigterm_from_another_process_is_forwarded_to_the_command(tmp_path):
         assert proc.wait(timeout=30) == -15
     finally:
         terminate(proc, grace_s=1.0)
+
+
+# A server that ignores SIGTERM, with a grandchild in a session of its own. The grandchild
+# notes the SIGTERM it gets and whose child it was then (its parent still alive, or the keeper
+# it was reparented to once its parent had died).
+_STUBBORN = """
+import os, signal, subprocess, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+note = sys.argv[1] + ".term"
+grandchild = (
+    "import os, signal, sys, time\\n"
+    "def on_term(*_):\\n"
+    f"    open({note!r}, 'w').write(str(os.getppid()))\\n"
+    "    sys.exit(0)\\n"
+    "signal.signal(signal.SIGTERM, on_term)\\n"
+    "time.sleep(120)\\n"
+)
+pids = [os.getpid(), subprocess.Popen([sys.executable, "-c", grandchild], start_new_session=True).pid]
+time.sleep(0.5)  # the grandchild's handler is installed
+open(sys.argv[1] + ".tmp", "w").write(" ".join(map(str, pids)))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+time.sleep(120)
+"""
+
+
+def test_a_grandchild_that_left_the_session_is_stopped_with_its_parent_not_after_it(tmp_path):
+    """Issue 38 item 11, deterministically: a grandchild in a session of its own used to be
+    found only once its parent had died and it was reparented to the keeper, i.e. after the
+    grace, when SIGKILL was due, and only if the keeper looked again soon enough (under load it
+    had given up by then). Now it is part of the tree from the start: it gets the SIGTERM while
+    its parent (which ignores SIGTERM) still lives, whatever the timing."""
+    from arena import keeper
+
+    pid_file = tmp_path / "pids"
+    stubborn = tmp_path / "stubborn.py"
+    stubborn.write_text(_STUBBORN)
+    stand_in = (  # stands in for arena: the keeper with a 1 s grace, then waits to be killed
+        "import os, subprocess, sys, time\n"
+        f"subprocess.Popen([sys.executable, '-I', '-S', {keeper.__file__!r}, str(os.getpid()), '1.0', "
+        f"sys.executable, {str(stubborn)!r}, {str(pid_file)!r}], start_new_session=True)\n"
+        "time.sleep(120)\n"
+    )
+    arena = subprocess.Popen([sys.executable, "-c", stand_in])
+    pids: list[int] = []
+    try:
+        pids = [int(p) for p in _wait_for(pid_file).split()]
+        server, grandchild = pids
+        arena.kill()
+        arena.wait(timeout=10)
+        assert _all_gone(pids) == []
+        note = Path(f"{pid_file}.term")
+        assert note.exists(), "the grandchild never got SIGTERM: it was found only after its parent died"
+        assert int(note.read_text()) == server, "the grandchild got SIGTERM only after its parent had died"
+    finally:
+        arena.kill()
+        _kill_all(pids)

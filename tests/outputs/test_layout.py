@@ -85,5 +85,9 @@ def test_no_literal_file_name_or_final_states_outside_the_outputs_package():
             text = path.read_text(encoding="utf-8")
             # a name quoted in a docstring (``"status.json"``) is prose, not a path
             offenders += [f"{path.relative_to(ROOT)}: {lit}" for lit in literals if re.search(r"(?<!`)" + re.escape(lit), text)]
+        # job-script templates name none either: the node supervisor (arena node) writes the states
+        for path in base.rglob("*.j2"):
+            offenders += [f"{path.relative_to(ROOT)}: {name}" for name in ("status.json", "run_result.json")
+                          if name in path.read_text(encoding="utf-8")]
     assert offenders == []
 

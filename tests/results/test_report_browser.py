@@ -3,7 +3,7 @@ and nothing leaves the page; at a phone's width only the tables scroll, inside t
 boxes; chart rows are all one line and alike. Measured in headless Chromium (the element
 widths, ``scrollWidth`` against ``clientWidth``), with a screenshot kept for a look.
 
-Chromium is Debian's (``.ci/setup.d/chromium.sh`` installs it for CI); without it the test skips.
+Chromium is Debian's (``make test`` installs it as root: ``scripts/setup-system.sh``); without it the test skips.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from arena.results.report import render_report
 from arena.outputs.records import EpisodeRecord, RecordWriter, write_json_atomic
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium (install it: .ci/setup.d/chromium.sh)")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium (run once: sudo scripts/setup-system.sh)")
 
 # libero_10's longest task names (LIBERO's own, as `arena libero tasks libero_10` lists them).
 TASKS = [

@@ -227,6 +227,13 @@ def snapshot_of(task: dict[str, Any]) -> str:
     return file_bytes(next(f for f in task["files"] if f["path"] == SNAPSHOT_FILE)).decode("utf-8")
 
 
+def node_spec_of(task: dict[str, Any]) -> dict[str, Any]:
+    """What a runner task's ``arena node`` runs (:class:`arena.launch.node.NodeSpec`), as a dict."""
+    from arena_osmo.render import NODE_SPEC_FILE, file_bytes
+
+    return json.loads(file_bytes(next(f for f in task["files"] if f["path"] == NODE_SPEC_FILE)))
+
+
 def normalized_text(workflows) -> str:
     """The workflows' text with each embedded run snapshot replaced by a stand-in.
 

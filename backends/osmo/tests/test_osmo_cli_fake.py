@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from osmo_testkit import dry_run_files, fake_models, fake_osmo, osmo_options, run, runner_output, task  # noqa: F401
+from osmo_testkit import dry_run_files, fake_models, fake_osmo, node_spec_of, osmo_options, run, runner_output, task  # noqa: F401
 from typer.testing import CliRunner
 
 from arena.cli import app
@@ -252,8 +252,9 @@ def test_arenas_own_exposed_server_requires_a_key_from_a_credential_made_at_subm
     assert server["credentials"][name] == {"ARENA_SERVER_API_KEY": "api_key"}
     assert runner["credentials"][name] == {"ARENA_SERVER_API_KEY": "api_key"}
     # run-one reads the key by this name (--server-api-key-env, the one runner invocation's flag)
-    assert '--server-api-key-env ARENA_SERVER_API_KEY' in runner["files"][1]["contents"]
-    assert "--api-key-env ARENA_SERVER_API_KEY" in runner["files"][1]["contents"]  # the probe presents it
+    node = node_spec_of(runner)
+    assert node["server_api_key_env"] == "ARENA_SERVER_API_KEY"
+    assert node["server"]["api_key_env"] == "ARENA_SERVER_API_KEY"  # the readiness probe presents it
     assert "requires an API key generated for this run" in (out / "osmo" / "arena-exp.yaml").read_text()
     assert json.loads((out / "submission.json").read_text())["extra"]["key_credential"] == name
     provenance = json.loads((out / "provenance.json").read_text())["servers"]["expert"]

@@ -12,6 +12,7 @@ from osmo_testkit import (  # noqa: F401
     assert_golden,
     experiment,
     fake_models,
+    node_spec_of,
     normalized_text,
     osmo_options,
     render,
@@ -42,8 +43,9 @@ def test_single_remote_run_golden(fake_models):
         {"path": "{{output}}/pick_place_pi05", "url": "s3://arena-results/{{workflow_id}}/pick_place_pi05", "frequency": "5m"}
     ]
     script = runner["files"][1]["contents"]
-    assert 'arena probe websocket "$HOST" "$PORT" --timeout 900' in script
-    assert "HOST='{{host:r0-pick-place-pi05-server}}'" in script and "PORT=8000" in script
+    node = node_spec_of(runner)["server"]
+    assert (node["task"]["readiness"], node["task"]["startup_timeout_s"], node["client_host"]) == ("websocket", 900, "$HOST")
+    assert "HOST='{{host:r0-pick-place-pi05-server}}'" in script and node["port"] == 8000
 
 
 def test_mixed_openpi_gr00t_cosmos_runs_golden(fake_models):
@@ -63,8 +65,9 @@ def test_mixed_openpi_gr00t_cosmos_runs_golden(fake_models):
     # Cosmos asks for an H100: only the dgx-h100 platform of the pool has one.
     assert resources[tasks["r2-cosmos-server"]["resource"]]["platform"] == "dgx-h100"
     assert resources[tasks["r0-pi05-server"]["resource"]]["platform"] == "ovx-l40s"
-    assert "zmq-ping" in tasks["r1-gr00t-runner"]["files"][1]["contents"]
-    assert "http:/healthz" in tasks["r2-cosmos-runner"]["files"][1]["contents"]
+    assert "zmq-ping" in tasks["r1-gr00t-runner"]["files"][1]["contents"]  # the script says what it waits for
+    assert node_spec_of(tasks["r1-gr00t-runner"])["server"]["task"]["readiness"] == "zmq-ping"
+    assert node_spec_of(tasks["r2-cosmos-runner"])["server"]["task"]["readiness"] == "http:/healthz"
     # GR00T's server needs HF_TOKEN: it gets exactly that credential; no runner names one.
     assert tasks["r1-gr00t-server"]["credentials"] == {"hf": {"HF_TOKEN": "token"}}
     assert "credentials" not in tasks["r0-pi05-server"]
@@ -80,9 +83,10 @@ def test_local_policy_run_runs_alone_golden(fake_models):
     group = wfs[0].spec["workflow"]["groups"][0]
     assert [t["name"] for t in group["tasks"]] == ["r0-zero-runner"]
     script = group["tasks"][0]["files"][1]["contents"]
-    assert "arena probe" not in script
+    assert node_spec_of(group["tasks"][0])["server"] is None
     assert "OUT={{output}}\n" in script
-    assert 'exec arena run-one /tmp/arena/experiment.yaml --run zero --output-dir "$OUT"\n' in script
+    assert "exec arena node /tmp/arena/node.json\n" in script
+    assert node_spec_of(group["tasks"][0])["snapshot"] == "experiment.yaml"  # beside the spec
 
 
 def test_experiment_over_the_task_limit_is_split_golden(fake_models):

@@ -7,6 +7,7 @@ from osmo_testkit import (  # noqa: F401
     PLATFORMS,
     experiment,
     fake_models,
+    node_spec_of,
     normalized_text,
     osmo_options,
     render,
@@ -96,7 +97,7 @@ def test_policy_api_key_needs_a_credential(fake_models):
     (wf,) = render(exp)
     runner = wf.spec["workflow"]["groups"][0]["tasks"][0]
     assert runner["credentials"] == {"pi": {"PI_KEY": "key"}}
-    assert "--api-key-env PI_KEY" in runner["files"][1]["contents"]
+    assert node_spec_of(runner)["server"]["api_key_env"] == "PI_KEY"  # the readiness probe presents it
 
 
 def test_split_workflows_may_share_one_fixed_url_each_run_publishing_its_own_directory(fake_models):
@@ -171,4 +172,4 @@ def test_external_server_run_has_the_runner_alone_and_keeps_its_endpoint(fake_mo
     assert [t["name"] for t in group["tasks"]] == ["r0-pi-runner"]
     snapshot = snapshot_of(group["tasks"][0])
     assert "remote_host: 10.1.2.3" in snapshot and "remote_port: 9000" in snapshot
-    assert "arena probe" not in group["tasks"][0]["files"][1]["contents"]
+    assert node_spec_of(group["tasks"][0])["server"] is None  # nothing to wait for

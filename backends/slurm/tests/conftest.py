@@ -5,7 +5,7 @@
 ``slurmctld`` and ``slurmd`` in the foreground as children of the test process, waits until
 the node is ``idle`` and points ``SLURM_CONF`` at the file for everything the tests start.
 Everything is stopped afterwards. It skips with the reason when the binaries are missing
-(``.ci/setup.d/slurm.sh`` installs them) or when not running as root (slurmd must be).
+(``make test`` installs them as root: ``scripts/setup-system.sh``) or when not running as root (slurmd must be).
 """
 
 from __future__ import annotations
@@ -197,7 +197,7 @@ def slurm_cluster(tmp_path_factory) -> Iterator[SlurmCluster]:
     if missing:
         pytest.skip(
             f"Slurm test cluster: {', '.join(missing)} not installed "
-            "(run .ci/setup.d/slurm.sh as root: Debian's slurmctld, slurmd, slurm-client, munge)"
+            "(run once: sudo scripts/setup-system.sh; it installs Debian's slurmctld, slurmd, slurm-client, munge)"
         )
     if os.geteuid() != 0:
         pytest.skip("Slurm test cluster: slurmd must run as root (CI runs as root)")

@@ -142,7 +142,7 @@ def test_a_jobs_memory_covers_runner_and_server_and_a_server_deaf_to_sigterm_is_
     assert results(out)["expert"]["state"] == "completed"
     job = subprocess.run(["scontrol", "show", "job", _job_of(out, "expert")], capture_output=True, text=True)
     assert "MinMemoryNode=1280M" in job.stdout, job.stdout
-    script = (out / "slurm" / "expert.sbatch").read_text()
+    script = (out / "slurm" / "expert.node.json").read_text()  # the steps arena node starts
     assert "--mem=512M" in script and "--mem=768M" in script
     log = (out / "expert" / "server.log").read_text()
     assert "SIGTERM, SIGKILL after 3 s" in log and "did not stop within 3 s: SIGKILL" in log, log

@@ -1,8 +1,8 @@
-"""The rendered job script against a real impostor: its port check, run by bash on this machine.
+"""The rendered job script against a real impostor: its node supervisor's port check, run on this machine.
 
 ``srun`` and ``scontrol`` are stand-ins that run each step here (every step is on "the
-node"), so the script's own logic — choose a port, start the server step, probe it, check
-that the listening socket belongs to the server step, retry on another port — runs for
+node"), so the job's logic (``arena node``: choose a port, start the server step, probe it,
+check that the listening socket belongs to the server step, retry on another port) runs for
 real, with real server processes and a real impostor holding the port.
 """
 
@@ -24,7 +24,7 @@ from arena.config import load_experiment_dict, write_snapshot
 from arena.launch.planning import plan_servers
 from arena.rollout.workitems import write_manifest
 from arena.testing import OpenPIDouble, RecordingModel
-from arena_slurm.render import HELPERS_FILE, render_helpers, render_run_script
+from arena_slurm.render import node_spec_file, render_node_spec, render_run_script
 
 pytestmark = pytest.mark.slow
 
@@ -72,9 +72,10 @@ def test_the_job_script_never_runs_against_an_impostor_on_its_port(tmp_path):
     write_snapshot(exp, out / "experiment.yaml")
     write_manifest(exp, out)
     (out / "slurm").mkdir()
-    (out / "slurm" / HELPERS_FILE).write_text(render_helpers())
+    plan, options = plan_servers(exp)["expert"], exp.launch.options("slurm")
+    (out / "slurm" / node_spec_file("expert")).write_text(render_node_spec(exp, "expert", plan, options, out))
     script = tmp_path / "expert.sbatch"
-    script.write_text(render_run_script(exp, "expert", plan_servers(exp)["expert"], exp.launch.options("slurm"), out))
+    script.write_text(render_run_script(exp, "expert", plan, options, out))
     fake_slurm_tools(tmp_path / "bin")
     env = {**os.environ, "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}",
            "SLURM_JOB_ID": "4242", "SLURM_JOB_NODELIST": "node0"}

@@ -32,26 +32,27 @@ def _script(tmp_path: Path, server: dict, out: Path | None = None, slurm: dict |
     return render_run_script(exp, "reach", plan_servers(exp)["reach"], exp.launch.options("slurm"), out or tmp_path / "out")
 
 
-def _run_lines(tmp_path: Path, lines: list[str]) -> str:
-    """Run ``lines`` in bash with the script's helpers stubbed; returns what arena_end got."""
-    stub = 'arena_end() { printf "%s" "$2" > end.txt; }\nSERVER_HOST=node1\nPORT=4242\nCANCELLED=0\n'
-    (tmp_path / "lines.sh").write_text(stub + "\n".join(lines) + "\n")
-    subprocess.run(["bash", "lines.sh"], cwd=tmp_path, check=True, capture_output=True, timeout=30)
-    return (tmp_path / "end.txt").read_text()
-
-
 def test_a_readiness_path_cannot_run_a_command_in_the_job(tmp_path):
+    """The readiness kind never enters a shell line: the script holds none of it, and the node
+    supervisor probes in Python with the text as written (the spec is JSON)."""
+    from arena_slurm.render import node_spec
+
     marker = tmp_path / "injected"
     readiness = f"http:/health$(touch${{IFS}}{marker})`touch${{IFS}}{marker}`\""
     script = _script(tmp_path, {"readiness": readiness})
-    lines = script.splitlines()
-    assignments = [ln for ln in lines if ln.startswith(("READINESS=", "SERVER_NAME=", "STARTUP_TIMEOUT_S="))]
-    assert len(assignments) == 3
-    start = lines.index(next(ln for ln in lines if ln.startswith("not_ready() {")))
-    not_ready = lines[start : lines.index("}", start) + 1]
-    said = _run_lines(tmp_path, [*assignments, *not_ready, 'arena_end 3 "$(not_ready)"'])
+    assert "touch" not in script
+    exp = load_experiment_dict(
+        {"launch": {"backend": "slurm"},
+         "runs": {"reach": {"environment": REACH, "policy": {"type": "metaworld_expert_remote"},
+                            "server": {"readiness": readiness}}}},
+        source="quoting.yaml",
+    )
+    spec = node_spec(exp, "reach", plan_servers(exp)["reach"], exp.launch.options("slurm"), tmp_path / "out")
+    assert spec.server.task.readiness == readiness  # the text arrives as written
+    for line in (spec.server.command, spec.launcher, spec.server.signal_command):
+        assert "touch" not in line
+    subprocess.run(["bash", "-n", "-c", spec.server.command], check=True, timeout=30)
     assert not marker.exists()
-    assert readiness in said  # the text arrives as written
 
 
 def test_a_line_break_in_any_name_never_starts_a_line_of_the_script(tmp_path):
@@ -79,14 +80,9 @@ def test_an_output_directory_with_a_space_cannot_break_the_output_directive(tmp_
 
 def test_every_substitution_of_the_templates_is_quoted():
     """A guard against new unquoted values: every {{ }} names a filter or a value built quoted."""
-    built_quoted = {"job_name", "array", "shards", "arena", "line", "item", "server.where", "server.nodelist",
-                    "server.srun_flags|join(' ')", "server.command", "server.timeout", "runner.probe_flags|join(' ')",
-                    "runner.srun_flags|join(' ')", "layout_note",
-                    "server.client_host", "instance_env", "key_env", "server_step",  # arena's constant names
-                    "time_signal", "stop_grace", "server.restarts",  # numbers
-                    # the runner invocation's arguments, each word quoted by RunOneInvocation.shell
-                    "run_one.base", "run_one.shard", "run_one.server",
-                    "run_one.time_limit_env", "run_one.info_env", "run_one.task_env"}  # arena's constant names
+    built_quoted = {"job_name", "array", "shards", "arena", "line", "server.where", "server.nodelist", "layout_note",
+                    "instance_env", "key_env",  # arena's constant names
+                    "time_signal", "stop_grace", "server.restarts"}  # numbers
     templates = Path(__file__).resolve().parents[1] / "src" / "arena_slurm" / "templates"
     for template in templates.glob("*.j2"):
         for expr in re.findall(r"{{\s*(.*?)\s*}}", template.read_text()):

@@ -1,4 +1,5 @@
-"""The sbatch scripts users read and Slurm runs, compared with committed golden files.
+"""The sbatch scripts users read and Slurm runs, and the node spec each one's ``arena node``
+supervises (its server and runner ``srun`` steps), compared with committed golden files.
 
 pyxis and het jobs cannot run on the one-node test cluster, so their flags are checked here
 only. After an intended change regenerate with ``ARENA_UPDATE_GOLDEN=1 pytest …`` and review
@@ -22,7 +23,7 @@ from arena.errors import ConfigError
 from arena.launch.planning import plan_servers
 from arena_slurm.backend import SlurmBackend
 from arena_slurm.options import SlurmOptions
-from arena_slurm.render import HELPERS_FILE, render_collect_script, render_helpers, render_run_script
+from arena_slurm.render import SIGNAL_SERVER, node_spec, node_spec_file, render_collect_script, render_node_spec, render_run_script
 
 GOLDEN = Path(__file__).parent / "golden"
 OUT = Path("/lustre/arena/outputs/pi0-eval")
@@ -52,6 +53,21 @@ def experiment(runs: dict, slurm: dict | None = None, episodes: int = 8):
 def render(exp, run: str) -> str:
     options = exp.launch.options("slurm")
     return render_run_script(exp, run, plan_servers(exp).get(run), options, OUT)
+
+
+def spec(exp, run: str):
+    """The run's node spec (:class:`arena.launch.node.NodeSpec`)."""
+    return node_spec(exp, run, plan_servers(exp).get(run), exp.launch.options("slurm"), OUT)
+
+
+def steps(exp, run: str) -> str:
+    """The shell lines ``arena node`` runs: the server step's (when there is one), then the runner's launcher."""
+    found = spec(exp, run)
+    return "\n".join([*([found.server.command] if found.server else []), found.launcher or ""]) + "\n"
+
+
+def golden_spec(name: str, exp, run: str) -> None:
+    check_golden(name, render_node_spec(exp, run, plan_servers(exp).get(run), exp.launch.options("slurm"), OUT))
 
 
 def check_golden(name: str, text: str) -> None:
@@ -90,10 +106,12 @@ def test_remote_policy_with_server_image_renders_pyxis_steps(tmp_path):
     )
     text = render(exp, "pi0")
     check_golden("remote_server_image.sbatch", text)
+    golden_spec("remote_server_image.node.json", exp, "pi0")
     bash_syntax_ok(text, tmp_path)
-    assert "--container-image=nvcr.io#nvidia/arena-pi0-server:1.0" in text
-    assert "--container-env=ARENA_SERVER_INSTANCE,HF_TOKEN,XLA_PYTHON_CLIENT_MEM_FRACTION" in text
-    assert "HF_TOKEN=" not in text  # secret names only, never values
+    lines = steps(exp, "pi0")
+    assert "--container-image=nvcr.io#nvidia/arena-pi0-server:1.0" in lines
+    assert "--container-env=ARENA_SERVER_INSTANCE,HF_TOKEN,XLA_PYTHON_CLIENT_MEM_FRACTION" in lines
+    assert "HF_TOKEN=" not in text + lines  # secret names only, never values
 
 
 def test_local_policy_run_has_no_server_step(tmp_path):
@@ -101,7 +119,7 @@ def test_local_policy_run_has_no_server_step(tmp_path):
     text = render(exp, "zero")
     check_golden("local_policy.sbatch", text)
     bash_syntax_ok(text, tmp_path)
-    assert "probe" not in text and "--overlap" not in text
+    assert spec(exp, "zero").server is None and "--overlap" not in steps(exp, "zero")
 
 
 def test_hetjob_layout_puts_the_server_in_component_0(tmp_path):
@@ -112,23 +130,24 @@ def test_hetjob_layout_puts_the_server_in_component_0(tmp_path):
     )
     text = render(exp, "pi0")
     check_golden("hetjob.sbatch", text)
+    golden_spec("hetjob.node.json", exp, "pi0")
     bash_syntax_ok(text, tmp_path)
     header = text.split("set -uo pipefail")[0]
     server_part, runner_part = header.split("#SBATCH hetjob")
     assert "--partition=gpu" in server_part and "--gpus-per-node=1" in server_part
     assert "--partition=cpu" in runner_part and "--cpus-per-task=4" in runner_part
-    assert "$SLURM_JOB_NODELIST_HET_GROUP_0" in text and "--het-group=1" in text
+    assert "$SLURM_JOB_NODELIST_HET_GROUP_0" in text and "--het-group=1" in steps(exp, "pi0")
 
 
 def test_server_and_runner_on_one_node_bind_loopback_without_a_key(tmp_path):
     exp = experiment({"expert": {"environment": REACH, "policy": {"type": "metaworld_expert_remote"}}})
     text = render(exp, "expert")
-    assert "--host 127.0.0.1" in text and "0.0.0.0" not in text
+    found = spec(exp, "expert")
+    assert "--host 127.0.0.1" in found.server.command and "0.0.0.0" not in text + steps(exp, "expert")
     assert "binds 127.0.0.1 (loopback: reachable from its own node only), no API key" in text
-    assert "SERVER_HOST=127.0.0.1" in text and "ARENA_SERVER_API_KEY" not in text
-    runner = next(line for line in text.splitlines() if line.startswith("srun") and "--overlap" not in line)
-    probe = next(line for line in text.splitlines() if "--overlap" in line and "--cpus-per-task=1" in line)
-    assert '--nodelist="$SERVER_NODE"' in runner and '--nodelist="$SERVER_NODE"' in probe
+    assert found.server.client_host == "127.0.0.1" and "ARENA_SERVER_API_KEY" not in text + steps(exp, "expert")
+    server, runner = _srun_lines(exp, "expert")  # the probe runs in the supervisor, on the server's node
+    assert '--nodelist="$SERVER_NODE"' in runner and '--nodelist="$SERVER_NODE"' in server
 
 
 def test_a_hetjob_server_is_exposed_and_arenas_own_requires_a_key_made_at_run_time(tmp_path):
@@ -137,12 +156,12 @@ def test_a_hetjob_server_is_exposed_and_arenas_own_requires_a_key_made_at_run_ti
     )
     text = render(exp, "expert")
     bash_syntax_ok(text, tmp_path)
-    assert "--host 0.0.0.0" in text and "--api-key-env ARENA_SERVER_API_KEY" in text
+    found = spec(exp, "expert")
+    assert "--host 0.0.0.0" in found.server.command and "--api-key-env ARENA_SERVER_API_KEY" in found.server.command
     assert "EXPOSED to the network, requires an API key generated for this run" in text
     assert "ARENA_SERVER_API_KEY=$(od -An -N32 -tx1 /dev/urandom" in text  # made by the job, not written here
-    probe = next(line for line in text.splitlines() if " probe " in line)
-    assert probe.endswith("--api-key-env ARENA_SERVER_API_KEY \\")  # the probe presents it
-    assert "--server-api-key-env ARENA_SERVER_API_KEY)" in text  # the runner reads it by name
+    assert found.server.api_key_env == "ARENA_SERVER_API_KEY"  # the probe presents it
+    assert found.server_api_key_env == "ARENA_SERVER_API_KEY"  # the runner reads it by name
     assert exp.launch.options("slurm").layout == "hetjob"
     backend = SlurmBackend(exp.launch.options("slurm"))
     exposure = backend.exposures(exp, plan_servers(exp))["expert"]
@@ -156,7 +175,7 @@ def test_a_third_party_server_without_authentication_is_said_to_be_exposed_witho
     )
     text = render(exp, "pi0")
     assert "binds 0.0.0.0: EXPOSED to the network, WITHOUT authentication" in text
-    assert "ARENA_SERVER_API_KEY" not in text
+    assert "ARENA_SERVER_API_KEY" not in text + steps(exp, "pi0")
 
 
 def test_a_loopback_bind_in_a_hetjob_is_refused():
@@ -178,7 +197,7 @@ def test_sharded_run_is_a_job_array_with_a_server_per_element(tmp_path):
     check_golden("shards.sbatch", text)
     bash_syntax_ok(text, tmp_path)
     assert "#SBATCH --array=0-3%2" in text
-    assert 'SHARD_ARGS=(--shard "$SHARD/4")' in text
+    assert '--shard "$SLURM_ARRAY_TASK_ID/4"' in text
 
 
 def test_extra_options_and_setup_commands_are_rendered(tmp_path):
@@ -204,7 +223,7 @@ def test_extra_options_and_setup_commands_are_rendered(tmp_path):
     bash_syntax_ok(text, tmp_path)
     for line in ("#SBATCH --constraint=h100", "#SBATCH --exclusive", "#SBATCH --qos=high", "#SBATCH --mem=49664M"):
         assert line in text
-    assert text.index("module load cuda/12.4") < text.index('run-one "$SNAPSHOT"')
+    assert text.index("module load cuda/12.4") < text.index("exec /opt/arena/.venv/bin/arena node")
 
 
 def test_aggregation_job_collects_the_output_directory(tmp_path):
@@ -229,6 +248,8 @@ def test_dry_run_writes_the_scripts_and_prints_a_summary_naming_them(tmp_path, m
     for name in ("zero.sbatch", "expert.sbatch", "collect.sbatch"):
         assert (where / name).read_text().startswith("#!/bin/bash")
         assert str(where / name) in spec
+    for run in ("zero", "expert"):
+        assert str(where / node_spec_file(run)) in spec and (where / node_spec_file(run)).is_file()
     assert "server and runner steps in one allocation: --nodes=1 --cpus-per-task=3" in spec
     assert not OUT.exists()
 
@@ -316,35 +337,35 @@ def test_setup_commands_run_before_nounset_so_activation_scripts_may_read_unset_
 
 def test_possibly_empty_argument_arrays_expand_safely_under_nounset(tmp_path):
     # bash < 4.4 (RHEL 7 and other long-lived cluster images) treats "${EMPTY[@]}" as an
-    # unbound variable under `set -u`; the runner line must not expand an empty array bare.
+    # unbound variable under `set -u`; the node line must not expand an empty array bare.
     exp = experiment({"zero": {"environment": REACH, "policy": {"type": "zero_action"}}})
     text = render(exp, "zero")
-    runner = next(line for line in text.splitlines() if " run-one " in line)
-    for name in ("SHARD_ARGS", "SERVER_ARGS"):
-        assert f'${{{name}[@]+"${{{name}[@]}}"}}' in runner
-        assert f' "${{{name}[@]}}"' not in runner
+    line = next(line for line in text.splitlines() if line.startswith("exec "))
+    assert '${NOTED[@]+"${NOTED[@]}"}' in line and ' "${NOTED[@]}"' not in line
 
 
-def _srun_lines(text: str) -> tuple[str, str]:
-    """The server step's and the runner step's srun lines."""
-    lines = text.splitlines()
-    server = next(line for line in lines if "srun" in line and "--job-name=arena-server" in line)
-    runner = next(line for line in lines if line.startswith("srun") and "--overlap" not in line)
-    return server, runner
+def _srun_lines(exp, run: str) -> tuple[str, str]:
+    """The server step's and the runner step's srun lines (of the run's node spec)."""
+    found = spec(exp, run)
+    assert found.server is not None and "--job-name=arena-server" in found.server.command
+    return found.server.command, found.launcher
 
 
-def test_shared_shell_functions_are_one_file_every_job_script_sources(tmp_path):
+def test_every_job_script_runs_one_node_supervisor_command_and_defines_no_lifecycle_of_its_own(tmp_path):
     exp = experiment(
         {"zero": {"environment": REACH, "policy": {"type": "zero_action"}},
          "expert": {"environment": REACH, "policy": {"type": "metaworld_expert_remote"}}}
     )
     scripts = SlurmBackend(exp.launch.options("slurm")).scripts(exp, plan_servers(exp), OUT)
-    helpers = scripts.pop(HELPERS_FILE)
-    bash_syntax_ok(helpers, tmp_path)
-    assert "arena_state() {" in helpers and "arena_watch_server() {" in helpers
-    for name in ("zero.sbatch", "expert.sbatch"):
-        assert f"source {OUT}/slurm/{HELPERS_FILE}" in scripts[name]
-        assert not re.search(r"^arena_\w+\(\) \{", scripts[name], re.M), f"{name} defines a shared function itself"
+    for run in ("zero", "expert"):
+        text = scripts[f"{run}.sbatch"]
+        bash_syntax_ok(text, tmp_path)
+        assert [line for line in text.splitlines() if line.startswith("exec ")] == [
+            f'exec arena node {OUT}/slurm/{run}.node.json ${{NOTED[@]+"${{NOTED[@]}}"}} "$@"'
+        ]
+        assert not re.search(r"^\w+\(\) \{", text, re.M) and "status.json" not in text
+        assert not [line for line in text.splitlines() if "srun " in line and not line.startswith("#")]
+        assert scripts[node_spec_file(run)].startswith("{")
 
 
 @pytest.mark.parametrize(
@@ -363,7 +384,7 @@ def test_memory_requests_cover_every_step_or_are_left_to_the_partition(slurm, se
     exp = experiment({"expert": {"environment": REACH, "policy": {"type": "metaworld_expert_remote"}, "server": server}}, slurm)
     text = render(exp, "expert")
     assert re.findall(r"^#SBATCH (--mem=\S+)", text, re.M) == job
-    server_line, runner_line = _srun_lines(text)
+    server_line, runner_line = _srun_lines(exp, "expert")
     for line, flag in ((server_line, server_step), (runner_line, runner_step)):
         assert re.findall(r"--mem=\S+", line) == ([flag] if flag else [])
     note = next(line for line in text.splitlines() if line.startswith("# memory: "))
@@ -380,10 +401,10 @@ def test_slurm_signals_the_job_before_its_time_limit_and_the_script_names_the_li
     run = {"zero": {"environment": REACH, "policy": {"type": "zero_action"}}}
     text = render(experiment(run, {"time": "02:00:00", "time_signal_s": 120}), "zero")
     assert "#SBATCH --signal=B:USR1@120" in text and "#SBATCH --time=02:00:00" in text
-    assert "export ARENA_TIME_LIMIT=launch.slurm.time=02:00:00" in text
-    assert "trap arena_time_limit USR1" in text
-    untimed = render(experiment(run), "zero")
-    assert "ARENA_TIME_LIMIT='the partition'\"'\"'s time limit; launch.slurm.time is unset'" in untimed
+    assert spec(experiment(run, {"time": "02:00:00", "time_signal_s": 120}), "zero").time_limit == "launch.slurm.time=02:00:00"
+    assert "trap 'NOTED+=(--signalled USR1)' USR1" in text  # during the set-up lines; then arena's own
+    untimed = spec(experiment(run), "zero")
+    assert untimed.time_limit == "the partition's time limit; launch.slurm.time is unset"
 
 
 def test_a_server_is_stopped_with_sigterm_on_its_step_and_killed_only_after_the_grace(tmp_path):
@@ -391,15 +412,12 @@ def test_a_server_is_stopped_with_sigterm_on_its_step_and_killed_only_after_the_
         {"expert": {"environment": REACH, "policy": {"type": "metaworld_expert_remote"}}},
         {"server_stop_grace_s": 45, "server_restarts": 4},
     )
-    text = render(exp, "expert")
-    assert "STOP_GRACE_S=45" in text and "SERVER_RESTARTS=4" in text
-    server_line, _ = _srun_lines(text)
+    found = spec(exp, "expert").server
+    assert found.stop_grace_s == 45 and found.restarts == 4 and found.restarts_option == "launch.slurm.server_restarts"
+    server_line, _ = _srun_lines(exp, "expert")
     assert "--job-name=arena-server" in server_line
-    helpers = render_helpers()
     # srun answers SIGTERM by SIGKILLing its tasks ("forcing job termination"): signal the step
-    assert 'scancel --signal="$1" "$step"' in helpers
-    stop = helpers[helpers.index("arena_stop_server() {"):]
-    assert stop.index("arena_signal_server TERM") < stop.index('-lt "$STOP_GRACE_S"') < stop.index("arena_signal_server KILL")
+    assert found.signal_command == SIGNAL_SERVER and 'scancel --signal={signal} "$step"' in SIGNAL_SERVER
 
 
 @pytest.mark.parametrize(
@@ -441,6 +459,6 @@ def test_a_server_task_in_a_declared_venv_runs_that_venvs_interpreter_unless_pyt
     server = {"venv": "model", "local_command": ["{python}", "-m", "arena", "serve", "x", "--host", "{host}", "--port", "{port}"]}
     run = {"expert": {"environment": REACH, "policy": {"type": "metaworld_expert_remote"}, "server": server}}
     venv_python = str(tmp_path / "venvs" / "model" / "bin" / "python")
-    assert f"{venv_python} -m arena serve x" in render(experiment(run), "expert")
-    explicit = render(experiment(run, {"python": "/opt/py/bin/python"}), "expert")
+    assert f"{venv_python} -m arena serve x" in steps(experiment(run), "expert")
+    explicit = steps(experiment(run, {"python": "/opt/py/bin/python"}), "expert")
     assert "/opt/py/bin/python -m arena serve x" in explicit and venv_python not in explicit

@@ -20,6 +20,7 @@ import contextlib
 import json
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -128,6 +129,17 @@ class Resume:
         return any(index % shards == shard for index in self.remaining.get(run, []))
 
 
+@dataclass(frozen=True)
+class Poll:
+    """One look at a submission's jobs (:meth:`LaunchBackend.poll`): whether every one has
+    ended, a one-line summary (rich markup, outside text escaped; printed when it changes) and
+    notes of what happened since the last look (printed once each)."""
+
+    done: bool
+    summary: str = ""
+    notes: tuple[str, ...] = ()
+
+
 class BackendOptions(BaseModel):
     """Base of every backend's options (``launch.<backend>``). Unknown keys are errors."""
 
@@ -183,6 +195,34 @@ class LaunchBackend:
         """
         raise NotImplementedError
 
+    def poll(self, submission: Submission, console: Console | None = None) -> Poll:
+        """Look once at the jobs of ``submission`` (a scheduler's queue, a workflow service) and
+        act on what cannot wait (a job that can never start is cancelled and its run failed).
+        Backends whose ``submit`` can wait implement it; :meth:`wait` loops over it."""
+        raise NotImplementedError
+
+    def wait(self, submission: Submission, console: Console | None = None) -> None:
+        """Poll until every job of ``submission`` has ended (``arena run --wait``): the loop every
+        backend shares. Each round prints :meth:`poll`'s notes and its summary when it changed,
+        then sleeps ``options.poll_interval_s``. Ctrl-C (or SIGTERM) stops waiting only; the
+        jobs keep running."""
+        interval = float(getattr(self.options, "poll_interval_s", 10.0))
+        last = None
+        while True:
+            seen = self.poll(submission, console)
+            for note in seen.notes:
+                _print(console, note)
+            if seen.summary and seen.summary != last:
+                _print(console, seen.summary)
+                last = seen.summary
+            if seen.done:
+                return
+            self._sleep(interval)
+
+    @staticmethod
+    def _sleep(seconds: float) -> None:
+        time.sleep(seconds)
+
     def prepare_resume(self, output_dir: Path, runs: list[str]) -> None:
         """Before ``arena run --resume`` hands ``runs`` to :meth:`submit`: bring what the earlier
         attempt left in ``output_dir`` into the state this backend's resume starts from (the
@@ -201,3 +241,9 @@ class LaunchBackend:
         Also called by ``arena run --resume`` before it counts what is left, so it must be
         safe to call while runs still execute and more than once."""
         return Path(submission.output_dir)
+
+
+def _print(console: Console | None, text: str) -> None:
+    """Print rich markup ``text`` (outside text in it already ``escape``d)."""
+    if console is not None:
+        console.print(text, highlight=False)

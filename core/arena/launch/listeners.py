@@ -145,11 +145,27 @@ def _reaches(address: str, host: str) -> bool:
     return address in unspecified or bool(wanted & unspecified) or address in wanted
 
 
-def foreign_listeners(port: int, root_pid: int, host: str = "0.0.0.0") -> list[Listener] | None:
+def _marked(pid: int, marker: tuple[str, str]) -> bool:
+    """Whether ``pid``'s environment holds ``NAME=VALUE`` (``marker``)."""
+    try:
+        entries = (_PROC / str(pid) / "environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return f"{marker[0]}={marker[1]}".encode() in entries
+
+
+def foreign_listeners(
+    port: int, root_pid: int, host: str = "0.0.0.0", marker: tuple[str, str] | None = None
+) -> list[Listener] | None:
     """The sockets listening on ``port`` that a connection to ``host`` may reach and that do
     not belong to ``root_pid`` (itself, its process group or its descendants), with their
     owners where visible. ``[]``: every such listener is ours (or nothing listens); ``None``:
-    this system has no ``/proc`` to tell."""
+    this system has no ``/proc`` to tell.
+
+    ``marker`` ``(NAME, VALUE)``: a process whose environment holds ``NAME=VALUE`` is ours too,
+    wherever it runs on this node: a server a scheduler started for us (a Slurm step's tasks
+    are children of ``slurmstepd``, not of the ``srun`` arena started) carries the value arena
+    gave that start."""
     found = listeners(port)
     if found is None:
         return None
@@ -167,6 +183,8 @@ def foreign_listeners(port: int, root_pid: int, host: str = "0.0.0.0") -> list[L
     for pid in _pids():
         for inode in _socket_inodes(pid) & wanted:
             owners[inode] = pid
+    if marker is not None:
+        foreign = [entry for entry in foreign if entry.inode not in owners or not _marked(owners[entry.inode], marker)]
     return [
         Listener(entry.address, entry.inode, owners.get(entry.inode), _command(owners[entry.inode]) if entry.inode in owners else None)
         for entry in foreign

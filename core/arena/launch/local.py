@@ -15,7 +15,6 @@ one whose GPUs are held by another server waits for them.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -33,8 +32,9 @@ from arena.launch.base import BackendOptions, LaunchBackend, Resume, Submission
 from arena.launch.exposure import GENERATED_KEY_ENV, Exposure, decide_exposure, generate_key
 from arena.launch.gpus import GpuPool, cuda_device_order, discover_gpus
 from arena.launch.server_process import LocalServer
-from arena.outputs.layout import EXPERIMENT_FILE, RUNNER_LOG, SERVER_LOG, SERVERS_DIR, STATUS_FILE, run_dir
-from arena.outputs.records import FINAL_STATES, LIVE_STATES, StatusWriter, read_run_statuses, write_run_result
+from arena.outputs.layout import EXPERIMENT_FILE, RUNNER_LOG, SERVER_LOG, SERVERS_DIR, run_dir
+from arena.outputs.records import LIVE_STATES, read_run_statuses, write_run_result
+from arena.outputs.runstate import final_state, finish_unfinished, update_status
 from arena.processes import signal_group, spawn, terminate
 from arena.rollout.invocation import RunOneInvocation, server_task_identity
 
@@ -158,6 +158,7 @@ class LocalBackend(LaunchBackend):
                         0,
                         Path(os.devnull),
                         max_restarts=self.options.server_restarts,
+                        restarts_option="launch.local.server_restarts",
                         api_key_env=exposure.server_key_env,
                     ),
                     exposure=exposure,
@@ -488,16 +489,7 @@ def mark_resumed(output_dir: Path, runs: list[str]) -> None:
 
 
 def _write_status(output_dir: Path, run: str, state: str, **fields: Any) -> None:
-    path = run_dir(output_dir, run) / STATUS_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    current: dict[str, Any] = {}
-    if path.exists():
-        try:
-            current = json.loads(path.read_text())
-        except ValueError:
-            current = {}
-    current.update(state=state, **fields)
-    StatusWriter(path).write(**current)
+    update_status(run_dir(output_dir, run), state, **fields)
 
 
 def _write_failed_result(
@@ -526,20 +518,11 @@ def _server_info(server: LocalServer, exposure: Exposure | None) -> dict[str, An
 def _ensure_final_state(output_dir: Path, run: str, code: int | None, cancelled: bool = False) -> None:
     """After a runner exits: if it died without writing a final state, record why — or, when
     it had recorded every work item, that the run completed (:mod:`arena.outputs.completion`)."""
-    path = run_dir(output_dir, run) / STATUS_FILE
-    state = None
-    if path.exists():
-        try:
-            state = json.loads(path.read_text()).get("state")
-        except ValueError:
-            state = None
-    if state in FINAL_STATES:
+    if final_state(run_dir(output_dir, run)) is not None:
         return
     from arena.outputs.completion import complete_recorded_run
 
     if complete_recorded_run(output_dir, run) is not None:  # every work item recorded: the records decide
         return
-    reason = "cancelled" if cancelled else f"the runner exited with code {code} without finishing (see runner.log)"
-    final = "cancelled" if cancelled else "failed"
-    _write_status(output_dir, run, final, error=reason)
-    write_run_result(run_dir(output_dir, run), run=run, state=final, error=reason, server=None)
+    reason = "cancelled" if cancelled else f"the runner exited with code {code} without finishing (see {RUNNER_LOG})"
+    finish_unfinished(run_dir(output_dir, run), run=run, state="cancelled" if cancelled else "failed", error=reason)

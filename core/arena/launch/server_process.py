@@ -17,18 +17,30 @@ of its log (the bind error, e.g. "address already in use").
 A ``ready`` server whose process exits (a crash, the OOM killer) is started again on the same
 host and port, at most ``max_restarts`` times, after a back-off of 0.5 s doubling to 5 s; it
 is ``starting`` again until its readiness check passes. Clients reconnect to the same endpoint.
+
+Stopping is SIGTERM, then SIGKILL after ``stop_grace_s``, each noted in the server's log. The
+command may be a scheduler's launcher (a Slurm ``srun`` step) whose tasks are not arena's
+descendants: ``signal_command`` (a shell command, ``{signal}`` filled with ``TERM`` or
+``KILL``) then signals them where the launcher would not pass a signal on gracefully, and
+``instance_env`` marks the tasks of each start (``NAME=<unique value>`` in their
+environment), so the port check knows them as this server's. This class is the one policy
+server lifecycle of arena: the local backend's scheduler drives it, and so does the node
+supervisor (:mod:`arena.launch.node`) that Slurm jobs and OSMO tasks run.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
+import signal
 import socket
+import subprocess
 import time
 from pathlib import Path
 
 from arena.errors import TransportError
 from arena.launch.listeners import foreign_listeners
-from arena.processes import spawn, terminate
+from arena.processes import signal_group, spawn, terminate
 from arena.servertask import ServerTask
 from arena.transport.errors import Unauthorized
 
@@ -65,6 +77,12 @@ class LocalServer:
     ``env`` adds variables to the server's environment (a generated key, ``CUDA_VISIBLE_DEVICES``).
     ``port`` 0 picks a free port at start, and lets the server move to another one when its
     port turns out to be taken before it was first ready; a given port never moves.
+
+    ``command``: the argv to start instead of the task's ``local_command`` (its ``{port}``
+    filled at each start; a backend's launcher wrapped around the task's command);
+    ``probe_host``: where the readiness probe connects (default ``host``, the bind address);
+    ``restarts_option``: the option ``max_restarts`` came from, named in the error when
+    restarts run out; ``stop_grace_s``, ``signal_command``, ``instance_env``: see the module.
     """
 
     def __init__(
@@ -78,8 +96,21 @@ class LocalServer:
         api_key_env: str | None = None,
         probe_key: str | None = None,
         env: dict[str, str] | None = None,
+        command: list[str] | None = None,
+        probe_host: str | None = None,
+        restarts_option: str = "max_restarts",
+        stop_grace_s: float = 5.0,
+        signal_command: str | None = None,
+        instance_env: str | None = None,
     ) -> None:
         self.task = task
+        self.command = list(command) if command is not None else None
+        self.probe_host = probe_host or host
+        self.restarts_option = restarts_option
+        self.stop_grace_s = stop_grace_s
+        self.signal_command = signal_command
+        self.instance_env = instance_env
+        self._instance: str | None = None
         self.host = host
         self.port = port
         self.log_path = log_path
@@ -106,6 +137,9 @@ class LocalServer:
 
     def argv(self, port: int | None = None) -> list[str]:
         """The command line, rendered for ``port`` (default: the current one)."""
+        if self.command is not None:
+            value = str(self.port if port is None else port)
+            return [arg.replace("{port}", value) for arg in self.command]
         return self.task.render(
             self.task.local_command or [],
             host=self.host,
@@ -118,7 +152,10 @@ class LocalServer:
         """Start the process (state ``starting``); a port of 0 becomes a free one first."""
         if self.port == 0:
             self.port = free_port(self.host)
-        env = {**os.environ, **self.task.env, **self.env}
+        env = {**os.environ, **self.task.env, **self.env, "PORT": str(self.port)}
+        if self.instance_env is not None:
+            self._instance = f"{os.getpid()}.{self.port}.{secrets.token_hex(8)}"
+            env[self.instance_env] = self._instance
         self._proc = spawn(self.argv(), self.log_path, env)
         self._spawn_at = None
         self._deadline = time.monotonic() + self.task.startup_timeout_s
@@ -140,9 +177,11 @@ class LocalServer:
                 return self.state
             terminate(self._proc, grace_s=0)  # what the crashed server left in its group
             if self.restarts >= self.max_restarts:
+                tail = log_tail(self.log_path)
                 self._fail(
-                    f"server '{self.task.name}' exited with code {code} and was restarted "
-                    f"{self.restarts} time(s) already (max_restarts={self.max_restarts}; see {self.log_path})"
+                    f"policy server '{self.task.name}' exited with code {code} and was restarted "
+                    f"{self.restarts} time(s) ({self.restarts_option}={self.max_restarts})"
+                    f"{': ' + tail if tail else ''} (see {self.log_path})"
                 )
                 return self.state
             self.restarts += 1
@@ -151,7 +190,7 @@ class LocalServer:
             self._spawn_at = time.monotonic() + delay
             self.state = "starting"
             self.note(
-                f"server exited with code {code}; restart {self.restarts}/{self.max_restarts} "
+                f"server exited with code {code}; restart {self.restarts} of {self.max_restarts} "
                 f"on {self.host}:{self.port} in {delay:g} s"
             )
             return self.state
@@ -189,7 +228,7 @@ class LocalServer:
 
         timeout = min(2.0, max(0.1, self._deadline - now))
         try:
-            probe_once(self.task.readiness, self.host, self.port, timeout_s=timeout, api_key=self.probe_key)
+            probe_once(self.task.readiness, self.probe_host, self.port, timeout_s=timeout, api_key=self.probe_key)
         except Unauthorized as exc:
             self.stop()
             self._fail(f"server '{self.task.name}' refused the readiness probe's API key: {exc} (see {self.log_path})")
@@ -216,7 +255,8 @@ class LocalServer:
         """Who else listens on the port (``None``: nobody, or no ``/proc`` to tell)."""
         if self._proc is None:
             return None
-        others = foreign_listeners(self.port, self._proc.pid, self.host)
+        marker = (self.instance_env, self._instance) if self.instance_env and self._instance else None
+        others = foreign_listeners(self.port, self._proc.pid, self.host, marker)
         return others[0].describe() if others else None
 
     def _move_port(self, reason: str) -> bool:
@@ -228,7 +268,7 @@ class LocalServer:
         old = self.port
         self.port = free_port(self.host)
         self.port_moves += 1
-        self.note(f"{reason}, not by this server: starting it again on port {self.port} (was {old})")
+        self.note(f"{reason}, not by this server: starting it again on another port, {self.port} (was {old})")
         self.start()
         return True
 
@@ -236,9 +276,35 @@ class LocalServer:
         self.state = "failed"
         self.error = reason
 
-    def stop(self) -> None:
-        """Stop the process group (SIGTERM, then SIGKILL). Idempotent."""
+    def stop(self, why: str = "no run needs it any more") -> None:
+        """Stop the server: SIGTERM, SIGKILL after ``stop_grace_s`` (both noted in its log),
+        then whatever is left of its process group. Idempotent."""
         if self._proc is not None:
-            terminate(self._proc, grace_s=5.0)
+            if self._proc.poll() is None:
+                grace = self.stop_grace_s
+                self.note(f"stopping the policy server ({why}): SIGTERM, SIGKILL after {grace:g} s")
+                self._signal(signal.SIGTERM)
+                try:
+                    self._proc.wait(timeout=grace)
+                except subprocess.TimeoutExpired:
+                    self.note(f"the policy server did not stop within {grace:g} s: SIGKILL")
+                    self._signal(signal.SIGKILL)
+            terminate(self._proc, grace_s=0)
         if self.state in ("starting", "ready", "pending"):
             self.state = "stopped"
+
+    def _signal(self, sig: signal.Signals) -> None:
+        """``sig`` to the server: through ``signal_command`` when it has one (and it works),
+        else to the process group arena started."""
+        assert self._proc is not None
+        if self.signal_command is not None:
+            command = self.signal_command.replace("{signal}", sig.name.removeprefix("SIG"))
+            try:
+                done = subprocess.run(["bash", "-c", command], capture_output=True, timeout=30)
+                if done.returncode == 0:
+                    if sig == signal.SIGKILL:
+                        signal_group(self._proc, sig)
+                    return
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        signal_group(self._proc, sig)

@@ -51,6 +51,9 @@ RUNNER_LOG = "runner.log"
 SERVER_LOG = "server.log"
 #: The folder of the local backend's server logs while they run (copied to each run's ``server.log``).
 SERVERS_DIR = "servers"
+#: The folder of a work directory's episode videos (``recording.enabled``), one MP4 per episode
+#: (:mod:`arena.rollout.recording`).
+VIDEOS_DIR = "videos"
 #: The folder of a work directory's recorded episodes (``trajectories.enabled``), one
 #: :data:`TRAJECTORY_SUFFIX` file per episode (:mod:`arena.rollout.trajectories`).
 TRAJECTORIES_DIR = "trajectories"

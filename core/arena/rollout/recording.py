@@ -32,9 +32,8 @@ from arena.images import to_uint8
 
 from arena.errors import ArenaError
 from arena.extras import import_extra
-from arena.outputs.layout import episode_file_stem, partial_path, remove_partials, unique_path
+from arena.outputs.layout import VIDEOS_DIR, episode_file_stem, partial_path, remove_partials, unique_path
 
-VIDEO_DIR = "videos"
 _WHAT = "recording episode videos"
 _PARTIAL_SUFFIX = ".partial.mp4"
 
@@ -120,7 +119,7 @@ class EpisodeRecorder:
 
     def __init__(self, config: Any, work_dir: str | os.PathLike[str], relative_to: str | os.PathLike[str] | None = None) -> None:
         self.config = config
-        self.directory = Path(work_dir) / VIDEO_DIR
+        self.directory = Path(work_dir) / VIDEOS_DIR
         self.relative_to = Path(relative_to) if relative_to is not None else Path(work_dir)
         self._writers: dict[int, tuple[Any, VideoWriter]] = {}
         self._warned = False

@@ -3,7 +3,7 @@ with LeRobot's `LeRobotDataset` (in the lerobot venv), frame by frame equal to t
 
 The round trip needs the `lerobot` model venv (`arena venv setup lerobot`; skipped with that
 command when it is absent, a failure under CI); the error cases need only arena. The videos
-case also needs Debian's FFmpeg libraries for decoding (`.ci/setup.d/ffmpeg.sh`).
+case also needs Debian's FFmpeg libraries for decoding (`make test` installs them as root: `scripts/setup-system.sh`).
 """
 
 from __future__ import annotations
@@ -169,7 +169,7 @@ def _ffmpeg_libraries() -> bool:
 def test_export_with_videos_decodes_close_to_the_records(recorded, tmp_path):
     python = _lerobot_python()
     if not _ffmpeg_libraries():
-        message = "decoding LeRobot videos needs Debian's FFmpeg: run .ci/setup.d/ffmpeg.sh"
+        message = "decoding LeRobot videos needs Debian's FFmpeg: run once: sudo scripts/setup-system.sh"
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)

@@ -22,7 +22,6 @@ workflows keep the runs that were done; ``submission.json`` records both.
 from __future__ import annotations
 
 import secrets
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -30,7 +29,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from arena.errors import LaunchError
-from arena.launch.base import LaunchBackend, Resume, Submission
+from arena.launch.base import LaunchBackend, Poll, Resume, Submission
 from arena.launch.exposure import generate_key
 from arena.outputs.layout import RUN_RESULT_FILE, STATUS_FILE, run_dir as run_directory
 from arena.outputs.records import FINAL_STATES, StatusWriter, read_json
@@ -207,7 +206,7 @@ class OsmoBackend(LaunchBackend):
         submission.extra = {**submission.extra, "workflows": earlier + entries}
         submission.save()
         if wait:
-            self._wait(submission, console)
+            self.wait(submission, console)
         return submission
 
     def _url(self) -> str:
@@ -229,24 +228,16 @@ class OsmoBackend(LaunchBackend):
         _drop_key_credential(submission)
         raise LaunchError(f"{exc}{note}") from None
 
-    def _wait(self, submission: Submission, console) -> None:
-        last: dict[str, str] = {}
-        while True:
-            states = self.status(submission)
-            summary = {name: _shown(st) for name, st in states.items()}
-            if summary != last:
-                counts: dict[str, int] = {}
-                for state in summary.values():
-                    counts[state] = counts.get(state, 0) + 1
-                _say(console, "osmo: " + escape(", ".join(f"{n} {s}" for s, n in sorted(counts.items()))))
-                last = summary
-            if all(workflow_finished(st["osmo"]["workflow_status"]) for st in states.values() if "osmo" in st):
-                return
-            self._sleep(self.options.poll_interval_s)
-
-    @staticmethod
-    def _sleep(seconds: float) -> None:
-        time.sleep(seconds)
+    def poll(self, submission: Submission, console=None) -> Poll:
+        """One query of the submission's workflows (:meth:`LaunchBackend.wait` loops until each
+        has finished): how many runs are in each state."""
+        states = self.status(submission)
+        counts: dict[str, int] = {}
+        for st in states.values():
+            shown = _shown(st)
+            counts[shown] = counts.get(shown, 0) + 1
+        done = all(workflow_finished(st["osmo"]["workflow_status"]) for st in states.values() if "osmo" in st)
+        return Poll(done=done, summary="osmo: " + escape(", ".join(f"{n} {s}" for s, n in sorted(counts.items()))))
 
     # -- after submission ----------------------------------------------------------------------
     def status(self, submission: Submission) -> dict[str, dict[str, Any]]:

@@ -43,6 +43,7 @@ import dataclasses
 import gzip
 import re
 import shlex
+from pathlib import PurePosixPath
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -52,9 +53,10 @@ from pydantic import ValidationError
 from arena.errors import ConfigError
 from arena.launch.exposure import GENERATED_KEY_ENV, Exposure, decide_exposure
 from arena.launch.planning import missing_image
-from arena.launch.shell import in_double_quotes, one_line
-from arena.outputs.layout import EPISODES_FILE, SERVER_LOG
-from arena.rollout.invocation import RunOneInvocation, ShellWord, server_task_identity
+from arena.launch.node import NodeServer, NodeSpec
+from arena.launch.shell import one_line
+from arena.outputs.layout import EPISODES_FILE
+from arena.rollout.invocation import resume_args
 from arena_osmo.placement import Placements, place
 from arena_osmo.problems import Problems
 from arena_osmo.spec import check_template_text, validate_workflow
@@ -69,6 +71,8 @@ if TYPE_CHECKING:
 RUNNER_COMPLETE_CODES = "0-3"
 RUN_SCRIPT = "/tmp/arena/run.sh"
 SNAPSHOT_FILE = "/tmp/arena/experiment.yaml"
+#: What the runner task's ``arena node`` runs (beside the snapshot, which it names relatively).
+NODE_SPEC_FILE = "/tmp/arena/node.json"
 #: A resumed runner's finished records (gzip), restored into its run directory before run-one.
 CARRIED_RECORDS = "/tmp/arena/resume/episodes.jsonl.gz"
 #: Stands for the name of the key credential, which ``submit`` creates with a fresh name.
@@ -424,7 +428,6 @@ class _Context:
             "MUJOCO_GL": "egl" if o.runner.gpu else "osmesa",
             "PYOPENGL_PLATFORM": "egl" if o.runner.gpu else "osmesa",
         }
-        env.update(self.invocation(rt, plan).environment())
         task: dict[str, Any] = {
             "name": rt.runner,
             "lead": True,
@@ -439,6 +442,7 @@ class _Context:
         task["files"] = [
             base64_file(SNAPSHOT_FILE, self.run_snapshot(rt).encode("utf-8")),
             {"path": RUN_SCRIPT, "contents": self.run_script(rt, plan)},
+            base64_file(NODE_SPEC_FILE, self.node_spec(rt, plan).model_dump_json(indent=2).encode("utf-8")),
         ]
         if rt.run in self.carried:
             task["files"].append(base64_file(CARRIED_RECORDS, self.carried[rt.run]))
@@ -481,60 +485,42 @@ class _Context:
         )
         return header + dump_yaml(exp.snapshot())
 
-    def invocation(self, rt: RunTasks, plan: ServerPlan | None) -> RunOneInvocation:
-        """The runner's ``arena run-one``: its output directory and the server's endpoint are
-        the task script's shell variables (``$OUT``, ``$HOST``, ``$PORT``)."""
-        server: dict[str, Any] = {}
+    def node_spec(self, rt: RunTasks, plan: ServerPlan | None) -> NodeSpec:
+        """What the runner task's ``arena node`` runs (:class:`arena.launch.node.NodeSpec`): wait
+        for the server task (its host is the OSMO token the script puts in ``$HOST``), then
+        ``arena run-one``; the output directory is the script's ``$OUT``."""
+        server = None
         if rt.server:
             exposure = self.exposures[rt.run]
-            server = {
-                "server_host": ShellWord('"$HOST"'),
-                "server_port": ShellWord('"$PORT"'),
-                "server_api_key_env": GENERATED_KEY_ENV if rt.generated_key else None,
-                "server_info": {
-                    "task": rt.server, "host": _host(rt.server), "port": plan.task.port, "log": SERVER_LOG,
-                    "image": plan.task.image, "bind": exposure.bind, "exposed": exposure.exposed, "api_key": exposure.key,
-                },
-                "server_task": server_task_identity(plan.task),
-            }
-        return RunOneInvocation(
-            SNAPSHOT_FILE, rt.run, ShellWord('"$OUT"'),
-            resume=self.resume is not None, keep_errors=self.resume is not None and self.resume.keep_errors, **server,
+            server = NodeServer(
+                task=plan.task, command=None, client_host="$HOST", port=plan.task.port,
+                api_key_env=exposure.client_key_env,
+                info={"task": rt.server, "image": plan.task.image, "bind": exposure.bind, "exposed": exposure.exposed,
+                      "api_key": exposure.key},
+            )
+        return NodeSpec(
+            output_dir="$OUT", run=rt.run, snapshot=PurePosixPath(SNAPSHOT_FILE).name, server=server,
+            server_api_key_env=GENERATED_KEY_ENV if rt.server and rt.generated_key else None,
         )
 
     def run_script(self, rt: RunTasks, plan: ServerPlan | None) -> str:
+        """The runner task's script: the output directory, a resumed run's records, the server's
+        host (an OSMO token), then one command, ``arena node`` (:mod:`arena.launch.node`)."""
         q = shlex.quote
         run_dir = f'"$OUT"/{q(rt.run)}'
-        run_one = self.invocation(rt, plan).shell()
-        lines = ["#!/bin/bash", f"# arena run '{one_line(rt.run)}'", "set -u", "OUT={{output}}", f"mkdir -p {run_dir}"]
+        lines = ["#!/bin/bash", f"# arena run '{one_line(rt.run)}'", "set -u", "export OUT={{output}}", f"mkdir -p {run_dir}"]
         if rt.run in self.carried:
             lines += [
                 "# resumed: the finished episodes of the earlier attempt, so run-one --resume skips them",
                 f"gunzip -c {CARRIED_RECORDS} > {run_dir}/{EPISODES_FILE}",
             ]
         if rt.server:
-            task = plan.task
-            timeout = f"{task.startup_timeout_s:g}"
-            probe = f"arena probe {q(task.readiness)} \"$HOST\" \"$PORT\" --timeout {timeout}"
-            api_env = self.exposures[rt.run].client_key_env
-            if api_env:
-                probe += f" --api-key-env {q(api_env)}"
-            reason = (
-                f"policy server {in_double_quotes(rt.server)} ({in_double_quotes(task.name)}) was not ready at "
-                f"$HOST:$PORT after {timeout} s; see its server.log"
-            )
-            lines += [
-                f"HOST='{_host(rt.server)}'",
-                f"PORT={task.port}",
-                f"# wait for the policy server (readiness {one_line(task.readiness)})",
-                f"if ! {probe}; then",
-                f"  python -m arena_osmo.runner_failure \"$OUT\" {q(rt.run)} \"{reason}\"",
-                "  exit 3",
-                "fi",
-                f"exec {run_one}",
-            ]
-        else:
-            lines.append(f"exec {run_one}")
+            lines.append(f"export HOST='{_host(rt.server)}'")
+        flags = "".join(f" {flag}" for flag in resume_args(self.resume.keep_errors)) if self.resume is not None else ""
+        what = (f"waits for policy server {one_line(rt.server)} ({one_line(plan.task.readiness)} on $HOST:{plan.task.port}), "
+                "then runs" if rt.server else "runs")
+        lines += [f"# arena node {what} arena run-one and writes the run's state ({NODE_SPEC_FILE})",
+                  f"exec arena node {NODE_SPEC_FILE}{flags}"]
         return "\n".join(lines) + "\n"
 
     def server_task(self, rt: RunTasks, plan: ServerPlan) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from rich.markup import escape
 
 from arena.errors import ConfigError, LaunchError
-from arena.launch.base import LaunchBackend, Resume, Submission
+from arena.launch.base import LaunchBackend, Poll, Resume, Submission
 from arena.launch.planning import missing_image
 from arena.outputs.layout import MANIFEST_FILE, RUN_RESULT_FILE, STATUS_FILE, work_dir as work_directory
 from arena.outputs.records import FINAL_STATES, StatusWriter, read_json, write_run_result
@@ -26,9 +26,9 @@ from arena.outputs.records import FINAL_STATES, StatusWriter, read_json, write_r
 from arena_slurm import jobstate, scheduler
 from arena_slurm.options import SlurmOptions
 from arena_slurm.render import (
-    HELPERS_FILE,
+    node_spec_file,
     render_collect_script,
-    render_helpers,
+    render_node_spec,
     render_run_script,
     run_context,
     server_exposure,
@@ -137,8 +137,8 @@ class SlurmBackend(LaunchBackend):
                 )
 
     def scripts(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan], output_dir: Path) -> dict[str, str]:
-        """``{file name: script}``: one ``<run>.sbatch`` per run, ``collect.sbatch`` and the
-        shell functions the run scripts source (``arena-helpers.sh``)."""
+        """``{file name: text}``: per run its ``<run>.sbatch`` and the spec its node supervisor
+        runs (``<run>.node.json``, :mod:`arena.launch.node`), and ``collect.sbatch``."""
         output_dir = Path(output_dir).absolute()
         if any(ch.isspace() for ch in str(output_dir)):
             raise ConfigError(f"the output directory {output_dir} contains whitespace, which #SBATCH --output cannot hold")
@@ -147,12 +147,11 @@ class SlurmBackend(LaunchBackend):
                 f"the output directory {output_dir} contains '%', which #SBATCH --output expands (%j: the job id, "
                 "%x: its name, ...): choose a directory without '%'"
             )
-        texts = {
-            f"{run}.sbatch": render_run_script(experiment, run, servers.get(run), self.options, output_dir)
-            for run in experiment.runs
-        }
+        texts = {}
+        for run in experiment.runs:
+            texts[f"{run}.sbatch"] = render_run_script(experiment, run, servers.get(run), self.options, output_dir)
+            texts[node_spec_file(run)] = render_node_spec(experiment, run, servers.get(run), self.options, output_dir)
         texts["collect.sbatch"] = render_collect_script(experiment, self.options, output_dir)
-        texts[HELPERS_FILE] = render_helpers()
         return texts
 
     def exposures(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan]) -> dict[str, Exposure]:
@@ -182,9 +181,9 @@ class SlurmBackend(LaunchBackend):
             array = f" --array={context['array']}" if context["array"] else ""
             lines.append(f"  {where / (run + '.sbatch')!s:<{len(str(where)) + width + 1}}  {context['layout_note']}: {request}{array}")
         lines.append(f"  {where / 'collect.sbatch'!s:<{len(str(where)) + width + 1}}  arena collect {output_dir}, after every run job ends")
-        for name in scripts:
-            if not name.endswith(".sbatch"):
-                lines.append(f"  {where / name!s:<{len(str(where)) + width + 1}}  shell functions every job sources")
+        for run in experiment.runs:
+            name = node_spec_file(run)
+            lines.append(f"  {where / name!s:<{len(str(where)) + width + 1}}  what run {run}'s `arena node` supervises")
         lines.append(f"  (read one: less {where / next(iter(experiment.runs))}.sbatch)")
         if missing:
             lines.append("# to set before submitting (submitting refuses these runs):")
@@ -280,34 +279,26 @@ class SlurmBackend(LaunchBackend):
             self.wait(submission, console)
         return submission
 
-    def wait(self, submission: Submission, console: Console | None = None) -> None:
-        """Poll until every run job and the aggregation job have left the queue.
+    def poll(self, submission: Submission, console: Console | None = None) -> Poll:
+        """One ``squeue`` of every run job and the aggregation job (:meth:`LaunchBackend.wait`
+        loops until they have left the queue).
 
         A job pending for a reason that cannot clear (:data:`arena_slurm.jobstate.NEVER_STARTS`,
         e.g. more CPUs than any node of the partition has) is cancelled and its run failed,
-        naming the option to change; waiting goes on for the others. Ctrl-C (or SIGTERM) stops
-        waiting only: the jobs keep running (``arena cancel`` stops them), as ``arena run`` says.
+        naming the option to change; waiting goes on for the others.
         """
         refs = [j for ids in submission.ids.values() for j in ids.values()]
         if submission.extra.get("collect_job"):
             refs.append(submission.extra["collect_job"])
-        last = None
-        try:
-            while True:
-                live = scheduler.squeue(refs)
-                if not live:
-                    return
-                if any(j.state in jobstate.QUEUED and j.reason in jobstate.NEVER_STARTS for j in live.values()):
-                    states, _ = jobstate.job_states(submission)
-                    for piece in jobstate.fail_never_starting(submission, states):
-                        _say(console, f"[red]run {escape(piece.run)}[/]: {escape(str(states[piece].error))}")
-                summary = _summary(live)
-                if summary != last:
-                    _say(console, escape(f"waiting for Slurm: {summary}"))
-                    last = summary
-                time.sleep(self.options.poll_interval_s)
-        except KeyboardInterrupt:  # `arena run` says what the jobs do now and what to run
-            raise
+        live = scheduler.squeue(refs)
+        if not live:
+            return Poll(done=True)
+        notes: list[str] = []
+        if any(j.state in jobstate.QUEUED and j.reason in jobstate.NEVER_STARTS for j in live.values()):
+            states, _ = jobstate.job_states(submission)
+            for piece in jobstate.fail_never_starting(submission, states):
+                notes.append(f"[red]run {escape(piece.run)}[/]: {escape(str(states[piece].error))}")
+        return Poll(done=False, summary=escape(f"waiting for Slurm: {_summary(live)}"), notes=tuple(notes))
 
     # -- later commands ------------------------------------------------------------------------
     def status(self, submission: Submission) -> dict[str, dict[str, Any]]:
@@ -426,7 +417,7 @@ def _record_refused(submission: Submission, run: str, todo: list[int], n: int, e
     """Write ``failed`` with sbatch's refusal for the pieces of ``run`` it refused."""
     output_dir = Path(submission.output_dir)
     for k in todo:
-        work_dir = output_dir / run if n == 1 else output_dir / run / "shards" / str(k)
+        work_dir = work_directory(output_dir, run, None if n == 1 else k)
         shard = None if n == 1 else [k, n]
         StatusWriter(work_dir / STATUS_FILE, run=run, shard=shard, pid=None).write(state="failed", error=error)
         write_run_result(work_dir, run=run, state="failed", error=error, server=None, episodes_total=None,

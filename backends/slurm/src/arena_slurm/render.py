@@ -1,19 +1,21 @@
 """Render the sbatch scripts of a submission from the package's jinja2 templates.
 
-One script per run (``run.sbatch.j2``): an optional policy-server step started in the
-background on a port the job chooses, an ``arena probe`` step that waits for it, and the
-runner step ``arena run-one`` (the script's own arguments are appended: ``--resume``). A
-sharded run is a job array whose element K runs shard K/N with its own server.
-``collect.sbatch.j2`` is the final aggregation job. The shell functions every run job uses
-(status files, stopping the server, the signal traps) are one file, ``helpers.sh.j2``, that
-the scripts source from the submission's ``slurm/`` directory.
+One script per run (``run.sbatch.j2``): the ``#SBATCH`` lines, the set-up lines, and one
+command, ``exec arena node <run>.node.json`` (the script's own arguments are appended:
+``--resume``). The node supervisor (:mod:`arena.launch.node`, arena-core's, the same policy
+server lifecycle the local backend drives) reads that spec, rendered here
+(:func:`render_node_spec`): it starts the policy server as an ``srun`` step on a free port,
+probes it, checks that the socket on the port is the step's, runs the runner step ``srun ...
+arena run-one``, and writes every state. A sharded run is a job array whose element K runs
+shard K/N with its own server. ``collect.sbatch.j2`` is the final aggregation job.
 
-Faults the job handles itself: Slurm signals the batch shell ``time_signal_s`` before the time
-limit (``--signal=B:USR1@N``), which passes SIGUSR1 on to the runner, so the run ends
-``failed`` naming the limit; a server step that dies while the runner works is restarted on
-the same port at most ``server_restarts`` times, then the runner is stopped with the server
-log's tail as the run's error (``stop_reason`` + SIGUSR1); a server is stopped with SIGTERM
-and SIGKILLed only after ``server_stop_grace_s`` (``scancel --signal`` on its step: ``srun``
+Faults the job handles (the supervisor does): Slurm signals the batch shell, which is the
+supervisor after its ``exec``, ``time_signal_s`` before the time limit
+(``--signal=B:USR1@N``); SIGUSR1 goes on to the runner, so the run ends ``failed`` naming the
+limit; a server step that dies while the runner works is restarted on the same port at most
+``server_restarts`` times, then the runner is stopped with the server log's tail as the run's
+error (``stop_reason`` + SIGUSR1); a server is stopped with SIGTERM and SIGKILLed only after
+``server_stop_grace_s`` (``scancel --signal`` on its step, :data:`SIGNAL_SERVER`: ``srun``
 itself answers SIGTERM by SIGKILLing its tasks). Memory: a job asks for the sum of its
 steps' memory, and each step for its own, when both the runner's (``memory``) and the
 server's (its ServerTask) are known; otherwise the partition's default applies. Facts used:
@@ -27,9 +29,9 @@ Who can reach the server (:mod:`arena.launch.exposure`): in ``same-allocation`` 
 binds loopback and the runner and probe steps are pinned to its node; in ``hetjob`` it binds
 all interfaces and arena's own server requires an API key the job generates at run time
 (``$ARENA_SERVER_API_KEY``: in the job's environment only, never in the script). The script
-runs on the server's node, so after the probe it checks that the socket listening on the port
-belongs to the server step (its processes carry ``$ARENA_SERVER_INSTANCE``, a value unique to
-the attempt) and, when something else answered, starts the server again on another port.
+runs on the server's node, so after the probe the supervisor checks that the socket listening
+on the port belongs to the server step (its processes carry ``$ARENA_SERVER_INSTANCE``, a value
+unique to the attempt) and, when something else answered, starts the server again on another port.
 """
 
 from __future__ import annotations
@@ -46,14 +48,9 @@ import jinja2
 from arena.errors import ConfigError, short_repr
 from arena.launch.exposure import GENERATED_KEY_ENV, Exposure, decide_exposure, is_loopback
 from arena.launch.shell import DOUBLE_QUOTE_SPECIAL, in_double_quotes, one_line
-from arena.rollout.invocation import (
-    SERVER_INFO_ENV,
-    SERVER_TASK_ENV,
-    TIME_LIMIT_ENV,
-    RunOneInvocation,
-    ShellWord,
-    server_task_identity,
-)
+from arena.launch.node import NodeServer, NodeSpec
+from arena.outputs.layout import EXPERIMENT_FILE
+from arena.rollout.invocation import SERVER_HOST_ENV, SERVER_INFO_ENV, SERVER_PORT_ENV, SERVER_TASK_ENV, TIME_LIMIT_ENV
 from arena_slurm.options import SlurmOptions
 
 if TYPE_CHECKING:
@@ -66,10 +63,22 @@ _NAME_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 INSTANCE_ENV = "ARENA_SERVER_INSTANCE"
 
 
-#: The shared shell functions, in the submission's ``slurm/`` directory.
-HELPERS_FILE = "arena-helpers.sh"
-#: Step name of a policy server (``srun --job-name``): the script finds the step by it to signal it.
+#: Step name of a policy server (``srun --job-name``): the supervisor finds the step by it to signal it.
 SERVER_STEP = "arena-server"
+#: How the node supervisor signals the server step (``{signal}``: TERM or KILL): ``scancel
+#: --signal`` on the newest step of that name (``srun`` would SIGKILL the tasks on SIGTERM).
+SIGNAL_SERVER = (
+    "step=$(squeue --steps --noheader --jobs \"$SLURM_JOB_ID\" --format '%i %j' 2>/dev/null"
+    f" | awk '$2 == \"{SERVER_STEP}\" {{ print $1 }}' | tail -n1); "
+    '[ -n "$step" ] && scancel --signal={signal} "$step"'
+)
+#: The ARENA_SLURM_JOB variable the script exports: the job (or array element) id for status.json.
+JOB_ENV = "ARENA_SLURM_JOB"
+
+
+def node_spec_file(run: str) -> str:
+    """The node supervisor's spec of ``run``, in the submission's ``slurm/`` directory."""
+    return f"{run}.node.json"
 
 
 @lru_cache(maxsize=1)
@@ -236,6 +245,8 @@ def run_context(
 
     runner_mounts = [*options.container_mounts, f"{out}:{out}"]
     runner_env = [*run.runner_secrets(), TIME_LIMIT_ENV]
+    if task is not None:  # where the supervisor says the server is (and what it is)
+        runner_env += [SERVER_HOST_ENV, SERVER_PORT_ENV, SERVER_INFO_ENV, SERVER_TASK_ENV]
     if generated:
         runner_env.append(GENERATED_KEY_ENV)
     runner_container = _container_flags(options.runner_image, runner_mounts, runner_env)
@@ -251,7 +262,6 @@ def run_context(
     if step_memory:
         runner_flags.append(f"--mem={memory_flag(options.memory)}")
     runner_flags += runner_container
-    probe_flags = [*group, "--overlap", "--nodes=1", *pin, "--ntasks=1", "--cpus-per-task=1", *runner_container]
 
     common = _common_lines(options)
     extra = [_sbatch_escape(line) for line in options.extra_sbatch]
@@ -273,7 +283,6 @@ def run_context(
         rendered = task.render(
             argv, host=exposure.bind, port=_PORT_TOKEN, python=python, api_key_env=exposure.server_key_env  # type: ignore[arg-type]
         )
-        exports = [f"{key}={shlex.quote(value)}" for key, value in sorted(task.env.items())]
         names = [*task.secrets, *task.env, INSTANCE_ENV, *([GENERATED_KEY_ENV] if generated else [])]
         container = _container_flags(task.image if in_container else None, options.container_mounts, names)
         if hetjob:
@@ -307,43 +316,19 @@ def run_context(
         wildcard = exposure.bind in ("0.0.0.0", "::")
         if not hetjob and (wildcard or is_loopback(exposure.bind)):
             client_host = "127.0.0.1"  # same node: loopback reaches it, whatever it binds
-        # client_host is a shell word as written into the script (quoted here, not in the template)
-        else:
-            client_host = '"$SERVER_NODE"' if wildcard else shlex.quote(exposure.bind)
+        else:  # $SERVER_NODE: the supervisor expands it (the script exports it)
+            client_host = "$SERVER_NODE" if wildcard else exposure.bind
         server = {
             "name": task.name,
             "where": where,
             "nodelist": nodelist,
             "srun_flags": [*server_flags, *container],
             "command": _shell_words(rendered),
-            "exports": exports,
-            "readiness": task.readiness,
-            "timeout": _seconds(task.startup_timeout_s),
-            "api_key_env": exposure.client_key_env,
             "client_host": client_host,
             "exposure": exposure.describe(),
             "generated_key": generated,
             "restarts": options.server_restarts,
         }
-    # The runner's `arena run-one`: the script's shell variables; shard, server and resume
-    # arguments are bash arrays (and the script's own arguments) filled in when the job runs.
-    invocation = RunOneInvocation(
-        ShellWord('"$SNAPSHOT"'), ShellWord('"$RUN"'), ShellWord('"$OUTPUT_DIR"'),
-        shard=ShellWord(f'"$SHARD/{shards}"') if shards > 1 else None,
-        server_host=ShellWord('"$SERVER_HOST"') if task is not None else None,
-        server_port=ShellWord('"$PORT"') if task is not None else None,
-        server_api_key_env=GENERATED_KEY_ENV if generated else None,
-        server_task=server_task_identity(task) if task is not None else None,
-    )
-    run_one = {
-        "base": invocation.shell("", invocation.base_args()),
-        "shard": invocation.shell("", invocation.shard_args()),
-        "server": invocation.shell("", invocation.server_args()),
-        "info_env": SERVER_INFO_ENV,
-        "task_env": SERVER_TASK_ENV,
-        "task": invocation.environment().get(SERVER_TASK_ENV),
-        "time_limit_env": TIME_LIMIT_ENV,
-    }
     array = None
     if shards > 1:
         array = f"0-{shards - 1}" + (f"%{options.array_parallelism}" if options.array_parallelism else "")
@@ -362,15 +347,16 @@ def run_context(
         "arena": " ".join(shlex.quote(word) for word in shlex.split(options.arena)),
         "server": server,
         "external": plan is not None and plan.external,
-        "runner": {"srun_flags": runner_flags, "probe_flags": probe_flags},
-        "run_one": run_one,
+        "runner": {"srun_flags": runner_flags},
+        "task": task,
+        "exposure_obj": exposure,
+        "spec_path": f"{out}/slurm/{node_spec_file(run_name)}",
         "key_env": GENERATED_KEY_ENV,
         "instance_env": INSTANCE_ENV,
         "memory_note": memory_note,
         "time_signal": options.time_signal_s,
         "time_limit": f"launch.slurm.time={options.time}" if options.time else "the partition's time limit; launch.slurm.time is unset",
         "stop_grace": options.server_stop_grace_s,
-        "helpers": f"{out}/slurm/{HELPERS_FILE}",
     }
 
 
@@ -386,9 +372,57 @@ def render_run_script(
     return _tidy(_environment().get_template("run.sbatch.j2").render(**context))
 
 
-def render_helpers() -> str:
-    """The shell functions every run job of a submission sources (``slurm/arena-helpers.sh``)."""
-    return _tidy(_environment().get_template("helpers.sh.j2").render(instance_env=INSTANCE_ENV, server_step=SERVER_STEP))
+def node_spec(
+    experiment: ResolvedExperiment,
+    run_name: str,
+    plan: ServerPlan | None,
+    options: SlurmOptions,
+    output_dir: Path,
+) -> NodeSpec:
+    """What the job's ``arena node`` runs (:class:`arena.launch.node.NodeSpec`): the runner step's
+    ``srun`` line, and the server step's with how to signal it and mark its tasks."""
+    context = run_context(experiment, run_name, plan, options, output_dir)
+    server = None
+    info = context["server"]
+    if info is not None:
+        exposure = context["exposure_obj"]
+        server = NodeServer(
+            task=context["task"],
+            command=f"exec srun {' '.join(info['srun_flags'])} {info['command']}",
+            bind=exposure.bind,
+            client_host=info["client_host"],
+            api_key_env=exposure.client_key_env,
+            restarts=options.server_restarts,
+            restarts_option="launch.slurm.server_restarts",
+            stop_grace_s=options.server_stop_grace_s,
+            signal_command=SIGNAL_SERVER,
+            instance_env=INSTANCE_ENV,
+            info={"image": context["task"].image if options.containers else None, "bind": exposure.bind,
+                  "exposed": exposure.exposed, "api_key": exposure.key},
+        )
+    return NodeSpec(
+        output_dir=context["output_dir"],
+        run=run_name,
+        snapshot=f"{context['output_dir']}/{EXPERIMENT_FILE}",
+        arena=shlex.split(options.arena),
+        launcher=f"srun {' '.join(context['runner']['srun_flags'])}",
+        server=server,
+        server_api_key_env=GENERATED_KEY_ENV if info is not None and info["generated_key"] else None,
+        time_limit=context["time_limit"],
+        status_env={"slurm_job_id": JOB_ENV},
+        forward_term=False,  # scancel signals every step itself; srun would SIGKILL run-one on a second SIGTERM
+    )
+
+
+def render_node_spec(
+    experiment: ResolvedExperiment,
+    run_name: str,
+    plan: ServerPlan | None,
+    options: SlurmOptions,
+    output_dir: Path,
+) -> str:
+    """:func:`node_spec` as the JSON file the job script names (``slurm/<run>.node.json``)."""
+    return node_spec(experiment, run_name, plan, options, output_dir).model_dump_json(indent=2) + "\n"
 
 
 def render_collect_script(experiment: ResolvedExperiment, options: SlurmOptions, output_dir: Path) -> str:

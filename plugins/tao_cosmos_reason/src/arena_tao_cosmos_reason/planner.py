@@ -125,27 +125,25 @@ def container_accesses(req: PlanRequest, train: dict, validation: dict, model_lo
     return accesses
 
 
-def build_plan(req: PlanRequest, resolver=None, transport=None, env=None, reuse: dict | None = None) -> dict:
-    """Build the unsealed plan for a training request.
-
-    Args:
-        resolver: Hub revision resolver (default :class:`~.model_ref.HubRevisionResolver`).
-        transport: SSH transport for remote inspection (default real ``ssh``).
-        env: process environment for Docker GPU discovery (default ``os.environ``).
-        reuse: a prior plan whose inspection is reused (``retry-plan``); nothing is re-read.
-    """
-    env = os.environ if env is None else env
-    req = req.with_experiment_id()
-    _check_intake(req)
-    host_gpu_ids = None
+# -- the steps of build_plan, in its order --------------------------------------------------
+def _host_gpus(req: PlanRequest, env) -> tuple[PlanRequest, list[str] | None]:
+    """Docker: the host GPUs the container gets (discovered when ``gpus_per_node`` is 0 or
+    ``CUDA_VISIBLE_DEVICES`` is set; the request's count follows them). Elsewhere ``None``."""
     if req.platform == "docker" and (req.gpus_per_node <= 0 or env.get("CUDA_VISIBLE_DEVICES") is not None):
         host_gpu_ids = docker_gpus(req.gpus_per_node, env)
-        req = req.model_copy(update={"gpus_per_node": len(host_gpu_ids)})
-    elif req.platform == "docker":
-        host_gpu_ids = [str(i) for i in range(req.gpus_per_node)]
-    total_gpus = req.nodes * req.gpus_per_node
+        return req.model_copy(update={"gpus_per_node": len(host_gpu_ids)}), host_gpu_ids
+    if req.platform == "docker":
+        return req, [str(i) for i in range(req.gpus_per_node)]
+    return req, None
 
-    # preliminary tier and backend
+
+def _preliminary_backend(req: PlanRequest) -> str:
+    """The backend chosen from the request alone (the model's name, or the format's hint),
+    before anything is inspected; checked again by :func:`_final_backend`.
+
+    Raises:
+        CosmosPlanError: no model name can be found, or Cosmos3-Edge outside Cosmos Framework.
+    """
     try:
         model_name = resolve_model_name(req)
     except CosmosPlanError:
@@ -153,22 +151,25 @@ def build_plan(req: PlanRequest, resolver=None, transport=None, env=None, reuse:
             raise
         model_name = FORMAT_HINT[req.base_model_format]
     selection = select_backend(model_name, req.action, req.backend, req.workload, req.comparative)
-    backend, tier = selection.backend, selection.tier
-    if tier == "edge" and backend != FRAMEWORK:
+    if selection.tier == "edge" and selection.backend != FRAMEWORK:
         raise CosmosPlanError("Cosmos3-Edge training requires Cosmos Framework")
-    image = resolve_image(req, backend)
+    return selection.backend
 
-    # revisions
+
+def _resolve_revision(req: PlanRequest, resolver, reuse: dict | None) -> tuple[PlanRequest, dict]:
+    """The base model's revision (a prior plan's when reused); the request records it."""
     if reuse:
         revision = reuse["model"]["revision_resolution"]
     else:
         revision = resolve_model_reference(req.base_model_path_or_uri, req.base_model_revision, resolver)
     if revision["resolved_revision"]:
         req = req.model_copy(update={"base_model_revision": revision["resolved_revision"]})
-    stdout = req.stdout_path or os.path.join(req.results_dir, "slurm-%j.out")
-    stderr = req.stderr_path or os.path.join(req.results_dir, "slurm-%j.err")
+    return req, revision
 
-    # the one inspection
+
+def _inspect(req: PlanRequest, revision: dict, transport, reuse: dict | None) -> tuple[dict, dict, dict, dict, bool]:
+    """The one inspection of the inputs (a prior plan's, over SSH on the cluster when they are
+    not here, else on this host): ``(model, train, validation, input frame, model is local)``."""
     model_local = revision["kind"] in ("local_snapshot", "target_compute_local_snapshot")
     if reuse:
         inspection = {"model": reuse["model"], "datasets": reuse["datasets"]}
@@ -185,22 +186,30 @@ def build_plan(req: PlanRequest, resolver=None, transport=None, env=None, reuse:
         model = (inspect_target_compute_model(req.base_model_path_or_uri) if revision["kind"] == "target_compute_local_snapshot"
                  else inspect_uri_model(revision["repo_id"], revision["resolved_revision"]))
     model = dict(model, revision_resolution=revision)
-    train, validation = inspection["datasets"]["train"], inspection["datasets"]["validation"]
+    return model, inspection["datasets"]["train"], inspection["datasets"]["validation"], frame, model_local
 
-    exclusions = node_exclusions(req.exclude_node, req.exclude_unhealthy_inventory_nodes,
-                                 req.slurm_node_inventory_file, req.partition) if req.platform == "slurm" else None
 
-    # final tier and backend
+def _final_backend(req: PlanRequest, model: dict, backend: str):
+    """The backend chosen again with the inspected model type: ``(selection, model name, local
+    model type)``.
+
+    Raises:
+        CosmosPlanError: it differs from the preliminary one.
+    """
     local_type = model["config"].get("model_type") if model["kind"] == "local" else None
     final_name = resolve_model_name(req, local_type) if req.model == "auto" else req.model
     final = select_backend(final_name, req.action, req.backend, req.workload, req.comparative)
     if final.backend != backend:
         raise CosmosPlanError("backend changed after input inspection")
-    model_name, tier = final_name, final.tier
+    return final, final_name, local_type
 
-    selected = run_mode_limits(req, train["record_count"], validation["record_count"], total_gpus)
 
-    # path alignment: what the container sees, and the mounts that make it so
+def _align_paths(req: PlanRequest, train: dict, validation: dict, model_local: bool):
+    """Path alignment: what the container sees, and the mounts that make it so. What is sealed
+    is what runs (spec §0.2, §5.3): the returned request records the resolved values.
+    Returns ``(request, container paths, accesses, mounts)``."""
+    stdout = req.stdout_path or os.path.join(req.results_dir, "slurm-%j.out")
+    stderr = req.stderr_path or os.path.join(req.results_dir, "slurm-%j.err")
     strict = req.platform == "slurm"
     container = _align_container_paths(req, [parse_mount(m) for m in req.container_mount], strict)
     accesses = container_accesses(req, train, validation, model_local)
@@ -210,13 +219,90 @@ def build_plan(req: PlanRequest, resolver=None, transport=None, env=None, reuse:
                        ("write_spec", os.path.dirname(os.path.abspath(req.write_spec)),
                         os.path.dirname(container["spec_path"]), True)]
     mounts = runtime_mounts(req.platform, req.container_mount, accesses, docker_defaults)
-    # what is sealed is what runs (spec §0.2, §5.3): the request records the resolved values
     req = req.model_copy(update={"container_spec_path": container["spec_path"],
                                  "container_results_dir": container["results_dir"],
                                  "container_checkpoint_dir": container["checkpoint_dir"],
                                  "container_cache_dir": container["cache_dir"],
                                  "container_mount": [m["text"] for m in mounts],
                                  "stdout_path": stdout, "stderr_path": stderr})
+    return req, container, accesses, mounts
+
+
+def _check_datasets(req: PlanRequest, backend: str, train: dict, validation: dict, total_gpus: int) -> None:
+    """The splits fit the GPUs; Cosmos-RL merging annotations needs one shared media root.
+
+    Raises:
+        CosmosPlanError: they do not.
+    """
+    check_splits(train, validation, total_gpus)
+    if backend == RL:
+        for split in ("train", "validation"):
+            roots = getattr(req, f"{split}_media_root")
+            if len(getattr(req, f"{split}_annotation")) > 1 and len(roots) != 1:
+                raise CosmosPlanError("Cosmos-RL requires one explicit shared media root per split when annotations are "
+                                      f"merged: {split}_media_root has {len(roots)} entries")
+
+
+def _wire_data(req: PlanRequest, backend: str, family: str, train: dict, validation: dict, selected: dict,
+               mounts: list) -> tuple[dict, list[dict]]:
+    """The data as the container sees it, and the manifests to generate (a smoke run's sample
+    limit, Cosmos-RL's merged annotations): ``(container data, manifests)``."""
+    strict = req.platform == "slurm"
+    spec_dir = os.path.dirname(os.path.abspath(req.write_spec))
+    manifests = []
+    data = {}
+    for split, report in (("train", train), ("validation", validation)):
+        anns = [translate(a, mounts, strict, f"{split}_annotation") for a in getattr(req, f"{split}_annotation")]
+        roots = [translate(r, mounts, strict, f"{split}_media_root") for r in getattr(req, f"{split}_media_root")]
+        if len(roots) == 1 and len(anns) > 1:
+            roots = roots * len(anns)
+        limit = selected["limits"].get(split)
+        needs = limit is not None or (backend == RL and len(anns) > 1)
+        if needs:
+            suffix = "smoke" if req.run_mode != "full" else "merged"
+            output = os.path.join(spec_dir, f"{split}_{suffix}.json")
+            manifests.append({"split": split, "output": output, "container": translate(output, mounts, strict, "write_spec"),
+                              "sample_limit": limit, "dataset_family": family, "selected_tasks": report["selected_tasks"],
+                              "sources": getattr(req, f"{split}_annotation"), "records": report.get("_records", [])})
+        data[f"{split}_annotations"] = anns
+        data[f"{split}_media_roots"] = roots
+        placeholder = TRAIN_MANIFEST_PLACEHOLDER if split == "train" else VAL_MANIFEST_PLACEHOLDER
+        data[f"{split}_annotation"] = placeholder if needs else anns[0]
+        data[f"{split}_media_root"] = roots[0]
+    if backend == FRAMEWORK and manifests:
+        for m in manifests:
+            data[f"{m['split']}_annotations"] = [m["container"]]
+    return data, manifests
+
+
+def build_plan(req: PlanRequest, resolver=None, transport=None, env=None, reuse: dict | None = None) -> dict:
+    """Build the unsealed plan for a training request, in named steps: intake, host GPUs, a
+    preliminary backend, the model's revision, the one inspection of the inputs, the final
+    backend, path alignment, model preparation, dataset checks, the training contract and
+    runtime, data wiring, the rendered spec, then the plan record.
+
+    Args:
+        resolver: Hub revision resolver (default :class:`~.model_ref.HubRevisionResolver`).
+        transport: SSH transport for remote inspection (default real ``ssh``).
+        env: process environment for Docker GPU discovery (default ``os.environ``).
+        reuse: a prior plan whose inspection is reused (``retry-plan``); nothing is re-read.
+    """
+    env = os.environ if env is None else env
+    req = req.with_experiment_id()
+    _check_intake(req)
+    req, host_gpu_ids = _host_gpus(req, env)
+    total_gpus = req.nodes * req.gpus_per_node
+    backend = _preliminary_backend(req)
+    image = resolve_image(req, backend)
+    req, revision = _resolve_revision(req, resolver, reuse)
+    model, train, validation, frame, model_local = _inspect(req, revision, transport, reuse)
+    exclusions = node_exclusions(req.exclude_node, req.exclude_unhealthy_inventory_nodes,
+                                 req.slurm_node_inventory_file, req.partition) if req.platform == "slurm" else None
+    final, model_name, local_type = _final_backend(req, model, backend)
+    tier = final.tier
+    selected = run_mode_limits(req, train["record_count"], validation["record_count"], total_gpus)
+    req, container, accesses, mounts = _align_paths(req, train, validation, model_local)
+    strict = req.platform == "slurm"
 
     # model checks and preparation
     fmt, fmt_source = choose_base_model_format(tier, req.base_model_format, local_type)
@@ -224,15 +310,8 @@ def build_plan(req: PlanRequest, resolver=None, transport=None, env=None, reuse:
     preparation = model_preparation(req, tier, backend, fmt, model, revision, mounts, strict, container, resolver,
                                     prepared_explicit, reuse)
 
-    # datasets
-    check_splits(train, validation, total_gpus)
+    _check_datasets(req, backend, train, validation, total_gpus)
     family = train["dataset_family"]
-    if backend == RL:
-        for split in ("train", "validation"):
-            roots = getattr(req, f"{split}_media_root")
-            if len(getattr(req, f"{split}_annotation")) > 1 and len(roots) != 1:
-                raise CosmosPlanError("Cosmos-RL requires one explicit shared media root per split when annotations are "
-                                      f"merged: {split}_media_root has {len(roots)} entries")
 
     validate_sampling(req, backend)
     profile = processor_profile(req, tier, train, validation)
@@ -261,31 +340,7 @@ def build_plan(req: PlanRequest, resolver=None, transport=None, env=None, reuse:
                                       f"processor={processor_fp}\n".encode())
                   for split, d in (("train", train), ("validation", validation))}
 
-    # data wiring (container frame) and generated manifests
-    spec_dir = os.path.dirname(os.path.abspath(req.write_spec))
-    manifests = []
-    data = {}
-    for split, report in (("train", train), ("validation", validation)):
-        anns = [translate(a, mounts, strict, f"{split}_annotation") for a in getattr(req, f"{split}_annotation")]
-        roots = [translate(r, mounts, strict, f"{split}_media_root") for r in getattr(req, f"{split}_media_root")]
-        if len(roots) == 1 and len(anns) > 1:
-            roots = roots * len(anns)
-        limit = selected["limits"].get(split)
-        needs = limit is not None or (backend == RL and len(anns) > 1)
-        if needs:
-            suffix = "smoke" if req.run_mode != "full" else "merged"
-            output = os.path.join(spec_dir, f"{split}_{suffix}.json")
-            manifests.append({"split": split, "output": output, "container": translate(output, mounts, strict, "write_spec"),
-                              "sample_limit": limit, "dataset_family": family, "selected_tasks": report["selected_tasks"],
-                              "sources": getattr(req, f"{split}_annotation"), "records": report.get("_records", [])})
-        data[f"{split}_annotations"] = anns
-        data[f"{split}_media_roots"] = roots
-        placeholder = TRAIN_MANIFEST_PLACEHOLDER if split == "train" else VAL_MANIFEST_PLACEHOLDER
-        data[f"{split}_annotation"] = placeholder if needs else anns[0]
-        data[f"{split}_media_root"] = roots[0]
-    if backend == FRAMEWORK and manifests:
-        for m in manifests:
-            data[f"{m['split']}_annotations"] = [m["container"]]
+    data, manifests = _wire_data(req, backend, family, train, validation, selected, mounts)
 
     ctx = {"req": req, "tier": tier, "backend": backend, "family": family, "contract": contract, "geometry": geometry,
            "rl_batch": batch, "profile": profile, "video_runtime": video_rt, "container": container,
@@ -341,7 +396,7 @@ def build_plan(req: PlanRequest, resolver=None, transport=None, env=None, reuse:
         "compute": {"platform": req.platform, "nodes": req.nodes, "gpus_per_node": req.gpus_per_node,
                     "total_gpus": total_gpus, "cpus_per_task": req.cpus_per_task, "host_gpu_ids": host_gpu_ids},
         "slurm_node_exclusions": exclusions,
-        "slurm_logs": {"stdout": stdout, "stderr": stderr},
+        "slurm_logs": {"stdout": req.stdout_path, "stderr": req.stderr_path},
         "cache_prewarm": {"enabled": req.rl_dataset_cache_mode == "prewarm" and backend == RL and req.run_mode == "full",
                           "cache_keys": cache_keys},
         "fingerprints": {"model": model["fingerprint"], "train": train["dataset_fingerprint"],
