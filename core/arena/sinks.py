@@ -24,11 +24,12 @@ id every process derives alike (from ``manifest.json``'s experiment name and ``c
 for a sink to join its tracker records into one "run per experiment" (a W&B group, an MLflow
 parent run).
 
-**Never in the way of a run.** Each sink runs on its own background thread behind a bounded
-queue (:data:`QUEUE_SIZE` events): raising an event never waits; a full queue drops the event
-with one logged line; an exception in a sink is logged (on stderr, naming the sink and the
-event) and the sink receives the next event; closing waits at most the sink's
-``timeout_s`` seconds, then abandons a sink that hangs. The records, exit codes and results of
+**Never in the way of a run.** Each sink runs in its own process behind a bounded queue
+(:data:`QUEUE_SIZE` events): raising an event never waits; a full queue drops the event with
+one logged line; an exception in a sink is logged (on stderr, naming the sink and the event)
+and the sink receives the next event; closing waits at most the sink's ``timeout_s`` seconds
+from the moment the run is done, then ends the sink's process, so an unreachable tracker (and
+its library's own retries, flushes and exit handlers) costs a run at most ``timeout_s``. The records, exit codes and results of
 runs never depend on a sink.
 """
 
@@ -39,7 +40,6 @@ import json
 import os
 import queue
 import sys
-import threading
 import time
 import traceback
 from collections.abc import Mapping
@@ -122,43 +122,55 @@ def _log(text: str) -> None:
     print(f"arena: tracking: {text}", file=sys.stderr, flush=True)
 
 
-class _Worker:
-    """One sink on its own daemon thread behind a bounded queue."""
+def _serve(name: str, cls: type, config: SinkConfig, context: SinkContext, events: Any) -> None:
+    """The sink's own process: build the sink, apply each event in order, close it."""
+    try:
+        sink = cls(config, context)
+    except Exception as exc:
+        _log(f"sink '{name}' could not start: {type(exc).__name__}: {exc}; its events are dropped")
+        sink = None
+    while True:
+        item = events.get()
+        if item is None:
+            break
+        if sink is None:
+            continue
+        method, args = item
+        try:
+            getattr(sink, method)(*args)
+        except Exception as exc:  # a sink never changes a run: log and go on
+            _log(f"sink '{name}' failed in {method}: {type(exc).__name__}: {exc}")
+            if os.environ.get("ARENA_DEBUG_SINKS"):
+                traceback.print_exc()
+    if sink is not None:
+        try:
+            sink.close()
+        except Exception as exc:
+            _log(f"sink '{name}' failed to close: {type(exc).__name__}: {exc}")
+    sys.stderr.flush()
 
-    _STOP = object()
+
+class _Worker:
+    """One sink in its own process (``multiprocessing``'s *spawn*) behind a bounded queue.
+
+    A process, not a thread, because a tracker library's own waiting is out of arena's reach in
+    a thread: W&B's ``init`` / ``finish`` wait up to 90 s for an unreachable service, and what
+    they registered with ``atexit`` holds the interpreter's exit after an abandoned thread;
+    MLflow's HTTP client retries for minutes. A process ends when :meth:`close`'s deadline
+    passes (SIGTERM, then SIGKILL), so ``timeout_s`` bounds the whole time a process spends on
+    its sink, the library's shutdown and flush included.
+    """
 
     def __init__(self, name: str, cls: type, config: SinkConfig, context: SinkContext) -> None:
+        import multiprocessing
+
         self.name = name
         self.timeout_s = float(config.timeout_s)
-        self.queue: queue.Queue = queue.Queue(QUEUE_SIZE)
         self.dropped = 0
-        self.thread = threading.Thread(target=self._loop, args=(cls, config, context), name=f"arena-sink-{name}", daemon=True)
-        self.thread.start()
-
-    def _loop(self, cls: type, config: SinkConfig, context: SinkContext) -> None:
-        try:
-            sink = cls(config, context)
-        except Exception as exc:
-            _log(f"sink '{self.name}' could not start: {type(exc).__name__}: {exc}; its events are dropped")
-            sink = None
-        while True:
-            item = self.queue.get()
-            if item is self._STOP:
-                break
-            if sink is None:
-                continue
-            method, args = item
-            try:
-                getattr(sink, method)(*args)
-            except Exception as exc:  # a sink never changes a run: log and go on
-                _log(f"sink '{self.name}' failed in {method}: {type(exc).__name__}: {exc}")
-                if os.environ.get("ARENA_DEBUG_SINKS"):
-                    traceback.print_exc()
-        if sink is not None:
-            try:
-                sink.close()
-            except Exception as exc:
-                _log(f"sink '{self.name}' failed to close: {type(exc).__name__}: {exc}")
+        ctx = multiprocessing.get_context("spawn")
+        self.queue: Any = ctx.Queue(QUEUE_SIZE)
+        self.process = ctx.Process(target=_serve, args=(name, cls, config, context, self.queue), name=f"arena-sink-{name}", daemon=True)
+        self.process.start()
 
     def put(self, method: str, args: tuple) -> None:
         try:
@@ -170,12 +182,20 @@ class _Worker:
 
     def close(self, deadline: float) -> None:
         try:
-            self.queue.put(self._STOP, timeout=max(0.0, deadline - time.monotonic()))
+            self.queue.put(None, timeout=max(0.01, deadline - time.monotonic()))
         except queue.Full:
             pass
-        self.thread.join(max(0.0, deadline - time.monotonic()))
-        if self.thread.is_alive():
+        self.process.join(max(0.0, deadline - time.monotonic()))
+        if self.process.is_alive():
             _log(f"sink '{self.name}' did not finish within {self.timeout_s:g} s; abandoning it (the results are unaffected)")
+            self.process.terminate()
+            self.process.join(2.0)
+            if self.process.is_alive():
+                self.process.kill()
+                self.process.join(2.0)
+        # events still buffered for a process that is gone must not hold this one's exit
+        self.queue.cancel_join_thread()
+        self.queue.close()
 
 
 class Sinks:

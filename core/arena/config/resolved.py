@@ -55,6 +55,8 @@ class ResolvedRun:
     recording: RecordingConfig
     trajectories: TrajectoriesConfig = field(default_factory=TrajectoriesConfig)
     credentials: list[str] = field(default_factory=list)
+    #: ``evaluated`` (the policy under evaluation), ``baseline`` or ``None`` (:data:`arena.config.runs.ROLES`).
+    role: str | None = None
     #: Names of the variables the experiment's result sinks read (``tracking``), set by the experiment.
     tracking_secrets: list[str] = field(default_factory=list, compare=False, repr=False)
     worker_plan: WorkerPlan | None = None
@@ -70,6 +72,7 @@ class ResolvedRun:
             "recording": _dump(self.recording),
             "trajectories": _dump(self.trajectories),
             "credentials": list(self.credentials),
+            **({"role": self.role} if self.role else {}),
         }
 
     def runner_secrets(self) -> list[str]:

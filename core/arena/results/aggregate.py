@@ -241,16 +241,36 @@ def models_differ(run_a: dict[str, Any], run_b: dict[str, Any]) -> list[str] | N
 
     ``None`` when the policy types differ (a different model is expected) or either side
     recorded no model (a local policy, or a run that never reached its server: unknown is
-    not different); else the list of differing :data:`MODEL_FIELDS` (empty: the same model
-    as far as recorded).
+    not different); else the differing :data:`MODEL_FIELDS`, a mapping field (the server's
+    metadata) by its differing keys (``server_metadata.n_action_steps``); empty: the same
+    model as far as recorded. :func:`model_differences` gives the values too.
     """
+    found = model_differences(run_a, run_b)
+    return None if found is None else [d["key"] for d in found]
+
+
+def model_differences(run_a: dict[str, Any], run_b: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """:func:`models_differ` with each side's value: ``[{"key", "a", "b"}…]``."""
     pa, pb = run_a.get("policy") or {}, run_b.get("policy") or {}
     if not pa or pa.get("type") != pb.get("type"):
         return None
     ma, mb = run_a.get("model") or {}, run_b.get("model") or {}
     if not ma or not mb:
         return None
-    return [f for f in MODEL_FIELDS if ma.get(f) != mb.get(f) and (ma.get(f) is not None or mb.get(f) is not None)]
+    out: list[dict[str, Any]] = []
+    for f in MODEL_FIELDS:
+        va, vb = ma.get(f), mb.get(f)
+        if va == vb or (va is None and vb is None):
+            continue
+        if isinstance(va, dict) and isinstance(vb, dict):
+            out += [{"key": f"{f}.{k}", "a": va.get(k), "b": vb.get(k)} for k in sorted(set(va) | set(vb), key=str) if va.get(k) != vb.get(k)]
+        else:
+            out.append({"key": f, "a": va, "b": vb})
+    return out
+
+
+#: Fields of :data:`MODEL_FIELDS` that say *which* model (the others: how it was served).
+MODEL_IDENTITY_FIELDS = ("checkpoint", "revision", "image", "image_digest")
 
 
 #: The fields that name a model in a label (server metadata may hold per-connection values).

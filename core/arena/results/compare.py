@@ -40,6 +40,7 @@ from arena.results.aggregate import (
     build_experiment_result,
     compare_runs,
     counted_run_records,
+    model_differences,
     models_differ,
     suite_comparison,
 )
@@ -113,6 +114,7 @@ def compare_experiments(a: str | os.PathLike[str], b: str | os.PathLike[str]) ->
                 "paired": paired,
                 "setup_differences": setup,
                 "models_differ": models_differ(run_a, run_b),
+                "model_differences": model_differences(run_a, run_b),
             }
         )
     multiplicity = adjust_holm(rows)

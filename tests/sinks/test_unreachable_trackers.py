@@ -1,0 +1,56 @@
+"""Issue 38 item 4: a tracker that cannot be reached costs a run at most its sink's
+``timeout_s``, the tracker library's own waiting included (W&B's ``init``/``finish`` wait up
+to 90 s for an unreachable service; MLflow's HTTP client retries for minutes). Both are
+pointed at a loopback port nothing listens on."""
+
+from __future__ import annotations
+
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from arena.testing.experiments import run_tiny_experiment, tiny_experiment
+
+TIMEOUT_S = 3.0
+
+
+def _dead_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # closed on return: nothing listens there
+
+
+@pytest.fixture(scope="module")
+def plain_seconds(tmp_path_factory) -> float:
+    exp = tiny_experiment({"type": "random_action"}, episodes=3, max_episode_steps=8, run="reach")
+    started = time.monotonic()
+    outcome = run_tiny_experiment(exp, tmp_path_factory.mktemp("plain") / "out")
+    assert outcome.exit_code == 0, outcome.explain()
+    return time.monotonic() - started
+
+
+@pytest.mark.parametrize("tracker", ["wandb", "mlflow"])
+def test_an_unreachable_tracker_costs_at_most_its_timeout(tracker: str, tmp_path: Path, monkeypatch, plain_seconds: float) -> None:
+    pytest.importorskip(tracker)
+    port = _dead_port()
+    if tracker == "wandb":
+        monkeypatch.setenv("WANDB_BASE_URL", f"http://127.0.0.1:{port}")
+        monkeypatch.setenv("WANDB_API_KEY", "0" * 40)
+        options = {"project": "arena-test", "mode": "online", "per": "run", "dir": str(tmp_path / "wb")}
+    else:
+        monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "120")
+        options = {"tracking_uri": f"http://127.0.0.1:{port}", "experiment_name": "arena-test", "per": "run"}
+    exp = tiny_experiment({"type": "random_action"}, episodes=3, max_episode_steps=8, run="reach")
+    exp["tracking"] = {tracker: {**options, "timeout_s": TIMEOUT_S}}
+    started = time.monotonic()
+    outcome = run_tiny_experiment(exp, tmp_path / "out")
+    took = time.monotonic() - started
+    assert outcome.exit_code == 0, outcome.explain()
+    assert outcome.result["runs"]["reach"]["n"] == 3
+    # arena run and arena run-one each give the sink at most TIMEOUT_S after their work is
+    # done; the rest is the sink processes' start (one interpreter each) on a loaded machine.
+    assert took < plain_seconds + 2 * TIMEOUT_S + 25, f"{tracker}: {took:.0f} s against {plain_seconds:.0f} s without it"
+    log = (outcome.output_dir / "reach" / "runner.log").read_text()
+    assert f"sink '{tracker}'" in log, log[-2000:]
