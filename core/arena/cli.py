@@ -157,6 +157,8 @@ def _print_run_warnings(exp) -> None:
     from arena.envs.base import success_warning
     from arena.launch.planning import ignored_endpoints
 
+    for warning in getattr(exp, "warnings", []):
+        err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     for name, run_cfg in exp.runs.items():
         if warning := success_warning(run_cfg.environment_cls):
             err.print(f"[yellow]warning:[/] {escape(f'run {name}: {warning}')}", highlight=False)

@@ -69,6 +69,10 @@ def evaluate(
         exp = load_experiment_dict(dict(experiment), tokens, allow_imports=allow_imports)
     else:
         exp = load_experiment(experiment, tokens, allow_imports=allow_imports)
+    for warning in exp.warnings:
+        import warnings
+
+        warnings.warn(f"arena.evaluate: {warning}", UserWarning, stacklevel=2)
     console = None
     if not quiet:
         from rich.console import Console

@@ -103,6 +103,9 @@ class ResolvedExperiment:
     imports: list[str] = field(default_factory=list)
     #: The ``tracking`` section: result sinks and their options (:mod:`arena.sinks`).
     tracking: Any = None
+    #: Caveats of the configuration that do not make it wrong (an override that changes no run),
+    #: printed by ``arena validate`` and ``arena run``; not part of the snapshot.
+    warnings: list[str] = field(default_factory=list, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         secrets = self.tracking.secret_env_names() if self.tracking is not None else []
