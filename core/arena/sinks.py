@@ -61,7 +61,11 @@ class SinkContext:
     ``role`` is ``"experiment"`` in the process raising the experiment's start and end
     (``arena run`` / ``arena collect``) and ``"run"`` in an ``arena run-one`` (then ``run`` names
     its run and ``shard`` is ``(K, N)`` or ``None``). ``group`` is the experiment's id shared by
-    all those processes (:func:`experiment_group`); ``step`` the checkpoint's training step.
+    all those processes (:func:`experiment_group`); ``step`` the checkpoint's training step;
+    ``label`` names this evaluation (``tracking.label``, e.g. the checkpoint's name; default
+    ``step<step>`` when there is a step); ``series`` is the id shared by every evaluation of
+    one training run (``tracking.series``; ``arena watch`` sets it), which a tracker draws as
+    one curve against ``step``. :meth:`tracker_name` is the name a tracker's run gets.
     """
 
     experiment: str
@@ -71,6 +75,17 @@ class SinkContext:
     step: int | None = None
     run: str | None = None
     shard: tuple[int, int] | None = None
+    label: str | None = None
+    series: str | None = None
+
+    def tracker_name(self, run: str | None = None) -> str:
+        """``<experiment>/<run>/<label>`` (the parts that are known; a shard adds
+        ``-shard<K>`` to the run): every evaluation's tracker runs differ by name."""
+        run = run if run is not None else self.run
+        if run is not None and self.shard is not None and run == self.run:
+            run = f"{run}-shard{self.shard[0]}"
+        label = self.label if self.label is not None else (f"step{self.step}" if self.step is not None else None)
+        return "/".join(p for p in (self.experiment, run, label) if p)
 
 
 class ResultSink:
@@ -224,6 +239,8 @@ class Sinks:
         self._emit("episode_finished", run, record)
 
     def run_finished(self, run: str, result: dict[str, Any]) -> None:
+        if self.workers:
+            result = with_returns(result, self.context.output_dir / run)
         self._emit("run_finished", run, result)
 
     def experiment_finished(self, result: dict[str, Any], report: Path | None, videos: list[Path]) -> None:
@@ -254,6 +271,8 @@ def run_sinks(experiment: Any, output_dir: str | os.PathLike[str], run: str, sha
         step=tracking.step if tracking else None,
         run=run,
         shard=shard,
+        label=tracking.label if tracking else None,
+        series=tracking.series if tracking else None,
     )
     return Sinks(tracking, context)
 
@@ -267,6 +286,8 @@ def experiment_sinks(experiment: Any, output_dir: str | os.PathLike[str]) -> Sin
         group=experiment_group(experiment.name, output_dir) if tracking and tracking.sinks else "",
         role="experiment",
         step=tracking.step if tracking else None,
+        label=tracking.label if tracking else None,
+        series=tracking.series if tracking else None,
     )
     return Sinks(tracking, context)
 
@@ -283,28 +304,79 @@ def read_provenance(output_dir: str | os.PathLike[str]) -> dict[str, Any] | None
 
 
 def rate_metrics(entry: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
-    """Numbers a tracker plots for one run's (or the pooled) result: ``success_rate``,
-    ``ci95_low`` / ``ci95_high`` (Wilson), ``n`` (non-error episodes), ``k`` (successes),
-    ``errors``; keys prefixed ``prefix/`` when given. Works on an ``experiment_result.json`` run
-    entry or ``overall`` and on a ``run_result.json``; a missing rate (n = 0) is left out."""
+    """Numbers a tracker plots for one run's result: ``success_rate``, ``ci95_low`` /
+    ``ci95_high`` (the interval valid for it: Wilson's, or the confidence sequence's after an
+    early stop), ``n`` (non-error episodes), ``k`` (successes), ``errors``; each episode metric
+    as ``metrics/<key>`` (its mean) with ``metrics/<key>/ci95_low`` / ``ci95_high``; the
+    episode return as ``return`` with its interval, when the entry carries ``returns``
+    (:func:`with_returns`). Keys prefixed ``prefix/`` when given. Works on an
+    ``experiment_result.json`` run entry and on a ``run_result.json``; a missing rate (n = 0)
+    or interval is left out."""
     counts = entry.get("counts") or {}
     k = entry.get("k", counts.get("success", 0))
     n = entry.get("n", sum(int(counts.get(o, 0)) for o in ("success", "failure", "timeout")))
     out: dict[str, float] = {"n": float(n), "k": float(k), "errors": float(entry.get("errors", counts.get("error", 0)))}
     if entry.get("success_rate") is not None:
         out["success_rate"] = float(entry["success_rate"])
-        ci = entry.get("ci95") or [None, None]
+        stop = entry.get("stop") if isinstance(entry.get("stop"), dict) else {}
+        ci = stop.get("sequence_ci") or entry.get("ci95") or [None, None]
         if ci[0] is not None and ci[1] is not None:
             out["ci95_low"], out["ci95_high"] = float(ci[0]), float(ci[1])
+    summaries = dict(entry.get("metrics") or {})
+    named = {f"metrics/{key}": m for key, m in summaries.items()}
+    if isinstance(entry.get("returns"), dict):
+        named["return"] = entry["returns"]
+    for name, m in named.items():
+        if isinstance(m, dict) and _finite(m.get("mean")):
+            out[name] = float(m["mean"])
+            if _finite(m.get("ci_low")) and _finite(m.get("ci_high")):
+                out[f"{name}/ci95_low"], out[f"{name}/ci95_high"] = float(m["ci_low"]), float(m["ci_high"])
     return {f"{prefix}/{k}" if prefix else k: v for k, v in out.items()}
 
 
-def experiment_metrics(result: Mapping[str, Any]) -> dict[str, float]:
-    """:func:`rate_metrics` of ``overall`` (prefix ``overall``) and of every run (prefix its name)."""
-    out = rate_metrics(result.get("overall") or {}, "overall")
-    for name, entry in (result.get("runs") or {}).items():
+def _finite(value: Any) -> bool:
+    import math
+
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def experiment_metrics(result: Mapping[str, Any], roles: Mapping[str, str] | None = None) -> dict[str, float]:
+    """:func:`rate_metrics` of every run (prefix its name) and, where the experiment names
+    the policy under evaluation (one run with ``role: evaluated``, or a single run), of that
+    run again under ``evaluated/``: the headline a training curve plots. Nothing is pooled
+    over runs (a rate pooled over a policy and its baseline would mean nothing)."""
+    runs = result.get("runs") or {}
+    out: dict[str, float] = {}
+    for name, entry in runs.items():
         out.update(rate_metrics(entry, name))
+    marked = [name for name in runs if (roles or {}).get(name) == "evaluated"]
+    chosen = marked or (list(runs) if len(runs) == 1 else [])
+    if len(chosen) == 1:
+        out.update(rate_metrics(runs[chosen[0]], "evaluated"))
     return out
+
+
+def roles_of(output_dir: str | os.PathLike[str]) -> dict[str, str]:
+    """``{run: role}`` from the output's snapshot (``experiment.yaml``)."""
+    from arena.results.experiment_result import _roles
+
+    return _roles(Path(output_dir))
+
+
+def with_returns(result: Mapping[str, Any], run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """``result`` (a run's entry) with ``returns``: the mean episode return over the run's
+    counted episodes with its interval (``{"mean", "ci_low", "ci_high", "episodes"}``, as
+    :func:`arena.outputs.metrics.summarize_metrics` gives episode metrics), read from the
+    run's records; ``result`` unchanged when there are none."""
+    from arena.outputs.metrics import summarize_metrics
+    from arena.results.aggregate import counted_run_records
+
+    try:
+        records = counted_run_records(run_dir)
+    except OSError:
+        return dict(result)
+    summary = summarize_metrics([{"outcome": r.outcome, "metrics": {"return": r.return_}} for r in records])
+    return {**result, "returns": summary["return"]} if summary and "return" in summary else dict(result)
 
 
 def videos_of(output_dir: str | os.PathLike[str]) -> list[Path]:
@@ -324,4 +396,5 @@ def finish_experiment(sinks: Sinks, output_dir: str | os.PathLike[str]) -> None:
     except (OSError, ValueError):
         return
     report = out / "index.html"
-    sinks.experiment_finished(result, report if report.exists() else None, videos_of(out))
+    runs = {name: with_returns(entry, out / name) for name, entry in (result.get("runs") or {}).items()}
+    sinks.experiment_finished({**result, "runs": runs}, report if report.exists() else None, videos_of(out))

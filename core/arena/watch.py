@@ -9,7 +9,9 @@ are evaluated in order of step (then name), each once, at most ``jobs`` at a tim
 ``arena run EXPERIMENT OVERRIDES --output-dir WATCH_DIR/<name>`` in its own process (the same
 code path as ``arena run``). In every override ``{checkpoint}`` becomes the entry's absolute
 path and ``{step}`` its step; ``tracking.step=<step>`` is added when the pattern gives one, so
-the result sinks log against it.
+the result sinks log against it, with ``tracking.label=<name>`` and ``tracking.series=<the
+watch's id>`` (:func:`series_id`), so each tracker puts every checkpoint on one curve (W&B: one
+run; MLflow: one series run, a child per checkpoint; :mod:`arena.sinks`).
 
 The state is ``WATCH_DIR/watch.json``: ``{"checkpoints": {NAME: {"step", "path",
 "output_dir", "state": "running" | "done" | "failed", "exit_code", "attempts", "reason",
@@ -107,13 +109,26 @@ def fingerprint(path: Path) -> tuple[int, float, int]:
     return (size, newest, count)
 
 
-def fill(overrides: Sequence[str], checkpoint: Checkpoint) -> list[str]:
-    """``overrides`` with ``{checkpoint}`` / ``{step}`` replaced, plus ``tracking.step``."""
+def fill(overrides: Sequence[str], checkpoint: Checkpoint, series: str | None = None) -> list[str]:
+    """``overrides`` with ``{checkpoint}`` / ``{step}`` replaced, plus ``tracking.step`` (the
+    checkpoint's step), ``tracking.label`` (its name) and ``tracking.series`` (the watch's id,
+    when given), each unless the overrides set it."""
     step = "" if checkpoint.step is None else str(checkpoint.step)
     out = [o.replace("{checkpoint}", str(checkpoint.path)).replace("{step}", step) for o in overrides]
-    if checkpoint.step is not None and not any(o.startswith("tracking.step=") for o in overrides):
-        out.append(f"tracking.step={checkpoint.step}")
+    added = {"step": checkpoint.step, "label": checkpoint.name, "series": series}
+    for key, value in added.items():
+        if value is not None and not any(o.startswith(f"tracking.{key}=") for o in overrides):
+            out.append(f"tracking.{key}={json.dumps(value) if isinstance(value, str) else value}")
     return out
+
+
+def series_id(experiment: Path, watch_dir: Path) -> str:
+    """The id every evaluation of one watch shares (``tracking.series``):
+    ``<experiment>-watch-<8 hex digits of the watch folder's absolute path>``."""
+    import hashlib
+
+    digest = hashlib.sha1(str(Path(watch_dir).resolve()).encode()).hexdigest()[:8]
+    return f"{Path(experiment).stem}-watch-{digest}"
 
 
 class WatchState:
@@ -264,7 +279,7 @@ class Watch:
 
     # -- evaluations -------------------------------------------------------------------------
     def _argv(self, checkpoint: Checkpoint, out: Path) -> list[str]:
-        return [sys.executable, "-m", "arena", "run", str(self.experiment), *fill(self.overrides, checkpoint),
+        return [sys.executable, "-m", "arena", "run", str(self.experiment), *fill(self.overrides, checkpoint, series_id(self.experiment, self.watch_dir)),
                 "--output-dir", str(out), *self.extra_args]
 
     def _start(self, checkpoint: Checkpoint) -> None:
@@ -347,7 +362,7 @@ class Watch:
         from arena.results.curve import write_page
 
         try:
-            write_page(self.watch_dir, self.state.checkpoints, f"arena watch: {self.experiment.stem} over {self.checkpoint_dir}")
+            write_page(self.watch_dir, self.state.checkpoints, f"arena watch: {self.experiment.stem} over {self.checkpoint_dir.name}/")  # no local path: the page is shared
         except OSError as exc:
             self.say(f"arena watch: could not write {self.watch_dir / 'index.html'}: {exc}")
 

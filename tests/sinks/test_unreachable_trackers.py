@@ -1,7 +1,8 @@
 """Issue 38 item 4: a tracker that cannot be reached costs a run at most its sink's
 ``timeout_s``, the tracker library's own waiting included (W&B's ``init``/``finish`` wait up
 to 90 s for an unreachable service; MLflow's HTTP client retries for minutes). Both are
-pointed at a loopback port nothing listens on."""
+pointed at a loopback port nothing listens on, and nothing of the sink may outlive the run in
+the process that called it (a training script calling ``arena.evaluate()``)."""
 
 from __future__ import annotations
 
@@ -52,5 +53,12 @@ def test_an_unreachable_tracker_costs_at_most_its_timeout(tracker: str, tmp_path
     # arena run and arena run-one each give the sink at most TIMEOUT_S after their work is
     # done; the rest is the sink processes' start (one interpreter each) on a loaded machine.
     assert took < plain_seconds + 2 * TIMEOUT_S + 25, f"{tracker}: {took:.0f} s against {plain_seconds:.0f} s without it"
+    # nothing of the sink is left behind in this process (arena.evaluate() runs in a training
+    # script's): no thread still retrying, no process still waiting
+    import multiprocessing
+    import threading
+
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("arena-sink-")]
+    assert not [p.name for p in multiprocessing.active_children() if p.name.startswith("arena-sink-")]
     log = (outcome.output_dir / "reach" / "runner.log").read_text()
     assert f"sink '{tracker}'" in log, log[-2000:]

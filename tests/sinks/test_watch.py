@@ -128,8 +128,9 @@ def test_pattern_step_and_placeholders() -> None:
     pattern = compile_pattern(DEFAULT_PATTERN)
     assert pattern.fullmatch("model_v2_step3000.pt")["step"] == "3000"
     ckpt = Checkpoint("ckpt_7", Path("/c/ckpt_7"), 7)
-    assert fill(["shared.server.checkpoint={checkpoint}", "runs.a.policy.seed={step}"], ckpt) == [
-        "shared.server.checkpoint=/c/ckpt_7", "runs.a.policy.seed=7", "tracking.step=7"]
+    assert fill(["shared.server.checkpoint={checkpoint}", "runs.a.policy.seed={step}"], ckpt, "exp-watch-1") == [
+        "shared.server.checkpoint=/c/ckpt_7", "runs.a.policy.seed=7", "tracking.step=7", 'tracking.label="ckpt_7"',
+        'tracking.series="exp-watch-1"']
 
 
 def test_scan_orders_by_step_not_by_name(tmp_path: Path) -> None:

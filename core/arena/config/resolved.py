@@ -124,7 +124,7 @@ class ResolvedExperiment:
         }
         if self.imports:
             data["allow_imports"] = list(self.imports)
-        if self.tracking is not None and (self.tracking.sinks or self.tracking.step is not None):
+        if self.tracking is not None and self.tracking.to_dict():
             data["tracking"] = self.tracking.to_dict()
         return data
 

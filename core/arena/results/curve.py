@@ -124,6 +124,8 @@ def _svg(quantity: str, lines: dict[str, list[Point]]) -> str:
     lo_x, hi_x = min(steps), max(steps)
     if hi_x == lo_x:
         lo_x, hi_x = lo_x - 1, hi_x + 1
+    margin = (hi_x - lo_x) * 0.04  # the first and last points' bars clear the frame
+    lo_x, hi_x = lo_x - margin, hi_x + margin
     if quantity == "success_rate":
         lo_y, hi_y = 0.0, 1.0
     else:
