@@ -40,8 +40,8 @@ import json
 import os
 import queue
 import sys
+import threading
 import time
-import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,55 +137,59 @@ def _log(text: str) -> None:
     print(f"arena: tracking: {text}", file=sys.stderr, flush=True)
 
 
-def _serve(name: str, cls: type, config: SinkConfig, context: SinkContext, events: Any) -> None:
-    """The sink's own process: build the sink, apply each event in order, close it."""
-    try:
-        sink = cls(config, context)
-    except Exception as exc:
-        _log(f"sink '{name}' could not start: {type(exc).__name__}: {exc}; its events are dropped")
-        sink = None
-    while True:
-        item = events.get()
-        if item is None:
-            break
-        if sink is None:
-            continue
-        method, args = item
-        try:
-            getattr(sink, method)(*args)
-        except Exception as exc:  # a sink never changes a run: log and go on
-            _log(f"sink '{name}' failed in {method}: {type(exc).__name__}: {exc}")
-            if os.environ.get("ARENA_DEBUG_SINKS"):
-                traceback.print_exc()
-    if sink is not None:
-        try:
-            sink.close()
-        except Exception as exc:
-            _log(f"sink '{name}' failed to close: {type(exc).__name__}: {exc}")
-    sys.stderr.flush()
-
-
 class _Worker:
-    """One sink in its own process (``multiprocessing``'s *spawn*) behind a bounded queue.
+    """One sink in its own process (:mod:`arena.sink_process`) behind a bounded queue.
 
     A process, not a thread, because a tracker library's own waiting is out of arena's reach in
     a thread: W&B's ``init`` / ``finish`` wait up to 90 s for an unreachable service, and what
     they registered with ``atexit`` holds the interpreter's exit after an abandoned thread;
-    MLflow's HTTP client retries for minutes. A process ends when :meth:`close`'s deadline
-    passes (SIGTERM, then SIGKILL), so ``timeout_s`` bounds the whole time a process spends on
-    its sink, the library's shutdown and flush included.
+    MLflow's HTTP client retries for minutes in the background of the process that called it
+    (a training script, with ``arena.evaluate()``). A process ends when :meth:`close`'s
+    deadline passes (SIGTERM, then SIGKILL), so ``timeout_s`` bounds the whole time a process
+    spends on its sink, the library's shutdown and flush included. Events go to it pickled over
+    its stdin, written by a feeder thread, so raising one never waits.
     """
 
+    _STOP = None
+
     def __init__(self, name: str, cls: type, config: SinkConfig, context: SinkContext) -> None:
-        import multiprocessing
+        import pickle
+        import subprocess
 
         self.name = name
         self.timeout_s = float(config.timeout_s)
         self.dropped = 0
-        ctx = multiprocessing.get_context("spawn")
-        self.queue: Any = ctx.Queue(QUEUE_SIZE)
-        self.process = ctx.Process(target=_serve, args=(name, cls, config, context, self.queue), name=f"arena-sink-{name}", daemon=True)
-        self.process.start()
+        self.queue: queue.Queue = queue.Queue(QUEUE_SIZE)
+        head = pickle.dumps(list(sys.path)) + pickle.dumps((name, cls, config, context))  # fails here if not picklable
+        self.process = subprocess.Popen([sys.executable, "-m", "arena.sink_process"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+        self.feeder = threading.Thread(target=self._feed, args=(head,), name=f"arena-sink-{name}", daemon=True)
+        self.feeder.start()
+
+    def _feed(self, head: bytes) -> None:
+        import pickle
+
+        stdin = self.process.stdin
+        try:
+            stdin.write(head)
+            stdin.flush()
+            while True:
+                item = self.queue.get()
+                try:
+                    data = pickle.dumps(item)
+                except Exception as exc:
+                    _log(f"sink '{self.name}': an event could not be sent ({type(exc).__name__}: {exc}); dropped")
+                    continue
+                stdin.write(data)
+                stdin.flush()
+                if item is self._STOP:
+                    break
+        except (BrokenPipeError, OSError, ValueError):  # the sink's process is gone
+            pass
+        finally:
+            try:
+                stdin.close()
+            except (BrokenPipeError, OSError):
+                pass
 
     def put(self, method: str, args: tuple) -> None:
         try:
@@ -196,21 +200,26 @@ class _Worker:
                 _log(f"sink '{self.name}' is not keeping up (queue of {QUEUE_SIZE} full): dropping events")
 
     def close(self, deadline: float) -> None:
+        import subprocess
+
         try:
-            self.queue.put(None, timeout=max(0.01, deadline - time.monotonic()))
+            self.queue.put(self._STOP, timeout=max(0.01, deadline - time.monotonic()))
         except queue.Full:
             pass
-        self.process.join(max(0.0, deadline - time.monotonic()))
-        if self.process.is_alive():
-            _log(f"sink '{self.name}' did not finish within {self.timeout_s:g} s; abandoning it (the results are unaffected)")
-            self.process.terminate()
-            self.process.join(2.0)
-            if self.process.is_alive():
-                self.process.kill()
-                self.process.join(2.0)
-        # events still buffered for a process that is gone must not hold this one's exit
-        self.queue.cancel_join_thread()
-        self.queue.close()
+        try:
+            self.process.wait(max(0.0, deadline - time.monotonic()))
+            self.feeder.join(1.0)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+        _log(f"sink '{self.name}' did not finish within {self.timeout_s:g} s; abandoning it (the results are unaffected)")
+        self.process.terminate()
+        try:
+            self.process.wait(2.0)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(2.0)
+        self.feeder.join(1.0)
 
 
 class Sinks:
@@ -226,7 +235,10 @@ class Sinks:
         if tracking is None:
             return
         for name, sink in tracking.sinks.items():
-            self.workers.append(_Worker(name, sink.cls, sink.config, context))
+            try:
+                self.workers.append(_Worker(name, sink.cls, sink.config, context))
+            except Exception as exc:  # e.g. a sink class that cannot be sent to another process
+                _log(f"sink '{name}' could not start: {type(exc).__name__}: {exc}; its events are dropped")
 
     def _emit(self, method: str, *args: Any) -> None:
         for worker in self.workers:

@@ -62,8 +62,11 @@ _TRAINING_SCRIPT = textwrap.dedent('''
     broken = os.path.abspath("ckpt_broken.npz")
     with open(broken, "wb") as f:
         f.write(b"half a checkpoint")  # a checkpoint the training was killed while writing
+    # a tracker too, from a script with no `if __name__ == "__main__"` guard: its sink's
+    # process must not run this script again
+    sink = {"type": "arena.testing.sinks:RecordingSink", "path": os.path.abspath("events.jsonl")}
     result = arena.evaluate("examples/evaluate_checkpoint.yaml", output_dir="evals/good",
-                            overrides={"runs.checkpoint.policy.path": good, "tracking.step": 1})
+                            overrides={"runs.checkpoint.policy.path": good, "tracking.step": 1, "tracking.rec": sink})
     out["good"] = {"rate": result.success_rate, "ci95": result.ci95, "ok": result.ok,
                    "run_rate": result.runs["checkpoint"].success_rate, "zero_rate": result.runs["zero"].success_rate}
     try:
@@ -80,10 +83,16 @@ _TRAINING_SCRIPT = textwrap.dedent('''
 def test_training_script_gets_its_checkpoints_rate_and_a_broken_checkpoint_raises(tmp_path: Path) -> None:
     import json
 
+    from arena.testing.sinks import read_events
+
     work = _in_checkout_copy(tmp_path)
-    done = subprocess.run([sys.executable, "-c", _TRAINING_SCRIPT], cwd=work, capture_output=True, text=True, timeout=300)
+    (work / "train.py").write_text(_TRAINING_SCRIPT)
+    done = subprocess.run([sys.executable, "train.py"], cwd=work, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
+    assert len(done.stdout.strip().splitlines()) == 1, done.stdout  # the script ran once
     got = json.loads(done.stdout.strip().splitlines()[-1])
+    events = read_events(work / "events.jsonl")
+    assert [e["event"] for e in events].count("experiment_finished") == 1 and {e["step"] for e in events} == {1}
     good = got["good"]
     assert good["ok"] is True and good["rate"] == good["run_rate"] and good["ci95"][0] <= good["rate"] <= good["ci95"][1]
     broken = got["broken"]
