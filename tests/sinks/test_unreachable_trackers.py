@@ -40,17 +40,8 @@ def _sink_children() -> list[int]:
     return found
 
 
-@pytest.fixture(scope="module")
-def plain_seconds(tmp_path_factory) -> float:
-    exp = tiny_experiment({"type": "random_action"}, episodes=3, max_episode_steps=8, run="reach")
-    started = time.monotonic()
-    outcome = run_tiny_experiment(exp, tmp_path_factory.mktemp("plain") / "out")
-    assert outcome.exit_code == 0, outcome.explain()
-    return time.monotonic() - started
-
-
 @pytest.mark.parametrize("tracker", ["wandb", "mlflow"])
-def test_an_unreachable_tracker_costs_at_most_its_timeout(tracker: str, tmp_path: Path, monkeypatch, plain_seconds: float) -> None:
+def test_an_unreachable_tracker_costs_at_most_its_timeout(tracker: str, tmp_path: Path, monkeypatch) -> None:
     pytest.importorskip(tracker)
     port = _dead_port()
     if tracker == "wandb":
@@ -68,8 +59,9 @@ def test_an_unreachable_tracker_costs_at_most_its_timeout(tracker: str, tmp_path
     assert outcome.exit_code == 0, outcome.explain()
     assert outcome.result["runs"]["reach"]["n"] == 3
     # arena run and arena run-one each give the sink at most TIMEOUT_S after their work is
-    # done; the rest is the sink processes' start (one interpreter each) on a loaded machine.
-    assert took < plain_seconds + 2 * TIMEOUT_S + 25, f"{tracker}: {took:.0f} s against {plain_seconds:.0f} s without it"
+    # done. The run alone takes 5-15 s on 2 loaded cores; before the bound held, W&B's own
+    # waiting made it ~190 s.
+    assert took < 2 * TIMEOUT_S + 45, f"{tracker}: {took:.0f} s"
     # nothing of the sink is left behind in this process (arena.evaluate() runs in a training
     # script's): no thread still retrying, no process still waiting
     import threading
