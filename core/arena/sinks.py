@@ -318,12 +318,13 @@ def read_provenance(output_dir: str | os.PathLike[str]) -> dict[str, Any] | None
 def rate_metrics(entry: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
     """Numbers a tracker plots for one run's result: ``success_rate``, ``ci95_low`` /
     ``ci95_high`` (the interval valid for it: Wilson's, or the confidence sequence's after an
-    early stop), ``n`` (non-error episodes), ``k`` (successes), ``errors``; each episode metric
-    as ``metrics/<key>`` (its mean) with ``metrics/<key>/ci95_low`` / ``ci95_high``; the
-    episode return as ``return`` with its interval, when the entry carries ``returns``
-    (:func:`with_returns`). Keys prefixed ``prefix/`` when given. Works on an
-    ``experiment_result.json`` run entry and on a ``run_result.json``; a missing rate (n = 0)
-    or interval is left out."""
+    early stop), ``n`` (non-error episodes), ``k`` (successes), ``errors``; for each episode
+    metric ``metrics/<key>/mean``, ``metrics/<key>/ci95_low`` and ``metrics/<key>/ci95_high``
+    (the figures and interval method of :func:`arena.outputs.metrics.summarize_metrics`, as the
+    results hold them); the episode return as ``return/mean`` with its interval, when the entry
+    carries ``returns`` (:func:`with_returns`). Keys prefixed ``prefix/`` when given. Works on
+    an ``experiment_result.json`` run entry and on a ``run_result.json``; a missing rate
+    (n = 0) or interval is left out."""
     counts = entry.get("counts") or {}
     k = entry.get("k", counts.get("success", 0))
     n = entry.get("n", sum(int(counts.get(o, 0)) for o in ("success", "failure", "timeout")))
@@ -334,15 +335,15 @@ def rate_metrics(entry: Mapping[str, Any], prefix: str = "") -> dict[str, float]
         ci = stop.get("sequence_ci") or entry.get("ci95") or [None, None]
         if ci[0] is not None and ci[1] is not None:
             out["ci95_low"], out["ci95_high"] = float(ci[0]), float(ci[1])
-    summaries = dict(entry.get("metrics") or {})
-    named = {f"metrics/{key}": m for key, m in summaries.items()}
-    if isinstance(entry.get("returns"), dict):
+    named = {f"metrics/{key}": m for key, m in (entry.get("metrics") or {}).items()} if isinstance(entry.get("metrics"), Mapping) else {}
+    if isinstance(entry.get("returns"), Mapping):
         named["return"] = entry["returns"]
-    for name, m in named.items():
-        if isinstance(m, dict) and _finite(m.get("mean")):
-            out[name] = float(m["mean"])
-            if _finite(m.get("ci_low")) and _finite(m.get("ci_high")):
-                out[f"{name}/ci95_low"], out[f"{name}/ci95_high"] = float(m["ci_low"]), float(m["ci_high"])
+    for name, summary in named.items():  # the same mean and interval as the results
+        if not isinstance(summary, Mapping):
+            continue
+        for field, key in (("mean", "mean"), ("ci_low", "ci95_low"), ("ci_high", "ci95_high")):
+            if _finite(summary.get(field)):
+                out[f"{name}/{key}"] = float(summary[field])
     return {f"{prefix}/{k}" if prefix else k: v for k, v in out.items()}
 
 

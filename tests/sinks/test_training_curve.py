@@ -78,9 +78,9 @@ def test_wandb_holds_one_curve_over_the_checkpoint_steps(watched: dict) -> None:
         assert row["evaluated/success_rate"] == pytest.approx(result["success_rate"])
         assert row["toy/ci95_low"] == pytest.approx(result["ci95"][0])
         distance = result["metrics"]["distance"]
-        assert row["toy/metrics/distance"] == pytest.approx(distance["mean"])
+        assert row["toy/metrics/distance/mean"] == pytest.approx(distance["mean"])
         assert row["toy/metrics/distance/ci95_high"] == pytest.approx(distance["ci_high"])
-        assert "toy/return" in row and "toy/return/ci95_low" in row
+        assert "toy/return/mean" in row and "toy/return/ci95_low" in row
         assert not [k for k in row if k.startswith("overall/")]
 
 

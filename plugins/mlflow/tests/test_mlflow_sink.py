@@ -44,7 +44,7 @@ def test_per_run_logs_a_parent_and_a_child_run(tmp_path: Path) -> None:
     assert all(m.step == 1200 for key in child.data.metrics for m in client.get_metric_history(child.info.run_id, key))
     assert parent.data.metrics["evaluated/success_rate"] == pytest.approx(expected["success_rate"])
     assert not [k for k in parent.data.metrics if k.startswith("overall/")]
-    assert "reach/return" in parent.data.metrics and "reach/return/ci95_low" in parent.data.metrics
+    assert "reach/return/mean" in parent.data.metrics and "reach/return/ci95_low" in parent.data.metrics
     assert parent.data.metrics["reach/ci95_high"] == pytest.approx(expected["ci95"][1])
     assert parent.data.params["runs.reach.policy.type"] == "random_action"
     assert parent.data.params["tracking.step"] == "1200"

@@ -13,7 +13,7 @@ Configured in the experiment::
 
 A relative ``tracking_uri`` path is relative to the working directory of each process that
 logs (``arena run``, ``arena run-one``, ``arena collect``): give an absolute one, or a server URL.
-A new MLflow experiment on a local store (``sqlite:///PATH`` or a folder) without
+A new MLflow experiment on a SQLite store (``sqlite:///PATH``) without
 ``artifact_location`` keeps its artifacts beside the store (``<store's folder>/mlartifacts``),
 not in ``./mlruns`` of whichever directory a process ran in.
 
@@ -273,8 +273,10 @@ class MlflowSink(ResultSink):
 
 
 def beside_store(tracking_uri: str | None) -> str | None:
-    """``file://<folder of the store>/mlartifacts`` for a local store (``sqlite:///PATH``,
-    ``file:///PATH`` or a plain folder path), ``None`` (the server's default) otherwise."""
+    """``file://<folder of the database>/mlartifacts`` for a SQLite store (``sqlite:///PATH``),
+    where MLflow would otherwise use ``./mlruns`` of the working directory; ``None`` (the
+    store's own default) otherwise: a file store keeps artifacts inside itself, a server has
+    its artifact root."""
     from urllib.parse import urlparse
 
     if not tracking_uri:
@@ -285,10 +287,7 @@ def beside_store(tracking_uri: str | None) -> str | None:
         if not path or path == ":memory:":
             return None
         return (Path(path).resolve().parent / "mlartifacts").as_uri()
-    if parsed.scheme in ("", "file"):
-        folder = Path(parsed.path if parsed.scheme == "file" else tracking_uri).resolve()
-        return (folder / "mlartifacts").as_uri()
-    return None
+    return None  # a file store keeps artifacts inside itself already; a server has its own root
 
 
 def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
