@@ -4,7 +4,8 @@
 On its stdin, a stream of pickles: ``sys.path`` of the process that started it (so the sink's
 class imports as it did there), then ``(name, sink class, config, context)``, then one
 ``(method, args)`` per event, then ``None``: build the sink, apply each event in order, close
-the sink, exit. A sink's exception is logged on stderr (naming the sink and the event) and the
+the sink, exit; stdin's end (the process that started it is gone) ends it too. SIGINT and
+SIGTERM are ignored: it is ended by its stdin, or killed at its deadline. A sink's exception is logged on stderr (naming the sink and the event) and the
 next event is applied. A plain interpreter, not ``multiprocessing``: its *spawn* would import
 the caller's ``__main__`` again, i.e. run a training script that calls ``arena.evaluate()``
 at its top level a second time.
@@ -54,5 +55,12 @@ def serve(stream) -> None:
 
 
 if __name__ == "__main__":
+    import signal
+
+    # Ctrl-C and `arena cancel` reach the whole process group: the process that started this
+    # one still has events to send (the experiment's end) and ends it itself (stdin closed, or
+    # SIGKILL at its deadline).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     serve(sys.stdin.buffer)
     sys.stderr.flush()

@@ -145,7 +145,7 @@ class _Worker:
     they registered with ``atexit`` holds the interpreter's exit after an abandoned thread;
     MLflow's HTTP client retries for minutes in the background of the process that called it
     (a training script, with ``arena.evaluate()``). A process ends when :meth:`close`'s
-    deadline passes (SIGTERM, then SIGKILL), so ``timeout_s`` bounds the whole time a process
+    deadline passes (SIGKILL), so ``timeout_s`` bounds the whole time a process
     spends on its sink, the library's shutdown and flush included. Events go to it pickled over
     its stdin, written by a feeder thread, so raising one never waits.
     """
@@ -213,12 +213,11 @@ class _Worker:
         except subprocess.TimeoutExpired:
             pass
         _log(f"sink '{self.name}' did not finish within {self.timeout_s:g} s; abandoning it (the results are unaffected)")
-        self.process.terminate()
+        self.process.kill()  # it ignores SIGINT/SIGTERM (sent to the whole group by Ctrl-C, arena cancel)
         try:
-            self.process.wait(2.0)
+            self.process.wait(5.0)
         except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(2.0)
+            pass
         self.feeder.join(1.0)
 
 
