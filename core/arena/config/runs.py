@@ -260,11 +260,18 @@ def validate_sections(
 
 def check_run(run: ResolvedRun, *, source: str | None) -> None:
     """The run as a whole: how its envs spread over worker processes (``environment.workers``
-    / ``python``), then the environment's and the policy's ``validate_run(run)`` hooks."""
+    / ``python``), its ``environment.perturbations`` (:func:`arena.envs.perturbations.check_values`),
+    then the environment's and the policy's ``validate_run(run)`` hooks."""
     try:  # planned once, here; the run uses this plan (ResolvedRun.worker_plan)
         run.worker_plan = plan_workers(run.environment_cls, run.environment, run.environment_builder.num_envs)  # type: ignore[arg-type]
     except ValueError as exc:
         raise ConfigError(str(exc), file=source, run=run.name, key="environment.workers") from None
+    from arena.envs.perturbations import PerturbationError, check_values
+
+    try:  # every name supported by this environment, every value in its range
+        check_values(run.environment_cls, run.environment, run.environment.perturbations)
+    except PerturbationError as exc:
+        raise ConfigError(str(exc), file=source, run=run.name, key=f"environment.perturbations.{exc.name}") from None
     for section in ("environment", "policy"):
         hook = getattr(getattr(run, section), "validate_run", None)
         if callable(hook):

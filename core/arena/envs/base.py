@@ -89,6 +89,14 @@ class EnvironmentConfig(BaseModel):
         "longer is killed, its envs' episodes end as errors and it is restarted. null: no bound",
     )
 
+    perturbations: dict[str, Any] = Field(
+        default_factory=dict,
+        description="perturbations of this run's episodes, {name: value}: generic ones (image_noise, "
+        "image_blur, jpeg_quality, brightness, contrast, state_noise, action_noise, action_delay, "
+        "instruction, instruction_drop, instruction_replace) and the environment's own simulator ones "
+        "(arena plugins lists them); empty: none (arena.envs.perturbations)",
+    )
+
     @field_validator("workers", mode="before")
     @classmethod
     def _workers(cls, value: Any) -> Any:
@@ -168,6 +176,29 @@ class Environment:
     #: ``metrics``. A class whose metrics depend on its config (the task) overrides
     #: :meth:`episode_metrics_for`.
     episode_metrics: ClassVar[dict[str, str]] = {}
+
+    # -- perturbations (issue 40, owner `perturb`; arena.envs.perturbations) ----------------
+    #: The simulator-side perturbations this environment supports
+    #: (:class:`arena.envs.perturbations.Perturbation`: name, unit, range, nominal), e.g. a
+    #: subset of :data:`arena.envs.perturbations.MUJOCO`. The generic ones (image, state, action,
+    #: instruction) every environment gets from core's wrapper and need not be declared.
+    perturbations: ClassVar[tuple[Any, ...]] = ()
+
+    @classmethod
+    def perturbations_for(cls, config: EnvironmentConfig) -> tuple[Any, ...]:
+        """The simulator perturbations a run with ``config`` supports (:attr:`perturbations` by
+        default); override when they depend on the config (e.g. the task's scene)."""
+        return tuple(cls.perturbations)
+
+    def perturb_after_reset(self, env_id: int, seed: int) -> bool | None:
+        """Apply the config's active simulator perturbations to ``env_id`` right after its
+        ``reset(seed)`` and before its first observation is read (the environment calls it from
+        its own reset; seeded draws use ``seed``); may return whether it moved objects, so the
+        caller reads the scene again. Does nothing by default and must do nothing when no
+        simulator perturbation is active, so the unperturbed episode is unchanged."""
+        return None
+
+    # -- end perturbations ---------------------------------------------------------------
 
     @classmethod
     def envs_per_worker_for(cls, config: EnvironmentConfig) -> Literal["any", "one", "all"]:

@@ -636,6 +636,10 @@ METHODS = {
     "holm": "Holm's step-down adjustment of the p-values shown together (family-wise error 5%).",
     "stratified-adjusted-wald-per-task": "A suite difference: the mean of per-task differences, its variance summed "
     "over tasks (Agresti-Caffo for unpaired tasks, Agresti-Min for paired).",
+    "glm-binomial-cluster-robust": "A perturbation sweep's logistic model of success on its factor levels "
+    "(statsmodels GLM, Binomial), with standard errors clustered by episode seed (the sweep's runs share seeds).",
+    "firth-penalized-logistic": "Firth's (1993) bias-reduced logistic regression, used when a sweep's cell solved "
+    "every episode or none (plain maximum likelihood is infinite there); model-based Wald intervals.",
     "betting-confidence-sequence": "Waudby-Smith & Ramdas (2023) betting confidence sequence: valid at every "
     "episode count, so after stopping early too.",
     "betting-bounded-mean": "An episode metric with known bounds (declared by the environment): the hedged "
@@ -668,7 +672,9 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
     its Newcombe interval, see :func:`compare_runs`), ``provenance`` (``provenance.json``)
     and ``overall`` (pooled
     counts, ``n``, ``k``, ``success_rate``, ``ci95``, ``macro_success_rate``: the mean of
-    the per-run rates, ``states``: runs per state). A run listed in the manifest with no
+    the per-run rates, ``states``: runs per state), ``attribution`` (perturbation sweeps: paired
+    differences from nominal and a logistic model per factor level, see
+    :mod:`arena.results.attribution`; ``None`` without a sweep). A run listed in the manifest with no
     files yet is ``pending``; a failed run stays ``failed`` with its error.
     """
     output_dir = Path(output_dir)
@@ -691,8 +697,13 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
     from arena.results.setups import run_setups
     from arena.results.provenance import read_provenance
 
-    comparisons = task_comparisons(output_dir, runs, records_of, run_setups(output_dir, runs))
-    groups = by_group(runs)
+    from arena.results.attribution import attribution
+
+    setups = run_setups(output_dir, runs)
+    comparisons = task_comparisons(output_dir, runs, records_of, setups)
+    drivers = attribution(output_dir, runs, records_of, setups)
+    # a perturbation sweep's runs are levels of one policy on one task, not a suite's tasks
+    groups = {g: v for g, v in by_group(runs).items() if not (drivers and g in drivers["sweeps"])}
     overall = _aggregate(list(runs.values()))
     result = {
         "format_version": FORMAT_VERSION,
@@ -707,6 +718,7 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
         "multiplicity": _multiplicity_note(comparisons),
         "methods": METHODS,
         "provenance": read_provenance(output_dir),
+        "attribution": drivers,
         "overall": {
             **overall,
             "counts": counts,

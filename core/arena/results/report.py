@@ -56,6 +56,9 @@ def _environment() -> jinja2.Environment:
     env.filters["when"] = format_time
     env.filters["policy"] = _policy_label
     env.filters["breakable"] = breakable
+    from arena.results.sweep_plot import factor_svg
+
+    env.globals["factor_svg"] = factor_svg
     env.filters["shell"] = lambda argv: shlex.join(str(a) for a in argv) if isinstance(argv, (list, tuple)) else "–"
     return env
 
