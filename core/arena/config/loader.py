@@ -287,7 +287,10 @@ def list_overrides(
     out: list[tuple[str, Any]] = []
     out += [(".".join(("shared", *path)), value) for path, value in leaves(experiment.shared)]
     for name, run in experiment.runs.items():
-        out += [(".".join(("runs", name, *path)), value) for path, value in leaves(run.to_dict())]
+        data = run.to_dict()
+        # a sync run's snapshot leaves execution out (it changes nothing); its keys are still overridable
+        data.setdefault("execution", run.execution.model_dump(mode="json"))
+        out += [(".".join(("runs", name, *path)), value) for path, value in leaves(data)]
     launch = experiment.launch.model_dump(mode="json", by_alias=True)
     out += [(".".join(("launch", *path)), value) for path, value in leaves(launch)]
     return out

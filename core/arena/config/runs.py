@@ -11,9 +11,10 @@ with the file, the run and the key:
    ``package.module:Class`` with the user's opt-in, :mod:`arena.config.imports`), checked and
    their config validated;
 5. :func:`validate_sections`: ``environment_builder``, ``rollout_limit``, ``server``, ``recording``,
-   ``trajectories``;
-6. :func:`check_run`: the run as a whole (how its envs spread over worker processes, the
-   configs' ``validate_run`` hooks).
+   ``trajectories``, ``execution``;
+6. :func:`check_run`: the run as a whole (how its envs spread over worker processes, live
+   execution against the environment's hold rules and control rate, the configs'
+   ``validate_run`` hooks).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from arena.config.overrides import Override
 from arena.config.resolved import ResolvedRun
 from arena.config.validation import validate_section
 from arena.envs.base import Environment, declared_success_key
+from arena.live.config import ExecutionConfig
 from arena.envs.workers.layout import plan_workers
 from arena.errors import ConfigError, PluginError, SuccessSignalError, short_repr
 from arena.policies.base import PolicyBase
@@ -39,8 +41,8 @@ if TYPE_CHECKING:
     from arena.plugins import PluginManager
 
 RUN_KEYS = (
-    "environment", "policy", "environment_builder", "rollout_limit", "server", "recording", "trajectories", "credentials",
-    "role",
+    "environment", "policy", "environment_builder", "rollout_limit", "server", "recording", "trajectories", "execution",
+    "credentials", "role",
 )
 #: Run keys whose value is a list, not a mapping of fields.
 LIST_RUN_KEYS = ("credentials",)
@@ -62,6 +64,7 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "server": ServerOverrides,
     "recording": RecordingConfig,
     "trajectories": TrajectoriesConfig,
+    "execution": ExecutionConfig,
 }
 
 
@@ -266,6 +269,8 @@ def check_run(run: ResolvedRun, *, source: str | None) -> None:
         run.worker_plan = plan_workers(run.environment_cls, run.environment, run.environment_builder.num_envs)  # type: ignore[arg-type]
     except ValueError as exc:
         raise ConfigError(str(exc), file=source, run=run.name, key="environment.workers") from None
+    for key, message in run.execution.check(run.environment_cls, run.environment):
+        raise ConfigError(message, file=source, run=run.name, key=f"execution.{key}")
     from arena.envs.perturbations import PerturbationError, check_values
 
     try:  # every name supported by this environment, every value in its range

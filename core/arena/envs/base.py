@@ -337,6 +337,39 @@ class Environment:
     def close(self) -> None:
         """Release simulator resources. Idempotent."""
 
+    # -- live: what the simulator executes while an action chunk is in flight (arena.live) --
+    #: Hold rules valid for this action space, preferred first (the default of
+    #: ``execution.hold``): ``"continue_chunk"`` (the previous chunk's not-yet-executed rows,
+    #: RTC's protocol), ``"repeat_last"`` (the last action again: absolute position control),
+    #: ``"null_action"`` (:meth:`null_action_for`: delta or velocity control). Empty: the
+    #: environment cannot run in live mode (refused at validation).
+    hold_rules: ClassVar[tuple[str, ...]] = ()
+    #: Control steps per second (one ``step``), or ``None`` when unknown: a delay in ms and a
+    #: measured clock need it (:meth:`control_hz_for` when it depends on the config).
+    control_hz: ClassVar[float | None] = None
+
+    @classmethod
+    def hold_rules_for(cls, config: EnvironmentConfig) -> tuple[str, ...]:
+        """The hold rules valid for a run with ``config`` (default :attr:`hold_rules`), e.g.
+        per controller: absolute joint targets repeat, deltas hold still with a null action."""
+        return tuple(cls.hold_rules)
+
+    @classmethod
+    def control_hz_for(cls, config: EnvironmentConfig) -> float | None:
+        """Control steps per second of a run with ``config`` (default :attr:`control_hz`)."""
+        return cls.control_hz
+
+    @classmethod
+    def null_action_for(cls, config: EnvironmentConfig) -> np.ndarray | None:
+        """``float64 (action_dim,)``: the action that holds still (delta/velocity control), or
+        ``None`` when there is none (absolute control). A NaN entry keeps that dimension's
+        last executed value (e.g. an absolute gripper command). Default ``None``."""
+        return None
+
+    def null_action(self, env_id: int) -> np.ndarray | None:
+        """Env ``env_id``'s null action (default :meth:`null_action_for` of its config)."""
+        return self.null_action_for(self.config)
+
 
 _UNDECLARED = object()
 

@@ -196,6 +196,15 @@ class MetaWorldEnvironment(SerialEnvironment):
     Config = MetaWorldConfig
     success_key = "success"  # Meta-World's own info["success"]
     default_max_episode_steps = 500
+    #: Live mode (arena.live): xyz are mocap deltas, so holding still is a null action; the
+    #: gripper is an effort command that keeps its last value (NaN in the null action).
+    hold_rules = ("continue_chunk", "null_action")
+    #: frame_skip 5 of MuJoCo's 2.5 ms timestep: 80 control steps per second.
+    control_hz = 80.0
+
+    @classmethod
+    def null_action_for(cls, config: MetaWorldConfig) -> np.ndarray:
+        return np.array([0.0, 0.0, 0.0, np.nan])
     #: Every MuJoCo scene perturbation (:mod:`arena.envs.mujoco_perturb`): the camera is the
     #: config's ``camera``, the table its wood and frame materials, the objects the task's free
     #: bodies (reach-v3's puck, push-v3's puck, ...; none in tasks without free objects).

@@ -669,7 +669,8 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
     ``by_task`` (task -> run names),
     ``by_policy`` (pooled and macro rates per policy), ``by_group`` (expanded runs under their
     parent run, e.g. a LIBERO suite's tasks: see :func:`by_group`), ``comparisons`` (every pair of policies on one task: difference and
-    its Newcombe interval, see :func:`compare_runs`), ``provenance`` (``provenance.json``)
+    its Newcombe interval, see :func:`compare_runs`), ``delay_sweeps`` (live runs differing only in
+    their delay, each paired with its ``d = 0`` run: :mod:`arena.results.delay`), ``provenance`` (``provenance.json``)
     and ``overall`` (pooled
     counts, ``n``, ``k``, ``success_rate``, ``ci95``, ``macro_success_rate``: the mean of
     the per-run rates, ``states``: runs per state), ``attribution`` (perturbation sweeps: paired
@@ -704,6 +705,12 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
     drivers = attribution(output_dir, runs, records_of, setups)
     # a perturbation sweep's runs are levels of one policy on one task, not a suite's tasks
     groups = {g: v for g, v in by_group(runs).items() if not (drivers and g in drivers["sweeps"])}
+    from arena.outputs.layout import read_snapshot
+    from arena.results.delay import delay_sweeps
+
+    snapshot = read_snapshot(output_dir) or {}
+    sweeps = delay_sweeps(runs, snapshot.get("runs") if isinstance(snapshot.get("runs"), dict) else {}, records_of, setups,
+                          compare_runs=compare_runs, adjust_holm=adjust_holm)
     overall = _aggregate(list(runs.values()))
     result = {
         "format_version": FORMAT_VERSION,
@@ -715,6 +722,7 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
         "by_group": groups,
         "comparisons": comparisons,
         "group_comparisons": group_comparisons(runs, groups, comparisons),
+        "delay_sweeps": sweeps,
         "multiplicity": _multiplicity_note(comparisons),
         "methods": METHODS,
         "provenance": read_provenance(output_dir),

@@ -393,6 +393,10 @@ class _Invocation:
                     env = perturb(env, self.run.environment_cls, self.run.environment)  # itself when unperturbed
                     what = "policy"
                     policy = self.run.policy_cls(self.run.policy)
+                    if self.run.execution.live:  # the simulator keeps its clock (arena.live)
+                        from arena.live.policy import live_policy
+
+                        policy = live_policy(policy, self.run)
                     if self.run.recording.enabled:
                         from arena.rollout.recording import EpisodeRecorder
 

@@ -118,6 +118,10 @@ class AlohaEnvironment(SerialEnvironment):
     simulator_modules = ("gym_aloha", "dm_control")
     #: gym-aloha's time limit (``max_episode_steps=300`` of both registered envs).
     default_max_episode_steps = 300
+    #: Live mode (arena.live): actions are absolute joint targets, so a held target repeats.
+    hold_rules: ClassVar[tuple[str, ...]] = ("continue_chunk", "repeat_last")
+    #: gym-aloha's control period DT = 0.02 s: 50 control steps per second.
+    control_hz: ClassVar[float | None] = 50.0
     #: MuJoCo scene perturbations (:mod:`arena.envs.mujoco_perturb`): the scene cameras of
     #: ``config.cameras`` (not the wrist ones), every light, the free objects (the cube; the peg
     #: and the socket). No ``table_color``: the scene's table has no material of its own.
