@@ -71,7 +71,7 @@ def test_results_name_the_model_and_compare_says_when_models_differ(tmp_path):
 
     compared = _arena("compare", runs["r1"][0], runs["r2"][0], cwd=tmp_path)
     assert compared.returncode == 0, compared.stderr
-    assert re.search(r"run reach: the same policy type was served by different\s+models \(revision differ\)", compared.stdout)
+    assert re.search(r"run reach: the same policy type was served by different\s+models:\s+revision\s+\(A 'r1',\s+B\s+'r2'\)", compared.stdout)
 
 
 def test_an_unreachable_external_server_shows_as_a_failed_run_with_its_reason(tmp_path):

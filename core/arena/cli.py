@@ -157,6 +157,8 @@ def _print_run_warnings(exp) -> None:
     from arena.envs.base import success_warning
     from arena.launch.planning import ignored_endpoints
 
+    for warning in getattr(exp, "warnings", []):
+        err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     for name, run_cfg in exp.runs.items():
         if warning := success_warning(run_cfg.environment_cls):
             err.print(f"[yellow]warning:[/] {escape(f'run {name}: {warning}')}", highlight=False)
@@ -325,17 +327,19 @@ def watch(
     jobs: Annotated[int, typer.Option("--jobs", help="evaluations at once")] = 1,
     output_dir: Annotated[Optional[Path], typer.Option("--output-dir", help="the watch's folder (state, one output per checkpoint); default outputs/<experiment>-watch")] = None,
     max_evaluations: Annotated[Optional[int], typer.Option("--max-evaluations", help="stop after this many evaluations in all (default: watch forever)")] = None,
+    retries: Annotated[int, typer.Option("--retries", help="times a failed evaluation is tried again (arena run --resume) before it counts as failed")] = 2,
     allow_import: AllowImportOpt = None,
 ) -> None:
     """Evaluate each new checkpoint of CHECKPOINT_DIR, in order of step, once each.
 
     Give the override that takes the checkpoint with {checkpoint} for its path (and {step} if wanted), e.g. `arena watch ckpts/ --experiment exp.yaml shared.server.checkpoint={checkpoint}`; tracking.step is set to the step.
 
-    Started again on the same --output-dir, the watch skips what it evaluated and resumes what it was evaluating (watch.json).
+    Started again on the same --output-dir, the watch skips what it evaluated and resumes what it was evaluating (watch.json). A failed evaluation is recorded with its reason and tried again (--retries times). Each evaluation's success rates are printed as it ends, a table at the end; --output-dir/index.html plots success rate and each episode metric against training step.
 
     Exit codes:
-    0    --max-evaluations reached
+    0    --max-evaluations reached, every evaluation succeeded
     2    a configuration error
+    3    --max-evaluations reached, some evaluation failed after its retries (listed at the end)
     130  interrupted (Ctrl-C); 143 terminated: start it again to resume
     """
     from arena.watch import Watch
@@ -346,7 +350,7 @@ def watch(
         watch_dir = output_dir or Path("outputs") / f"{experiment.stem}-watch"
         extra = [a for m in (allow_import or []) for a in ("--allow-import", m)]
         code = Watch(checkpoint_dir, experiment, list(overrides or []), watch_dir, pattern=pattern, settle_s=settle,
-                     poll_s=poll, jobs=jobs, max_evaluations=max_evaluations, extra_args=extra).run()
+                     poll_s=poll, jobs=jobs, max_evaluations=max_evaluations, retries=retries, extra_args=extra).run()
     except ArenaError as exc:
         raise _fail(exc) from None
     raise typer.Exit(code)

@@ -145,6 +145,18 @@ class LaunchError(ArenaError):
     """A launch backend could not start, wait for or stop something it manages."""
 
 
+class EvaluationFailed(ArenaError):
+    """``arena.evaluate()``: the experiment ran, but a run failed or has error episodes
+    (``arena run`` would exit 3), so its numbers are not the policy's. ``result`` is the
+    :class:`arena.ExperimentResult` as written (``None`` when none was); ``failures`` one line
+    per failed run."""
+
+    def __init__(self, message: str, *, result: object = None, failures: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.result = result
+        self.failures = list(failures or [])
+
+
 class SuccessSignalError(ArenaError):
     """An environment does not declare, or does not deliver, its success signal."""
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from arena.errors import EvaluationFailed
 from arena.outputs.layout import EXPERIMENT_FILE
 from arena.results.experiment_result import ExperimentResult
 
@@ -25,14 +26,28 @@ def evaluate(
     wait: bool = True,
     allow_imports: Sequence[str] = (),
     quiet: bool = True,
+    check: bool = True,
 ) -> ExperimentResult:
     """Evaluate ``experiment`` (a YAML path, or its data as a mapping) and return its result.
 
     ``overrides`` are ``KEY=VALUE`` tokens as ``arena run`` takes them, or a mapping
-    ``{KEY: value}`` (e.g. ``{"shared.server.checkpoint": path, "tracking.step": 1200}``);
+    ``{KEY: value}`` (e.g. ``{"runs.learned.policy.policy_path": path, "tracking.step": 1200}``);
     ``backend`` is ``launch.backend``; ``output_dir`` must not exist or be empty (default:
     ``outputs/<experiment>/<timestamp>``). A cluster backend is waited for (``wait``) so the
     result exists. ``quiet=False`` prints what ``arena run`` prints.
+
+    A failed evaluation never looks like a measured one. With ``check=True`` (the default) a
+    run that failed (its server or simulator could not start, it was cancelled) or has error
+    episodes raises :class:`arena.errors.EvaluationFailed`, whose message names each such run,
+    its error and the output directory (``.result`` holds what was written). With
+    ``check=False`` the result is returned as it is: then test ``result.ok`` (``False``) and
+    ``result.failures`` (one line per such run) before using a number.
+
+    The headline ``result.success_rate`` (and ``result.ci95``) is that of the policy under
+    evaluation: the run marked ``role: evaluated`` in the experiment, or its only run. It is
+    never pooled over runs; with several runs and none marked it raises
+    :class:`arena.results.experiment_result.AmbiguousResult`. Every run's numbers are in
+    ``result.runs[NAME]`` (``success_rate``, ``ci95``, ``n``, ``k``, ``errors``).
 
     Returns:
         The typed ``experiment_result.json``, with ``exit_code`` (``arena run``'s: 0 every run
@@ -40,7 +55,9 @@ def evaluate(
 
     Raises:
         arena.errors.ConfigError: the experiment or an override is wrong (``arena run`` exit 2).
-        FileNotFoundError: no result was written (the run was interrupted).
+        arena.errors.EvaluationFailed: ``check`` and a run failed or has error episodes
+            (``arena run`` exit 3), or no result was written.
+        FileNotFoundError: ``check=False`` and no result was written (the run was interrupted).
     """
     from arena.config import load_experiment, load_experiment_dict
     from arena.launch.submit import run_experiment
@@ -52,6 +69,10 @@ def evaluate(
         exp = load_experiment_dict(dict(experiment), tokens, allow_imports=allow_imports)
     else:
         exp = load_experiment(experiment, tokens, allow_imports=allow_imports)
+    for warning in exp.warnings:
+        import warnings
+
+        warnings.warn(f"arena.evaluate: {warning}", UserWarning, stacklevel=2)
     console = None
     if not quiet:
         from rich.console import Console
@@ -66,7 +87,21 @@ def evaluate(
         out = claim_output_dir(exp, None)
         (out / EXPERIMENT_FILE).unlink()
     code = run_experiment(exp, output_dir=out, wait=wait, console=console)
-    return ExperimentResult.read(out, exit_code=code)
+    try:
+        result = ExperimentResult.read(out, exit_code=code)
+    except FileNotFoundError:
+        if not check:
+            raise
+        raise EvaluationFailed(f"evaluation of {exp.name} wrote no result (arena run exit {code}); see {out}") from None
+    if check and not result.ok:
+        failures = result.failures or [f"arena run exited {code}"]
+        raise EvaluationFailed(
+            f"evaluation of {exp.name} failed, its numbers are not the policy's: " + "; ".join(failures)
+            + f" (runner and server logs in {out}; pass check=False to get the partial result)",
+            result=result,
+            failures=failures,
+        )
+    return result
 
 
 def _yaml(value: Any) -> str:

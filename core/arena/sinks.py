@@ -24,11 +24,12 @@ id every process derives alike (from ``manifest.json``'s experiment name and ``c
 for a sink to join its tracker records into one "run per experiment" (a W&B group, an MLflow
 parent run).
 
-**Never in the way of a run.** Each sink runs on its own background thread behind a bounded
-queue (:data:`QUEUE_SIZE` events): raising an event never waits; a full queue drops the event
-with one logged line; an exception in a sink is logged (on stderr, naming the sink and the
-event) and the sink receives the next event; closing waits at most the sink's
-``timeout_s`` seconds, then abandons a sink that hangs. The records, exit codes and results of
+**Never in the way of a run.** Each sink runs in its own process behind a bounded queue
+(:data:`QUEUE_SIZE` events): raising an event never waits; a full queue drops the event with
+one logged line; an exception in a sink is logged (on stderr, naming the sink and the event)
+and the sink receives the next event; closing waits at most the sink's ``timeout_s`` seconds
+from the moment the run is done, then ends the sink's process, so an unreachable tracker (and
+its library's own retries, flushes and exit handlers) costs a run at most ``timeout_s``. The records, exit codes and results of
 runs never depend on a sink.
 """
 
@@ -41,7 +42,6 @@ import queue
 import sys
 import threading
 import time
-import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,7 +61,11 @@ class SinkContext:
     ``role`` is ``"experiment"`` in the process raising the experiment's start and end
     (``arena run`` / ``arena collect``) and ``"run"`` in an ``arena run-one`` (then ``run`` names
     its run and ``shard`` is ``(K, N)`` or ``None``). ``group`` is the experiment's id shared by
-    all those processes (:func:`experiment_group`); ``step`` the checkpoint's training step.
+    all those processes (:func:`experiment_group`); ``step`` the checkpoint's training step;
+    ``label`` names this evaluation (``tracking.label``, e.g. the checkpoint's name; default
+    ``step<step>`` when there is a step); ``series`` is the id shared by every evaluation of
+    one training run (``tracking.series``; ``arena watch`` sets it), which a tracker draws as
+    one curve against ``step``. :meth:`tracker_name` is the name a tracker's run gets.
     """
 
     experiment: str
@@ -71,6 +75,17 @@ class SinkContext:
     step: int | None = None
     run: str | None = None
     shard: tuple[int, int] | None = None
+    label: str | None = None
+    series: str | None = None
+
+    def tracker_name(self, run: str | None = None) -> str:
+        """``<experiment>/<run>/<label>`` (the parts that are known; a shard adds
+        ``-shard<K>`` to the run): every evaluation's tracker runs differ by name."""
+        run = run if run is not None else self.run
+        if run is not None and self.shard is not None and run == self.run:
+            run = f"{run}-shard{self.shard[0]}"
+        label = self.label if self.label is not None else (f"step{self.step}" if self.step is not None else None)
+        return "/".join(p for p in (self.experiment, run, label) if p)
 
 
 class ResultSink:
@@ -123,42 +138,58 @@ def _log(text: str) -> None:
 
 
 class _Worker:
-    """One sink on its own daemon thread behind a bounded queue."""
+    """One sink in its own process (:mod:`arena.sink_process`) behind a bounded queue.
 
-    _STOP = object()
+    A process, not a thread, because a tracker library's own waiting is out of arena's reach in
+    a thread: W&B's ``init`` / ``finish`` wait up to 90 s for an unreachable service, and what
+    they registered with ``atexit`` holds the interpreter's exit after an abandoned thread;
+    MLflow's HTTP client retries for minutes in the background of the process that called it
+    (a training script, with ``arena.evaluate()``). A process ends when :meth:`close`'s
+    deadline passes (SIGKILL), so ``timeout_s`` bounds the whole time a process
+    spends on its sink, the library's shutdown and flush included. Events go to it pickled over
+    its stdin, written by a feeder thread, so raising one never waits.
+    """
+
+    _STOP = None
 
     def __init__(self, name: str, cls: type, config: SinkConfig, context: SinkContext) -> None:
+        import pickle
+        import subprocess
+
         self.name = name
         self.timeout_s = float(config.timeout_s)
-        self.queue: queue.Queue = queue.Queue(QUEUE_SIZE)
         self.dropped = 0
-        self.thread = threading.Thread(target=self._loop, args=(cls, config, context), name=f"arena-sink-{name}", daemon=True)
-        self.thread.start()
+        self.queue: queue.Queue = queue.Queue(QUEUE_SIZE)
+        head = pickle.dumps(list(sys.path)) + pickle.dumps((name, cls, config, context))  # fails here if not picklable
+        self.process = subprocess.Popen([sys.executable, "-m", "arena.sink_process"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+        self.feeder = threading.Thread(target=self._feed, args=(head,), name=f"arena-sink-{name}", daemon=True)
+        self.feeder.start()
 
-    def _loop(self, cls: type, config: SinkConfig, context: SinkContext) -> None:
+    def _feed(self, head: bytes) -> None:
+        import pickle
+
+        stdin = self.process.stdin
         try:
-            sink = cls(config, context)
-        except Exception as exc:
-            _log(f"sink '{self.name}' could not start: {type(exc).__name__}: {exc}; its events are dropped")
-            sink = None
-        while True:
-            item = self.queue.get()
-            if item is self._STOP:
-                break
-            if sink is None:
-                continue
-            method, args = item
+            stdin.write(head)
+            stdin.flush()
+            while True:
+                item = self.queue.get()
+                try:
+                    data = pickle.dumps(item)
+                except Exception as exc:
+                    _log(f"sink '{self.name}': an event could not be sent ({type(exc).__name__}: {exc}); dropped")
+                    continue
+                stdin.write(data)
+                stdin.flush()
+                if item is self._STOP:
+                    break
+        except (BrokenPipeError, OSError, ValueError):  # the sink's process is gone
+            pass
+        finally:
             try:
-                getattr(sink, method)(*args)
-            except Exception as exc:  # a sink never changes a run: log and go on
-                _log(f"sink '{self.name}' failed in {method}: {type(exc).__name__}: {exc}")
-                if os.environ.get("ARENA_DEBUG_SINKS"):
-                    traceback.print_exc()
-        if sink is not None:
-            try:
-                sink.close()
-            except Exception as exc:
-                _log(f"sink '{self.name}' failed to close: {type(exc).__name__}: {exc}")
+                stdin.close()
+            except (BrokenPipeError, OSError):
+                pass
 
     def put(self, method: str, args: tuple) -> None:
         try:
@@ -169,13 +200,25 @@ class _Worker:
                 _log(f"sink '{self.name}' is not keeping up (queue of {QUEUE_SIZE} full): dropping events")
 
     def close(self, deadline: float) -> None:
+        import subprocess
+
         try:
-            self.queue.put(self._STOP, timeout=max(0.0, deadline - time.monotonic()))
+            self.queue.put(self._STOP, timeout=max(0.01, deadline - time.monotonic()))
         except queue.Full:
             pass
-        self.thread.join(max(0.0, deadline - time.monotonic()))
-        if self.thread.is_alive():
-            _log(f"sink '{self.name}' did not finish within {self.timeout_s:g} s; abandoning it (the results are unaffected)")
+        try:
+            self.process.wait(max(0.0, deadline - time.monotonic()))
+            self.feeder.join(1.0)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+        _log(f"sink '{self.name}' did not finish within {self.timeout_s:g} s; abandoning it (the results are unaffected)")
+        self.process.kill()  # it ignores SIGINT/SIGTERM (sent to the whole group by Ctrl-C, arena cancel)
+        try:
+            self.process.wait(5.0)
+        except subprocess.TimeoutExpired:
+            pass
+        self.feeder.join(1.0)
 
 
 class Sinks:
@@ -191,7 +234,10 @@ class Sinks:
         if tracking is None:
             return
         for name, sink in tracking.sinks.items():
-            self.workers.append(_Worker(name, sink.cls, sink.config, context))
+            try:
+                self.workers.append(_Worker(name, sink.cls, sink.config, context))
+            except Exception as exc:  # e.g. a sink class that cannot be sent to another process
+                _log(f"sink '{name}' could not start: {type(exc).__name__}: {exc}; its events are dropped")
 
     def _emit(self, method: str, *args: Any) -> None:
         for worker in self.workers:
@@ -204,6 +250,8 @@ class Sinks:
         self._emit("episode_finished", run, record)
 
     def run_finished(self, run: str, result: dict[str, Any]) -> None:
+        if self.workers:
+            result = with_returns(result, self.context.output_dir / run)
         self._emit("run_finished", run, result)
 
     def experiment_finished(self, result: dict[str, Any], report: Path | None, videos: list[Path]) -> None:
@@ -234,6 +282,8 @@ def run_sinks(experiment: Any, output_dir: str | os.PathLike[str], run: str, sha
         step=tracking.step if tracking else None,
         run=run,
         shard=shard,
+        label=tracking.label if tracking else None,
+        series=tracking.series if tracking else None,
     )
     return Sinks(tracking, context)
 
@@ -247,6 +297,8 @@ def experiment_sinks(experiment: Any, output_dir: str | os.PathLike[str]) -> Sin
         group=experiment_group(experiment.name, output_dir) if tracking and tracking.sinks else "",
         role="experiment",
         step=tracking.step if tracking else None,
+        label=tracking.label if tracking else None,
+        series=tracking.series if tracking else None,
     )
     return Sinks(tracking, context)
 
@@ -263,39 +315,57 @@ def read_provenance(output_dir: str | os.PathLike[str]) -> dict[str, Any] | None
 
 
 def rate_metrics(entry: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
-    """Numbers a tracker plots for one run's (or the pooled) result: ``success_rate``,
-    ``ci95_low`` / ``ci95_high`` (Wilson), ``n`` (non-error episodes), ``k`` (successes),
-    ``errors``, and for each episode metric of the entry ``metrics/<key>/mean``,
-    ``metrics/<key>/ci95_low`` and ``metrics/<key>/ci95_high`` (the figures and interval method
-    of :func:`arena.outputs.metrics.summarize_metrics`, as the results hold them); keys
-    prefixed ``prefix/`` when given. Works on an ``experiment_result.json`` run entry or
-    ``overall`` and on a ``run_result.json``; a missing rate (n = 0) or interval is left out."""
+    """Numbers a tracker plots for one run's result: ``success_rate``, ``ci95_low`` /
+    ``ci95_high`` (the interval valid for it: Wilson's, or the confidence sequence's after an
+    early stop), ``n`` (non-error episodes), ``k`` (successes), ``errors``; for each episode
+    metric ``metrics/<key>/mean``, ``metrics/<key>/ci95_low`` and ``metrics/<key>/ci95_high``
+    (the figures and interval method of :func:`arena.outputs.metrics.summarize_metrics`, as the
+    results hold them); the episode return as ``return/mean`` with its interval, when the entry
+    carries ``returns`` (:func:`with_returns`). Keys prefixed ``prefix/`` when given. Works on
+    an ``experiment_result.json`` run entry and on a ``run_result.json``; a missing rate
+    (n = 0) or interval is left out."""
     counts = entry.get("counts") or {}
     k = entry.get("k", counts.get("success", 0))
     n = entry.get("n", sum(int(counts.get(o, 0)) for o in ("success", "failure", "timeout")))
     out: dict[str, float] = {"n": float(n), "k": float(k), "errors": float(entry.get("errors", counts.get("error", 0)))}
     if entry.get("success_rate") is not None:
         out["success_rate"] = float(entry["success_rate"])
-        ci = entry.get("ci95") or [None, None]
+        stop = entry.get("stop") if isinstance(entry.get("stop"), dict) else {}
+        ci = stop.get("sequence_ci") or entry.get("ci95") or [None, None]
         if ci[0] is not None and ci[1] is not None:
             out["ci95_low"], out["ci95_high"] = float(ci[0]), float(ci[1])
-    metrics = entry.get("metrics")
-    if isinstance(metrics, Mapping):  # episode metrics: the same mean and interval as the results
-        for key, summary in metrics.items():
-            if not isinstance(summary, Mapping):
-                continue
-            for field, name in (("mean", "mean"), ("ci_low", "ci95_low"), ("ci_high", "ci95_high")):
-                if isinstance(summary.get(field), (int, float)):
-                    out[f"metrics/{key}/{name}"] = float(summary[field])
+    named = {f"metrics/{key}": m for key, m in (entry.get("metrics") or {}).items()} if isinstance(entry.get("metrics"), Mapping) else {}
+    if isinstance(entry.get("returns"), Mapping):
+        named["return"] = entry["returns"]
+    for name, summary in named.items():  # the same mean and interval as the results
+        if not isinstance(summary, Mapping):
+            continue
+        for field, key in (("mean", "mean"), ("ci_low", "ci95_low"), ("ci_high", "ci95_high")):
+            if _finite(summary.get(field)):
+                out[f"{name}/{key}"] = float(summary[field])
     return {f"{prefix}/{k}" if prefix else k: v for k, v in out.items()}
 
 
-def experiment_metrics(result: Mapping[str, Any]) -> dict[str, float]:
-    """:func:`rate_metrics` of ``overall`` (prefix ``overall``) and of every run (prefix its name),
-    and :func:`attribution_metrics`."""
-    out = rate_metrics(result.get("overall") or {}, "overall")
-    for name, entry in (result.get("runs") or {}).items():
+def _finite(value: Any) -> bool:
+    import math
+
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def experiment_metrics(result: Mapping[str, Any], roles: Mapping[str, str] | None = None) -> dict[str, float]:
+    """:func:`rate_metrics` of every run (prefix its name) and, where the experiment names
+    the policy under evaluation (one run with ``role: evaluated``, or a single run), of that
+    run again under ``evaluated/``: the headline a training curve plots; and
+    :func:`attribution_metrics`. Nothing is pooled over runs (a rate pooled over a policy and
+    its baseline would mean nothing)."""
+    runs = result.get("runs") or {}
+    out: dict[str, float] = {}
+    for name, entry in runs.items():
         out.update(rate_metrics(entry, name))
+    marked = [name for name in runs if (roles or {}).get(name) == "evaluated"]
+    chosen = marked or (list(runs) if len(runs) == 1 else [])
+    if len(chosen) == 1:
+        out.update(rate_metrics(runs[chosen[0]], "evaluated"))
     out.update(attribution_metrics(result))
     return out
 
@@ -336,6 +406,29 @@ def attribution_metrics(result: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
+def roles_of(output_dir: str | os.PathLike[str]) -> dict[str, str]:
+    """``{run: role}`` from the output's snapshot (``experiment.yaml``)."""
+    from arena.results.experiment_result import _roles
+
+    return _roles(Path(output_dir))
+
+
+def with_returns(result: Mapping[str, Any], run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """``result`` (a run's entry) with ``returns``: the mean episode return over the run's
+    counted episodes with its interval (``{"mean", "ci_low", "ci_high", "episodes"}``, as
+    :func:`arena.outputs.metrics.summarize_metrics` gives episode metrics), read from the
+    run's records; ``result`` unchanged when there are none."""
+    from arena.outputs.metrics import summarize_metrics
+    from arena.results.aggregate import counted_run_records
+
+    try:
+        records = counted_run_records(run_dir)
+    except OSError:
+        return dict(result)
+    summary = summarize_metrics([{"outcome": r.outcome, "metrics": {"return": r.return_}} for r in records])
+    return {**result, "returns": summary["return"]} if summary and "return" in summary else dict(result)
+
+
 def videos_of(output_dir: str | os.PathLike[str]) -> list[Path]:
     """Every episode video under ``output_dir`` (runs and their shards), sorted."""
     out = Path(output_dir)
@@ -353,4 +446,5 @@ def finish_experiment(sinks: Sinks, output_dir: str | os.PathLike[str]) -> None:
     except (OSError, ValueError):
         return
     report = out / "index.html"
-    sinks.experiment_finished(result, report if report.exists() else None, videos_of(out))
+    runs = {name: with_returns(entry, out / name) for name, entry in (result.get("runs") or {}).items()}
+    sinks.experiment_finished({**result, "runs": runs}, report if report.exists() else None, videos_of(out))

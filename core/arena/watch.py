@@ -9,13 +9,26 @@ are evaluated in order of step (then name), each once, at most ``jobs`` at a tim
 ``arena run EXPERIMENT OVERRIDES --output-dir WATCH_DIR/<name>`` in its own process (the same
 code path as ``arena run``). In every override ``{checkpoint}`` becomes the entry's absolute
 path and ``{step}`` its step; ``tracking.step=<step>`` is added when the pattern gives one, so
-the result sinks log against it.
+the result sinks log against it, with ``tracking.label=<name>`` and ``tracking.series=<the
+watch's id>`` (:func:`series_id`), so each tracker puts every checkpoint on one curve (W&B: one
+run; MLflow: one series run, a child per checkpoint; :mod:`arena.sinks`).
 
 The state is ``WATCH_DIR/watch.json``: ``{"checkpoints": {NAME: {"step", "path",
-"output_dir", "state": "running" | "done", "exit_code", "started_at", "finished_at"}}}``,
-rewritten atomically at every change. A watch started again on the same ``WATCH_DIR``
-skips what is ``done`` and finishes what was ``running`` when it stopped with ``arena run
---resume`` (finished episodes are kept), so no checkpoint is evaluated twice.
+"output_dir", "state": "running" | "done" | "failed", "exit_code", "attempts", "reason",
+"started_at", "finished_at"}}}``, rewritten atomically at every change. An evaluation whose
+``arena run`` exits 0 is ``done``; any other exit is ``failed`` with its ``reason`` (the failed
+runs' errors from ``experiment_result.json``, the count of error episodes, else the last line
+of ``WATCH_DIR/<name>.log``). A failed evaluation is tried again (``arena run --resume``: its
+finished episodes are kept, its error episodes run again) on the watch's next pass, or when the
+watch is started again, until it has had ``1 + retries`` attempts; a configuration error (exit
+2) is not retried. A watch started again on the same ``WATCH_DIR`` skips what is ``done`` (or
+failed for good) and finishes what was ``running`` when it stopped with ``arena run --resume``,
+so no checkpoint is evaluated twice.
+
+As each evaluation ends the watch prints every run's success rate with its 95 % interval and
+rewrites ``WATCH_DIR/index.html``: success rate and each episode metric against training step,
+one line per run, with intervals (:mod:`arena.results.curve`). At the end it prints a table of
+every checkpoint and lists the evaluations that failed.
 
 SIGTERM / Ctrl-C stop the evaluations in flight (they end resumable) and the watch.
 """
@@ -96,13 +109,26 @@ def fingerprint(path: Path) -> tuple[int, float, int]:
     return (size, newest, count)
 
 
-def fill(overrides: Sequence[str], checkpoint: Checkpoint) -> list[str]:
-    """``overrides`` with ``{checkpoint}`` / ``{step}`` replaced, plus ``tracking.step``."""
+def fill(overrides: Sequence[str], checkpoint: Checkpoint, series: str | None = None) -> list[str]:
+    """``overrides`` with ``{checkpoint}`` / ``{step}`` replaced, plus ``tracking.step`` (the
+    checkpoint's step), ``tracking.label`` (its name) and ``tracking.series`` (the watch's id,
+    when given), each unless the overrides set it."""
     step = "" if checkpoint.step is None else str(checkpoint.step)
     out = [o.replace("{checkpoint}", str(checkpoint.path)).replace("{step}", step) for o in overrides]
-    if checkpoint.step is not None and not any(o.startswith("tracking.step=") for o in overrides):
-        out.append(f"tracking.step={checkpoint.step}")
+    added = {"step": checkpoint.step, "label": checkpoint.name, "series": series}
+    for key, value in added.items():
+        if value is not None and not any(o.startswith(f"tracking.{key}=") for o in overrides):
+            out.append(f"tracking.{key}={json.dumps(value) if isinstance(value, str) else value}")
     return out
+
+
+def series_id(experiment: Path, watch_dir: Path) -> str:
+    """The id every evaluation of one watch shares (``tracking.series``):
+    ``<experiment>-watch-<8 hex digits of the watch folder's absolute path>``."""
+    import hashlib
+
+    digest = hashlib.sha1(str(Path(watch_dir).resolve()).encode()).hexdigest()[:8]
+    return f"{Path(experiment).stem}-watch-{digest}"
 
 
 class WatchState:
@@ -149,6 +175,7 @@ class Watch:
         poll_s: float = 5.0,
         jobs: int = 1,
         max_evaluations: int | None = None,
+        retries: int = 2,
         extra_args: Sequence[str] = (),
         say: Callable[[str], None] = lambda text: print(text, file=sys.stderr, flush=True),
     ) -> None:
@@ -159,6 +186,8 @@ class Watch:
             )
         if jobs < 1:
             raise ConfigError(f"--jobs must be at least 1, got {jobs}")
+        if retries < 0:
+            raise ConfigError(f"--retries must be at least 0, got {retries}")
         self.checkpoint_dir = Path(checkpoint_dir)
         self.experiment = Path(experiment).resolve()
         self.overrides = list(overrides)
@@ -166,6 +195,7 @@ class Watch:
         self.pattern = compile_pattern(pattern)
         self.settle_s, self.poll_s, self.jobs = settle_s, poll_s, jobs
         self.max_evaluations = max_evaluations
+        self.retries = retries
         self.extra_args = list(extra_args)
         self.say = say
         self.watch_dir.mkdir(parents=True, exist_ok=True)
@@ -184,7 +214,12 @@ class Watch:
             while True:
                 self._reap()
                 if self._target_reached() and not self.running:
-                    return 0
+                    self._summary()
+                    return 3 if self._failed_for_good() else 0
+                for name in self._retriable():
+                    if len(self.running) >= self.jobs:
+                        break
+                    self._retry(name)
                 for checkpoint in self._ready():
                     if len(self.running) >= self.jobs or self._would_exceed():
                         break
@@ -192,6 +227,7 @@ class Watch:
                 time.sleep(self.poll_s)
         except KeyboardInterrupt:
             self._stop_all()
+            self._summary()
             return 143 if self.stopping else 130
         finally:
             if previous is not None:
@@ -201,14 +237,27 @@ class Watch:
         self.stopping = True
         raise KeyboardInterrupt
 
+    def _can_retry(self, entry: dict[str, Any]) -> bool:
+        return entry.get("state") == "failed" and entry.get("exit_code") != 2 and int(entry.get("attempts") or 1) <= self.retries
+
+    def _failed_for_good(self) -> list[str]:
+        return [n for n, c in self.state.checkpoints.items() if c.get("state") == "failed" and not self._can_retry(c)]
+
     def _done(self) -> int:
-        return sum(1 for c in self.state.checkpoints.values() if c.get("state") == "done")
+        """Evaluations finished for good: done, or failed with no attempt left."""
+        return sum(1 for c in self.state.checkpoints.values() if c.get("state") == "done") + len(self._failed_for_good())
+
+    def _retriable(self) -> list[str]:
+        entries = self.state.checkpoints
+        return [n for n in sorted(entries, key=lambda n: (entries[n].get("step") is None, entries[n].get("step") or 0, n))
+                if n not in self.running and self._can_retry(entries[n])]
 
     def _target_reached(self) -> bool:
         return self.max_evaluations is not None and self._done() >= self.max_evaluations
 
     def _would_exceed(self) -> bool:
-        return self.max_evaluations is not None and self._done() + len(self.running) >= self.max_evaluations
+        waiting = sum(1 for n in self._retriable())
+        return self.max_evaluations is not None and self._done() + len(self.running) + waiting >= self.max_evaluations
 
     def _ready(self) -> list[Checkpoint]:
         now = time.monotonic()
@@ -230,15 +279,32 @@ class Watch:
 
     # -- evaluations -------------------------------------------------------------------------
     def _argv(self, checkpoint: Checkpoint, out: Path) -> list[str]:
-        return [sys.executable, "-m", "arena", "run", str(self.experiment), *fill(self.overrides, checkpoint),
+        return [sys.executable, "-m", "arena", "run", str(self.experiment), *fill(self.overrides, checkpoint, series_id(self.experiment, self.watch_dir)),
                 "--output-dir", str(out), *self.extra_args]
 
     def _start(self, checkpoint: Checkpoint) -> None:
         out = self.watch_dir / checkpoint.name
         self.state.mark(checkpoint.name, step=checkpoint.step, path=str(checkpoint.path), output_dir=str(out),
-                        state="running", exit_code=None, started_at=_now(), finished_at=None)
+                        state="running", exit_code=None, attempts=1, reason=None, started_at=_now(), finished_at=None)
         self.say(f"arena watch: evaluating {checkpoint.name}" + (f" (step {checkpoint.step})" if checkpoint.step is not None else "") + f" -> {out}")
         self._spawn(checkpoint.name, self._argv(checkpoint, out), out)
+
+    def _retry(self, name: str) -> None:
+        """Try a failed evaluation again: ``arena run --resume`` where ``arena run`` got as far
+        as its manifest (finished episodes kept), else afresh into an emptied folder."""
+        entry = self.state.checkpoints[name]
+        out = Path(entry["output_dir"])
+        attempt = int(entry.get("attempts") or 1) + 1
+        self.say(f"arena watch: trying {name} again (attempt {attempt} of {1 + self.retries}; it failed: {entry.get('reason')})")
+        self.state.mark(name, state="running", attempts=attempt, started_at=_now(), finished_at=None)
+        if (out / MANIFEST_FILE).exists():
+            self._spawn(name, [sys.executable, "-m", "arena", "run", "--resume", str(out)], out)
+        else:
+            import shutil
+
+            shutil.rmtree(out, ignore_errors=True)
+            step = entry.get("step")
+            self._spawn(name, self._argv(Checkpoint(name, Path(entry["path"]), step), out), out)
 
     def _spawn(self, name: str, argv: list[str], out: Path) -> None:
         log = open(self.watch_dir / f"{name}.log", "a")
@@ -267,8 +333,50 @@ class Watch:
             if code is None:
                 continue
             del self.running[name]
-            self.state.mark(name, state="done", exit_code=code, finished_at=_now())
-            self.say(f"arena watch: {name} evaluated (exit {code}); {self._done()} done")
+            entry = self.state.checkpoints.get(name, {})
+            out = Path(entry.get("output_dir") or self.watch_dir / name)
+            if code == 0:
+                self.state.mark(name, state="done", exit_code=0, reason=None, finished_at=_now())
+            else:
+                self.state.mark(name, state="failed", exit_code=code, reason=failure_reason(out, self.watch_dir / f"{name}.log", code),
+                                finished_at=_now())
+            self._tell(name)
+            self._write_page()
+
+    def _tell(self, name: str) -> None:
+        """One line per run of the evaluation that just ended: its rate and 95 % interval."""
+        from arena.results.curve import gather, point_text
+
+        entry = self.state.checkpoints[name]
+        step = f" (step {entry['step']})" if entry.get("step") is not None else ""
+        curve = gather(self.watch_dir, {name: entry})
+        rates = [f"{run} {point_text('success_rate', p)}" for run, ps in sorted(curve.points.get("success_rate", {}).items()) for p in ps]
+        if entry.get("state") == "done":
+            self.say(f"arena watch: {name}{step}: " + ("; ".join(rates) or "no episodes") + f" ({self._done()} done)")
+        else:
+            left = "; will try again" if self._can_retry(entry) else "; no attempt left"
+            self.say(f"arena watch: {name}{step} FAILED (exit {entry.get('exit_code')}, attempt {entry.get('attempts', 1)}): "
+                     f"{entry.get('reason')}{left}" + (f"; numbers so far: {'; '.join(rates)}" if rates else ""))
+
+    def _write_page(self) -> None:
+        from arena.results.curve import write_page
+
+        try:
+            write_page(self.watch_dir, self.state.checkpoints, f"arena watch: {self.experiment.stem} over {self.checkpoint_dir.name}/")  # no local path: the page is shared
+        except OSError as exc:
+            self.say(f"arena watch: could not write {self.watch_dir / 'index.html'}: {exc}")
+
+    def _summary(self) -> None:
+        """The table of every evaluated checkpoint, the failed ones listed after it."""
+        from arena.results.curve import gather, table_lines
+
+        curve = gather(self.watch_dir, self.state.checkpoints)
+        if not self.state.checkpoints:
+            return
+        self.say("arena watch: summary (success rate [95 % interval] per run)")
+        for line in table_lines(curve):
+            self.say("  " + line)
+        self.say(f"arena watch: curve in {self.watch_dir / 'index.html'}")
 
     def _stop_all(self) -> None:
         for proc in self.running.values():
@@ -282,6 +390,26 @@ class Watch:
                 proc.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 proc.kill()
+
+
+def failure_reason(out: Path, log: Path, code: int) -> str:
+    """Why an evaluation's ``arena run`` exited ``code``: its failed runs' errors, its error
+    episodes, else the last line of its log."""
+    try:
+        result = json.loads((out / "experiment_result.json").read_text())
+    except (OSError, ValueError):
+        result = None
+    if isinstance(result, dict):
+        runs = result.get("runs") or {}
+        failed = [f"run {r}: {d.get('error') or d.get('state')}" for r, d in runs.items() if d.get("state") not in ("completed", None)]
+        errors = [f"run {r}: {d.get('errors')} error episode(s)" for r, d in runs.items() if d.get("errors")]
+        if failed or errors:
+            return "; ".join(failed + errors)
+    try:
+        lines = [line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        lines = []
+    return lines[-1][:500] if lines else f"arena run exited {code}"
 
 
 def _wait_for_earlier_run(out: Path, say: Callable[[str], None], timeout_s: float = 120.0) -> None:

@@ -114,8 +114,8 @@ def test_one_policy_type_served_by_two_models_is_compared(tmp_path):
         write_json_atomic(out / run / "run_result.json", result)
     result = build_experiment_result(out)
     labels = {name: run["policy_label"] for name, run in result["runs"].items()}
-    assert labels["pick_droid"] == labels["pick_droid_again"] == "pi0_remote · checkpoint gs://openpi-assets/checkpoints/pi05_droid"
-    assert labels["pick_libero"] == "pi0_remote · checkpoint gs://openpi-assets/checkpoints/pi05_libero"
+    assert labels["pick_droid"] == labels["pick_droid_again"] == "pi0_remote · checkpoint gs://…/pi05_droid"
+    assert labels["pick_libero"] == "pi0_remote · checkpoint gs://…/pi05_libero"  # short, not the whole path
     pairs = {(c["a"], c["b"]): c for c in result["comparisons"]}
     assert set(pairs) == {("pick_droid", "pick_libero"), ("pick_libero", "pick_droid_again")}  # one model: no pair
     assert "checkpoint" in pairs[("pick_droid", "pick_libero")]["models_differ"]
@@ -123,7 +123,7 @@ def test_one_policy_type_served_by_two_models_is_compared(tmp_path):
     assert set(result["by_policy"]) == {labels["pick_droid"], labels["pick_libero"]}  # never pooled across models
     html = write_report(out, result).read_text()
     compared = html[html.index('id="compare"'):html.index('id="latency"')]
-    assert "pick_droid − pick_libero" in compared and "checkpoint gs://openpi-assets/checkpoints/pi05_libero" in compared
+    assert "pick_droid − pick_libero" in compared and "checkpoint gs://…/pi05_libero" in compared
     assert "2 policies" in html  # no overall rate pooled across the two models
 
 

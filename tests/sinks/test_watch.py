@@ -128,8 +128,9 @@ def test_pattern_step_and_placeholders() -> None:
     pattern = compile_pattern(DEFAULT_PATTERN)
     assert pattern.fullmatch("model_v2_step3000.pt")["step"] == "3000"
     ckpt = Checkpoint("ckpt_7", Path("/c/ckpt_7"), 7)
-    assert fill(["shared.server.checkpoint={checkpoint}", "runs.a.policy.seed={step}"], ckpt) == [
-        "shared.server.checkpoint=/c/ckpt_7", "runs.a.policy.seed=7", "tracking.step=7"]
+    assert fill(["shared.server.checkpoint={checkpoint}", "runs.a.policy.seed={step}"], ckpt, "exp-watch-1") == [
+        "shared.server.checkpoint=/c/ckpt_7", "runs.a.policy.seed=7", "tracking.step=7", 'tracking.label="ckpt_7"',
+        'tracking.series="exp-watch-1"']
 
 
 def test_scan_orders_by_step_not_by_name(tmp_path: Path) -> None:
@@ -157,3 +158,69 @@ def test_evaluate_returns_the_typed_result_of_arena_run(tmp_path: Path) -> None:
     assert result.runs["toy"].ci95 == raw["runs"]["toy"]["ci95"] and result.report == tmp_path / "out" / "index.html"
     assert result.raw()["by_task"] == raw["by_task"]  # every other key kept
     assert _started_steps(events) == [9]
+
+
+_FLAKY_ENV = '''
+from pathlib import Path
+from arena.testing.envs import ToyReachEnv
+
+
+class FlakyEnv(ToyReachEnv):
+    """Cannot be built while the checkpoint folder (its task) holds a file named `broken`;
+    `broken_once` fails the first build only (the file is removed)."""
+
+    def __init__(self, config, **kwargs):
+        for marker in ("broken", "broken_once"):
+            path = Path(config.task) / marker
+            if path.exists():
+                if marker == "broken_once":
+                    path.unlink()
+                raise RuntimeError("simulator could not be built: " + str(path))
+        super().__init__(config, **kwargs)
+'''
+
+
+def test_a_failed_evaluation_is_recorded_retried_and_listed(tmp_path: Path) -> None:
+    """Issue 38 item 5: a checkpoint whose simulator cannot be built is `failed` with its
+    reason, tried again on the next pass (it passes once fixed), and one that stays broken is
+    given up after 1 + --retries attempts, listed at the end; the watch exits 3."""
+    ckpts, out, events = tmp_path / "ckpts", tmp_path / "watch", tmp_path / "events.jsonl"
+    (tmp_path / "flaky_env.py").write_text(_FLAKY_ENV)
+    exp = _experiment(tmp_path, events)
+    data = yaml.safe_load(exp.read_text())
+    data["runs"]["toy"]["environment"]["type"] = "flaky_env:FlakyEnv"
+    data["runs"]["toy"]["environment"]["report_distance"] = True
+    exp.write_text(yaml.safe_dump(data))
+    ckpts.mkdir()
+    _write_checkpoint(ckpts, "ckpt_100")
+    _write_checkpoint(ckpts, "ckpt_200")
+    (ckpts / "ckpt_100" / "broken_once").write_text("")  # fails once, then evaluates
+    (ckpts / "ckpt_200" / "broken").write_text("")  # fails every time
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    argv = [sys.executable, "-m", "arena", "watch", str(ckpts), "--experiment", str(exp), "runs.toy.environment.task={checkpoint}",
+            "--output-dir", str(out), "--settle", "0.5", "--poll", "0.5", "--max-evaluations", "2", "--retries", "1",
+            "--pattern", r"ckpt_(?P<step>\d+)", "--allow-import", "flaky_env"]
+    proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        output, _ = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 3, output
+    assert "arena watch: ckpt_100 (step 100) FAILED (exit 3, attempt 1): run toy:" in output, output
+    assert "simulator could not be built" in output and "trying ckpt_100 again (attempt 2 of 2" in output
+    state = _state(out)
+    assert state["ckpt_100"]["state"] == "done" and state["ckpt_100"]["attempts"] == 2, state
+    assert state["ckpt_200"]["state"] == "failed" and state["ckpt_200"]["attempts"] == 2, state
+    assert "simulator could not be built" in state["ckpt_200"]["reason"]
+    assert arena.ExperimentResult.read(out / "ckpt_100").runs["toy"].n == 2
+    # printed as each ended, a summary table, the failure listed at the end
+    k = arena.ExperimentResult.read(out / "ckpt_100").runs["toy"].k
+    assert f"arena watch: ckpt_100 (step 100): toy {k}/2 = " in output, output
+    tail = output[output.index("arena watch: summary"):]
+    assert "ckpt_100" in tail and f"toy {k}/2" in tail or f"{k}/2 = " in tail, tail
+    assert "FAILED ckpt_200 (step 200): run toy:" in tail and "after 2 attempt(s)" in tail, tail
+    # the page: success rate and the episode metric against step, the failure listed
+    page = (out / "index.html").read_text()
+    assert "success rate against training step" in page and "distance against training step" in page
+    assert "ckpt_200 (step 200)" in page and "<script" not in page

@@ -163,10 +163,12 @@ def load_experiment_dict(
     tracking_raw = apply_overrides(_mapping(raw.get("tracking"), source, "tracking"), _scope(parsed, "tracking"), file=source)
     tracking = parse_tracking(tracking_raw, manager=manager, source=source, imports=imports)
     runs: dict[str, ResolvedRun] = {}
+    owns: dict[str, Mapping[str, Any]] = {}
     for name, run_raw in runs_raw.items():
         own = _mapping(run_raw, source, None, run=name)
         run_overrides = [o for o in parsed if o.scope == "runs" and o.run == name]
         own = apply_overrides(own, run_overrides, file=source)
+        owns[name] = own
         run = resolve_run(
             name,
             shared,
@@ -219,7 +221,40 @@ def load_experiment_dict(
         shared=shared,
         imports=list(dict.fromkeys(imports.used)),
         tracking=tracking,
+        warnings=ineffective_overrides(_scope(parsed, "shared"), raw.get("shared") or {}, owns),
     )
+
+
+def ineffective_overrides(overrides: Sequence[Override], shared: Any, owns: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """One warning per ``shared.<path>=V`` override that changes no run: every run sets each
+    of its keys itself (or its section has another ``type``, which drops ``shared``'s fields),
+    so the value never applies — e.g. ``shared.environment={obs_type: pixels_agent_pos}`` on
+    an experiment whose every run sets ``obs_type``. The warning names the override, the key
+    and the runs that set it."""
+    from arena.config.merge import has_path, leaves
+    from arena.config.runs import COMPONENTS
+
+    if not owns:
+        return []
+    out = []
+    for override in overrides:
+        value = override.value
+        paths = [(*override.path, *p) for p, _ in leaves(value)] if isinstance(value, Mapping) and value else [override.path]
+        shared_type = shared.get(override.path[0], {}).get("type") if isinstance(shared, Mapping) and isinstance(shared.get(override.path[0]), Mapping) else None
+        if isinstance(value, Mapping) and len(override.path) == 1 and value.get("type"):
+            shared_type = value["type"]
+
+        def ignored(own: Mapping[str, Any], path: tuple[str, ...]) -> bool:
+            section = own.get(path[0]) if isinstance(own, Mapping) else None
+            if path[0] in COMPONENTS and isinstance(section, Mapping) and section.get("type") and shared_type and section["type"] != shared_type:
+                return True  # another type: none of shared's fields of this section apply
+            return has_path(own, path)
+
+        if all(ignored(own, path) for own in owns.values() for path in paths):
+            keys = ", ".join(".".join(p) for p in paths)
+            out.append(f"override '{override.token}' changes nothing: every run sets {keys} itself "
+                       f"(runs {', '.join(owns)}); override it per run, e.g. runs.{next(iter(owns))}.{'.'.join(paths[0])}=...")
+    return out
 
 
 def write_snapshot(experiment: ResolvedExperiment, path: str | os.PathLike[str]) -> None:

@@ -58,6 +58,8 @@ class ResolvedRun:
     #: ``execution``: sync (default) or live (:mod:`arena.live`).
     execution: ExecutionConfig = field(default_factory=ExecutionConfig)
     credentials: list[str] = field(default_factory=list)
+    #: ``evaluated`` (the policy under evaluation), ``baseline`` or ``None`` (:data:`arena.config.runs.ROLES`).
+    role: str | None = None
     #: Names of the variables the experiment's result sinks read (``tracking``), set by the experiment.
     tracking_secrets: list[str] = field(default_factory=list, compare=False, repr=False)
     worker_plan: WorkerPlan | None = None
@@ -74,6 +76,7 @@ class ResolvedRun:
             "trajectories": _dump(self.trajectories),
             **({"execution": _dump(self.execution)} if self.execution.live else {}),
             "credentials": list(self.credentials),
+            **({"role": self.role} if self.role else {}),
         }
 
     def runner_secrets(self) -> list[str]:
@@ -104,6 +107,9 @@ class ResolvedExperiment:
     imports: list[str] = field(default_factory=list)
     #: The ``tracking`` section: result sinks and their options (:mod:`arena.sinks`).
     tracking: Any = None
+    #: Caveats of the configuration that do not make it wrong (an override that changes no run),
+    #: printed by ``arena validate`` and ``arena run``; not part of the snapshot.
+    warnings: list[str] = field(default_factory=list, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         secrets = self.tracking.secret_env_names() if self.tracking is not None else []
@@ -122,7 +128,7 @@ class ResolvedExperiment:
         }
         if self.imports:
             data["allow_imports"] = list(self.imports)
-        if self.tracking is not None and (self.tracking.sinks or self.tracking.step is not None):
+        if self.tracking is not None and self.tracking.to_dict():
             data["tracking"] = self.tracking.to_dict()
         return data
 

@@ -42,10 +42,16 @@ if TYPE_CHECKING:
 
 RUN_KEYS = (
     "environment", "policy", "environment_builder", "rollout_limit", "server", "recording", "trajectories", "execution",
-    "credentials",
+    "credentials", "role",
 )
 #: Run keys whose value is a list, not a mapping of fields.
 LIST_RUN_KEYS = ("credentials",)
+#: Run keys whose value is one string.
+SCALAR_RUN_KEYS = ("role",)
+#: The values of a run's ``role``: ``evaluated`` marks the policy under evaluation (the run
+#: whose rate ``arena.evaluate()`` returns as the headline, and that trackers plot), ``baseline``
+#: a reference it is compared with.
+ROLES = ("evaluated", "baseline")
 
 COMPONENTS: dict[str, tuple[str, str, type]] = {
     # section: (registry kind, what it is called, required base class)
@@ -100,6 +106,7 @@ def resolve_run(
         **sections,  # type: ignore[arg-type]
         # a run's own list replaces shared's, as every value does
         credentials=list(dict.fromkeys(own.get("credentials") or shared.get("credentials") or [])),
+        role=own.get("role", shared.get("role")),
     )
     check_run(run, source=source)
     return run
@@ -119,6 +126,9 @@ def check_run_keys(data: Mapping[str, Any], *, source: str | None, run: str | No
             )
         if key in LIST_RUN_KEYS:
             _check_credentials(value, source=source, run=run, key=path)
+        elif key in SCALAR_RUN_KEYS:
+            if value is not None and value not in ROLES:
+                raise ConfigError(f"expected one of {', '.join(ROLES)} (or null); got {short_repr(value)}", file=source, run=run, key=path)
         elif value is not None and not isinstance(value, Mapping):
             raise ConfigError(
                 f"expected a mapping of {key} fields; got {type(value).__name__} {short_repr(value)}",
@@ -146,7 +156,7 @@ def merge_sections(shared: Mapping[str, Any], own: Mapping[str, Any]) -> dict[st
     in a component section drops ``shared``'s fields of it)."""
     merged: dict[str, dict[str, Any]] = {}
     for section in RUN_KEYS:
-        if section in LIST_RUN_KEYS:
+        if section in LIST_RUN_KEYS or section in SCALAR_RUN_KEYS:
             continue
         base = dict(shared.get(section) or {})
         top = dict(own.get(section) or {})

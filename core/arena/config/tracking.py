@@ -1,5 +1,8 @@
 """The experiment's ``tracking`` section: which result sinks (:mod:`arena.sinks`) receive its
-events, each with its validated options, and the checkpoint's training ``step``.
+events, each with its validated options, the checkpoint's training ``step``, the evaluation's
+``label`` (what names it in a tracker beside the experiment and run: a checkpoint's name) and
+the ``series`` it belongs to (one id for every evaluation of one training run: trackers draw
+them as one curve against ``step``; ``arena watch`` sets all three).
 
 Validated here, with the rest of the experiment, so a wrong sink name or option is a
 configuration error naming the file and the key; the sinks themselves run in
@@ -17,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from arena.errors import ConfigError
 
 #: Reserved keys of the ``tracking`` section (every other key names a sink).
-TRACKING_FIELDS = ("step",)
+TRACKING_FIELDS = ("step", "label", "series")
 
 
 class SinkConfig(BaseModel):
@@ -49,13 +52,16 @@ class TrackingConfig:
 
     sinks: dict[str, ConfiguredSink] = field(default_factory=dict)
     step: int | None = None
+    label: str | None = None
+    series: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {}
         for name, sink in self.sinks.items():
             data[name] = ({"type": sink.type} if sink.type != name else {}) | sink.config.model_dump(mode="json")
-        if self.step is not None:
-            data["step"] = self.step
+        for key in TRACKING_FIELDS:
+            if getattr(self, key) is not None:
+                data[key] = getattr(self, key)
         return data
 
     def secret_env_names(self) -> list[str]:
@@ -84,6 +90,14 @@ def parse_tracking(raw: Any, *, manager: Any, source: str | None, imports: Any =
     step = raw.get("step")
     if step is not None and (isinstance(step, bool) or not isinstance(step, int)):
         raise ConfigError(f"tracking.step must be an integer (the checkpoint's training step), got {step!r}", file=source, key="tracking.step")
+    names = {}
+    for key in ("label", "series"):
+        value = raw.get(key)
+        if value is not None and (not isinstance(value, (str, int)) or isinstance(value, bool) or not str(value).strip()
+                                  or len(str(value)) > 200 or any(ord(c) < 32 for c in str(value))):
+            raise ConfigError(f"tracking.{key} must be a short name (one line, at most 200 characters), got {value!r}",
+                              file=source, key=f"tracking.{key}")
+        names[key] = None if value is None else str(value)
     out: dict[str, ConfiguredSink] = {}
     for name, value in raw.items():
         if name in TRACKING_FIELDS:
@@ -103,4 +117,4 @@ def parse_tracking(raw: Any, *, manager: Any, source: str | None, imports: Any =
         config_cls = getattr(cls, "Config", SinkConfig)
         config = validate_section(config_cls, options, file=source, run=None, key=f"tracking.{name}")
         out[name] = ConfiguredSink(type_name, cls, config)
-    return TrackingConfig(sinks=out, step=step)
+    return TrackingConfig(sinks=out, step=step, **names)

@@ -559,6 +559,16 @@ def _consecutive(described: list[tuple[str, str, Any]]) -> list[list[tuple[str, 
     return groups
 
 
+def _stop_words(stop: dict[str, Any]) -> str:
+    """``"above 80%"`` / ``"below 80%"`` / ``"within ±5 points"``: a stop's decision in words."""
+    rule = stop.get("rule") or {}
+    if stop.get("decision") in ("above", "below") and rule.get("threshold") is not None:
+        return f"{stop['decision']} {100 * rule['threshold']:g}%"
+    if stop.get("decision") == "half_width" and rule.get("half_width") is not None:
+        return f"known within ±{100 * rule['half_width']:g} points"
+    return str(stop.get("decision"))
+
+
 def _print_summary(result: dict[str, Any], console: Console) -> None:
     from rich.table import Table
 
@@ -566,6 +576,12 @@ def _print_summary(result: dict[str, Any], console: Console) -> None:
     for name, r in result["runs"].items():
         rate = r.get("success_rate")
         ci = r.get("ci95") if r.get("n") else None  # no episode: no interval (not 0-100 %)
+        stop = r.get("stop") if isinstance(r.get("stop"), dict) else None
+        notes = [f"[yellow]{escape(r['partial_note'])}[/]"] if r.get("partial_note") else []
+        if stop:  # after a data-dependent stop only the confidence sequence's interval is valid
+            ci = stop.get("sequence_ci") or ci
+            notes.insert(0, escape(f"stop_when: {_stop_words(stop)} after {stop.get('episodes_used')} episodes; "
+                                   "CI is the confidence sequence's (Wilson's is not valid after stopping)"))
         table.add_row(
             escape(name),
             f"[red]{r.get('state')}[/]" if r.get("state") == "failed" else str(r.get("state")),
@@ -575,7 +591,7 @@ def _print_summary(result: dict[str, Any], console: Console) -> None:
             str(r.get("counts", {}).get("failure", 0)),
             str(r.get("counts", {}).get("timeout", 0)),
             str(r.get("counts", {}).get("error", 0)),
-            f"[yellow]{escape(r['partial_note'])}[/]" if r.get("partial_note") else "",
+            "; ".join(notes),
         )
     console.print(table)
     for name, r in result["runs"].items():

@@ -42,6 +42,7 @@ from arena.results.aggregate import (
     build_experiment_result,
     compare_runs,
     counted_run_records,
+    model_differences,
     models_differ,
     suite_comparison,
 )
@@ -124,6 +125,7 @@ def compare_experiments(
                 "paired": paired,
                 "setup_differences": setup,
                 "models_differ": models_differ(run_a, run_b),
+                "model_differences": model_differences(run_a, run_b),
             }
         )
     multiplicity = adjust_holm(rows)

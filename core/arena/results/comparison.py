@@ -125,15 +125,26 @@ def suite_lines(data: dict[str, Any]) -> list[str]:
     return lines
 
 
+def model_note(row: dict[str, Any]) -> str:
+    """What differs between the models behind a row's two runs of one policy type, by field:
+    ``different models (checkpoint: A …, B …)`` when the model itself differs, else ``the same
+    model served with different settings: server_metadata.n_action_steps (A 10, B 20)``."""
+    from arena.errors import short_repr
+    from arena.results.aggregate import MODEL_IDENTITY_FIELDS
+
+    found = row.get("model_differences") or [{"key": k, "a": None, "b": None} for k in row.get("models_differ") or []]
+    described = ", ".join(f"{d['key']} (A {short_repr(d['a'])}, B {short_repr(d['b'])})" for d in found)
+    if any(d["key"] in MODEL_IDENTITY_FIELDS for d in found):
+        return f"run {row['run']}: the same policy type was served by different models: {described}"
+    return f"run {row['run']}: the same model was served with different settings: {described}"
+
+
 def notes(data: dict[str, Any]) -> list[str]:
     """The lines under the table: each run's design and why, Holm, models, methods used."""
     lines = [escape(f"run {row['run']}: {row['design']}: {row['design_reason']}") for row in data["runs"]]
     for row in data["runs"]:
         if row.get("models_differ"):
-            lines.append(
-                "[yellow]" + escape(f"run {row['run']}: the same policy type was served by different models "
-                                    f"({', '.join(row['models_differ'])} differ)") + "[/]"
-            )
+            lines.append("[yellow]" + escape(model_note(row)) + "[/]")
     lines.append("bold: the 95% interval excludes 0; p: "
                  + ("raw (Holm-adjusted in brackets)" if data.get("multiplicity") else "raw"))
     if data.get("multiplicity"):

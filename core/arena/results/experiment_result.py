@@ -6,6 +6,12 @@ key as it is (``extra="allow"``), so a newer file still loads. ``runs[NAME]`` is
 :class:`RunResult`; ``overall`` an :class:`OverallResult`. Rates are fractions in ``[0, 1]``,
 ``ci95`` is the Wilson 95 % interval ``[low, high]``; ``n`` counts the non-error episodes
 (success, failure, timeout), ``k`` the successes.
+
+There is no pooled headline: :attr:`ExperimentResult.success_rate` is the rate of *the policy
+under evaluation* (the one run marked ``role: evaluated`` in the experiment, or the only run),
+and raises :class:`AmbiguousResult` where that is not declared, because a rate pooled over a
+learned policy and its zero-action baseline means nothing. ``overall`` (the pooled numbers
+the file keeps) is still there, by that name.
 """
 
 from __future__ import annotations
@@ -17,7 +23,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from arena.outputs.layout import EXPERIMENT_RESULT_FILE
+from arena.outputs.layout import EXPERIMENT_FILE, EXPERIMENT_RESULT_FILE
+
+
+class AmbiguousResult(ValueError):
+    """The experiment does not say which run is the policy under evaluation."""
 
 
 class _View(BaseModel):
@@ -63,11 +73,69 @@ class ExperimentResult(_View):
     overall: OverallResult = Field(default_factory=OverallResult)
     output_dir: Path | None = Field(None, exclude=True)
     exit_code: int | None = Field(None, exclude=True)
+    roles: dict[str, str] = Field(default_factory=dict, exclude=True, description="run name -> role, from the snapshot")
+
+    @property
+    def evaluated(self) -> list[str]:
+        """The runs of the policy under evaluation: those marked ``role: evaluated`` (a matrix
+        run gives several), else the only run; empty when neither."""
+        marked = [name for name in self.runs if self.roles.get(name) == "evaluated"]
+        if marked:
+            return marked
+        return list(self.runs) if len(self.runs) == 1 else []
+
+    @property
+    def headline(self) -> RunResult:
+        """The result of the policy under evaluation (see :attr:`evaluated`).
+
+        Raises:
+            AmbiguousResult: no run, or several, is the policy under evaluation (the message
+                names the runs and what to do).
+        """
+        chosen = self.evaluated
+        if len(chosen) == 1:
+            return self.runs[chosen[0]]
+        names = ", ".join(chosen or self.runs) or "none"
+        if chosen:
+            why = f"several runs are marked `role: evaluated` ({names})"
+        else:
+            why = f"experiment '{self.experiment}' has runs {names} and marks none `role: evaluated`"
+        raise AmbiguousResult(
+            f"{why}: a success rate pooled over them would mean nothing. Read result.runs[NAME].success_rate, "
+            "or mark the run of the policy under evaluation `role: evaluated` in the experiment"
+        )
 
     @property
     def success_rate(self) -> float | None:
-        """The pooled success rate (``overall.success_rate``)."""
-        return self.overall.success_rate
+        """``headline.success_rate``: the policy under evaluation's ``k / n`` (``None`` when it
+        has no counted episode). Never pooled over runs.
+
+        Raises:
+            AmbiguousResult: as :attr:`headline`.
+        """
+        return self.headline.success_rate
+
+    @property
+    def ci95(self) -> list[float | None]:
+        """``headline.ci95``, the Wilson 95 % interval of :attr:`success_rate`."""
+        return self.headline.ci95
+
+    @property
+    def failures(self) -> list[str]:
+        """One line per run that did not complete cleanly: failed or cancelled (with its
+        error), or with error episodes. Empty when every run is a clean measurement."""
+        out = []
+        for name, run in self.runs.items():
+            if run.state != "completed":
+                out.append(f"run '{name}' {run.state}" + (f": {run.error}" if run.error else ""))
+            elif run.errors:
+                out.append(f"run '{name}' has {run.errors} error episode(s) (infrastructure errors, not counted)")
+        return out
+
+    @property
+    def ok(self) -> bool:
+        """``arena run`` exited 0 (when known) and no run failed or has error episodes."""
+        return not self.failures and self.exit_code in (0, None)
 
     @property
     def report(self) -> Path | None:
@@ -90,4 +158,16 @@ class ExperimentResult(_View):
         """
         out = Path(output_dir)
         data = json.loads((out / EXPERIMENT_RESULT_FILE).read_text())
-        return cls.model_validate({**data, "output_dir": out, "exit_code": exit_code})
+        return cls.model_validate({**data, "output_dir": out, "exit_code": exit_code, "roles": _roles(out)})
+
+
+def _roles(output_dir: Path) -> dict[str, str]:
+    """``{run: role}`` of the runs the snapshot (``experiment.yaml``) gives a ``role``."""
+    import yaml
+
+    try:
+        snapshot = yaml.safe_load((output_dir / EXPERIMENT_FILE).read_text())
+    except (OSError, yaml.YAMLError):
+        return {}
+    runs = snapshot.get("runs") if isinstance(snapshot, dict) else None
+    return {str(n): str(r["role"]) for n, r in (runs or {}).items() if isinstance(r, dict) and r.get("role")}

@@ -4,7 +4,8 @@
 page), so by default it does not name the machines an experiment ran on (the submitting host,
 cluster nodes, a server's address other than loopback), the kernel release (``platform`` is
 cut to the operating system's name, e.g. ``Linux``) or local paths (the git checkout, the
-working directory, the output directory, the home directory), wherever they appear: the
+working directory, the output directory, the home directory, a model's local checkpoint, shown
+by its last two path components), wherever they appear: the
 provenance table, per-run machines, the command line, error messages and the resolved
 experiment. ``arena report DIR --no-redact`` writes them in. ``provenance.json``,
 ``experiment_result.json`` and each ``run_result.json`` always keep them.
@@ -56,6 +57,12 @@ def _paths(result: dict[str, Any], output_dir: Path) -> list[tuple[str, str]]:
         (prov.get("cwd"), CWD),
         (os.path.expanduser("~"), HOME),
     ]
+    # Local checkpoints (a model's absolute path): by their last components, as the labels name them.
+    for run in (result.get("runs") or {}).values():
+        checkpoint = (run.get("model") or {}).get("checkpoint") if isinstance(run.get("model"), dict) else None
+        if isinstance(checkpoint, str) and (checkpoint.startswith("/") or checkpoint.startswith("file://")):
+            parts = [p for p in checkpoint.split("/") if p]
+            pairs.append((checkpoint, "…/" + "/".join(parts[-2:])))
     seen: dict[str, str] = {}
     for path, placeholder in pairs:
         if isinstance(path, str) and len(path) > 1 and path not in seen:

@@ -33,16 +33,18 @@ def test_per_run_logs_a_parent_and_a_child_run(tmp_path: Path) -> None:
     expected = outcome.result["runs"]["reach"]
     assert child.data.tags["mlflow.parentRunId"] == parent.info.run_id
     assert child.data.tags["arena.group"] == parent.data.tags["arena.group"]
-    assert child.info.run_name == "reach" and child.info.status == "FINISHED" and parent.info.status == "FINISHED"
+    assert child.info.run_name == "out-experiment/reach/step1200" and parent.info.run_name == "out-experiment/step1200"
+    assert child.info.status == "FINISHED" and parent.info.status == "FINISHED"
+    assert child.data.params["policy.type"] == "random_action" and child.data.params["tracking.step"] == "1200"
     assert child.data.metrics["success_rate"] == pytest.approx(expected["success_rate"])
     assert child.data.metrics["n"] == expected["n"]
     history = client.get_metric_history(child.info.run_id, "success_rate")
     assert [m.step for m in history] == [1200]
-    episodes = client.get_metric_history(child.info.run_id, "episode/success")
-    assert sorted(m.step for m in episodes) == [0, 1, 2]
-    outcomes = {r["episode_index"]: r["outcome"] for r in outcome.episodes("reach")}
-    assert {m.step: m.value for m in episodes} == {i: float(o == "success") for i, o in outcomes.items()}
-    assert parent.data.metrics["overall/success_rate"] == pytest.approx(outcome.result["overall"]["success_rate"])
+    # "step" is the training step only: no metric is stepped by episode index
+    assert all(m.step == 1200 for key in child.data.metrics for m in client.get_metric_history(child.info.run_id, key))
+    assert parent.data.metrics["evaluated/success_rate"] == pytest.approx(expected["success_rate"])
+    assert not [k for k in parent.data.metrics if k.startswith("overall/")]
+    assert "reach/return/mean" in parent.data.metrics and "reach/return/ci95_low" in parent.data.metrics
     assert parent.data.metrics["reach/ci95_high"] == pytest.approx(expected["ci95"][1])
     assert parent.data.params["runs.reach.policy.type"] == "random_action"
     assert parent.data.params["tracking.step"] == "1200"

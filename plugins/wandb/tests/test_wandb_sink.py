@@ -28,7 +28,7 @@ def test_per_run_logs_each_run_and_the_experiment_offline(tmp_path: Path, monkey
     assert set(runs) == {"arena-run", "arena-experiment"}, runs
     expected = outcome.result["runs"]["reach"]
     run, exp = runs["arena-run"], runs["arena-experiment"]
-    assert run.name == "reach" and exp.name == "out-experiment"
+    assert run.name == "out-experiment/reach/step1200" and exp.name == "out-experiment/step1200"
     assert run.group == exp.group and run.group.startswith("out-experiment-")
     assert run.finished and exp.finished
     # the run's own numbers, at the checkpoint's step
@@ -36,8 +36,10 @@ def test_per_run_logs_each_run_and_the_experiment_offline(tmp_path: Path, monkey
     assert run.summary["n"] == expected["n"] and run.summary["checkpoint_step"] == 1200
     assert [row["ci95_low"] for row in run.history if "ci95_low" in row] == [pytest.approx(expected["ci95"][0])]
     assert run.summary["episodes"]["nrows"] == 3
-    # the experiment's: pooled and per run, the config, the report and a video
-    assert exp.summary["overall/success_rate"] == pytest.approx(outcome.result["overall"]["success_rate"])
+    # the experiment's: per run and the policy under evaluation (the only run), never pooled;
+    # the config, the report and a video
+    assert exp.summary["evaluated/success_rate"] == pytest.approx(expected["success_rate"])
+    assert not [k for k in exp.summary if k.startswith("overall/")]
     assert exp.summary["reach/ci95_high"] == pytest.approx(expected["ci95"][1])
     assert exp.config["arena"]["experiment"]["runs"]["reach"]["policy"]["type"] == "random_action"
     assert exp.config["arena"]["step"] == 1200

@@ -130,7 +130,7 @@ def plan_export(
     if not episodes:
         raise ExportError(
             f"run '{run}' of {output_dir} recorded no trajectories: run it with trajectories.enabled=true "
-            f"(e.g. arena run EXPERIMENT -o trajectories.enabled=true)"
+            f"(e.g. arena run EXPERIMENT shared.trajectories.enabled=true)"
         )
     if failed_only:
         episodes = [(r, p) for r, p in episodes if r.outcome in FAILED_OUTCOMES]

@@ -13,23 +13,40 @@ Configured in the experiment::
 
 A relative ``tracking_uri`` path is relative to the working directory of each process that
 logs (``arena run``, ``arena run-one``, ``arena collect``): give an absolute one, or a server URL.
+A new MLflow experiment on a SQLite store (``sqlite:///PATH``) without
+``artifact_location`` keeps its artifacts beside the store (``<store's folder>/mlartifacts``),
+not in ``./mlruns`` of whichever directory a process ran in.
 
 One **parent run** per arena experiment (tags ``arena.group`` = the experiment's id
-:func:`arena.sinks.experiment_group`, ``arena.role`` = ``experiment``): created at the
+:func:`arena.sinks.experiment_group`, ``arena.role`` = ``experiment``; named
+``<experiment>/<label>``, :meth:`arena.sinks.SinkContext.tracker_name`): created at the
 experiment's start (``arena run``), found again by those tags by every other process
 (``arena run-one`` on any machine, ``arena collect``), created by the first that finds none.
 It gets the resolved experiment flattened into params (``runs.NAME.policy.type`` …, values
 cut at 500 characters), ``experiment.yaml`` and ``provenance.json`` as artifacts, at the
-end :func:`arena.sinks.experiment_metrics` as metrics (``overall/success_rate``,
-``overall/ci95_low``, ``<run>/success_rate`` …, at step ``tracking.step`` or 0), the
-report (``index.html``), ``episodes.json`` (every episode record, ``per: experiment``) and
-at most ``max_videos`` videos (``videos/<run>/…``), and ends ``FINISHED``.
+end :func:`arena.sinks.experiment_metrics` as metrics (``<run>/success_rate``,
+``<run>/ci95_low``, ``<run>/metrics/<key>``, ``<run>/return`` with their intervals, and
+``evaluated/…`` for the run marked ``role: evaluated``; nothing pooled over runs; all at step
+``tracking.step``, or 0), the report (``index.html``), ``episodes.json`` (every episode
+record, ``per: experiment``) and at most ``max_videos`` videos (``videos/<run>/…``), and ends
+``FINISHED``.
 
 With ``per: run``, each ``arena run-one`` opens a **child run** (tag ``mlflow.parentRunId``,
-``arena.run``, named after the run or ``<run>-shard<K>``): metric ``episode/success`` (1 or 0,
-step = episode index) as each episode finishes, the run's metrics (``success_rate``,
-``ci95_low``, ``ci95_high``, ``n``, ``k``, ``errors``) and ``episodes.json`` at its end; it
-ends ``FINISHED`` when the run completed, else ``FAILED``.
+``arena.run``, named ``<experiment>/<run>/<label>``, ``-shard<K>`` after the run for a shard):
+the run's resolved settings as params (``environment.task``, ``policy.type`` …, and
+``tracking.step`` / ``tracking.label``), at its end the run's metrics (``success_rate``,
+``ci95_low``, ``ci95_high``, ``n``, ``k``, ``errors``, episode metrics and return with
+intervals, at step ``tracking.step``) and ``episodes.json``; it ends ``FINISHED`` when the run
+completed, else ``FAILED``. "Step" means the training step only: episodes are rows of
+``episodes.json``, not steps of a metric.
+
+**One curve per training run.** With ``tracking.series`` (``arena watch`` sets it) the
+evaluations of one training run hang under one **series run** (tags ``arena.series``,
+``arena.role`` = ``series``, named ``<experiment>/<series>``): each evaluation's parent run is
+its child (``mlflow.parentRunId``), and the series run itself gets each evaluation's metrics at
+step ``tracking.step``, so its metric charts are the curve. This is MLflow's own idiom for
+one training run evaluated many times: nested runs under a parent (as its hyperparameter
+sweeps and autologging use) and a metric history keyed by step.
 
 MLflow facts used (3.17): ``MlflowClient(tracking_uri)``, ``get_experiment_by_name``,
 ``create_experiment``, ``create_run(experiment_id, tags, run_name)``, ``search_runs`` with a
@@ -80,6 +97,7 @@ class MlflowSink(ResultSink):
         self.parent: str | None = None
         self.child: str | None = None
         self.child_parented = False
+        self._series_id: str | None = None
         self.episodes: list[dict[str, Any]] = []
 
     # -- events ------------------------------------------------------------------------------
@@ -99,8 +117,7 @@ class MlflowSink(ResultSink):
         if self.config.per != "run":
             return
         self.episodes.append(record)
-        success = 1.0 if record.get("outcome") == "success" else 0.0
-        self.client.log_metric(self._child(), "episode/success", success, step=int(record.get("episode_index", 0)))
+        self._child()  # the child run exists (and shows as running) from the first episode
 
     def run_finished(self, run: str, result: dict[str, Any]) -> None:
         if self.config.per != "run":
@@ -114,9 +131,14 @@ class MlflowSink(ResultSink):
         self.child = None
 
     def experiment_finished(self, result: dict[str, Any], report: Path | None, videos: list[Path]) -> None:
+        from arena.sinks import roles_of
+
         client = self.client
         parent = self._parent(create=True)
-        self._metrics(parent, experiment_metrics(result))
+        metrics = experiment_metrics(result, roles_of(self.context.output_dir))
+        self._metrics(parent, metrics)
+        if self.context.series:
+            self._metrics(self._series(), metrics)
         if self.config.per == "experiment":
             client.log_dict(parent, {"episodes": _records(self.context.output_dir, result)}, "episodes.json")
         if report is not None:
@@ -153,7 +175,8 @@ class MlflowSink(ResultSink):
             found = self.client.get_experiment_by_name(name)
             if found is None:
                 try:
-                    self._experiment_id = self.client.create_experiment(name, artifact_location=self.config.artifact_location)
+                    location = self.config.artifact_location or beside_store(self.client.tracking_uri)
+                    self._experiment_id = self.client.create_experiment(name, artifact_location=location)
                 except MlflowException:  # another process created it first
                     found = self.client.get_experiment_by_name(name)
                     if found is None:
@@ -177,8 +200,25 @@ class MlflowSink(ResultSink):
             tags = {GROUP_TAG: self.context.group, ROLE_TAG: "experiment", "arena.output_dir": str(self.context.output_dir)}
             if self.context.step is not None:
                 tags["arena.step"] = str(self.context.step)
-            self.parent = self.client.create_run(self.experiment_id, tags=tags, run_name=self.context.experiment).info.run_id
+            if self.context.label is not None:
+                tags["arena.label"] = self.context.label
+            if self.context.series:
+                tags["mlflow.parentRunId"] = self._series()
+            self.parent = self.client.create_run(self.experiment_id, tags=tags, run_name=self.context.tracker_name()).info.run_id
         return self.parent
+
+    def _series(self) -> str:
+        """The series run of ``tracking.series``: found by its tags, else created."""
+        if self._series_id is None:
+            query = f"tags.`arena.series` = '{self.context.series}' and tags.`{ROLE_TAG}` = 'series'"
+            runs = self.client.search_runs([self.experiment_id], filter_string=query, max_results=1, order_by=["attributes.start_time ASC"])
+            if runs:
+                self._series_id = runs[0].info.run_id
+            else:
+                tags = {"arena.series": str(self.context.series), ROLE_TAG: "series"}
+                self._series_id = self.client.create_run(self.experiment_id, tags=tags,
+                                                         run_name=f"{self.context.experiment}/{self.context.series}").info.run_id
+        return self._series_id
 
     def _wait_for_parent(self) -> str | None:
         """The parent run, waiting up to :data:`PARENT_WAIT_S` seconds for the process that
@@ -191,14 +231,36 @@ class MlflowSink(ResultSink):
 
     def _child(self) -> str:
         if self.child is None:
-            name = str(self.context.run) + (f"-shard{self.context.shard[0]}" if self.context.shard else "")
             tags = {GROUP_TAG: self.context.group, ROLE_TAG: "run", "arena.run": str(self.context.run)}
             parent = self._parent(create=False)
             if parent is not None:
                 tags["mlflow.parentRunId"] = parent
             self.child_parented = parent is not None
-            self.child = self.client.create_run(self.experiment_id, tags=tags, run_name=name).info.run_id
+            if self.context.step is not None:
+                tags["arena.step"] = str(self.context.step)
+            self.child = self.client.create_run(self.experiment_id, tags=tags, run_name=self.context.tracker_name()).info.run_id
+            self._child_params(self.child)
         return self.child
+
+    def _child_params(self, child: str) -> None:
+        """The run's resolved settings (``experiment.yaml``'s ``runs.<run>``) and the tracking
+        step and label, as the child run's params."""
+        from mlflow.entities import Param
+
+        import yaml
+
+        try:
+            snapshot = yaml.safe_load((self.context.output_dir / "experiment.yaml").read_text()) or {}
+        except (OSError, yaml.YAMLError):
+            snapshot = {}
+        own = ((snapshot.get("runs") or {}).get(self.context.run) or {}) if isinstance(snapshot, dict) else {}
+        flat = _flatten(own)
+        for key in ("step", "label", "series"):
+            if getattr(self.context, key) is not None:
+                flat[f"tracking.{key}"] = getattr(self.context, key)
+        params = [Param(k[:250], _text(v)) for k, v in flat.items()]
+        for i in range(0, len(params), PARAMS_PER_CALL):
+            self.client.log_batch(child, params=params[i : i + PARAMS_PER_CALL])
 
     def _metrics(self, run_id: str, metrics: dict[str, float]) -> None:
         from mlflow.entities import Metric
@@ -208,6 +270,24 @@ class MlflowSink(ResultSink):
         items = [Metric(key, float(value), now, step) for key, value in metrics.items()]
         for i in range(0, len(items), 1000):
             self.client.log_batch(run_id, metrics=items[i : i + 1000])
+
+
+def beside_store(tracking_uri: str | None) -> str | None:
+    """``file://<folder of the database>/mlartifacts`` for a SQLite store (``sqlite:///PATH``),
+    where MLflow would otherwise use ``./mlruns`` of the working directory; ``None`` (the
+    store's own default) otherwise: a file store keeps artifacts inside itself, a server has
+    its artifact root."""
+    from urllib.parse import urlparse
+
+    if not tracking_uri:
+        return None
+    parsed = urlparse(tracking_uri)
+    if parsed.scheme == "sqlite":
+        path = tracking_uri.split(":///", 1)[1] if ":///" in tracking_uri else ""
+        if not path or path == ":memory:":
+            return None
+        return (Path(path).resolve().parent / "mlartifacts").as_uri()
+    return None  # a file store keeps artifacts inside itself already; a server has its own root
 
 
 def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:

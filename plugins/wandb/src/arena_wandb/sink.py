@@ -13,22 +13,31 @@ Configured in the experiment::
 
 What is logged (``per: experiment``), by the process that builds the experiment's result
 (``arena run`` on the local backend or with ``--wait``; ``arena collect`` for a cluster
-submission), into one W&B run named after the experiment, in W&B group ``group``:
+submission), into one W&B run named ``<experiment>/<label>`` (:meth:`SinkContext.tracker_name`:
+the label is ``tracking.label``, else ``step<tracking.step>``), in W&B group ``group``:
 
 - config: the resolved experiment (``experiment.yaml``'s data) and ``arena.provenance``;
-- summary and one history row: :func:`arena.sinks.experiment_metrics`, i.e.
-  ``overall/success_rate``, ``overall/ci95_low`` / ``ci95_high`` (Wilson), ``overall/n``,
-  ``overall/k`` and the same per run as ``<run>/success_rate`` …; with ``tracking.step`` the
-  row carries ``checkpoint_step`` = step and every metric uses it as its x-axis
-  (``wandb.define_metric``), so evaluations of successive checkpoints in one group draw a
-  curve;
+- summary and one history row: :func:`arena.sinks.experiment_metrics`, i.e. per run
+  ``<run>/success_rate``, ``<run>/ci95_low`` / ``ci95_high``, ``<run>/n``, ``<run>/k``, each
+  episode metric ``<run>/metrics/<key>`` and the episode return ``<run>/return`` with their
+  ``…/ci95_low`` / ``…/ci95_high``, and the same under ``evaluated/`` for the run marked
+  ``role: evaluated`` (nothing is pooled over runs); with ``tracking.step`` the row carries
+  ``checkpoint_step`` = step and every metric uses it as its x-axis (``wandb.define_metric``).
+
+**One curve per training run.** With ``tracking.series`` (``arena watch`` sets it to the
+watch's id) every evaluation logs into *one* W&B run, id derived from the series, resumed by
+each evaluation (``resume="allow"``), one history row per checkpoint at ``checkpoint_step``:
+W&B's users read a training curve as one run's chart against a step metric, which a group of
+one-point runs does not draw. Offline, each evaluation writes its own ``offline-run-*``
+folder with that run id; ``wandb sync`` merges them into the one run.
 - ``episodes``: a table with one row per episode (run, episode index, seed, outcome, steps,
   duration, task);
 - artifacts: the report (``index.html``, type ``arena-report``) and at most ``max_videos``
   episode videos (``videos/<run>/<file>`` entries of a ``arena-videos`` artifact).
 
 With ``per: run`` every ``arena run-one`` logs its run (one W&B run per arena run, or per
-shard, named after it, in the same group): episodes as they finish (table rows), the run's
+shard, named ``<experiment>/<run>/<label>``, in the same group; with a series, one W&B run per
+arena run and series): episodes as they finish (table rows), the run's
 metrics at its end (``success_rate``, ``ci95_low``, ``ci95_high``, ``n``, ``k``, ``errors``);
 the experiment's process still logs the experiment's run as above, without the episode table.
 Processes on other machines find each other through the group only; nothing is shared but
@@ -36,7 +45,7 @@ the W&B project.
 
 W&B facts used (wandb 0.31): ``wandb.init(project, entity, group, name, job_type, config,
 dir, mode, reinit="create_new")``, ``run.define_metric(name, step_metric=...)``,
-``run.log(dict)``, ``run.summary.update``, ``wandb.Table``, ``wandb.Artifact.add_file``,
+``run.log(dict)``, ``run.summary.update``, ``wandb.init(id=..., resume="allow")``, ``wandb.Table``, ``wandb.Artifact.add_file``,
 ``run.log_artifact``, ``run.finish`` (https://docs.wandb.ai/ref/python/).
 """
 
@@ -47,7 +56,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from arena.sinks import ResultSink, SinkConfig, SinkContext, experiment_metrics, rate_metrics
+from arena.sinks import ResultSink, SinkConfig, SinkContext, experiment_metrics, rate_metrics, roles_of
 
 #: Columns of the ``episodes`` table, in order.
 EPISODE_COLUMNS = ("run", "episode_index", "seed", "outcome", "steps", "duration_s", "task")
@@ -91,7 +100,8 @@ class WandbSink(ResultSink):
     def run_finished(self, run: str, result: dict[str, Any]) -> None:
         if self.config.per != "run":
             return
-        wb = self._open(self._run_name(), job_type="arena-run", config=None)
+        wb = self._open(self.context.tracker_name(), job_type="arena-run", config=None,
+                        series=f"{self.context.series}-{self.context.run}" if self.context.series else None)
         self._log(wb, rate_metrics(result))
         if self.rows:
             wb.log(self._table(self.rows))
@@ -100,8 +110,8 @@ class WandbSink(ResultSink):
         import wandb
 
         config = self.started or {"experiment": _snapshot(self.context.output_dir), "provenance": result.get("provenance")}
-        wb = self._open(self.context.experiment, job_type="arena-experiment", config=config)
-        self._log(wb, experiment_metrics(result))
+        wb = self._open(self.context.tracker_name(), job_type="arena-experiment", config=config, series=self.context.series)
+        self._log(wb, experiment_metrics(result, roles_of(self.context.output_dir)))
         if self.config.per == "experiment":
             rows = [_row(run, r) for run, records in _records(self.context.output_dir, result).items() for r in records]
             wb.log(self._table(rows))
@@ -122,11 +132,7 @@ class WandbSink(ResultSink):
             self.run = None
 
     # -- W&B ---------------------------------------------------------------------------------
-    def _run_name(self) -> str:
-        shard = self.context.shard
-        return f"{self.context.run}" + (f"-shard{shard[0]}" if shard else "")
-
-    def _open(self, name: str, *, job_type: str, config: dict[str, Any] | None) -> Any:
+    def _open(self, name: str, *, job_type: str, config: dict[str, Any] | None, series: str | None = None) -> Any:
         if self.run is not None:
             return self.run
         import wandb
@@ -135,14 +141,20 @@ class WandbSink(ResultSink):
         directory = Path(cfg.dir) if cfg.dir else self.context.output_dir / "wandb"
         directory.mkdir(parents=True, exist_ok=True)
         settings = wandb.Settings(silent=True, console="off", x_disable_stats=True)
+        resume: dict[str, Any] = {}
+        if series:  # every evaluation of the series logs into one W&B run (the module docstring)
+            resume = {"id": _safe(series)[:64], "resume": "allow"}
+            name = f"{self.context.experiment}/{self.context.series}" + (f"/{self.context.run}" if self.context.run else "")
         self.run = wandb.init(
+            **resume,
             project=cfg.project,
             entity=cfg.entity,
-            group=cfg.group or self.context.group,
+            group=cfg.group or (self.context.series if series else self.context.group),
             name=name,
             job_type=job_type,
             tags=list(cfg.tags),
-            config={"arena": {**(config or {}), "group": self.context.group, "step": self.context.step}},
+            config={"arena": {**(config or {}), "group": self.context.group, "step": self.context.step,
+                              "label": self.context.label, "series": self.context.series}},
             dir=str(directory),
             mode=cfg.mode,
             reinit="create_new",
