@@ -188,6 +188,7 @@ class RemoteChunkReplayPolicy(PolicyBase):
         self.open_loop_horizon = config.open_loop_horizon
         self._clients: list[WireClient] = []
         self._loops: list[ConnectionLoop] = []
+        self._open_episodes: set[int] = set()  # envs whose connection was told start_episode
         self.broker: ChunkBroker | None = None  # built in start(), when num_envs is known
         self._pool: ThreadPoolExecutor | None = None
         self._metadata: dict[str, Any] | None = None
@@ -264,9 +265,35 @@ class RemoteChunkReplayPolicy(PolicyBase):
 
     # -- the step loop -----------------------------------------------------------------------
     def reset(self, env_ids: list[int] | None = None, seeds: list[int] | None = None) -> None:
-        """Drop the chunks and latency records of ``env_ids`` (all when ``None``)."""
+        """Drop the chunks and latency records of ``env_ids`` (all when ``None``) and tell each
+        env's connection that its episode starts (:meth:`WireClient.start_episode` with
+        ``{"seed", "task_description"}``, after ``end_episode`` of the one before; nothing on
+        openpi's wire). Best effort: a connection that fails it is closed, and the next
+        request re-opens it."""
         if self.broker is not None:
             self.broker.reset(env_ids)
+        ids = range(len(self._clients)) if env_ids is None else [int(e) for e in env_ids]
+        for k, env_id in enumerate(ids):
+            if env_id >= len(self._clients):
+                continue
+            seed = None if seeds is None or k >= len(seeds) else int(seeds[k])
+            self._episode_boundary(env_id, {"seed": seed, "task_description": self.task_description})
+
+    def _episode_boundary(self, env_id: int, start: dict[str, Any] | None) -> None:
+        """``end_episode`` of env ``env_id``'s open episode, then ``start_episode(start)``
+        unless ``start`` is ``None``; a failure closes the connection."""
+        client = self._clients[env_id]
+        if not client.connected:
+            return
+        try:
+            if env_id in self._open_episodes:
+                self._open_episodes.discard(env_id)
+                client.end_episode(env_id, {})
+            if start is not None:
+                client.start_episode(env_id, start)
+                self._open_episodes.add(env_id)
+        except TransportError:
+            client.close()
 
     def set_active(self, env_ids: Sequence[int]) -> None:
         """Only ``env_ids`` run episodes: idle envs send no request and take no chunk rows."""
@@ -365,6 +392,8 @@ class RemoteChunkReplayPolicy(PolicyBase):
         return {} if self.broker is None else self.broker.episode_info(env_id)
 
     def close(self) -> None:
+        for env_id in sorted(self._open_episodes):
+            self._episode_boundary(env_id, None)
         for client in self._clients:
             try:
                 client.close()
