@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import gymnasium as gym
 import numpy as np
@@ -45,9 +45,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from arena.errors import SuccessSignalError
 from arena.outputs.fingerprint import PROTOCOL_KEY
-
-if TYPE_CHECKING:
-    from arena.doctor import Check
 
 #: Key of ``step``'s ``info`` naming envs whose step failed: ``{env_id: reason}``.
 ENV_ERRORS = "env_errors"
@@ -304,7 +301,7 @@ class Environment:
     # Every member below has a working default; override what your simulator needs.
 
     @classmethod
-    def venv_checks(cls, python: Path) -> Sequence[Check]:
+    def venv_checks(cls, python: Path) -> Sequence[Any]:
         """``arena doctor``'s checks of this environment inside its benchmark venv, whose
         interpreter is ``python`` (e.g. ManiSkill's Vulkan device, which only the venv's
         SAPIEN can probe): a list of :class:`arena.doctor.Check`. Called only for classes
