@@ -387,7 +387,11 @@ def test_each_connection_hears_its_episode_boundaries(openpi_double):
     policy.set_task_description("count")
     policy.reset([0, 1], [7, 8])
     policy.reset([1], [9])
+    policy._loops[1].call(lambda client: client.infer({"observation/state": np.zeros(2), "prompt": ""}))
+    policy._clients[1].close()  # dropped: the next request reconnects and starts the episode there again
+    policy._loops[1].call(lambda client: client.infer({"observation/state": np.zeros(2), "prompt": ""}))
     policy.close()
     assert log == [
-        ("start", 0, 7, "count"), ("start", 1, 8, "count"), ("end", 1), ("start", 1, 9, "count"), ("end", 0), ("end", 1),
+        ("start", 0, 7, "count"), ("start", 1, 8, "count"), ("end", 1), ("start", 1, 9, "count"),
+        ("start", 1, 9, "count"), ("end", 0), ("end", 1),
     ]

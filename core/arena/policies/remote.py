@@ -215,6 +215,7 @@ class RemoteChunkReplayPolicy(PolicyBase):
         self._clients: list[WireClient] = []
         self._loops: list[ConnectionLoop] = []
         self._open_episodes: set[int] = set()  # envs whose connection was told start_episode
+        self._episode_starts: dict[int, dict[str, Any]] = {}  # ... and with what
         self.broker: ChunkBroker | None = None  # built in start(), when num_envs is known
         self._pool: ThreadPoolExecutor | None = None
         self._metadata: dict[str, Any] | None = None
@@ -269,11 +270,16 @@ class RemoteChunkReplayPolicy(PolicyBase):
     def _on_connect(self, client: WireClient) -> None:
         """After every (re)connect: keep the metadata (the server may have restarted with
         another model). A server that refused connections meanwhile was restarted: every
-        connection's next inference may wait ``first_request_timeout_s`` for its warm-up."""
+        connection's next inference may wait ``first_request_timeout_s`` for its warm-up. An
+        env whose episode was open starts it again on the new connection (``start_episode``
+        with the same info; raising makes the reconnect fail)."""
         self._metadata = getattr(client, "metadata", None)
         if client.saw_server_down:
             for other in self._clients:
                 other.expect_warmup()
+        env_id = next((i for i, c in enumerate(self._clients) if c is client), None)
+        if env_id in self._open_episodes:  # a new connection: its episode starts again there
+            client.start_episode(env_id, self._episode_starts[env_id])
 
     def _on_fault(self, fault: BaseException) -> None:
         """A connection failed and is re-opened: drop every env's cached chunk."""
@@ -309,6 +315,7 @@ class RemoteChunkReplayPolicy(PolicyBase):
             if start is not None:
                 client.start_episode(env_id, start)
                 self._open_episodes.add(env_id)
+                self._episode_starts[env_id] = start
         except TransportError:
             client.close()
 
