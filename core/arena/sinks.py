@@ -265,8 +265,11 @@ def read_provenance(output_dir: str | os.PathLike[str]) -> dict[str, Any] | None
 def rate_metrics(entry: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
     """Numbers a tracker plots for one run's (or the pooled) result: ``success_rate``,
     ``ci95_low`` / ``ci95_high`` (Wilson), ``n`` (non-error episodes), ``k`` (successes),
-    ``errors``; keys prefixed ``prefix/`` when given. Works on an ``experiment_result.json`` run
-    entry or ``overall`` and on a ``run_result.json``; a missing rate (n = 0) is left out."""
+    ``errors``, and for each episode metric of the entry ``metrics/<key>/mean``,
+    ``metrics/<key>/ci95_low`` and ``metrics/<key>/ci95_high`` (the figures and interval method
+    of :func:`arena.outputs.metrics.summarize_metrics`, as the results hold them); keys
+    prefixed ``prefix/`` when given. Works on an ``experiment_result.json`` run entry or
+    ``overall`` and on a ``run_result.json``; a missing rate (n = 0) or interval is left out."""
     counts = entry.get("counts") or {}
     k = entry.get("k", counts.get("success", 0))
     n = entry.get("n", sum(int(counts.get(o, 0)) for o in ("success", "failure", "timeout")))
@@ -276,14 +279,60 @@ def rate_metrics(entry: Mapping[str, Any], prefix: str = "") -> dict[str, float]
         ci = entry.get("ci95") or [None, None]
         if ci[0] is not None and ci[1] is not None:
             out["ci95_low"], out["ci95_high"] = float(ci[0]), float(ci[1])
+    metrics = entry.get("metrics")
+    if isinstance(metrics, Mapping):  # episode metrics: the same mean and interval as the results
+        for key, summary in metrics.items():
+            if not isinstance(summary, Mapping):
+                continue
+            for field, name in (("mean", "mean"), ("ci_low", "ci95_low"), ("ci_high", "ci95_high")):
+                if isinstance(summary.get(field), (int, float)):
+                    out[f"metrics/{key}/{name}"] = float(summary[field])
     return {f"{prefix}/{k}" if prefix else k: v for k, v in out.items()}
 
 
 def experiment_metrics(result: Mapping[str, Any]) -> dict[str, float]:
-    """:func:`rate_metrics` of ``overall`` (prefix ``overall``) and of every run (prefix its name)."""
+    """:func:`rate_metrics` of ``overall`` (prefix ``overall``) and of every run (prefix its name),
+    and :func:`attribution_metrics`."""
     out = rate_metrics(result.get("overall") or {}, "overall")
     for name, entry in (result.get("runs") or {}).items():
         out.update(rate_metrics(entry, name))
+    out.update(attribution_metrics(result))
+    return out
+
+
+def _metric_key(*parts: str) -> str:
+    """A metric name every tracker accepts (MLflow's: letters, digits, ``_ - . / space``)."""
+    import re
+
+    return "/".join(re.sub(r"[^A-Za-z0-9_.\- ]", "_", str(p)) for p in parts)
+
+
+def attribution_metrics(result: Mapping[str, Any]) -> dict[str, float]:
+    """The numbers of the report's "What drives failure" (``experiment_result.json``'s
+    ``attribution``, :mod:`arena.results.attribution`), per sweep ``G`` and perturbed run ``R``:
+    ``attribution/G/R/difference`` (level − nominal), ``…/ci95_low``, ``…/ci95_high``,
+    ``…/p_holm``; per model term ``T`` (``factor=level``, ``=`` written ``-``):
+    ``attribution/G/model/T/log_odds_ratio``, ``…/ci95_low``, ``…/ci95_high``. Missing numbers
+    are left out."""
+    sweeps = ((result.get("attribution") or {}).get("sweeps") or {}) if isinstance(result, Mapping) else {}
+    out: dict[str, float] = {}
+
+    def put(key: str, value: Any) -> None:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[key] = float(value)
+
+    for group, sweep in sweeps.items():
+        for row in sweep.get("rows") or []:
+            ci = row.get("ci95") or [None, None]
+            for name, value in (("difference", row.get("difference")), ("ci95_low", ci[0]), ("ci95_high", ci[1]),
+                                ("p_holm", row.get("p_holm"))):
+                put(_metric_key("attribution", group, row.get("run"), name), value)
+        model = sweep.get("model") or {}
+        for term in model.get("terms") or []:
+            ci = term.get("ci95") or [None, None]
+            label = str(term.get("term")).replace("=", "-")
+            for name, value in (("log_odds_ratio", term.get("log_odds_ratio")), ("ci95_low", ci[0]), ("ci95_high", ci[1])):
+                put(_metric_key("attribution", group, "model", label, name), value)
     return out
 
 

@@ -38,8 +38,11 @@ from arena.outputs.records import (
     FORMAT_VERSION,
     OUTCOMES,
     EpisodeRecord,
+    NON_FINITE_WARNING_START,
     count_outcomes,
     merge_records,
+    non_finite_episodes,
+    non_finite_warning,
     partial_note,
     read_json,
     read_records,
@@ -148,6 +151,8 @@ def _summarize(
             machine = result["machine"]
         if model is None and isinstance(result, dict) and isinstance(result.get("model"), dict):
             model = result["model"]
+    flagged = non_finite_warning(records)  # from the records, whatever run_result.json said
+    warnings = [w for w in warnings if NON_FINITE_WARNING_START not in w] + ([flagged] if flagged else [])
     seeds = None
     if "seed" in entry:
         count = int(entry.get("num_episodes") or 0)
@@ -175,7 +180,8 @@ def _summarize(
         "server_log": f"{name}/{SERVER_LOG}" if server_log.exists() else None,
         "issues": issues,
         "latency": latency_summary(records),
-        "metrics": summarize_metrics(records),
+        "metrics": summarize_metrics(records, entry.get("metric_bounds")),
+        "non_finite": non_finite_episodes(records) or None,
         "seeds": seeds,
         "num_envs": entry.get("num_envs"),
         "videos": sum(1 for r in records if r.video),
@@ -565,7 +571,8 @@ def _experiment_name(output_dir: Path, manifest: dict | None) -> str:
 #: Every method name a figure of ``experiment_result.json`` or ``arena compare --json`` may
 #: carry, with the one line the report and ``arena compare`` explain it by.
 METHODS = {
-    "wilson": "Wilson score interval of one run's k/n (fixed number of episodes).",
+    "wilson": "Wilson score interval of one run's k/n (fixed number of episodes); also of a boolean (0/1) "
+    "episode metric's mean.",
     "stratified-wilson-effective-n": "Wilson interval at a suite's weighted rate with the effective number of "
     "episodes of its tasks (strata), so each task contributes its own variance.",
     "newcombe-hybrid-score": "Newcombe's (1998, method 10) interval for the difference of two independent rates.",
@@ -576,8 +583,17 @@ METHODS = {
     "holm": "Holm's step-down adjustment of the p-values shown together (family-wise error 5%).",
     "stratified-adjusted-wald-per-task": "A suite difference: the mean of per-task differences, its variance summed "
     "over tasks (Agresti-Caffo for unpaired tasks, Agresti-Min for paired).",
+    "glm-binomial-cluster-robust": "A perturbation sweep's logistic model of success on its factor levels "
+    "(statsmodels GLM, Binomial), with standard errors clustered by episode seed (the sweep's runs share seeds).",
+    "firth-penalized-logistic": "Firth's (1993) bias-reduced logistic regression, used when a sweep's cell solved "
+    "every episode or none (plain maximum likelihood is infinite there); model-based Wald intervals.",
     "betting-confidence-sequence": "Waudby-Smith & Ramdas (2023) betting confidence sequence: valid at every "
     "episode count, so after stopping early too.",
+    "betting-bounded-mean": "An episode metric with known bounds (declared by the environment): the hedged "
+    "betting confidence interval for the mean of a bounded variable (Waudby-Smith & Ramdas 2023, JRSS-B 86(1), "
+    "section 4); valid for any distribution inside the bounds, never outside them, never of zero width.",
+    "student-t": "An episode metric without known bounds: Student's t interval of the mean (quantile from "
+    "scipy.stats.t); assumes roughly normal episode values.",
 }
 
 
@@ -600,10 +616,13 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
     ``by_task`` (task -> run names),
     ``by_policy`` (pooled and macro rates per policy), ``by_group`` (expanded runs under their
     parent run, e.g. a LIBERO suite's tasks: see :func:`by_group`), ``comparisons`` (every pair of policies on one task: difference and
-    its Newcombe interval, see :func:`compare_runs`), ``provenance`` (``provenance.json``)
+    its Newcombe interval, see :func:`compare_runs`), ``delay_sweeps`` (live runs differing only in
+    their delay, each paired with its ``d = 0`` run: :mod:`arena.results.delay`), ``provenance`` (``provenance.json``)
     and ``overall`` (pooled
     counts, ``n``, ``k``, ``success_rate``, ``ci95``, ``macro_success_rate``: the mean of
-    the per-run rates, ``states``: runs per state). A run listed in the manifest with no
+    the per-run rates, ``states``: runs per state), ``attribution`` (perturbation sweeps: paired
+    differences from nominal and a logistic model per factor level, see
+    :mod:`arena.results.attribution`; ``None`` without a sweep). A run listed in the manifest with no
     files yet is ``pending``; a failed run stays ``failed`` with its error.
     """
     output_dir = Path(output_dir)
@@ -626,8 +645,19 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
     from arena.results.setups import run_setups
     from arena.results.provenance import read_provenance
 
-    comparisons = task_comparisons(output_dir, runs, records_of, run_setups(output_dir, runs))
-    groups = by_group(runs)
+    from arena.results.attribution import attribution
+
+    setups = run_setups(output_dir, runs)
+    comparisons = task_comparisons(output_dir, runs, records_of, setups)
+    drivers = attribution(output_dir, runs, records_of, setups)
+    # a perturbation sweep's runs are levels of one policy on one task, not a suite's tasks
+    groups = {g: v for g, v in by_group(runs).items() if not (drivers and g in drivers["sweeps"])}
+    from arena.outputs.layout import read_snapshot
+    from arena.results.delay import delay_sweeps
+
+    snapshot = read_snapshot(output_dir) or {}
+    sweeps = delay_sweeps(runs, snapshot.get("runs") if isinstance(snapshot.get("runs"), dict) else {}, records_of, setups,
+                          compare_runs=compare_runs, adjust_holm=adjust_holm)
     overall = _aggregate(list(runs.values()))
     result = {
         "format_version": FORMAT_VERSION,
@@ -639,9 +669,11 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
         "by_group": groups,
         "comparisons": comparisons,
         "group_comparisons": group_comparisons(runs, groups, comparisons),
+        "delay_sweeps": sweeps,
         "multiplicity": _multiplicity_note(comparisons),
         "methods": METHODS,
         "provenance": read_provenance(output_dir),
+        "attribution": drivers,
         "overall": {
             **overall,
             "counts": counts,

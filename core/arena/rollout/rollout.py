@@ -313,7 +313,7 @@ class _Rollout:
             episode.total_reward += float(reward[e])
             if episode.metrics is not None:
                 for key, column in values.items():
-                    episode.metrics.add(key, float(column[e]))
+                    episode.metrics.add(key, column[e].item())  # a bool stays one
             outcome = self._outcome(episode, bool(success[e]), bool(terminated[e]), bool(truncated[e]))
             if outcome is not None:
                 self._finish(e, outcome)
@@ -407,6 +407,12 @@ class _Rollout:
         trajectory = self.trajectories.end(env_id, outcome) if self.trajectories is not None else None
         latency = extras.pop("latency", None)
         server_timing = extras.pop("server_timing", None)
+        # numbers a policy measures per episode (live mode's delays, stale ratio, latency
+        # percentiles: arena.live.stats) join the environment's metrics, with their intervals
+        policy_metrics = extras.pop("metrics", None)
+        metrics = (episode.metrics.result() or None) if episode.metrics is not None else None
+        if isinstance(policy_metrics, dict) and policy_metrics:
+            metrics = {**(metrics or {}), **{str(k): float(v) for k, v in policy_metrics.items()}}
         record = EpisodeRecord(
             run=episode.item.run,
             episode_index=episode.item.episode_index,
@@ -425,7 +431,10 @@ class _Rollout:
             finished_at=utc_now(),
             protocol=protocol,
             trajectory=trajectory,
-            metrics=(episode.metrics.result() or None) if episode.metrics is not None else None,
+            metrics=metrics,
+            # a NaN/inf return or latency is flagged by the record itself (arena.outputs.records)
+            non_finite=[f"metrics.{key}" for key in episode.metrics.non_finite] or None
+            if episode.metrics is not None else None,
             **({"policy_extras": extras} if extras else {}),
             **({"env_extras": env_extras} if env_extras else {}),
         )

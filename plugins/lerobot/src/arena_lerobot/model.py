@@ -136,6 +136,7 @@ class LeRobotModel:
         self._attributes: tuple[str, ...] = ()
         self._fresh: dict[str, Any] = {}
         self._stackable = False
+        self._leftovers: Any = None  # RTC: the last normalized chunk per env (arena_lerobot.rtc)
 
     # -- loading -----------------------------------------------------------------------------
     def load(self) -> None:
@@ -203,7 +204,15 @@ class LeRobotModel:
             "n_obs_steps": int(getattr(config, "n_obs_steps", 1)),
             "seed": self.seed,
             "state_keys": [SESSION_KEY, ENV_ID_KEY, NEW_EPISODE_KEY],
+            "rtc": self._rtc_metadata(),
         }
+
+    def _rtc_metadata(self) -> dict[str, bool]:
+        """Whether requests' ``inference_delay`` / leftover reach the policy (:mod:`arena_lerobot.rtc`)."""
+        from arena_lerobot.rtc import accepts_rtc, rtc_enabled
+
+        accepts = self.mode == "chunk" and accepts_rtc(self.policy)
+        return {"accepts": accepts, "enabled": accepts and rtc_enabled(self.policy)}
 
     @property
     def actions_per_request(self) -> int:
@@ -234,12 +243,22 @@ class LeRobotModel:
         with self._lock, torch.inference_mode():
             batch = self.preprocessor(to_policy_batch(observations))
             if self.mode == "chunk":
-                chunk = self.policy.predict_action_chunk(batch)[:, : self.policy.config.n_action_steps]
+                chunk = self._predict_chunk(batch, observations)[:, : self.policy.config.n_action_steps]
                 actions = self._postprocess(chunk)  # (B, n_action_steps, action_dim)
             else:
                 actions = self._postprocess(self._select_actions(observations, batch))[:, None]  # (B, 1, action_dim)
         # arena's server adds server_timing (infer_ms) to each reply; batch_size says how many envs shared the call
         return [{ACTIONS_KEY: actions[i], "batch_size": len(observations)} for i in range(len(observations))]
+
+    def _predict_chunk(self, batch: dict[str, Any], observations: list[dict[str, Any]]) -> Any:
+        """``predict_action_chunk``, with each request's RTC inputs where it carries them (:mod:`arena_lerobot.rtc`)."""
+        from arena_lerobot.rtc import Leftovers, predict
+
+        if self._leftovers is None:
+            self._leftovers = Leftovers(self.max_states)
+        keys = [(str(r.get(SESSION_KEY, "")), int(r.get(ENV_ID_KEY, 0))) for r in observations]
+        new = [bool(r.get(NEW_EPISODE_KEY, False)) for r in observations]
+        return predict(self.policy, batch, observations, self._leftovers, keys, new, _rows)
 
     def _postprocess(self, actions: Any) -> np.ndarray:
         """The postprocessor (unnormalize, to CPU) on ``(B, action_dim)`` or ``(B, T, action_dim)``."""

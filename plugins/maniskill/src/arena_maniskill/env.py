@@ -132,6 +132,19 @@ class ManiSkillEnvironment(Environment):
         workers), ``"all"`` on ``physx_cuda`` (ManiSkill vectorizes them in one worker)."""
         return "all" if config.sim_backend == "physx_cuda" else "one"
 
+    #: Live mode (arena.live): ManiSkill's tasks default to control_freq 20 (sim_freq 100).
+    control_hz: ClassVar[float | None] = 20.0
+
+    @classmethod
+    def hold_rules_for(cls, config: ManiSkillConfig) -> tuple[str, ...]:
+        """Absolute controllers (``pd_joint_pos``, ``pd_ee_pose``, ...) repeat a held target;
+        delta and velocity controllers only continue the chunk (no null action is declared: the
+        null of an arm delta depends on the robot's gripper controller, which may be absolute)."""
+        mode = config.control_mode
+        if "delta" in mode or "vel" in mode:
+            return ("continue_chunk",)
+        return ("continue_chunk", "repeat_last")
+
     @classmethod
     def episode_metrics_for(cls, config: ManiSkillConfig) -> dict[str, str]:
         """The task's partial-credit metrics (``{info key: reduction}``, from the catalog;
@@ -139,6 +152,14 @@ class ManiSkillEnvironment(Environment):
         the catalog does not list."""
         spec = task_spec(config.task)
         return dict(spec.metrics) if spec else {}
+
+    @classmethod
+    def episode_metric_bounds_for(cls, config: ManiSkillConfig) -> dict[str, tuple[float, float]]:
+        """``(0, 1)`` for each of the task's boolean extras (the catalog's ``is_*`` metrics, e.g.
+        PickCube's ``is_grasped``), so their intervals stay inside it; distances and angles
+        have no upper bound and keep Student's t."""
+        spec = task_spec(config.task)
+        return {key: (0.0, 1.0) for key in (spec.metrics if spec else {}) if key.startswith("is_")}
 
     @classmethod
     def venv_checks(cls, python: Any) -> list[Any]:
