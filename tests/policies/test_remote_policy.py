@@ -363,35 +363,3 @@ def test_chunks_fetched_in_the_last_allowed_round_are_used():
     assert actions[:, 0].tolist() == [0.0, 1.0]
     assert policy.reconnects == 2 and _ScriptedClient.script == []
 
-
-def test_each_connection_hears_its_episode_boundaries(openpi_double):
-    # WireClient.start_episode / end_episode (nothing on openpi's wire; vla-eval's EPISODE_START)
-    from arena.transport.client import PolicyClient
-
-    log: list[tuple] = []
-
-    class RecordingClient(PolicyClient):
-        def start_episode(self, env_id: int, info: dict[str, Any]) -> None:
-            log.append(("start", env_id, info["seed"], info["task_description"]))
-
-        def end_episode(self, env_id: int, info: dict[str, Any]) -> None:
-            log.append(("end", env_id))
-
-    class RecordingPolicy(CounterPolicy):
-        client_cls = RecordingClient
-
-    double = openpi_double(chunk_reply())
-    cfg = RemotePolicyConfig(remote_host="127.0.0.1", remote_port=double.port, embodiment="counter", connect_timeout_s=5)
-    policy = RecordingPolicy(cfg, adapter=CounterAdapter())
-    policy.start(SimpleNamespace(num_envs=2))
-    policy.set_task_description("count")
-    policy.reset([0, 1], [7, 8])
-    policy.reset([1], [9])
-    policy._loops[1].call(lambda client: client.infer({"observation/state": np.zeros(2), "prompt": ""}))
-    policy._clients[1].close()  # dropped: the next request reconnects and starts the episode there again
-    policy._loops[1].call(lambda client: client.infer({"observation/state": np.zeros(2), "prompt": ""}))
-    policy.close()
-    assert log == [
-        ("start", 0, 7, "count"), ("start", 1, 8, "count"), ("end", 1), ("start", 1, 9, "count"),
-        ("start", 1, 9, "count"), ("end", 0), ("end", 1),
-    ]

@@ -214,8 +214,6 @@ class RemoteChunkReplayPolicy(PolicyBase):
         self.open_loop_horizon = config.open_loop_horizon
         self._clients: list[WireClient] = []
         self._loops: list[ConnectionLoop] = []
-        self._open_episodes: set[int] = set()  # envs whose connection was told start_episode
-        self._episode_starts: dict[int, dict[str, Any]] = {}  # ... and with what
         self.broker: ChunkBroker | None = None  # built in start(), when num_envs is known
         self._pool: ThreadPoolExecutor | None = None
         self._metadata: dict[str, Any] | None = None
@@ -270,16 +268,11 @@ class RemoteChunkReplayPolicy(PolicyBase):
     def _on_connect(self, client: WireClient) -> None:
         """After every (re)connect: keep the metadata (the server may have restarted with
         another model). A server that refused connections meanwhile was restarted: every
-        connection's next inference may wait ``first_request_timeout_s`` for its warm-up. An
-        env whose episode was open starts it again on the new connection (``start_episode``
-        with the same info; raising makes the reconnect fail)."""
+        connection's next inference may wait ``first_request_timeout_s`` for its warm-up."""
         self._metadata = getattr(client, "metadata", None)
         if client.saw_server_down:
             for other in self._clients:
                 other.expect_warmup()
-        env_id = next((i for i, c in enumerate(self._clients) if c is client), None)
-        if env_id in self._open_episodes:  # a new connection: its episode starts again there
-            client.start_episode(env_id, self._episode_starts[env_id])
 
     def _on_fault(self, fault: BaseException) -> None:
         """A connection failed and is re-opened: drop every env's cached chunk."""
@@ -288,36 +281,11 @@ class RemoteChunkReplayPolicy(PolicyBase):
 
     # -- the step loop -----------------------------------------------------------------------
     def reset(self, env_ids: list[int] | None = None, seeds: list[int] | None = None) -> None:
-        """Drop the chunks and latency records of ``env_ids`` (all when ``None``) and tell each
-        env's connection that its episode starts (:meth:`WireClient.start_episode` with
-        ``{"seed", "task_description"}``, after ``end_episode`` of the one before; nothing on
-        openpi's wire). Best effort: a connection that fails it is closed, and the next
-        request re-opens it."""
+        """Drop the chunks and latency records of ``env_ids`` (all when ``None``). A protocol
+        with episode boundaries calls its clients' ``start_episode`` / ``end_episode`` in its
+        subclass (``vla_eval_remote`` does); openpi's wire has none."""
         if self.broker is not None:
             self.broker.reset(env_ids)
-        ids = range(len(self._clients)) if env_ids is None else [int(e) for e in env_ids]
-        for k, env_id in enumerate(ids):
-            if env_id >= len(self._clients):
-                continue
-            seed = None if seeds is None or k >= len(seeds) else int(seeds[k])
-            self._episode_boundary(env_id, {"seed": seed, "task_description": self.task_description})
-
-    def _episode_boundary(self, env_id: int, start: dict[str, Any] | None) -> None:
-        """``end_episode`` of env ``env_id``'s open episode, then ``start_episode(start)``
-        unless ``start`` is ``None``; a failure closes the connection."""
-        client = self._clients[env_id]
-        if not client.connected:
-            return
-        try:
-            if env_id in self._open_episodes:
-                self._open_episodes.discard(env_id)
-                client.end_episode(env_id, {})
-            if start is not None:
-                client.start_episode(env_id, start)
-                self._open_episodes.add(env_id)
-                self._episode_starts[env_id] = start
-        except TransportError:
-            client.close()
 
     def set_active(self, env_ids: Sequence[int]) -> None:
         """Only ``env_ids`` run episodes: idle envs send no request and take no chunk rows."""
@@ -416,8 +384,6 @@ class RemoteChunkReplayPolicy(PolicyBase):
         return {} if self.broker is None else self.broker.episode_info(env_id)
 
     def close(self) -> None:
-        for env_id in sorted(self._open_episodes):
-            self._episode_boundary(env_id, None)
         for client in self._clients:
             try:
                 client.close()
