@@ -43,20 +43,41 @@ def test_bad_names_and_non_empty_directories_are_refused(tmp_path):
     assert result.exit_code == 2
 
 
+@pytest.mark.parametrize(
+    ("kind", "modules"),
+    [("environment", ("__init__", "plugin", "env")), ("local-policy", ("__init__", "plugin", "policy"))],
+)
+def test_each_kind_generates_its_package(tmp_path, kind, modules):
+    result = CliRunner().invoke(app, ["plugins", "new", "my-thing", "--kind", kind, "--dir", str(tmp_path / "pkg")])
+    assert result.exit_code == 0, result.output
+    root = tmp_path / "pkg"
+    files = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+    assert files == {"pyproject.toml", "README.md", "tests/test_my_thing_plugin.py", *(f"arena_my_thing/{m}.py" for m in modules)}
+    for path in root.rglob("*.py"):
+        compile(path.read_text(), str(path), "exec")
+        assert "$" not in path.read_text(), path
+    assert CliRunner().invoke(app, ["plugins", "new", "x", "--kind", "sink", "--dir", str(tmp_path / "y")]).exit_code == 2
+
+
 @pytest.mark.slow
-def test_generated_plugin_installs_and_its_tests_pass(tmp_path):
-    created = create_plugin("demo-vla", tmp_path / "arena-plugin-demo-vla")
+def test_generated_plugins_of_every_kind_install_and_their_tests_pass(tmp_path):
+    # one install and one pytest run for the three kinds (remote policy, environment, local policy)
+    created = [
+        create_plugin("demo-vla", tmp_path / "arena-plugin-demo-vla"),
+        create_plugin("demo-env", tmp_path / "arena-plugin-demo-env", kind="environment"),
+        create_plugin("demo-local", tmp_path / "arena-plugin-demo-local", kind="local-policy"),
+    ]
     site = tmp_path / "site"
     install = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--no-deps", "--quiet",
-         "--target", str(site), str(created.root)],
+         "--target", str(site), *(str(c.root) for c in created)],
         capture_output=True, text=True, timeout=300,
     )
     assert install.returncode == 0, install.stdout[-2000:] + install.stderr[-2000:]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
     tests = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(created.root / "tests")],
-        capture_output=True, text=True, timeout=600, env=env, cwd=created.root,
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *(str(c.root / "tests") for c in created)],
+        capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path,
     )
     assert tests.returncode == 0, tests.stdout[-4000:] + tests.stderr[-2000:]
-    assert "7 passed" in tests.stdout
+    assert "14 passed" in tests.stdout  # 7 remote policy, 4 environment, 3 local policy

@@ -936,17 +936,26 @@ def plugins_new(
         Optional[Path], typer.Option("--dir", help="where to create the package (default ./arena-plugin-NAME)")
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="write into an existing non-empty directory")] = False,
+    kind: Annotated[
+        str,
+        typer.Option(
+            "--kind",
+            help="remote-policy (client, adapter, server task, servable model), environment, "
+            "or local-policy (runs in the simulation process)",
+        ),
+    ] = "remote-policy",
 ) -> None:
-    """Create a plugin package: policy, adapter, server task, servable model, tests and README.
+    """Create a plugin package with tests that pass as generated and a README: a remote policy
+    (client, adapter, server task, servable model), an environment, or a local policy.
 
     Exit codes:
     0  created
-    2  an invalid name, or the directory exists and is not empty (without --force)
+    2  an invalid name or kind, or the directory exists and is not empty (without --force)
     """
     from arena.scaffold import create_plugin
 
     try:
-        created = create_plugin(name, directory, force=force)
+        created = create_plugin(name, directory, force=force, kind=kind)
     except ArenaError as exc:
         raise _fail(exc) from None
     out.print(f"created {created.root} ({len(created.files)} files)", highlight=False, soft_wrap=True, markup=False)

@@ -214,11 +214,13 @@ def check_venvs() -> list[Check]:
 
 
 def _environment_checks(environments: dict, names: list[str], python: Path) -> list[Check]:
-    """What the environments running in a venv check there: each class's optional
-    ``venv_checks(python) -> list[Check]`` (e.g. ManiSkill's Vulkan device, which only the
-    venv's SAPIEN can probe); a check that raises is a ``fail`` naming the error."""
+    """What the environments running in a venv check there: each class's
+    :meth:`arena.envs.base.Environment.venv_checks` (e.g. ManiSkill's Vulkan device, which only
+    the venv's SAPIEN can probe; none by default); a check that raises is a ``fail`` naming the
+    error."""
     checks: list[Check] = []
     for env_name in names:
+        # declared on Environment (default: none); a registered class that is not one has none
         hook = getattr(environments.get(env_name), "venv_checks", None)
         if hook is None:
             continue

@@ -117,6 +117,16 @@ def test_model_has_the_added_wrist_and_exterior_cameras():
     assert model.nu == 9  # the benchmark's actuators are unchanged
 
 
+@pytest.mark.slow
+def test_the_environment_contract_holds_seeding_across_processes_included():
+    from arena.testing.environments import check_environment
+
+    config = FrankaKitchenConfig(task="microwave", image_height=H, image_width=W)
+    report = check_environment(FrankaKitchenEnvironment, config, steps=2)
+    assert report["observation"]["policy/joint_pos"] == [[2, 7], "float32"] and report["action_dim"] == ACTION_DIM
+    assert report["success_key"] == "success" and report["protocol"]["benchmark"] == "franka_kitchen"
+
+
 def test_franka_kitchen_is_a_registered_environment():
     from arena.plugins import get_registry
 

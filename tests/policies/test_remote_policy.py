@@ -362,3 +362,4 @@ def test_chunks_fetched_in_the_last_allowed_round_are_used():
         policy.close()
     assert actions[:, 0].tolist() == [0.0, 1.0]
     assert policy.reconnects == 2 and _ScriptedClient.script == []
+

@@ -35,6 +35,8 @@ the run ``failed`` with the reason (never a silent 0 %); ``None`` runs, but ever
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
 import gymnasium as gym
@@ -42,6 +44,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from arena.errors import SuccessSignalError
+from arena.outputs.fingerprint import PROTOCOL_KEY
 
 #: Key of ``step``'s ``info`` naming envs whose step failed: ``{env_id: reason}``.
 ENV_ERRORS = "env_errors"
@@ -134,8 +137,13 @@ class EnvironmentConfig(BaseModel):
 class Environment:
     """A batch of ``num_envs`` simulator instances of one task.
 
-    Subclasses set ``name``, ``Config`` and ``success_key`` and implement the methods below.
+    Subclasses set ``name``, ``Config`` and ``success_key`` and implement ``reset_envs``,
+    ``step`` and ``render``; everything else has a default (the optional contract:
+    :meth:`protocol`, :meth:`venv_checks`, :meth:`check_env_id`, :meth:`close` /
+    :meth:`_release`, :meth:`episode_info`, and the class attributes below).
     ``action_space`` is a gymnasium ``Box`` of **one** env's action.
+    :func:`arena.testing.environments.check_environment` checks a subclass against this
+    contract (the plugins' tests call it).
 
     What crosses to a worker process (the worker protocol): observations, rewards,
     ``terminated``, ``truncated`` and ``info`` made of numpy arrays, numbers, strings, lists
@@ -247,6 +255,7 @@ class Environment:
         self.config = config
         self.num_envs = num_envs
         self.cameras = cameras
+        self._closed = False  # close() releases from here on
 
     action_space: gym.spaces.Box
     task_description: str
@@ -324,18 +333,66 @@ class Environment:
 
         E.g. which fixed initial state the episode used. JSON-able values; the record holds
         them under ``env_extras``, except ``"protocol"``: the environment's protocol
-        fingerprint (:mod:`arena.outputs.fingerprint`), which becomes the record's own
-        ``protocol``. Called once per episode end, before the env is reset; the default has
-        nothing.
+        fingerprint (:meth:`protocol`), which becomes the record's own ``protocol``. Called
+        once per episode end, before the env is reset. The default is ``{"protocol":
+        self.protocol()}``, or ``{}`` when :meth:`protocol` is empty; an override adds its
+        fields to ``super().episode_info(env_id)``.
         """
-        return {}
+        fingerprint = self.protocol()
+        return {PROTOCOL_KEY: fingerprint} if fingerprint else {}
 
     def render(self, env_id: int) -> np.ndarray:
         """Return one ``uint8 (H, W, 3)`` frame of env ``env_id`` (for videos)."""
         raise NotImplementedError
 
+    # -- the optional contract (issue 35: declared here, with defaults) ----------------------
+    # Every member below has a working default; override what your simulator needs.
+
+    @classmethod
+    def venv_checks(cls, python: Path) -> Sequence[Any]:
+        """``arena doctor``'s checks of this environment inside its benchmark venv, whose
+        interpreter is ``python`` (e.g. ManiSkill's Vulkan device, which only the venv's
+        SAPIEN can probe): a list of :class:`arena.doctor.Check`. Called only for classes
+        with a :attr:`default_venv`, whose venv exists; a check that raises is reported as a
+        ``fail`` naming the error. Default: none (``()``)."""
+        return ()
+
+    def protocol(self) -> dict[str, Any]:
+        """The protocol fingerprint of this environment's episodes
+        (:mod:`arena.outputs.fingerprint`): what must match for two success rates to be
+        comparable — benchmark, suite and its version, simulator versions, how seeds become
+        episodes, cameras and image size, step limit. JSON-able. The default
+        :meth:`episode_info` puts it in every record (``protocol``); the report compares it
+        between runs. Default: ``{}`` (nothing known: runs compare as "unknown")."""
+        return {}
+
+    def check_env_id(self, env_id: int) -> int:
+        """``env_id`` as an int, for methods taking one env (``render``, ``episode_info``).
+
+        Raises:
+            ValueError: it is outside ``0..num_envs - 1``.
+        """
+        env_id = int(env_id)
+        if not 0 <= env_id < self.num_envs:
+            raise ValueError(f"env id {env_id} out of range 0..{self.num_envs - 1}")
+        return env_id
+
     def close(self) -> None:
-        """Release simulator resources. Idempotent."""
+        """Release the simulator's resources: :meth:`_release`, once. Idempotent, and
+        nothing when the constructor failed before :meth:`Environment.__init__` ran."""
+        if self.__dict__.get("_closed", True):  # closed, or the constructor never got this far
+            return
+        self._closed = True
+        self._release()
+
+    def _release(self) -> None:
+        """Free the simulator's resources; called once, by :meth:`close`. Nothing by default."""
+
+    def __del__(self) -> None:  # best effort; close() is the contract
+        try:
+            self.close()
+        except Exception:
+            pass
 
     # -- live: what the simulator executes while an action chunk is in flight (arena.live) --
     #: Hold rules valid for this action space, preferred first (the default of

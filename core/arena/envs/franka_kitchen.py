@@ -67,7 +67,7 @@ from arena.envs.base import EnvironmentConfig
 from arena.envs.perturbations import MUJOCO
 from arena.envs.serial import SerialEnvironment
 from arena.extras import import_extra
-from arena.outputs.fingerprint import PROTOCOL_KEY, package_versions
+from arena.outputs.fingerprint import package_versions
 from arena.rendering import configure_headless_rendering
 
 configure_headless_rendering()
@@ -334,26 +334,28 @@ class FrankaKitchenEnvironment(SerialEnvironment):
         return np.clip(velocity / _VELOCITY_PER_ACTION, -1.0, 1.0)
 
     def episode_info(self, env_id: int) -> dict[str, Any]:
-        """``protocol``: the fingerprint of this run's episodes (:mod:`arena.outputs.fingerprint`):
+        """``protocol``: :meth:`protocol`, the fingerprint of this run's episodes."""
+        self.check_env_id(env_id)
+        return super().episode_info(env_id)
+
+    def protocol(self) -> dict[str, Any]:
+        """The fingerprint of this run's episodes (:mod:`arena.outputs.fingerprint`):
         gymnasium-robotics' and MuJoCo's versions, the start pose's noise, the cameras and their
         size, the step limit."""
-        self.check_env_id(env_id)
         versions = package_versions(("gymnasium-robotics", "mujoco", "gymnasium"))
         return {
-            PROTOCOL_KEY: {
-                "benchmark": "franka_kitchen",
-                "suite": "FrankaKitchen-v1",
-                "suite_version": versions["gymnasium-robotics"],
-                "simulators": versions,
-                "init_states": {"source": "the benchmark's start pose + uniform joint noise (episode seed)",
-                                "init_joint_noise_rad": self.config.init_joint_noise},
-                "seeding": "episode seed: joint noise and reset(seed)",
-                "cameras": sorted(self._cameras) if self._frames is not None else [],
-                "image_size": [self.config.image_height, self.config.image_width] if self._frames is not None else None,
-                "render_quality": self.config.render_quality,
-                "settle_steps": 0,
-                "step_limit": self.default_max_episode_steps,
-            }
+            "benchmark": "franka_kitchen",
+            "suite": "FrankaKitchen-v1",
+            "suite_version": versions["gymnasium-robotics"],
+            "simulators": versions,
+            "init_states": {"source": "the benchmark's start pose + uniform joint noise (episode seed)",
+                            "init_joint_noise_rad": self.config.init_joint_noise},
+            "seeding": "episode seed: joint noise and reset(seed)",
+            "cameras": sorted(self._cameras) if self._frames is not None else [],
+            "image_size": [self.config.image_height, self.config.image_width] if self._frames is not None else None,
+            "render_quality": self.config.render_quality,
+            "settle_steps": 0,
+            "step_limit": self.default_max_episode_steps,
         }
 
     # -- perturbations (arena.envs.mujoco_perturb) ----------------------------------------

@@ -43,7 +43,7 @@ from arena.envs.base import EnvironmentConfig
 from arena.envs.perturbations import MUJOCO
 from arena.envs.serial import SerialEnvironment
 from arena.extras import import_extra
-from arena.outputs.fingerprint import PROTOCOL_KEY, package_versions
+from arena.outputs.fingerprint import package_versions
 from arena.rendering import configure_headless_rendering
 
 configure_headless_rendering()
@@ -262,24 +262,26 @@ class MetaWorldEnvironment(SerialEnvironment):
         return self._observation(), reward, none, none.copy(), {"success": success}
 
     def episode_info(self, env_id: int) -> dict[str, Any]:
-        """``protocol``: the fingerprint of this run's episodes (:mod:`arena.outputs.fingerprint`):
+        """``protocol``: :meth:`protocol`, the fingerprint of this run's episodes."""
+        self.check_env_id(env_id)
+        return super().episode_info(env_id)
+
+    def protocol(self) -> dict[str, Any]:
+        """The fingerprint of this run's episodes (:mod:`arena.outputs.fingerprint`):
         Meta-World's and MuJoCo's versions, the goal variations episodes draw from (MT1's train
         tasks of :data:`GOAL_SET_SEED`), the camera and image size, the step limit."""
-        self.check_env_id(env_id)
         versions = package_versions(("metaworld", "mujoco"))
         return {
-            PROTOCOL_KEY: {
-                "benchmark": "metaworld",
-                "suite": "MT1",
-                "suite_version": versions["metaworld"],
-                "simulators": versions,
-                "init_states": {"source": f"MT1({self.config.task!r}, seed={GOAL_SET_SEED}).train_tasks", "count": len(self._goals)},
-                "seeding": "episode seed: goal variation and reset(seed)",
-                "cameras": [self.config.camera] if self._frames is not None else [],
-                "image_size": [self.config.image_size] * 2 if self._frames is not None else None,
-                "settle_steps": 0,
-                "step_limit": self.default_max_episode_steps,
-            }
+            "benchmark": "metaworld",
+            "suite": "MT1",
+            "suite_version": versions["metaworld"],
+            "simulators": versions,
+            "init_states": {"source": f"MT1({self.config.task!r}, seed={GOAL_SET_SEED}).train_tasks", "count": len(self._goals)},
+            "seeding": "episode seed: goal variation and reset(seed)",
+            "cameras": [self.config.camera] if self._frames is not None else [],
+            "image_size": [self.config.image_size] * 2 if self._frames is not None else None,
+            "settle_steps": 0,
+            "step_limit": self.default_max_episode_steps,
         }
 
     # -- perturbations (arena.envs.mujoco_perturb) ----------------------------------------

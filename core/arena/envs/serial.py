@@ -11,7 +11,7 @@ What such a simulator needs besides its own physics is the same every time, and 
   construction, so stepping before the first ``reset_envs`` works;
 - the batched observation is stacked from one Arena-layout observation per env
   (:meth:`SerialEnvironment._observe_one`, :func:`stack_observations`);
-- ``close`` is idempotent and runs the subclass's :meth:`SerialEnvironment._release` once;
+- ``close`` (the base's) is idempotent and runs the subclass's ``_release`` once;
   ``__del__`` closes on a best-effort basis (``close`` is the contract).
 
 Each subclass keeps what its simulator needs: building the instances, ``_reset_one`` (how an
@@ -69,7 +69,8 @@ class SerialEnvironment(Environment):
 
     Subclasses call ``super().__init__`` first (it refuses ``num_envs < 1``), build their
     instances, then :meth:`_start_episodes`; they implement :meth:`_reset_one`,
-    :meth:`_observe_one`, ``step``, ``render`` and (when they hold resources) :meth:`_release`.
+    :meth:`_observe_one`, ``step``, ``render`` and (when they hold resources) ``_release``
+    (:meth:`arena.envs.base.Environment.close` runs it once).
 
     Raises:
         ValueError: ``num_envs < 1``.
@@ -79,7 +80,6 @@ class SerialEnvironment(Environment):
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         super().__init__(config, num_envs=num_envs, cameras=cameras)
-        self._closed = False
 
     # -- what every serial simulator does the same way ---------------------------------------
 
@@ -103,30 +103,6 @@ class SerialEnvironment(Environment):
         """The batched observation: :meth:`_observe_one` of every env, stacked."""
         return stack_observations([self._observe_one(e) for e in range(self.num_envs)])
 
-    def check_env_id(self, env_id: int) -> int:
-        """``env_id`` as an int.
-
-        Raises:
-            ValueError: it is outside ``0..num_envs - 1``.
-        """
-        env_id = int(env_id)
-        if not 0 <= env_id < self.num_envs:
-            raise ValueError(f"env id {env_id} out of range 0..{self.num_envs - 1}")
-        return env_id
-
-    def close(self) -> None:
-        """Release the simulators (:meth:`_release`, once). Idempotent."""
-        if self.__dict__.get("_closed", True):  # closed, or the constructor never got this far
-            return
-        self._closed = True
-        self._release()
-
-    def __del__(self) -> None:  # best effort; close() is the contract
-        try:
-            self.close()
-        except Exception:
-            pass
-
     @staticmethod
     def _close_each(items: Iterable[_T], close: Callable[[_T], object]) -> None:
         """``close(item)`` for every item, ignoring what they raise: freeing must never hide
@@ -148,6 +124,3 @@ class SerialEnvironment(Environment):
         """Env ``env_id``'s current observation in the Arena layout, without the env dimension
         (see :func:`stack_observations`)."""
         raise NotImplementedError
-
-    def _release(self) -> None:
-        """Free the simulators' resources; called once by :meth:`close`. Nothing by default."""

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from arena.errors import TransportError
@@ -92,11 +93,12 @@ class ConnectionGaveUp(TransportError):
         self.reconnect_error = reconnect_error
 
 
+@dataclass(eq=False)
 class ConnectionLoop(Generic[C]):
     """Retries, reconnects and gives up for one :class:`WireClient` (see the module doc).
 
     Args:
-        client: the connection; the loop opens, closes and re-opens it.
+        client: the connection; the loop opens and re-opens it.
         reconnect_timeout_s: seconds a reconnect waits for a server that went away.
         max_reconnect_attempts: reconnects per :meth:`call` before it gives up (>= 0).
         retryable: which faults are worth a reconnect (default :func:`is_retryable`).
@@ -109,29 +111,24 @@ class ConnectionLoop(Generic[C]):
 
     ``reconnects`` counts the reconnects that succeeded. Not thread-safe: one loop per
     connection, driven by one thread at a time (several loops may run concurrently).
+
+    Raises:
+        ValueError: ``max_reconnect_attempts`` is negative.
     """
 
-    def __init__(
-        self,
-        client: C,
-        *,
-        reconnect_timeout_s: float,
-        max_reconnect_attempts: int,
-        retryable: Callable[[BaseException], bool] = is_retryable,
-        on_connect: Callable[[C], None] | None = None,
-        on_fault: Callable[[BaseException], None] | None = None,
-        sleep: Callable[[float], Any] = time.sleep,
-    ) -> None:
-        if max_reconnect_attempts < 0:
-            raise ValueError(f"max_reconnect_attempts must be >= 0; got {max_reconnect_attempts}")
-        self.client = client
-        self.reconnect_timeout_s = reconnect_timeout_s
-        self.max_reconnect_attempts = max_reconnect_attempts
-        self.retryable = retryable
-        self.on_connect = on_connect
-        self.on_fault = on_fault
-        self._sleep = sleep
-        self.reconnects = 0
+    client: C
+    _: KW_ONLY
+    reconnect_timeout_s: float
+    max_reconnect_attempts: int
+    retryable: Callable[[BaseException], bool] = is_retryable
+    on_connect: Callable[[C], None] | None = None
+    on_fault: Callable[[BaseException], None] | None = None
+    sleep: Callable[[float], Any] = time.sleep
+    reconnects: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        if self.max_reconnect_attempts < 0:
+            raise ValueError(f"max_reconnect_attempts must be >= 0; got {self.max_reconnect_attempts}")
 
     def connect(self, timeout_s: float | None = None) -> dict[str, Any]:
         """Open the connection (``timeout_s``: ``None`` is the client's own connect timeout)
@@ -178,7 +175,7 @@ class ConnectionLoop(Generic[C]):
             attempt += 1
             if self.on_fault is not None:
                 self.on_fault(fault)
-            self._sleep(backoff_s(attempt))
+            self.sleep(backoff_s(attempt))
             try:
                 self.connect(self.reconnect_timeout_s)  # a client's connect drops what is left of the old one
             except TransportError as gone:

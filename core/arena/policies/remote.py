@@ -105,6 +105,14 @@ class RemotePolicyConfig(PolicyConfig):
         attempt = BACKOFF_MAX_S + self.reconnect_timeout_s + self.first_request_timeout_s
         return self.first_request_timeout_s + self.max_reconnect_attempts * attempt
 
+    def connection_loop(self, client: WireClient, **callbacks: Any) -> ConnectionLoop:
+        """A :class:`~arena.policies.connection.ConnectionLoop` around ``client`` with these
+        settings' ``reconnect_timeout_s`` and ``max_reconnect_attempts``; ``callbacks`` are its
+        ``retryable``, ``on_connect`` and ``on_fault``."""
+        return ConnectionLoop(
+            client, reconnect_timeout_s=self.reconnect_timeout_s, max_reconnect_attempts=self.max_reconnect_attempts, **callbacks
+        )
+
     def client_options(self) -> dict[str, Any]:
         """Keyword arguments of :class:`~arena.transport.PolicyClient` (and its subclasses)
         from these settings, the key read from ``api_key_env``."""
@@ -131,6 +139,24 @@ class RemotePolicyConfig(PolicyConfig):
                 f"api_key_env names {self.api_key_env}, which is not set in this environment"
             )
         return value
+
+
+class SingleConnectionPolicy(PolicyBase):
+    """Base of remote policies with one connection for all envs (GR00T's batched requests,
+    DreamZero's single-tenant session): ``loop`` (a
+    :class:`~arena.policies.connection.ConnectionLoop`, made in ``start`` from
+    :meth:`RemotePolicyConfig.connection_loop`) and the reconnects it made."""
+
+    loop: ConnectionLoop | None = None
+
+    @property
+    def is_remote(self) -> bool:
+        return True
+
+    @property
+    def reconnects(self) -> int:
+        """Reconnects that succeeded (kept after ``close``)."""
+        return 0 if self.loop is None else self.loop.reconnects
 
 
 class ChunkLength:
@@ -224,16 +250,7 @@ class RemoteChunkReplayPolicy(PolicyBase):
         c = self.config
         self.broker = ChunkBroker(n, self.open_loop_horizon, self.adapter.action_dim, active=self.active_envs)
         self._clients = [self._new_client() for _ in range(n)]
-        self._loops = [
-            ConnectionLoop(
-                client,
-                reconnect_timeout_s=c.reconnect_timeout_s,
-                max_reconnect_attempts=c.max_reconnect_attempts,
-                on_connect=self._on_connect,
-                on_fault=self._on_fault,
-            )
-            for client in self._clients
-        ]
+        self._loops = [c.connection_loop(client, on_connect=self._on_connect, on_fault=self._on_fault) for client in self._clients]
         self._pool = ThreadPoolExecutor(max_workers=max(1, n), thread_name_prefix="arena-request")
         errors = [f for f in self._pool.map(self._connect_quietly, self._loops) if f]
         if errors:
@@ -264,7 +281,9 @@ class RemoteChunkReplayPolicy(PolicyBase):
 
     # -- the step loop -----------------------------------------------------------------------
     def reset(self, env_ids: list[int] | None = None, seeds: list[int] | None = None) -> None:
-        """Drop the chunks and latency records of ``env_ids`` (all when ``None``)."""
+        """Drop the chunks and latency records of ``env_ids`` (all when ``None``). A protocol
+        with episode boundaries calls its clients' ``start_episode`` / ``end_episode`` in its
+        subclass (``vla_eval_remote`` does); openpi's wire has none."""
         if self.broker is not None:
             self.broker.reset(env_ids)
 

@@ -1,8 +1,11 @@
-"""``arena plugins new NAME``: generate a plugin package from the templates in ``template/``.
+"""``arena plugins new NAME [--kind KIND]``: generate a plugin package from templates.
 
 The package (``arena-plugin-NAME``, import ``arena_NAME`` with dashes as underscores) holds a
-pyproject with the ``arena`` entry point, a remote policy, an embodiment adapter, a server
-task, a servable model, tests that pass as generated, and a README. Templates are plain
+pyproject with the ``arena`` entry point, tests that pass as generated, a README, and per
+kind (:data:`KINDS`): ``remote-policy`` (``template/``: a remote policy, an embodiment
+adapter, a server task and a servable model), ``environment`` (``template-environment/``: an
+environment whose tests run arena's conformance check) or ``local-policy``
+(``template-local-policy/``: a policy that runs in the simulation process). Templates are plain
 files with ``string.Template`` placeholders (``$name``, ``$ident``, ``$module``, ``$dist``,
 ``$Class``, ``$arena_min``); ``package/`` becomes the import package and test modules get the
 plugin's name in their basename (pytest's default import mode needs unique basenames).
@@ -19,6 +22,12 @@ from pathlib import Path
 from arena.errors import ConfigError
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "template"
+#: ``--kind`` -> the template folder it is generated from.
+KINDS: dict[str, Path] = {
+    "remote-policy": TEMPLATE_DIR,
+    "environment": TEMPLATE_DIR.with_name("template-environment"),
+    "local-policy": TEMPLATE_DIR.with_name("template-local-policy"),
+}
 _NAME = re.compile(r"^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*$")
 
 
@@ -83,24 +92,30 @@ def _refuse_installed(names: dict[str, str]) -> None:
                           "replace it. Choose another name")
 
 
-def create_plugin(name: str, directory: str | os.PathLike[str] | None = None, *, force: bool = False) -> CreatedPlugin:
-    """Write the plugin package for ``name`` into ``directory`` (default ``./arena-plugin-NAME``).
+def create_plugin(
+    name: str, directory: str | os.PathLike[str] | None = None, *, force: bool = False, kind: str = "remote-policy"
+) -> CreatedPlugin:
+    """Write the plugin package of ``kind`` (:data:`KINDS`) for ``name`` into ``directory``
+    (default ``./arena-plugin-NAME``).
 
     Raises:
-        ConfigError: a bad name; a name whose distribution, import package or entry point is
-            already installed (installing the new package would replace that plugin); or
-            ``directory`` exists and is not empty (without ``force``).
+        ConfigError: an unknown kind; a bad name; a name whose distribution, import package
+            or entry point is already installed (installing the new package would replace that
+            plugin); or ``directory`` exists and is not empty (without ``force``).
     """
+    if kind not in KINDS:
+        raise ConfigError(f"plugin kind {kind!r}: expected one of {', '.join(KINDS)}")
+    template = KINDS[kind]
     names = plugin_names(name)
     _refuse_installed(names)
     root = Path(directory) if directory is not None else Path.cwd() / names["dist"]
     if root.exists() and any(root.iterdir()) and not force:
         raise ConfigError(f"{root} exists and is not empty (use --force to write into it)")
     created = CreatedPlugin(root=root, distribution=names["dist"], module=names["module"], entry_point=name)
-    for source in sorted(TEMPLATE_DIR.rglob("*")):
+    for source in sorted(template.rglob("*")):
         if source.is_dir() or "__pycache__" in source.parts:
             continue
-        target = root / _target(source.relative_to(TEMPLATE_DIR), names)
+        target = root / _target(source.relative_to(template), names)
         target.parent.mkdir(parents=True, exist_ok=True)
         text = string.Template(source.read_text(encoding="utf-8")).substitute(names)
         target.write_text(text, encoding="utf-8")

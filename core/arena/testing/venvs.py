@@ -10,8 +10,12 @@ CI (``$CI`` set), so a broken set-up never passes as skipped tests.
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,3 +44,30 @@ def benchmark_python(name: str, setup_command: str | None = None) -> Path:
     if os.environ.get("CI"):
         pytest.fail(message + " (CI: scripts/setup-env.sh test creates it)")
     pytest.skip(message)
+
+
+def run_in_venv(
+    name: str,
+    *argv: str,
+    setup_command: str | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout_s: float = 600,
+) -> Any:
+    """Run ``python *argv`` under benchmark venv ``name``'s interpreter (:func:`benchmark_python`:
+    skipped when missing, failed under CI) and return the JSON value its **last** stdout line
+    holds: the simulator checks a plugin's tests cannot run in the suite's own interpreter
+    (``python sim_checks.py CHECK``, ``python -m arena.testing.environments SPEC``).
+
+    ``env``: variables added to this process's environment (e.g. ``MUJOCO_GL``).
+
+    Raises:
+        pytest.fail.Exception: the command exited non-zero (the end of its stderr in the message).
+        subprocess.TimeoutExpired: it ran longer than ``timeout_s``.
+    """
+    python = benchmark_python(name, setup_command)
+    done = subprocess.run(
+        [str(python), *argv], capture_output=True, text=True, timeout=timeout_s, env={**os.environ, **(env or {})}
+    )
+    if done.returncode != 0:
+        pytest.fail(f"{python} {' '.join(argv)[:200]} exited {done.returncode}:\n{done.stderr[-3000:]}", pytrace=False)
+    return json.loads(done.stdout.strip().splitlines()[-1])

@@ -6,24 +6,32 @@ suite's own interpreter has another MuJoCo) and asserts on the JSON it prints.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from arena.testing.venvs import benchmark_python
+from arena.testing.environments import check_environment_in_venv
+from arena.testing.venvs import run_in_venv
 
 CHECKS = Path(__file__).with_name("sim_checks.py")
 
 
+GL = {"MUJOCO_GL": "osmesa", "PYOPENGL_PLATFORM": "osmesa"}
+
+
 def sim_check(*args: str) -> dict:
-    python = benchmark_python("aloha", "arena aloha setup")
-    env = {**os.environ, "MUJOCO_GL": "osmesa", "PYOPENGL_PLATFORM": "osmesa"}
-    done = subprocess.run([str(python), str(CHECKS), *args], capture_output=True, text=True, env=env, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_in_venv("aloha", str(CHECKS), *args, setup_command="arena aloha setup", env=GL)
+
+
+@pytest.mark.slow
+def test_the_environment_contract_holds_in_the_aloha_venv():
+    # arena.testing's conformance check, seeding across processes included (one env per worker)
+    config = {"task": "transfer_cube", "cameras": ["cam_high"], "image_height": 48, "image_width": 64}
+    report = check_environment_in_venv(
+        "aloha", "arena_aloha.env:AlohaEnvironment", config, setup_command="arena aloha setup", env=GL, steps=2
+    )
+    assert report["success_key"] == "is_success" and report["action_dim"] == 14
+    assert report["observation"]["camera_obs/cam_high_rgb"] == [[2, 48, 64, 3], "uint8"]
 
 
 @pytest.mark.slow

@@ -125,6 +125,18 @@ def test_the_same_seed_reproduces_records_across_two_processes_and_env_cfg_build
     assert runs[0][0]["return"] != runs[0][1]["return"]  # each seed placed the cube elsewhere
 
 
+def test_the_environment_contract_holds_in_the_isaaclab_venv():
+    # arena.testing's conformance check in the simulator's venv; the same seeds in a second
+    # process are the test above (two whole runs), so the check skips that part here
+    from arena.testing.environments import check_environment_in_venv
+
+    config = {"task": "Arena-Reach-Cube-v0", "device": "cpu", "cameras": False}
+    report = check_environment_in_venv(
+        "isaaclab", "arena_isaaclab.env:IsaacLabEnvironment", config, steps=2, across_processes=False, timeout_s=1200
+    )
+    assert report["success_key"] == "success" and report["protocol"]
+
+
 def test_an_unknown_task_fails_the_run_naming_the_registered_ones(tmp_path):
     experiment = {
         "runs": {

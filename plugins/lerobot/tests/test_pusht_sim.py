@@ -6,23 +6,27 @@ it; the suite's own interpreter has no gym-pusht) and asserts on the JSON it pri
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from arena.testing.venvs import benchmark_python
+from arena.testing.environments import check_environment_in_venv
+from arena.testing.venvs import run_in_venv
 
 CHECKS = Path(__file__).with_name("pusht_checks.py")
 OBS_TYPES = ("pixels", "pixels_agent_pos", "state", "environment_state_agent_pos")
 
 
 def pusht_check(*args: str) -> dict:
-    python = benchmark_python("pusht")
-    done = subprocess.run([str(python), str(CHECKS), *args], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_in_venv("pusht", str(CHECKS), *args, timeout_s=300)
+
+
+def test_the_environment_contract_holds_in_the_pusht_venv():
+    # arena.testing's conformance check, seeding across processes included
+    config = {"obs_type": "pixels_agent_pos", "observation_width": 32, "observation_height": 32}
+    report = check_environment_in_venv("pusht", "arena_lerobot.pusht.env:PushTEnvironment", config, timeout_s=300)
+    assert report["success_key"] == "is_success" and report["action_dim"] == 2
+    assert report["protocol"]["benchmark"] == "pusht"
 
 
 def test_every_obs_type_steps_value_for_value_like_gym_pusht():

@@ -10,7 +10,6 @@ arena's own interpreter, which has no ManiSkill.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +20,7 @@ import yaml
 
 from arena.config import load_experiment_dict
 from arena.errors import ConfigError
-from arena.testing.venvs import benchmark_python
+from arena.testing.venvs import run_in_venv
 from arena_maniskill.expert import MotionPlannerConfig, MotionPlannerExpert
 from arena_maniskill.planner import EXPERT_STEPS, Plan, check_config
 
@@ -29,10 +28,7 @@ CHECKS = Path(__file__).with_name("planner_checks.py")
 
 
 def planner_check(*args: str) -> dict:
-    python = benchmark_python("maniskill")
-    done = subprocess.run([str(python), str(CHECKS), *args], capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_in_venv("maniskill", str(CHECKS), *args)
 
 
 # -- in arena's own interpreter -------------------------------------------------------------

@@ -52,7 +52,7 @@ import numpy as np
 
 from arena.envs.serial import SerialEnvironment
 from arena.rendering import configure_headless_rendering
-from arena.outputs.fingerprint import PROTOCOL_KEY, package_versions
+from arena.outputs.fingerprint import package_versions
 from arena.envs.mujoco_perturb import supported as supported_perturbations
 from arena_aloha.config import TASKS, AlohaConfig, scene_camera
 from arena_aloha.venv import VENV
@@ -252,7 +252,7 @@ class AlohaEnvironment(SerialEnvironment):
         return {
             "max_reward": float(self._max_reward[env_id]),
             "initial_object_pose": [round(float(v), 6) for v in self._initial_pose[env_id]],
-            PROTOCOL_KEY: self.protocol(),
+            **super().episode_info(env_id),
         }
 
     def protocol(self) -> dict[str, Any]:

@@ -39,10 +39,9 @@ from pydantic import AliasChoices, Field, field_validator
 
 from arena.errors import PolicyError, TransportError
 from arena.policies.adapters import ProtocolViolation
-from arena.policies.base import PolicyBase
 from arena.policies.chunks import ChunkBroker
 from arena.policies.connection import ConnectionGaveUp, ConnectionLoop
-from arena.policies.remote import RemotePolicyConfig
+from arena.policies.remote import RemotePolicyConfig, SingleConnectionPolicy
 from arena.transport.errors import ConnectionLost, HandshakeError, RequestTimeout, ServerUnavailable
 
 from arena_dreamzero.adapters import DreamZeroAdapter
@@ -108,7 +107,7 @@ class DreamZeroRemoteConfig(RemotePolicyConfig):
             )
 
 
-class DreamZeroRemotePolicy(PolicyBase):
+class DreamZeroRemotePolicy(SingleConnectionPolicy):
     """DreamZero over its RoboArena-style websocket protocol; one session per env episode."""
 
     name: ClassVar[str] = "dreamzero_remote"
@@ -136,16 +135,7 @@ class DreamZeroRemotePolicy(PolicyBase):
         accepts_cam2 = "cam2_source" in inspect.signature(cls).parameters
         return cls(cam2_source=self.config.cam2_source) if accepts_cam2 else cls()
 
-    @property
-    def is_remote(self) -> bool:
-        return True
-
     # -- connection -----------------------------------------------------------------------
-    @property
-    def reconnects(self) -> int:
-        """Reconnects that succeeded."""
-        return 0 if self.loop is None else self.loop.reconnects
-
     def _on_connect(self, client: DreamZeroClient) -> None:
         """Read the greeting; refuse a server that does not predict joint positions.
 
@@ -194,13 +184,8 @@ class DreamZeroRemotePolicy(PolicyBase):
         self._history = [deque(maxlen=depth) for _ in range(self.num_envs)]
         c = self.config
         self.client = DreamZeroClient(c.remote_host, c.remote_port, **c.client_options())
-        self.loop = ConnectionLoop(
-            self.client,
-            reconnect_timeout_s=c.reconnect_timeout_s,
-            max_reconnect_attempts=c.max_reconnect_attempts,
-            retryable=lambda exc: isinstance(exc, _RETRYABLE),
-            on_connect=self._on_connect,
-            on_fault=self._on_fault,
+        self.loop = c.connection_loop(
+            self.client, retryable=lambda exc: isinstance(exc, _RETRYABLE), on_connect=self._on_connect, on_fault=self._on_fault
         )
         try:
             self.loop.connect(c.connect_timeout_s)

@@ -36,8 +36,7 @@ from pydantic import AliasChoices, Field, model_validator
 
 from arena.errors import PolicyError, TransportError
 from arena.policies.adapters import ProtocolViolation
-from arena.policies.base import PolicyBase
-from arena.policies.remote import RemotePolicyConfig
+from arena.policies.remote import RemotePolicyConfig, SingleConnectionPolicy
 from arena.policies.connection import ConnectionGaveUp, ConnectionLoop
 
 from arena_gr00t.adapters import DROID_MODALITY, Gr00tAdapter
@@ -98,7 +97,7 @@ class Gr00tRemoteConfig(RemotePolicyConfig):
         return self
 
 
-class Gr00tRemotePolicy(PolicyBase):
+class Gr00tRemotePolicy(SingleConnectionPolicy):
     """GR00T over its native ZeroMQ protocol; one batched request for all envs."""
 
     name: ClassVar[str] = "gr00t_remote"
@@ -114,15 +113,6 @@ class Gr00tRemotePolicy(PolicyBase):
         self.scheduler: ActionScheduler | None = None
         self.num_envs = 0
         self._modality: dict[str, Any] | None = None
-
-    @property
-    def is_remote(self) -> bool:
-        return True
-
-    @property
-    def reconnects(self) -> int:
-        """Reconnects that succeeded (the server answered ``ping`` again after a fault)."""
-        return 0 if self.loop is None else self.loop.reconnects
 
     def _adapter_cls(self) -> type[Gr00tAdapter]:
         from arena.plugins import get_registry
@@ -147,12 +137,7 @@ class Gr00tRemotePolicy(PolicyBase):
             first_request_timeout_s=c.first_request_timeout_s,
             generation=c.wire_generation,
         )
-        self.loop = ConnectionLoop(
-            self.client,
-            reconnect_timeout_s=c.reconnect_timeout_s,
-            max_reconnect_attempts=c.max_reconnect_attempts,
-            on_fault=self._on_fault,
-        )
+        self.loop = c.connection_loop(self.client, on_fault=self._on_fault)
         try:
             self.loop.connect()
             modality = self.client.get_modality_config() if c.use_server_modality else {}

@@ -69,6 +69,9 @@ class IsaacLabEnvironment(Environment):
     def episode_info(self, env_id: int) -> dict[str, Any]:
         return self._sim.episode_info(env_id)
 
+    def protocol(self) -> dict[str, Any]:
+        return self._sim.protocol()
+
     def close(self) -> None:
         sim = self.__dict__.pop("_sim", None)
         if sim is not None:

@@ -59,7 +59,7 @@ from arena.envs.base import EnvironmentConfig
 from arena.envs.serial import SerialEnvironment
 from arena.envs.mujoco_perturb import supported as supported_perturbations
 from arena.rendering import configure_headless_rendering
-from arena.outputs.fingerprint import PROTOCOL_KEY, array_sha256, package_versions
+from arena.outputs.fingerprint import array_sha256, package_versions
 from arena_libero import catalog
 from arena_libero.seeding import ReferenceRngStates, Seeding, seed_reset
 from arena_libero.venv import VENV
@@ -208,7 +208,7 @@ class LiberoEnvironment(SerialEnvironment):
     def episode_info(self, env_id: int) -> dict[str, Any]:
         """``{"init_state": index, "seeding": mode, "protocol": fingerprint}`` of the episode
         ``env_id`` runs (for its record; :meth:`protocol`)."""
-        return {"init_state": self._init_state[env_id], "seeding": self.config.seeding, PROTOCOL_KEY: self.protocol()}
+        return {"init_state": self._init_state[env_id], "seeding": self.config.seeding, **super().episode_info(env_id)}
 
     def protocol(self) -> dict[str, Any]:
         """The protocol fingerprint of this run's episodes (:mod:`arena.outputs.fingerprint`):

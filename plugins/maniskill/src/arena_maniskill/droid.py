@@ -22,7 +22,8 @@ and in every mode the gripper: DROID ``g`` (0 open ... 1 closed) is ManiSkill's 
 with ``lower=-0.01, upper=0.04``, normalized; mani-skill 3.0.1 ``agents/robots/panda/panda.py``).
 This module implements the first row, the one arena's DROID adapters speak (openpi ``droid``,
 GR00T ``droid``, Cosmos ``droid``, DreamZero: all joint positions): :class:`ManiSkillDroidAdapter`
-is openpi's :class:`~arena_openpi.adapters.OpenPIDroidAdapter` reading the ``maniskill``
+is openpi's DROID adapter (:class:`arena.policies.droid.OpenPIDroidAdapter`, in core so
+that no plugin imports another) reading the ``maniskill``
 environment's layout instead of ``franka_kitchen``'s, and the run must use
 ``control_mode: pd_joint_pos`` (a joint-position chunk read as end-effector deltas would
 be meaningless; the remote policy's ``validate_run`` cannot see the adapter's needs, so the
@@ -40,8 +41,8 @@ Observation read (the ``maniskill`` environment, ``obs_mode: rgb``, ``robot: pan
 ``franka_kitchen`` provides: ``external_camera_rgb``, ``wrist_camera_rgb``, ``joint_pos``,
 ``gripper_pos``), which the GR00T, Cosmos and DreamZero DROID adapters read; an environment
 option that emits it would let them drive ManiSkill too (their chunks convert with
-:func:`maniskill_actions`). Needs arena-plugin-openpi (the adapter's base) in arena's own
-interpreter; the plugin registers the adapter only where it is installed.
+:func:`maniskill_actions`). The adapter serves arena-plugin-openpi's ``openpi_remote``
+policy: the plugin registers it only where that plugin is installed.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from arena.errors import ObservationError
-from arena_openpi.adapters import DroidFrame, OpenPIDroidAdapter
+from arena.policies.droid import DroidFrame, OpenPIDroidAdapter
 
 #: The ManiSkill camera each DROID camera is read from.
 EXTERIOR_CAMERA, WRIST_CAMERA = "base_camera_rgb", "hand_camera_rgb"

@@ -75,7 +75,7 @@ import gymnasium as gym
 import numpy as np
 
 from arena.envs.base import Environment
-from arena.outputs.fingerprint import PROTOCOL_KEY, package_versions
+from arena.outputs.fingerprint import package_versions
 from arena_maniskill.catalog import download_hint, task_spec
 from arena_maniskill.config import PRIVILEGED_PROVIDERS, ManiSkillConfig
 from arena_maniskill.venv import VENV
@@ -174,7 +174,6 @@ class ManiSkillEnvironment(Environment):
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         super().__init__(config, num_envs=num_envs, cameras=config.wants_cameras(cameras))
         self._envs: list[Any] = []
-        self._closed = False
         #: Each episode starts from a rebuilt scene (cpu backend, ``fresh_scene``; module docstring).
         self.fresh_scene_resets = bool(config.fresh_scene) and config.sim_backend == "cpu"
         self.task_description = config.task_instruction()
@@ -238,7 +237,7 @@ class ManiSkillEnvironment(Environment):
 
     def episode_seed(self, env_id: int) -> int:
         """The seed of env ``env_id``'s current episode."""
-        return int(self._seeds[self._check(env_id)])
+        return int(self._seeds[self.check_env_id(env_id)])
 
     def elapsed_steps(self, env_id: int) -> int:
         """Steps env ``env_id``'s current episode has taken (ManiSkill's ``elapsed_steps``)."""
@@ -317,8 +316,8 @@ class ManiSkillEnvironment(Environment):
 
     def episode_info(self, env_id: int) -> dict[str, Any]:
         """The protocol fingerprint (the record's own ``seed`` is the one ManiSkill got)."""
-        self._check(env_id)
-        return {PROTOCOL_KEY: self.protocol()}
+        self.check_env_id(env_id)
+        return super().episode_info(env_id)
 
     def protocol(self) -> dict[str, Any]:
         """The protocol fingerprint of this run's episodes (:mod:`arena.outputs.fingerprint`):
@@ -356,11 +355,8 @@ class ManiSkillEnvironment(Environment):
         frame = _numpy(self._envs[b].render())
         return np.ascontiguousarray(frame.reshape(-1, *frame.shape[-3:])[i]).astype(np.uint8)
 
-    def close(self) -> None:
-        """Close the ManiSkill envs (idempotent)."""
-        if self.__dict__.get("_closed", True):
-            return
-        self._closed = True
+    def _release(self) -> None:
+        """Close the ManiSkill envs (once: :meth:`arena.envs.base.Environment.close`)."""
         for provider in self.__dict__.get("_providers", []):
             close = getattr(provider, "close", None)  # optional: e.g. the planner's second env
             if close is not None:
@@ -374,12 +370,6 @@ class ManiSkillEnvironment(Environment):
             except Exception:
                 pass
         self._envs = []
-
-    def __del__(self) -> None:  # best effort; close() is the contract
-        try:
-            self.close()
-        except Exception:
-            pass
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -417,15 +407,9 @@ class ManiSkillEnvironment(Environment):
                 "or set environment.asset_dir to the directory that holds them"
             )
 
-    def _check(self, env_id: int) -> int:
-        env_id = int(env_id)
-        if not 0 <= env_id < self.num_envs:
-            raise ValueError(f"env id {env_id} out of range 0..{self.num_envs - 1}")
-        return env_id
-
     def _where(self, env_id: int) -> tuple[int, int]:
         """(index of the ManiSkill env holding ``env_id``, its index in that env's batch)."""
-        env_id = self._check(env_id)
+        env_id = self.check_env_id(env_id)
         return (0, env_id) if len(self._slices) == 1 else (env_id, 0)
 
     def _cameras(self) -> list[str]:

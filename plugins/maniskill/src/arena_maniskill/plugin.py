@@ -62,7 +62,7 @@ def register_motion_planner_expert(register):
 def register_droid_adapter(register):
     from importlib.util import find_spec
 
-    if find_spec("arena_openpi") is None:  # the DROID adapter builds on openpi's
+    if find_spec("arena_openpi") is None:  # its adapters serve openpi_remote (no import of it)
         return
     from arena_maniskill.droid import ManiSkillDroidAdapter
 

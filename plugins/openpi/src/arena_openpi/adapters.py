@@ -6,7 +6,8 @@ rows replayed per request for each ``policy_variant`` (``open_loop_horizon_by_va
 
 Arena-layout observations each adapter reads (``N = num_envs``):
 
-``droid`` (the ``franka_kitchen`` environment provides these)::
+``droid`` (:mod:`arena.policies.droid`, in core: the ManiSkill plugin builds on it; the
+``franka_kitchen`` environment provides these)::
 
     camera_obs/external_camera_rgb   uint8 (N, H, W, 3)
     camera_obs/wrist_camera_rgb      uint8 (N, H, W, 3)
@@ -36,85 +37,17 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from arena.policies.adapters import EmbodimentAdapter
 from arena.images import resize_with_pad, to_uint8
 
-#: Side of the square images openpi's examples send (the server resizes to this size too).
-IMAGE_SIZE = 224
+# The openpi adapter base, its image size and the DROID adapter are shared with the ManiSkill
+# plugin, so they live in core (arena.policies.droid); imported here under their names.
+from arena.policies.droid import IMAGE_SIZE, DroidFrame, OpenPIAdapter, OpenPIDroidAdapter
+from arena.policies.droid import camera_image as _image
 
-
-class OpenPIAdapter(EmbodimentAdapter):
-    """Base of the openpi adapters: adds the per-variant chunk length and open-loop horizon.
-
-    openpi's metadata does not state the chunk length (``reference/protocols.md`` section
-    2.2), so each adapter keeps the ``action_horizon`` of the openpi training configs its
-    checkpoints were trained with (openpi ``src/openpi/training/config.py`` and
-    ``training/misc/polaris_config.py`` at 15a9616; ``Pi0Config`` defaults to 50).
-    """
-
-    #: ``policy_variant -> rows of every action chunk the checkpoint returns``.
-    chunk_length_by_variant: ClassVar[dict[str, int]] = {}
-    #: ``policy_variant -> rows of each chunk replayed before the next request``.
-    open_loop_horizon_by_variant: ClassVar[dict[str, int]] = {}
-
-
-def _image(observation: dict[str, Any], key: str, env_id: int) -> np.ndarray:
-    """Env ``env_id``'s camera ``key`` as uint8 (:func:`arena.images.to_uint8`: floats in [0, 1]
-    converted, anything that would wrap around refused with ObservationError)."""
-    return to_uint8(observation["camera_obs"][key][env_id], f"camera_obs['{key}']")
-
-
-# -- DROID ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class DroidFrame:
-    """One env's DROID inputs, as read from the observation (native sizes)."""
-
-    exterior_image: np.ndarray
-    wrist_image: np.ndarray
-    joint_position: np.ndarray
-    gripper_position: np.ndarray
-
-
-class OpenPIDroidAdapter(OpenPIAdapter):
-    """Franka DROID for the ``pi0_droid_jointpos`` / ``pi05_droid_jointpos`` checkpoints.
-
-    Request (openpi ``examples/droid/main.py``)::
-
-        observation/exterior_image_1_left  uint8 (224, 224, 3)   resize-with-pad
-        observation/wrist_image_left       uint8 (224, 224, 3)   resize-with-pad
-        observation/joint_position         float64 (7,)          rad
-        observation/gripper_position       float64 (1,)          0 open ... 1 closed
-        prompt                             str
-
-    Reply: ``actions (H, 8)``: 7 absolute joint positions + gripper (the joint-position
-    checkpoints; H = 15 for pi05, 10 for pi0, all of which are replayed).
-    """
-
-    action_dim: ClassVar[int] = 8
-    #: pi05_droid_jointpos_polaris: action_horizon=15; pi0_droid_jointpos_polaris: 10.
-    chunk_length_by_variant: ClassVar[dict[str, int]] = {"pi05": 15, "pi0": 10}
-    open_loop_horizon_by_variant: ClassVar[dict[str, int]] = {"pi05": 15, "pi0": 10}
-
-    def extract(self, observation: dict[str, Any], env_id: int) -> DroidFrame:
-        return DroidFrame(
-            exterior_image=_image(observation, "external_camera_rgb", env_id),
-            wrist_image=_image(observation, "wrist_camera_rgb", env_id),
-            joint_position=np.asarray(observation["policy"]["joint_pos"][env_id]),
-            gripper_position=np.asarray(observation["policy"]["gripper_pos"][env_id]),
-        )
-
-    def pack_request(self, extracted: DroidFrame, instruction: str | None) -> dict[str, Any]:
-        return {
-            "observation/exterior_image_1_left": resize_with_pad(
-                to_uint8(extracted.exterior_image), IMAGE_SIZE, IMAGE_SIZE
-            ),
-            "observation/wrist_image_left": resize_with_pad(to_uint8(extracted.wrist_image), IMAGE_SIZE, IMAGE_SIZE),
-            "observation/joint_position": np.asarray(extracted.joint_position, np.float64).reshape(7),
-            "observation/gripper_position": np.asarray(extracted.gripper_position, np.float64).reshape(1),
-            "prompt": instruction or "",
-        }
+__all__ = [
+    "ALOHA_CAMERAS", "IMAGE_SIZE", "AlohaFrame", "DroidFrame", "LiberoFrame", "OpenPIAdapter",
+    "OpenPIAlohaAdapter", "OpenPIDroidAdapter", "OpenPILiberoAdapter", "quat_to_axis_angle",
+]
 
 
 # -- LIBERO ---------------------------------------------------------------------------------

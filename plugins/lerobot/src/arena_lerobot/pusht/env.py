@@ -56,7 +56,7 @@ import gymnasium as gym
 import numpy as np
 
 from arena.envs.serial import SerialEnvironment
-from arena.outputs.fingerprint import PROTOCOL_KEY, package_versions
+from arena.outputs.fingerprint import package_versions
 from arena_lerobot.pusht.config import GYM_ID, PushTConfig
 from arena_lerobot.pusht.venv import VENV
 
@@ -191,7 +191,7 @@ class PushTEnvironment(SerialEnvironment):
         angle in rad; what the seed drew); and the protocol fingerprint."""
         return {
             "initial_state": [round(float(v), 6) for v in self._initial_state[env_id]],
-            PROTOCOL_KEY: self.protocol(),
+            **super().episode_info(env_id),
         }
 
     def protocol(self) -> dict[str, Any]:
