@@ -338,6 +338,7 @@ class RemoteChunkReplayPolicy(PolicyBase):
                     [env_id], chunk[None], latency_ms=latency_ms,
                     server_infer_ms=float(infer_ms) if isinstance(infer_ms, (int, float)) else None,
                 )
+                self.on_reply(env_id, response)
                 return env_id, None
             attempt += 1
             time.sleep(min(2.0, 0.2 * 2 ** (attempt - 1)))
@@ -346,6 +347,11 @@ class RemoteChunkReplayPolicy(PolicyBase):
             except TransportError as exc:
                 # Nothing answered for reconnect_timeout_s: another attempt would wait as long.
                 return env_id, f"reconnect failed: {type(exc).__name__}: {exc}"
+
+    def on_reply(self, env_id: int, response: Any) -> None:
+        """Called with each reply that served ``env_id`` (after its chunk was cached), from the
+        thread that fetched it: a subclass reads the fields its server adds (e.g. that the server
+        dropped the env's state). Does nothing by default."""
 
     def server_metadata(self) -> dict[str, Any] | None:
         """The metadata frame the server sent on connect (the latest, after a reconnect)."""

@@ -8,6 +8,8 @@ import json
 import subprocess
 import sys
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -138,6 +140,9 @@ def test_the_metaworld_task_table_covers_every_arena_metaworld_task():
 @pytest.mark.parametrize("name", sorted(ADAPTERS))
 def test_actions_are_the_identity_both_ways_with_the_base_checks(name):
     adapter = ADAPTERS[name]()
+    if hasattr(adapter, "bind"):  # lerobot_env: the width is the bridge environment's
+        adapter.bind(SimpleNamespace(action_space=SimpleNamespace(shape=(3,))))
+        assert adapter.action_dim == 3
     chunk = RNG.uniform(-1, 1, (5, adapter.action_dim)).astype(np.float32)  # a LeRobot policy's action
     back = adapter.unpack_actions({"action": chunk}, "action")
     assert back.dtype == np.float64 and np.array_equal(back, chunk)
@@ -147,3 +152,21 @@ def test_actions_are_the_identity_both_ways_with_the_base_checks(name):
         adapter.unpack_actions({"action": np.zeros((5, adapter.action_dim + 1), np.float32)}, "action")
     with pytest.raises(ProtocolViolation, match="NaN"):
         adapter.unpack_actions({"action": np.full((1, adapter.action_dim), np.nan, np.float32)}, "action")
+
+
+def test_the_lerobot_env_adapter_sends_the_bridge_observation_under_its_own_names():
+    adapter = ADAPTERS["lerobot_env"]()
+    observation = {
+        "camera_obs": {"observation.image": RNG.integers(0, 256, (2, 8, 6, 3), dtype=np.uint8)},
+        "policy": {"observation.state": RNG.normal(size=(2, 2)).astype(np.float32),
+                   "observation.environment_state": RNG.normal(size=(2, 16))},
+        "task": ["push it", "push that"],
+    }
+    request = adapter.pack_request(adapter.extract(observation, 1), "ignored")
+    assert sorted(request) == ["observation.environment_state", "observation.image", "observation.state", "task"]
+    assert np.array_equal(request["observation.image"], observation["camera_obs"]["observation.image"][1])
+    assert request["observation.state"].dtype == np.float32 and request["observation.environment_state"].dtype == np.float32
+    assert request["task"] == "push that"  # the env's task string, as lerobot-eval sends it
+    observation["policy"]["observation.state"][0, 0] = np.nan
+    with pytest.raises(ObservationError, match="NaN"):
+        adapter.extract(observation, 0)

@@ -58,6 +58,7 @@ __all__ = [
     "LEROBOT_METAWORLD_TASKS",
     "LeRobotAdapter",
     "LeRobotAlohaAdapter",
+    "LeRobotEnvAdapter",
     "LeRobotFrame",
     "LeRobotLiberoAdapter",
     "LeRobotMetaWorldAdapter",
@@ -427,6 +428,40 @@ class LeRobotMetaWorldEnvironmentStateAdapter(LeRobotMetaWorldAdapter):
     send_environment_state: ClassVar[bool] = True
 
 
+# -- any LeRobot env through the bridge (arena_lerobot.bridge) ----------------------------------
+
+
+class LeRobotEnvAdapter(LeRobotAdapter):
+    """The ``lerobot_env`` bridge's observation, already under LeRobot's feature names
+    (:func:`arena_lerobot.bridge.lerobot_observation`): every ``camera_obs`` image (``uint8
+    (H, W, 3)``) and ``policy`` array (``float32``) is sent under its own key, the env's task
+    string as ``task``. Actions: the identity, ``action_dim`` the environment's (:meth:`bind`,
+    which ``lerobot_remote`` calls when it starts)."""
+
+    name: ClassVar[str] = "lerobot_env"
+    action_dim: int = 0
+
+    def bind(self, env: Any) -> None:
+        """Take the action width from the bridge environment (``action_space``)."""
+        shape = getattr(getattr(env, "action_space", None), "shape", None)
+        if shape:
+            self.action_dim = int(np.prod(shape))
+
+    def extract(self, observation: dict[str, Any], env_id: int) -> LeRobotFrame:
+        features: dict[str, np.ndarray] = {}
+        for key in observation.get("camera_obs") or {}:
+            features[key] = _camera(observation, key, env_id, self.name)
+        for key, value in (observation.get("policy") or {}).items():
+            array = np.asarray(value[env_id])
+            if not np.all(np.isfinite(array)):
+                raise ObservationError(f"policy['{key}'] holds NaN or infinite values")
+            features[key] = array.astype(np.float32)
+        if not features:
+            raise ObservationError("the lerobot 'lerobot_env' adapter found no camera_obs or policy arrays")
+        task = _env_task(observation, env_id)
+        return LeRobotFrame(features=features, task=task if task is not None else "")
+
+
 #: Every adapter of this module, as registered: ``name -> class``.
 ADAPTERS: dict[str, type[LeRobotAdapter]] = {
     cls.name: cls
@@ -436,5 +471,6 @@ ADAPTERS: dict[str, type[LeRobotAdapter]] = {
         LeRobotLiberoAdapter,
         LeRobotMetaWorldAdapter,
         LeRobotMetaWorldEnvironmentStateAdapter,
+        LeRobotEnvAdapter,
     )
 }
