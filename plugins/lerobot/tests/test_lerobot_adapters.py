@@ -52,7 +52,7 @@ def test_arena_plugins_lists_the_adapters():
     assert {f"lerobot/{name}" for name in ADAPTERS} <= set(listed), listed
 
 
-def test_aloha_sends_the_top_camera_and_the_14_dim_state_with_an_empty_task():
+def test_aloha_sends_the_top_camera_and_the_14_dim_state_with_the_envs_task_name():
     cams, joints = image(2, 48, 64), RNG.normal(size=(2, 14))
     obs = {"camera_obs": {"cam_high_rgb": cams, "cam_low_rgb": image(2, 48, 64)}, "policy": {"joint_pos": joints},
            "task": ["transfer_cube"] * 2}
@@ -60,7 +60,7 @@ def test_aloha_sends_the_top_camera_and_the_14_dim_state_with_an_empty_task():
     assert sorted(r[1]) == ["observation.images.top", "observation.state", "task"]
     assert r[1]["observation.images.top"].dtype == np.uint8 and np.array_equal(r[1]["observation.images.top"], cams[1])
     assert r[1]["observation.state"].dtype == np.float32 and np.array_equal(r[1]["observation.state"], joints[1].astype(np.float32))
-    assert r[0]["task"] == ""  # what lerobot-eval's add_envs_task gives gym.make'd gym-aloha
+    assert r[0]["task"] == "transfer_cube"  # gym-aloha's task attribute, what lerobot-eval 0.6.1's env.call("task") gives
     with pytest.raises(ObservationError, match=r"camera_obs\['cam_high_rgb'\].*turn the environment's cameras on"):
         requests("aloha", {"policy": {"joint_pos": joints}})
     with pytest.raises(ObservationError, match=r"policy\['joint_pos'\] has 7 values per env; .* needs 14"):

@@ -218,3 +218,41 @@ def test_lerobot044_checkpoint_serves_bit_identically(kind, lerobot_python, tmp_
         assert np.abs(actions).max() > 0.1
         np.testing.assert_array_equal(single[env], actions, err_msg=f"{kind} {env}: 0.6 serving vs 0.4.4's loop")
         np.testing.assert_allclose(batched[env], actions, atol=1e-5, rtol=1e-5, err_msg=f"{kind} {env}: batched")
+
+
+RENAME_STATS = """
+import sys
+from pathlib import Path
+from safetensors.torch import load_file, save_file
+for path in Path(sys.argv[1]).glob("policy_*processor_step_*normalizer_processor.safetensors"):
+    save_file({"so100." + k: v for k, v in load_file(path).items()}, path)
+"""
+
+
+def test_a_checkpoint_whose_stats_the_normalizer_cannot_find_is_refused_or_served_with_a_warning(lerobot_python, tmp_path):
+    """Issue 38 item 6: stats keyed per dataset (``so100.observation.state``) would be skipped by
+    LeRobot's normalizer without a word; the server refuses, naming the missing and found keys,
+    and serves with ``allow_missing_stats`` saying so in its metadata's warnings."""
+    import shutil
+
+    checkpoint = tmp_path / "multi_dataset"
+    shutil.copytree(LEROBOT044 / "act", checkpoint)
+    done = subprocess.run([str(lerobot_python), "-c", RENAME_STATS, str(checkpoint)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    refused = subprocess.run(
+        [str(lerobot_python), "-m", "arena", "serve", "lerobot", "--port", "0", "-o", f"policy_path={checkpoint}", "-o", "device=cpu"],
+        capture_output=True, text=True, timeout=600, env=ENV,
+    )
+    assert refused.returncode != 0
+    message = refused.stderr
+    assert "normalizes ['action', 'observation.environment_state', 'observation.state']" in message, message[-3000:]
+    assert "'so100.observation.state'" in message and "allow_missing_stats" in message, message[-3000:]
+    server = Served(lerobot_python, tmp_path / "server.log", policy_path=checkpoint, device="cpu", allow_missing_stats="true")
+    try:
+        client = server.client()
+        warnings = client.metadata["warnings"]
+        client.close()
+    finally:
+        server.close()
+    assert len(warnings) == 1 and "so100.observation.state" in warnings[0]
+    assert "normalizes" in (tmp_path / "server.log").read_text()

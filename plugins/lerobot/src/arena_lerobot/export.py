@@ -65,8 +65,10 @@ EPISODES_SIDE_FILE = "meta/arena_episodes.jsonl"
 FAILED_OUTCOMES = ("failure", "timeout")
 EXIT_USAGE = 2
 EXIT_FAILED = 3
-#: The smallest side LeRobot's default video encoder takes (:func:`check_video_sizes`).
-MIN_VIDEO_SIDE = 16
+#: The smallest frames LeRobot 0.6's default video encoder (SVT-AV1 through PyAV) takes,
+#: measured with tests/video_limits.py (:func:`check_video_sizes`): width, height in pixels.
+MIN_VIDEO_WIDTH = 25
+MIN_VIDEO_HEIGHT = 4
 #: Where the dataset is written until it is complete: ``<to's parent>/.<to's name>.partial-<pid>``,
 #: renamed to ``to`` at the end, removed on any failure (also by the CLI when the writing
 #: process dies natively, e.g. an encoder's SIGFPE).
@@ -253,25 +255,27 @@ def load_adapter(spec: str) -> Any:
 def check_video_sizes(request: dict[str, Any]) -> None:
     """Refuse camera frames LeRobot's video encoder cannot take (before anything is written).
 
-    LeRobot 0.6's default RGB encoder is SVT-AV1 (``libsvtav1``, ``yuv420p``) through PyAV;
-    measured with ``tests/video_limits.py`` (PyAV 15.1, the lerobot venv): frames smaller than
-    :data:`MIN_VIDEO_SIDE` on a side kill the process natively (SIGFPE, exit 248 / -8, no
-    Python exception), and odd sizes cannot be ``yuv420p``-subsampled exactly. Images are
-    refused, not padded: padding would change what a policy trained on the export sees.
+    LeRobot 0.6's default RGB encoder is SVT-AV1 (``libsvtav1``, ``yuv420p``, crf 30) through
+    PyAV 15.1; measured with ``tests/video_limits.py`` in the lerobot venv: frames up to 24
+    pixels wide kill the encoding process natively (SIGFPE: exit status 248 from a shell, -8
+    from Python; no exception, so nothing can clean up), whatever their height (64x24, 24x24
+    and 15x15 crash, 64x25, 8x25 and 4x25 encode); frames under 4 pixels high fail to open the
+    codec (a PyAV ``ValueError``); odd sizes encode. Images are refused, not padded: padding
+    would change what a policy trained on the export sees.
 
     Raises:
-        ExportError: (exit 2) a camera's ``H x W`` is below :data:`MIN_VIDEO_SIDE` or odd,
-            naming it and ``--no-videos`` (lossless PNG frames, any size).
+        ExportError: (exit 2) a camera narrower than :data:`MIN_VIDEO_WIDTH` or lower than
+            :data:`MIN_VIDEO_HEIGHT`, naming it and ``--no-videos`` (lossless PNG frames, any size).
     """
     for key, value in request.items():
         if not (isinstance(value, np.ndarray) and value.dtype == np.uint8 and value.ndim == 3 and value.shape[-1] == 3):
             continue
         h, w = int(value.shape[0]), int(value.shape[1])
-        if min(h, w) < MIN_VIDEO_SIDE or h % 2 or w % 2:
+        if w < MIN_VIDEO_WIDTH or h < MIN_VIDEO_HEIGHT:
             raise ExportError(
-                f"{key} is {h}x{w}: LeRobot's AV1 video encoder (libsvtav1, yuv420p) needs even sizes of at least "
-                f"{MIN_VIDEO_SIDE}x{MIN_VIDEO_SIDE} (smaller frames crash it natively); export with --no-videos "
-                "(PNG frames, lossless, any size) or record a larger camera"
+                f"{key} is {h}x{w} (HxW): LeRobot's AV1 video encoder (libsvtav1) needs frames at least "
+                f"{MIN_VIDEO_WIDTH} pixels wide and {MIN_VIDEO_HEIGHT} high (narrower ones crash it natively); "
+                "export with --no-videos (PNG frames, lossless, any size) or record a larger camera"
             )
 
 

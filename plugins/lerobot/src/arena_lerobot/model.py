@@ -1,9 +1,13 @@
 """``arena serve lerobot -o policy_path=DIR``: a LeRobot checkpoint behind arena's policy server.
 
-Loading is what ``lerobot-eval`` does (``lerobot/scripts/lerobot_eval.py``, LeRobot 0.4.4): the
-policy class of the checkpoint's ``config.json`` type, ``from_pretrained(DIR)``, and its saved
-processor pipelines, ``make_pre_post_processors(policy.config, pretrained_path=DIR)`` with the
-device processor moved to the serving device. Each request is one env's observation with
+Loading is what ``lerobot-eval`` does (``lerobot/scripts/lerobot_eval.py``, ``eval_main``,
+LeRobot 0.6.1; the same sequence as 0.4.4, whose checkpoints load unchanged): the checkpoint's
+config (ImageNet backbone weights it names are not fetched: the trained weights replace them),
+the policy class of its type, ``from_pretrained(DIR, config=cfg)``, and its saved processor
+pipelines, ``make_pre_post_processors(cfg, pretrained_path=DIR)`` with the device and
+``rename_map`` overrides. A checkpoint whose normalizer lacks statistics for features it
+normalizes is refused (:func:`check_normalization_stats`; ``allow_missing_stats`` serves it
+with a warning in the metadata). Each request is one env's observation with
 LeRobot's feature names (``observation.images.<cam>`` ``uint8 (H, W, 3)``, ``observation.state``
 ``float32 (D,)``, optionally ``observation.environment_state``, ``task``: what the
 ``lerobot/*`` embodiment adapters send), stacked by :func:`arena_lerobot.features.to_policy_batch`
@@ -38,7 +42,9 @@ default) draws fresh noise at every denoising step from torch's global generator
 Options (``-o KEY=VALUE``): ``policy_path`` (a ``pretrained_model`` directory, or a Hub id where
 the machine has network), ``device`` (``auto``: CUDA when present, else CPU), ``n_action_steps``
 (override the checkpoint's), ``seed``, ``max_states`` (per-env states kept, least recently used
-dropped first; a dropped env restarts its episode state).
+dropped first, :data:`DEFAULT_MAX_STATES`; an env whose state was dropped mid-episode restarts
+it, and that request's reply carries ``state_restarted: true``), ``rename_map`` (lerobot-eval's
+``--rename_map``), ``allow_missing_stats``.
 """
 
 from __future__ import annotations
@@ -249,7 +255,8 @@ class LeRobotModel:
             "output_features": features(config.output_features),
             "serving": self.mode,
             "actions_per_request": self.actions_per_request,
-            "n_action_steps": int(config.n_action_steps),
+            # VQ-BeT names its chunk action_chunk_size
+            "n_action_steps": int(getattr(config, "n_action_steps", None) or getattr(config, "action_chunk_size", 1)),
             "n_obs_steps": int(getattr(config, "n_obs_steps", 1)),
             "seed": self.seed,
             "state_keys": [SESSION_KEY, ENV_ID_KEY, NEW_EPISODE_KEY],
