@@ -1,7 +1,7 @@
 """Run in the ``lerobot`` venv by ``test_lerobot_env_bridge.py``: the reference side, LeRobot 0.6's
 own evaluation of a checkpoint on a LeRobot env config.
 
-    python bridge_reference.py build DIR          # a random ACT checkpoint for PushT (96x96 image + agent_pos)
+    python bridge_reference.py build DIR ENV_JSON # a random ACT checkpoint for that env's observation
     python bridge_reference.py eval DIR ENV_JSON N_EPISODES BATCH SEED OUT.json
 
 ``eval`` is ``lerobot-eval``'s ``eval_main`` (``lerobot/scripts/lerobot_eval.py``, 0.6.1) without
@@ -22,11 +22,32 @@ import sys
 import numpy as np
 
 
-def build(directory: str) -> None:
+def build(directory: str, env_json: str) -> None:
+    """A random ACT for the features the env's observation has (one reset, renamed as
+    ``preprocess_observation`` renames it): its cameras, ``observation.state`` and
+    ``observation.environment_state``, and its action width."""
+    from lerobot.envs.factory import make_env, make_env_config
+    from lerobot.utils.import_utils import register_third_party_plugins
+
+    from arena_lerobot.bridge import lerobot_observation
     from arena_lerobot.testing import make_act_checkpoint
 
+    register_third_party_plugins()
+    fields = json.loads(env_json)
+    vec = next(iter(next(iter(make_env(make_env_config(fields.pop("type"), **fields), n_envs=1).values())).values()))
+    try:
+        observation = lerobot_observation(vec.reset(seed=[0])[0])
+        action_dim = int(np.prod(vec.single_action_space.shape))
+    finally:
+        vec.close()
+    cameras = {k: tuple(v.shape[:2]) for k, v in observation["camera_obs"].items()}
+    policy = observation["policy"]
+    extra = set(policy) - {"observation.state", "observation.environment_state"}
+    assert not extra, f"ACT takes no {sorted(extra)}"
+    env_state = policy.get("observation.environment_state")
     make_act_checkpoint(
-        directory, cameras={"observation.image": (96, 96)}, state_dim=2, action_dim=2, chunk_size=10,
+        directory, cameras=cameras, state_dim=int(policy["observation.state"].shape[0]), action_dim=action_dim,
+        environment_state_dim=None if env_state is None else int(env_state.shape[0]), chunk_size=10,
         n_action_steps=5, dim_model=64, n_heads=2, dim_feedforward=128, n_encoder_layers=1, n_decoder_layers=1,
         use_vae=False,
     )
@@ -99,6 +120,6 @@ def evaluate(directory: str, env_json: str, n_episodes: int, batch: int, seed: i
 
 if __name__ == "__main__":
     if sys.argv[1] == "build":
-        build(sys.argv[2])
+        build(sys.argv[2], sys.argv[3])
     else:
         evaluate(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), sys.argv[7])

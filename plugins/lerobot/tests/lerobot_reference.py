@@ -35,6 +35,8 @@ from arena_lerobot.features import to_policy_batch
 def _stub_module(name: str, **attrs: Any) -> types.ModuleType:
     class Stub(types.ModuleType):
         def __getattr__(self, item: str) -> Any:  # e.g. metaworld.policies.SawyerPushV3Policy
+            if item.startswith("__"):  # module protocol (__file__, __path__, ...): what a plain module lacks
+                raise AttributeError(item)
             return type(item, (), {})
 
     module = Stub(name)
@@ -109,7 +111,10 @@ def lerobot_side(benchmark: str, raws: list[Any], instruction: str) -> dict[str,
             formatted.append(env._format_raw_obs(raw))
             envs.append(env)
     elif benchmark == "metaworld":
-        _stub_module("metaworld", policies=_stub_module("metaworld.policies"))
+        try:  # the lerobot venv holds LeRobot's metaworld==3.0.0 (only its task wording is read)
+            import metaworld  # noqa: F401
+        except ImportError:
+            _stub_module("metaworld", policies=_stub_module("metaworld.policies"))
         from lerobot.envs import metaworld as lerobot_metaworld
 
         cfg = configs.MetaworldEnv(task="push-v3")

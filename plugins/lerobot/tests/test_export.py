@@ -254,10 +254,11 @@ def test_arena_export_lists_the_lerobot_exporter():
     assert done.returncode == 0 and "lerobot" in done.stdout
 
 
-#: A run whose camera is 15x15 (what made LeRobot's AV1 encoder die with SIGFPE, issue 38 item 7).
+#: A run whose camera is 16x16 (arena's Meta-World takes no smaller; LeRobot's AV1 encoder dies
+#: with SIGFPE on anything up to 24 pixels wide, issue 38 item 7).
 TINY_CAMERA = {
     "shared": {
-        "environment": {"type": "metaworld", "task": "reach-v3", "cameras": True, "image_size": 15},
+        "environment": {"type": "metaworld", "task": "reach-v3", "cameras": True, "image_size": 16},
         "environment_builder": {"num_envs": 1, "seed": 0},
         "rollout_limit": {"num_episodes": 1, "max_episode_steps": 2},
         "policy": {"type": "zero_action"},
@@ -275,7 +276,7 @@ def test_videos_of_frames_the_encoder_cannot_take_are_refused_before_writing(tmp
     target = tmp_path / "ds"
     done = _arena("export", "lerobot", str(out), "--run", "tiny", "--to", str(target), "--videos", "--adapter", STANDIN)
     assert done.returncode == 2, done.stdout + done.stderr
-    assert "observation.images.corner is 15x15" in done.stderr and "--no-videos" in done.stderr, done.stderr
+    assert "observation.images.corner is 16x16" in done.stderr and "--no-videos" in done.stderr, done.stderr
     assert not target.exists() and _leftovers(target) == []
 
 
