@@ -543,10 +543,15 @@ def compare(
     force: Annotated[
         bool, typer.Option("--force", help="compare runs whose environment, task, seeds or rollout limits differ")
     ] = False,
+    pair: Annotated[
+        Optional[list[str]],
+        typer.Option("--pair", help="RUN_A:RUN_B: compare run RUN_A of A with run RUN_B of B (repeatable; A and B may be one directory)"),
+    ] = None,
 ) -> None:
     """Compare two experiments run by run: B − A with its 95% interval and a test.
 
-    Runs are matched by name and compared only when their environment (type, task, fields),
+    Runs are matched by name (or as --pair names them, e.g. two policies of one experiment:
+    `arena compare OUT OUT --pair vla_eval_run:openpi_run`) and compared only when their environment (type, task, fields),
     seeds and rollout limits agree (exit 2 naming what differs; --force compares anyway and
     prints the differences first). Like runs are compared paired (McNemar's exact test,
     Newcombe's paired interval), forced unlike ones unpaired (Fisher, Newcombe); each row
@@ -564,8 +569,14 @@ def compare(
 
     _require_output_dir(a)
     _require_output_dir(b)
+    pairs = None
+    if pair:
+        pairs = [tuple(item.split(":", 1)) for item in pair]
+        bad = [item for item, parsed in zip(pair, pairs) if len(parsed) != 2 or not all(parsed)]
+        if bad:
+            raise _fail(ConfigError(f"--pair {bad[0]!r}: expected RUN_A:RUN_B"))
     try:
-        data = compare_experiments(a, b)
+        data = compare_experiments(a, b, pairs)
         differences = comparison.check_comparable(data, a, b, force)
     except FileNotFoundError as exc:
         raise _fail(ConfigError(str(exc))) from None

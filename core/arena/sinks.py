@@ -265,8 +265,11 @@ def read_provenance(output_dir: str | os.PathLike[str]) -> dict[str, Any] | None
 def rate_metrics(entry: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
     """Numbers a tracker plots for one run's (or the pooled) result: ``success_rate``,
     ``ci95_low`` / ``ci95_high`` (Wilson), ``n`` (non-error episodes), ``k`` (successes),
-    ``errors``; keys prefixed ``prefix/`` when given. Works on an ``experiment_result.json`` run
-    entry or ``overall`` and on a ``run_result.json``; a missing rate (n = 0) is left out."""
+    ``errors``, and for each episode metric of the entry ``metrics/<key>/mean``,
+    ``metrics/<key>/ci95_low`` and ``metrics/<key>/ci95_high`` (the figures and interval method
+    of :func:`arena.outputs.metrics.summarize_metrics`, as the results hold them); keys
+    prefixed ``prefix/`` when given. Works on an ``experiment_result.json`` run entry or
+    ``overall`` and on a ``run_result.json``; a missing rate (n = 0) or interval is left out."""
     counts = entry.get("counts") or {}
     k = entry.get("k", counts.get("success", 0))
     n = entry.get("n", sum(int(counts.get(o, 0)) for o in ("success", "failure", "timeout")))
@@ -276,6 +279,14 @@ def rate_metrics(entry: Mapping[str, Any], prefix: str = "") -> dict[str, float]
         ci = entry.get("ci95") or [None, None]
         if ci[0] is not None and ci[1] is not None:
             out["ci95_low"], out["ci95_high"] = float(ci[0]), float(ci[1])
+    metrics = entry.get("metrics")
+    if isinstance(metrics, Mapping):  # episode metrics: the same mean and interval as the results
+        for key, summary in metrics.items():
+            if not isinstance(summary, Mapping):
+                continue
+            for field, name in (("mean", "mean"), ("ci_low", "ci95_low"), ("ci_high", "ci95_high")):
+                if isinstance(summary.get(field), (int, float)):
+                    out[f"metrics/{key}/{name}"] = float(summary[field])
     return {f"{prefix}/{k}" if prefix else k: v for k, v in out.items()}
 
 

@@ -107,6 +107,19 @@ def test_a_directory_against_itself_and_no_common_runs_are_not_silent(tmp_path):
     assert disjoint.exit_code == 2 and "no run names in common" in disjoint.stderr
 
 
+def test_two_policies_of_one_experiment_are_compared_when_paired_by_name(tmp_path):
+    out = _output(tmp_path / "a", {"zero": REACH_ZERO, "expert": REACH_EXPERT, "kitchen": KITCHEN_ZERO},
+                  {"zero": ["timeout"] * 6, "expert": ["success"] * 6, "kitchen": ["timeout"] * 6})
+    result = _compare(out, out, "--pair", "zero:expert", "--json")
+    assert result.exit_code == 0, result.stderr
+    row = json.loads(result.stdout)["runs"][0]
+    assert row["run"] == "zero vs expert" and row["design"] == "paired" and row["difference"] == 1.0
+    unlike = _compare(out, out, "--pair", "zero:kitchen")
+    assert unlike.exit_code == 2 and "environment" in unlike.stderr
+    assert _compare(out, out, "--pair", "zero:nope").exit_code == 2
+    assert _compare(out, out, "--pair", "zero").exit_code == 2
+
+
 def test_a_cancelled_run_is_marked_partial_in_compare_and_exits_3(tmp_path):
     a = _output(tmp_path / "a", {"r": REACH_ZERO}, {"r": ["timeout"] * 6})
     b = _output(tmp_path / "b", {"r": REACH_EXPERT}, {"r": ["success"] * 4}, states={"r": "cancelled"})

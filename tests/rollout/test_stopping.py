@@ -129,10 +129,19 @@ def test_the_decision_does_not_depend_on_the_order_episodes_finish_in(outcomes, 
         assert (a.episodes, a.kind, a.sequence_ci, a.successes) == (b.episodes, b.kind, b.sequence_ci, b.successes)
 
 
-def test_an_error_episode_holds_the_sequence_and_min_episodes_is_kept():
-    stop = SeedOrderStop({"threshold": 0.5}, range(30))
-    assert stop.feed({0: "failure", 1: "error", **{i: "failure" for i in range(2, 30)}}) is None
-    assert stop.next == 1  # episode 1 must be replaced (a resume) before 2… count
+def test_an_error_episode_is_skipped_a_missing_one_holds_and_min_episodes_is_kept():
+    rule = {"threshold": 0.5}
+    fault_free = SeedOrderStop(rule, range(29)).feed({i: "failure" for i in range(29)})
+    stop = SeedOrderStop(rule, range(30))
+    decision = stop.feed({0: "failure", 1: "error", **{i: "failure" for i in range(2, 30)}})
+    # the error is excluded, not a hold: the same decision on the counted episodes, one index later
+    assert decision is not None and decision.errors == [1] and decision.counted == fault_free.episodes
+    assert (decision.kind, decision.sequence_ci, decision.successes) == (
+        fault_free.kind, fault_free.sequence_ci, fault_free.successes)
+    assert decision.episodes == fault_free.episodes + 1 and decision.to_dict()["error_episodes"] == [1]
+    waiting = SeedOrderStop(rule, range(30))
+    assert waiting.feed({0: "failure", **{i: "failure" for i in range(2, 30)}}) is None  # 1 still to run
+    assert waiting.next == 1
     stop = SeedOrderStop({"threshold": 0.5, "min_episodes": 20}, range(30))
     decision = stop.feed({i: "failure" for i in range(30)})
     assert decision.episodes == 20 and decision.kind == "below"

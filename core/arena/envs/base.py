@@ -194,6 +194,23 @@ class Environment:
         """
         return dict(cls.episode_metrics)
 
+    # -- episode metric bounds (helper `faults`): the known range of each episode metric -------
+    #: ``{info key: (low, high)}``: the range each declared episode metric cannot leave (e.g.
+    #: PushT's coverage ``(0.0, 1.0)``; a boolean metric is ``(0, 1)``). A metric with bounds
+    #: gets an interval that stays inside them (:mod:`arena.outputs.metrics`: the betting
+    #: interval of Waudby-Smith & Ramdas 2023); one without keeps Student's t. A class whose
+    #: bounds depend on its config overrides :meth:`episode_metric_bounds_for`.
+    episode_metric_bounds: ClassVar[dict[str, tuple[float, float]]] = {}
+
+    @classmethod
+    def episode_metric_bounds_for(cls, config: EnvironmentConfig) -> dict[str, tuple[float, float]]:
+        """The bounds of the episode metrics of a run with ``config`` (see
+        :attr:`episode_metric_bounds`, returned by default); keys need not all be declared
+        metrics of this config (bounds of metrics a run does not have are unused)."""
+        return dict(cls.episode_metric_bounds)
+
+    # -- end of episode metric bounds ------------------------------------------------------------
+
     def __init__(self, config: EnvironmentConfig, *, num_envs: int, cameras: bool = False) -> None:
         """``cameras`` asks for ``camera_obs`` (rendering costs tens of ms per frame on a CPU)."""
         self.config = config

@@ -524,7 +524,8 @@ def _server_info(server: LocalServer, exposure: Exposure | None) -> dict[str, An
 
 
 def _ensure_final_state(output_dir: Path, run: str, code: int | None, cancelled: bool = False) -> None:
-    """After a runner exits: if it died without writing a final state, record why."""
+    """After a runner exits: if it died without writing a final state, record why — or, when
+    it had recorded every work item, that the run completed (:mod:`arena.outputs.completion`)."""
     path = run_dir(output_dir, run) / STATUS_FILE
     state = None
     if path.exists():
@@ -533,6 +534,10 @@ def _ensure_final_state(output_dir: Path, run: str, code: int | None, cancelled:
         except ValueError:
             state = None
     if state in FINAL_STATES:
+        return
+    from arena.outputs.completion import complete_recorded_run
+
+    if complete_recorded_run(output_dir, run) is not None:  # every work item recorded: the records decide
         return
     reason = "cancelled" if cancelled else f"the runner exited with code {code} without finishing (see runner.log)"
     final = "cancelled" if cancelled else "failed"

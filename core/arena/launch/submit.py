@@ -176,8 +176,13 @@ def _submit_and_report(experiment, servers, backend, out: Path, wait: bool, cons
             kwargs = {"resume": resume} if resume is not None else {}
             submission = backend.submit(experiment, servers, out, wait=wait, console=console, **kwargs)
     except KeyboardInterrupt as stop:
-        _finish_report(out, console)
+        finished = _finish_report(out, console)
         code = EXIT_TERMINATED if isinstance(stop, Terminated) else EXIT_INTERRUPTED
+        if backend.name == "local" and _all_completed(out):
+            # the stop came once every run had recorded all its work (e.g. while an environment
+            # was closing): the runs' states follow their records, so the experiment is complete
+            _say(console, escape("stopped after every episode was recorded: the experiment is complete"))
+            return finished
         if backend.name != "local" and (out / SUBMISSION_FILE).exists():
             # only the waiting stopped: the jobs keep running, and a resume now would be refused
             _say(console, escape(
@@ -197,6 +202,12 @@ def _submit_and_report(experiment, servers, backend, out: Path, wait: bool, cons
     if states & {"failed", "cancelled"}:
         _say(console, escape(f"the unfinished work items (and error episodes) run again with: arena run --resume {out}"))
     return code
+
+
+def _all_completed(out: Path) -> bool:
+    """Whether ``experiment_result.json`` lists runs and every one ``completed``."""
+    runs = _read_result_states(out)
+    return bool(runs) and all(r.get("state") == "completed" for r in runs)
 
 
 def _read_result_states(out: Path) -> list[dict[str, Any]]:
@@ -309,7 +320,12 @@ def resume_experiment(
     todo = {name: run for name, run in experiment.runs.items() if remaining.get(name)}
     if not todo:
         _say(console, escape(f"nothing to resume in {output_dir}: every work item has a finished record"))
-        return _finish_report(output_dir, console)
+        # ... but its bookkeeping may be unfinished (a stop signal after the last record): the
+        # runs' states follow their records, then the result, the report and the sinks' end.
+        return _tracked(
+            experiment, output_dir, lambda: _finish_recorded(experiment, output_dir, console), start=False, reports=True
+        )
+    _complete_recorded(experiment, output_dir, [name for name in experiment.runs if name not in todo], console)
     left = sum(len(remaining[name]) for name in todo)
     _say(console, f"resuming [bold]{escape(experiment.name)}[/]: {left} episode(s) of {len(todo)} run(s): {escape(', '.join(todo))}")
     sub = dataclasses.replace(experiment, runs=todo)
@@ -323,6 +339,35 @@ def resume_experiment(
         sub, output_dir, lambda: _submit_and_report(sub, servers, backend, output_dir, wait, console, resume),
         start=False, reports=backend.name == "local" or wait,
     )
+
+
+def _complete_recorded(experiment, output_dir: Path, names, console: Console | None) -> bool:
+    """Mark completed the runs ``names`` whose every work item is recorded but whose files say
+    otherwise (:func:`arena.outputs.completion.complete_recorded_run`) and tell the sinks each
+    such run's end; ``False`` when a file could not be written (said on the console)."""
+    from arena.errors import unwritable
+    from arena.outputs.completion import complete_recorded_run
+    from arena.sinks import run_sinks
+
+    for name in names:
+        try:
+            result = complete_recorded_run(output_dir, name)
+        except OSError as exc:
+            _say(console, f"[red]error:[/] {escape(unwritable(exc))}")
+            return False
+        if result is not None:
+            _say(console, escape(f"run {name}: every work item is recorded: completed"))
+            with run_sinks(experiment, output_dir, name) as sinks:
+                sinks.run_finished(name, result)
+    return True
+
+
+def _finish_recorded(experiment, output_dir: Path, console: Console | None) -> int:
+    """A resume with nothing left to run: :func:`_complete_recorded` for every run, then the
+    result and the report; returns the exit code of :func:`_finish_report`."""
+    if not _complete_recorded(experiment, output_dir, list(experiment.runs), console):
+        return EXIT_FAILED
+    return _finish_report(output_dir, console)
 
 
 def _refuse_if_running(output_dir: Path) -> None:
@@ -537,7 +582,8 @@ def _print_summary(result: dict[str, Any], console: Console) -> None:
         for key, m in (r.get("metrics") or {}).items():  # partial credit beside the success rate
             interval = "" if m.get("ci_low") is None else f" [{m['ci_low']:.3g}, {m['ci_high']:.3g}]"
             console.print(
-                f"{escape(name)}: {escape(str(key))} {m['mean']:.3g}{interval} (mean over {m['episodes']} episodes)",
+                f"{escape(name)}: {escape(str(key))} {m['mean']:.3g}{interval} (mean over {m['episodes']} episodes"
+                + (f", {escape(str(m['method']))})" if m.get("method") else ")"),
                 highlight=False,
             )
         if r.get("error"):  # why a run failed belongs on the console, not only in runner.log

@@ -3,23 +3,44 @@
 Success rate alone hides how close a policy came: PushT's T-block coverage (gym-pusht's
 ``info["coverage"]``), ManiSkill's ``is_grasped`` or ``obj_to_goal_dist``. An environment
 declares such ``info`` keys with a reduction (:attr:`arena.envs.base.Environment.episode_metrics`,
-or :meth:`~arena.envs.base.Environment.episode_metrics_for` when it depends on the config);
+or :meth:`~arena.envs.base.Environment.episode_metrics_for` when it depends on the config)
+and, where it knows them, their bounds
+(:attr:`~arena.envs.base.Environment.episode_metric_bounds` /
+:meth:`~arena.envs.base.Environment.episode_metric_bounds_for`: ``{key: (low, high)}``);
 the rollout reduces each over an episode's steps (:class:`EpisodeMetrics`) into the episode
-record's ``metrics`` (``{key: float}``), and :func:`summarize_metrics` gives a run's mean of each
-with a 95 % interval for ``run_result.json``, ``experiment_result.json``, the report and the
-console summary.
+record's ``metrics`` (``{key: float | bool}``), and :func:`summarize_metrics` gives a run's mean
+of each with a 95 % interval for ``run_result.json``, ``experiment_result.json``, the report,
+the result sinks and the console summary.
 
 Reductions (:data:`REDUCTIONS`): ``max`` (the best the episode reached, what ``lerobot-eval``
 reports for PushT as ``max_reward``), ``min``, ``last`` (the value when the episode ended),
-``mean`` (over the episode's steps). Booleans count as 0/1, so ``is_grasped`` under ``max`` is
-"grasped at some point". A step whose ``info`` lacks a declared key, or holds a non-finite
-value, adds nothing for that key; an episode with no value for a key has none in its record.
+``mean`` (over the episode's steps). A boolean ``info`` value reduced by ``max``, ``min`` or
+``last`` stays a boolean in the record (``is_grasped`` under ``max`` is "grasped at some
+point": ``true``); under ``mean`` it is the fraction of steps (a float). A step whose ``info``
+lacks a declared key adds nothing for that key; a non-finite step value (NaN, ±inf) adds
+nothing either, and the key is listed in the record's ``non_finite`` flags
+(:mod:`arena.outputs.records`); an episode with no value for a key has none in its record.
 
-The interval is Student's t interval of the mean over the run's counted episodes (success,
-failure, timeout; infrastructure errors are excluded as from the success rate), with the
-two-sided 97.5 % quantiles of t tabulated below (Student 1908; values as in any t table) —
-the normal approximation is too narrow at the 10–50 episodes arena runs usually have. With
-one episode there is no interval (``ci_low``/``ci_high`` are ``None``).
+Intervals (each entry of the summary names its ``method``; all 95 %, over the run's counted
+episodes: success, failure, timeout — infrastructure errors are excluded as from the success
+rate):
+
+- ``wilson`` — a boolean metric (every episode's value a JSON boolean): the Wilson score
+  interval of ``k/n``, the interval of the success rate (:func:`arena.outputs.stats.wilson_interval`).
+- ``betting-bounded-mean`` — a metric with declared bounds ``[low, high]`` (every value inside
+  them): the hedged betting confidence interval for the mean of a bounded random variable of
+  Waudby-Smith & Ramdas (2023), "Estimating means of bounded random variables by betting",
+  *J. R. Stat. Soc. B* 86(1):1–27 (section 4: hedged capital, predictable plug-in bets, here
+  tuned to the fixed number of episodes ``n`` as the authors' ``confseq`` package does with
+  ``fixed_n``: ``lambda_i = sqrt(2 log(2/alpha) / (n sigma_{i-1}^2))``, truncated at ``1/2``),
+  on the values rescaled to ``[0, 1]`` in episode order. Any predictable bets keep it valid;
+  these only make it narrow. It is valid for any distribution inside the
+  bounds at any ``n`` (no normality assumed), never leaves the bounds and never has zero width
+  (five episodes at the upper bound give ``[0.31, 1]`` on ``[0, 1]``); with few episodes it is
+  wider than a t interval, which is the price of not assuming normality.
+- ``student-t`` — any other metric: Student's t interval of the mean, its quantile from
+  ``scipy.stats.t`` (the normal approximation is too narrow at the 10–50 episodes arena runs
+  usually have). With one episode there is no interval (``ci_low``/``ci_high`` are ``None``).
 """
 
 from __future__ import annotations
@@ -30,39 +51,74 @@ from typing import Any, Literal
 
 import numpy as np
 
+from arena.outputs.stats import wilson_interval
+
 Reduction = Literal["max", "min", "last", "mean"]
 #: The reductions an environment may declare for an episode metric.
 REDUCTIONS: tuple[str, ...] = ("max", "min", "last", "mean")
 
-# Two-sided 95 % (one-sided 0.975) quantiles of Student's t for 1..30 degrees of freedom.
-_T975 = (
-    12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281,
-    2.2010, 2.1788, 2.1604, 2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860,
-    2.0796, 2.0739, 2.0687, 2.0639, 2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423,
-)
-# Beyond 30: quantiles at 40, 60, 120 degrees of freedom, then the normal's.
-_T975_TAIL = ((40, 2.0211), (60, 2.0003), (120, 1.9799))
-_Z975 = 1.959963984540054
+#: Interval methods of :func:`summarize_metrics` (the ``method`` of each summary entry).
+WILSON, BETTING, STUDENT_T = "wilson", "betting-bounded-mean", "student-t"
+#: Candidate means (of the values rescaled to [0, 1]) the betting interval is evaluated on.
+BETTING_GRID = 2000
+#: Bets are truncated at ``BETTING_TRUNCATION / m`` (resp. ``/(1-m)``), as WSR 2023 suggest.
+BETTING_TRUNCATION = 0.5
 
 
 def t_quantile_975(df: int) -> float:
-    """The 0.975 quantile of Student's t with ``df`` degrees of freedom (table lookup;
-    between tabulated values beyond 30 the quantile is interpolated in ``1/df``, exact to
-    about 1e-4).
+    """The 0.975 quantile of Student's t with ``df`` degrees of freedom (``scipy.stats.t``).
 
     Raises:
         ValueError: ``df < 1``.
     """
     if df < 1:
         raise ValueError(f"degrees of freedom must be >= 1, got {df}")
-    if df <= len(_T975):
-        return _T975[df - 1]
-    points = [(30, _T975[-1]), *_T975_TAIL, (math.inf, _Z975)]
-    for (d0, q0), (d1, q1) in zip(points, points[1:]):
-        if df <= d1:
-            x0, x1, x = 1 / d0, (0.0 if math.isinf(d1) else 1 / d1), 1 / df
-            return q0 + (q1 - q0) * (x0 - x) / (x0 - x1)
-    return _Z975  # pragma: no cover - the last point is infinite
+    from scipy.stats import t
+
+    return float(t.ppf(0.975, df))
+
+
+def betting_interval(values: Iterable[float], confidence: float = 0.95) -> tuple[float, float]:
+    """The hedged betting confidence interval (module docstring) of the mean of ``values``, each
+    in ``[0, 1]``, taken in the order given; returns ``(low, high)`` inside ``[0, 1]``.
+
+    For each candidate mean ``m`` on a grid of :data:`BETTING_GRID` cell centres, a gambler
+    betting that the mean is above ``m`` and one betting it is below start with capital 1
+    and stake the predictable bets ``lambda_i`` (WSR 2023, section 4); ``m`` is rejected
+    when the hedged capital ``(K+ + K-) / 2`` reaches ``1 / alpha`` (Markov's inequality on a
+    nonnegative martingale). The interval spans the candidates not rejected, widened by one
+    grid cell.
+
+    Raises:
+        ValueError: no values, a value outside ``[0, 1]`` or ``confidence`` not in ``(0, 1)``.
+    """
+    x = np.asarray(list(values), dtype=np.float64)
+    if x.size == 0:
+        raise ValueError("a betting interval needs at least one value")
+    if not np.all((x >= 0.0) & (x <= 1.0)):
+        raise ValueError("betting_interval: every value must be in [0, 1]")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    alpha = 1.0 - confidence
+    n = x.size
+    grid = (np.arange(BETTING_GRID) + 0.5) / BETTING_GRID
+    log_plus = np.zeros(BETTING_GRID)  # log-capital, so thousands of episodes do not overflow
+    log_minus = np.zeros(BETTING_GRID)
+    mean_hat, var_hat, total, squares = 0.5, 0.25, 0.0, 0.0
+    for i, xi in enumerate(x, start=1):
+        bet = math.sqrt(2.0 * math.log(2.0 / alpha) / (n * var_hat))
+        log_plus += np.log1p(np.minimum(bet, BETTING_TRUNCATION / grid) * (xi - grid))
+        log_minus += np.log1p(-np.minimum(bet, BETTING_TRUNCATION / (1.0 - grid)) * (xi - grid))
+        total += xi
+        squares += (xi - mean_hat) ** 2
+        mean_hat = (0.5 + total) / (i + 1)
+        var_hat = (0.25 + squares) / (i + 1)
+    kept = np.flatnonzero(np.logaddexp(log_plus, log_minus) + math.log(0.5) < math.log(1.0 / alpha))
+    cell = 1.0 / BETTING_GRID
+    if kept.size == 0:  # cannot happen for values in [0, 1] (the sample mean is never rejected)
+        centre = float(x.mean())
+        return centre, centre
+    return max(0.0, float(grid[kept[0]]) - cell), min(1.0, float(grid[kept[-1]]) + cell)
 
 
 def check_declaration(metrics: Mapping[str, Any], owner: str) -> dict[str, str]:
@@ -102,24 +158,76 @@ def declared_metrics(env: Any) -> dict[str, str]:
     return check_declaration(declare(config), f"environment {getattr(cls, 'name', '') or cls.__name__}")
 
 
+def check_bounds(bounds: Mapping[str, Any], owner: str) -> dict[str, tuple[float, float]]:
+    """``bounds`` (an environment's ``{info key: (low, high)}``) as a plain dict, checked.
+
+    Raises:
+        ValueError: a key is not a non-empty string, or a bound pair is not two finite numbers
+            with ``low < high`` (the message names ``owner`` and the key).
+    """
+    if not isinstance(bounds, Mapping):
+        raise ValueError(f"{owner}: episode_metric_bounds must map info keys to (low, high), got {type(bounds).__name__}")
+    out: dict[str, tuple[float, float]] = {}
+    for key, pair in bounds.items():
+        if not isinstance(key, str) or not key:
+            raise ValueError(f"{owner}: episode metric names must be non-empty strings, got {key!r}")
+        try:
+            low, high = (float(v) for v in pair)
+        except (TypeError, ValueError):
+            raise ValueError(f"{owner}: episode metric {key!r} bounds must be (low, high), got {pair!r}") from None
+        if not (math.isfinite(low) and math.isfinite(high) and low < high):
+            raise ValueError(f"{owner}: episode metric {key!r} bounds must be finite with low < high, got {pair!r}")
+        out[key] = (low, high)
+    return out
+
+
+def declared_bounds(env_cls: Any, config: Any) -> dict[str, tuple[float, float]]:
+    """The bounds ``{info key: (low, high)}`` an environment class declares for a run with
+    ``config`` (``episode_metric_bounds_for``; an env behind workers answers for the class its
+    workers run); ``{}`` when it declares none.
+
+    Raises:
+        ValueError: the declaration is malformed (:func:`check_bounds`).
+    """
+    cls = getattr(env_cls, "env_cls", None) or env_cls
+    if not isinstance(cls, type):
+        cls = type(cls)
+    declare = getattr(cls, "episode_metric_bounds_for", None)
+    if not callable(declare) or config is None:
+        return {}
+    return check_bounds(declare(config), f"environment {getattr(cls, 'name', '') or cls.__name__}")
+
+
 class EpisodeMetrics:
     """The running reduction of one episode's declared metrics.
 
     ``declared``: ``{info key: reduction}`` (checked by :func:`check_declaration`). Feed each
-    step with :meth:`add`, read the episode's values with :meth:`result`.
+    step with :meth:`add`, read the episode's values with :meth:`result` and the keys that saw
+    a non-finite value with :attr:`non_finite`.
     """
 
-    __slots__ = ("declared", "_value", "_count")
+    __slots__ = ("declared", "_value", "_count", "_boolean", "non_finite")
 
     def __init__(self, declared: Mapping[str, str]) -> None:
         self.declared = dict(declared)
         self._value: dict[str, float] = {}
         self._count: dict[str, int] = {}
+        self._boolean: dict[str, bool] = {}
+        #: Declared keys that had a NaN or infinite step value (left out of the reduction).
+        self.non_finite: list[str] = []
 
-    def add(self, key: str, value: float) -> None:
-        """Add one step's ``value`` of ``key`` (ignored when not finite or not declared)."""
+    def add(self, key: str, value: float | bool) -> None:
+        """Add one step's ``value`` of ``key`` (a bool stays one under ``max``/``min``/``last``);
+        a non-finite value is left out and the key flagged in :attr:`non_finite`; an undeclared
+        key is ignored."""
         reduction = self.declared.get(key)
-        if reduction is None or not math.isfinite(value):
+        if reduction is None:
+            return
+        boolean = isinstance(value, (bool, np.bool_))
+        value = float(value)
+        if not math.isfinite(value):
+            if key not in self.non_finite:
+                self.non_finite.append(key)
             return
         count = self._count.get(key, 0)
         if count == 0:
@@ -132,16 +240,23 @@ class EpisodeMetrics:
             self._value[key] = value
         else:  # mean, kept as a running mean
             self._value[key] += (value - self._value[key]) / (count + 1)
+        self._boolean[key] = boolean and self._boolean.get(key, True) and reduction != "mean"
         self._count[key] = count + 1
 
-    def result(self) -> dict[str, float]:
-        """``{key: value}`` for each declared key the episode saw (declaration order)."""
-        return {key: self._value[key] for key in self.declared if key in self._value}
+    def result(self) -> dict[str, float | bool]:
+        """``{key: value}`` for each declared key the episode saw (declaration order); a key
+        whose every step value was a bool, reduced by ``max``/``min``/``last``, is a bool."""
+        return {
+            key: bool(self._value[key]) if self._boolean.get(key) else self._value[key]
+            for key in self.declared
+            if key in self._value
+        }
 
 
 def step_values(info: Any, declared: Mapping[str, str], num_envs: int) -> dict[str, np.ndarray]:
-    """``{key: float64 (num_envs,)}`` of the declared keys a step's ``info`` holds with one value
-    per env (others are left out: a batch-wide value is not a per-env metric)."""
+    """``{key: (num_envs,)}`` of the declared keys a step's ``info`` holds with one value per
+    env, ``bool`` when the environment gave booleans, else ``float64`` (others are left out: a
+    batch-wide value is not a per-env metric)."""
     if not declared or not isinstance(info, dict):
         return {}
     out: dict[str, np.ndarray] = {}
@@ -149,7 +264,8 @@ def step_values(info: Any, declared: Mapping[str, str], num_envs: int) -> dict[s
         if key not in info:
             continue
         try:
-            values = np.asarray(info[key], dtype=np.float64).reshape(-1)
+            values = np.asarray(info[key])
+            values = (values if values.dtype == np.bool_ else values.astype(np.float64)).reshape(-1)
         except (TypeError, ValueError):
             continue
         if values.shape == (num_envs,):
@@ -157,33 +273,72 @@ def step_values(info: Any, declared: Mapping[str, str], num_envs: int) -> dict[s
     return out
 
 
-def summarize_metrics(records: Iterable[Any]) -> dict[str, dict[str, Any]] | None:
-    """A run's episode metrics: ``{key: {"mean", "ci_low", "ci_high", "episodes"}}``.
-
-    ``records``: :class:`arena.outputs.records.EpisodeRecord` objects (or dicts); error episodes
-    and records without ``metrics`` are skipped. ``mean`` is over the episodes that have the
-    key; the interval is Student's t (module docstring), ``None`` with fewer than two episodes.
-    Returns ``None`` when no counted episode has a metric.
-    """
-    values: dict[str, list[float]] = {}
+def _metric_values(records: Iterable[Any]) -> dict[str, list[float | bool]]:
+    """``{key: [value, ...]}`` of the counted episodes' finite metric values, in record order."""
+    values: dict[str, list[float | bool]] = {}
     for record in records:
         outcome = record.get("outcome") if isinstance(record, dict) else getattr(record, "outcome", None)
         metrics = record.get("metrics") if isinstance(record, dict) else getattr(record, "metrics", None)
         if outcome == "error" or not isinstance(metrics, dict):
             continue
         for key, value in metrics.items():
-            if isinstance(value, (int, float)) and math.isfinite(value):  # bools count as 0/1
-                values.setdefault(str(key), []).append(float(value))
+            if isinstance(value, bool) or (isinstance(value, (int, float)) and math.isfinite(value)):
+                values.setdefault(str(key), []).append(value)
+    return values
+
+
+def metric_interval(
+    values: list[float | bool], bounds: tuple[float, float] | None = None
+) -> tuple[float, float | None, float | None, str]:
+    """``(mean, ci_low, ci_high, method)`` of one metric's values over a run's episodes, by
+    the rules of the module docstring (``wilson`` for booleans, ``betting-bounded-mean`` inside
+    ``bounds``, ``student-t`` otherwise; ``None`` bounds for t with one value).
+
+    Raises:
+        ValueError: ``values`` is empty.
+    """
+    if not values:
+        raise ValueError("metric_interval needs at least one value")
+    n = len(values)
+    xs = [float(v) for v in values]
+    mean = math.fsum(xs) / n
+    if all(isinstance(v, bool) for v in values):
+        low, high = wilson_interval(sum(1 for v in values if v), n)
+        return mean, low, high, WILSON
+    if bounds is not None and all(bounds[0] <= x <= bounds[1] for x in xs):
+        lo, hi = bounds
+        low, high = betting_interval([(x - lo) / (hi - lo) for x in xs])
+        # the interval never excludes the sample mean (float rounding of the grid aside)
+        return mean, min(lo + low * (hi - lo), mean), max(lo + high * (hi - lo), mean), BETTING
+    if n < 2:
+        return mean, None, None, STUDENT_T
+    sd = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (n - 1))
+    half = t_quantile_975(n - 1) * sd / math.sqrt(n)
+    return mean, mean - half, mean + half, STUDENT_T
+
+
+def summarize_metrics(
+    records: Iterable[Any], bounds: Mapping[str, Any] | None = None
+) -> dict[str, dict[str, Any]] | None:
+    """A run's episode metrics: ``{key: {"mean", "ci_low", "ci_high", "episodes", "method",
+    "bounds"}}``.
+
+    ``records``: :class:`arena.outputs.records.EpisodeRecord` objects (or dicts) in episode
+    order; error episodes and records without ``metrics`` are skipped. ``bounds``: the
+    environment's declared ``{key: (low, high)}`` (:func:`declared_bounds`; ``None``: none).
+    ``mean`` is over the episodes that have the key; the interval and its ``method`` follow the
+    module docstring; ``bounds`` is ``[low, high]`` or ``None``. Returns ``None`` when no
+    counted episode has a metric.
+    """
+    values = _metric_values(records)
     if not values:
         return None
+    known = {str(k): (float(v[0]), float(v[1])) for k, v in (bounds or {}).items()}
     out: dict[str, dict[str, Any]] = {}
     for key, xs in values.items():
-        n = len(xs)
-        mean = math.fsum(xs) / n
-        low = high = None
-        if n >= 2:
-            sd = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (n - 1))
-            half = t_quantile_975(n - 1) * sd / math.sqrt(n)
-            low, high = mean - half, mean + half
-        out[key] = {"mean": mean, "ci_low": low, "ci_high": high, "episodes": n}
+        mean, low, high, method = metric_interval(xs, known.get(key))
+        out[key] = {
+            "mean": mean, "ci_low": low, "ci_high": high, "episodes": len(xs), "method": method,
+            "bounds": list(known[key]) if key in known else None,
+        }
     return out

@@ -6,6 +6,13 @@ Files of a work directory (a run's, or a shard's ``<run>/shards/<K>/``; names an
 - ``episodes.jsonl``: one JSON object per finished episode (:class:`EpisodeRecord`), appended
   and ``fsync``-ed one line at a time, so a crash loses at most the episode in progress. A torn
   last line (a crash mid-write) is reported by :func:`read_records`, never fatal.
+  Non-finite numbers (a NaN reward from a physics blow-up, an infinite latency) are not JSON:
+  a record writes each as the string ``"NaN"``, ``"Infinity"`` or ``"-Infinity"`` (the names
+  JavaScript and Python's ``json`` give them) and lists the fields that held one in
+  ``non_finite`` (dotted paths: ``"return"``, ``"latency.mean_ms"``, ``"metrics.coverage"`` —
+  the last also when a step's metric value was non-finite and left out of the reduction);
+  :func:`read_records` reads them back as ``float`` NaN/inf. Such an episode counts once, with
+  its outcome, like any other; the run's results and report flag it (:func:`non_finite_warning`).
 - ``status.json``: the run's live state (:class:`StatusWriter`), rewritten atomically.
 
 Run states (:data:`RUN_STATES`): ``pending``, ``starting_server``, ``running``, ``completed``,
@@ -18,12 +25,14 @@ import errno
 import json
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import to_jsonable_python
 
 from arena.errors import LaunchError, short_repr
 from arena.fsutil import write_text_atomic
@@ -102,15 +111,113 @@ class EpisodeRecord(BaseModel):
     protocol: dict[str, Any] | None = Field(
         None, description="protocol fingerprint: what makes two runs comparable (arena.outputs.fingerprint)"
     )
-    metrics: dict[str, float | None] | None = Field(
+    metrics: dict[str, bool | float | None] | None = Field(
         None, description="episode metrics the environment declares, reduced over the episode (arena.outputs.metrics)"
+    )
+    non_finite: list[str] | None = Field(
+        None, description='fields that held a NaN or infinite number, as dotted paths (e.g. "return"); see the module doc'
     )
     finished_at: str = Field(default_factory=utc_now, description="ISO 8601, UTC")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _read_non_finite(cls, data: Any) -> Any:
+        """Turn the strings ``"NaN"``/``"Infinity"``/``"-Infinity"`` at the flagged paths back
+        into floats (typed float fields would accept them anyway; free-form ones would not)."""
+        if isinstance(data, dict) and isinstance(data.get("non_finite"), list):
+            data = dict(data)
+            for path in data["non_finite"]:
+                if isinstance(path, str):
+                    _decode_at(data, path.split("."))
+        return data
+
+    @model_validator(mode="after")
+    def _flag_non_finite(self) -> EpisodeRecord:
+        """List every field holding a non-finite number in ``non_finite`` (kept with the flags
+        already there, e.g. a metric whose step values were non-finite)."""
+        found: list[str] = []
+        _encode_non_finite(self.model_dump(by_alias=True, exclude={"non_finite"}), "", found)
+        flags = sorted({*(self.non_finite or ()), *found})
+        self.non_finite = flags or None
+        return self
+
     def to_json(self) -> str:
-        """One line of ``episodes.jsonl`` (no newline)."""
-        data = self.model_dump(by_alias=True, mode="json")
-        return json.dumps(_finite(data), separators=(",", ":"), allow_nan=False)
+        """One line of ``episodes.jsonl`` (no newline); non-finite numbers as the module doc says."""
+        # python mode keeps every float as it is (json mode would turn some into null)
+        data = to_jsonable_python(_encode_non_finite(self.model_dump(by_alias=True), "", []), fallback=str)
+        return json.dumps(data, separators=(",", ":"), allow_nan=False)
+
+
+#: A non-finite number in a record, written as a string (module doc).
+NON_FINITE_TEXT: dict[str, float] = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def _encode_non_finite(value: Any, path: str, found: list[str]) -> Any:
+    """``value`` with each non-finite float replaced by its :data:`NON_FINITE_TEXT` string;
+    the dotted path of each is appended to ``found``."""
+    if isinstance(value, (float, np.floating)) and not math.isfinite(value):
+        found.append(path)
+        return "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+    if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+        value = value.tolist()
+    if isinstance(value, tuple):
+        value = list(value)
+    if isinstance(value, dict):
+        return {k: _encode_non_finite(v, f"{path}.{k}" if path else str(k), found) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_encode_non_finite(v, f"{path}.{i}" if path else str(i), found) for i, v in enumerate(value)]
+    return value
+
+
+def _decode_at(data: Any, keys: list[str]) -> None:
+    """Replace the :data:`NON_FINITE_TEXT` string at ``keys`` (a path) inside ``data`` in place
+    (copying the containers on the way, so the caller's input is not changed)."""
+    key, rest = keys[0], keys[1:]
+    if isinstance(data, dict) and key in data:
+        if rest:
+            if isinstance(data[key], (dict, list)):
+                data[key] = type(data[key])(data[key])
+                _decode_at(data[key], rest)
+        elif isinstance(data[key], str) and data[key] in NON_FINITE_TEXT:
+            data[key] = NON_FINITE_TEXT[data[key]]
+    elif isinstance(data, list) and key.isdigit() and int(key) < len(data):
+        index = int(key)
+        if rest:
+            if isinstance(data[index], (dict, list)):
+                data[index] = type(data[index])(data[index])
+                _decode_at(data[index], rest)
+        elif isinstance(data[index], str) and data[index] in NON_FINITE_TEXT:
+            data[index] = NON_FINITE_TEXT[data[index]]
+
+
+def non_finite_episodes(records: Iterable[EpisodeRecord]) -> list[dict[str, Any]]:
+    """``[{"episode_index", "seed", "outcome", "fields"}]`` of the records flagging a non-finite
+    value (``non_finite``), in record order."""
+    return [
+        {"episode_index": r.episode_index, "seed": r.seed, "outcome": r.outcome, "fields": list(r.non_finite)}
+        for r in records
+        if r.non_finite
+    ]
+
+
+#: The words after the count in :func:`non_finite_warning` (readers replace an older one by it).
+NON_FINITE_WARNING_START = "episode(s) had non-finite values"
+
+
+def non_finite_warning(records: Iterable[EpisodeRecord]) -> str | None:
+    """The run's warning about episodes with non-finite values (``None`` when there are none):
+    they are counted with their outcome; their non-finite numbers are left out of means."""
+    flagged = non_finite_episodes(records)
+    if not flagged:
+        return None
+    shown = "; ".join(
+        f"episode {f['episode_index']} (seed {f['seed']}, {f['outcome']}): {', '.join(f['fields'])}" for f in flagged[:5]
+    )
+    more = f"; and {len(flagged) - 5} more" if len(flagged) > 5 else ""
+    return (
+        f"{len(flagged)} {NON_FINITE_WARNING_START} (NaN or infinity), counted with their outcome; "
+        f"those values are left out of means: {shown}{more}"
+    )
 
 
 def _finite(value: Any) -> Any:
@@ -370,6 +477,7 @@ def write_run_result(
     machine: dict[str, Any] | None = None,
     warnings: Sequence[str] = (),
     model: dict[str, Any] | None = None,
+    metric_bounds: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write ``<run_dir>/run_result.json`` atomically and return its content.
 
@@ -383,7 +491,10 @@ def write_run_result(
     ``revision``, ``image``, ``image_digest``, ``server_metadata``; ``None`` for a local one),
     ``protocol`` (the records' common protocol fingerprint, :mod:`arena.outputs.fingerprint`),
     ``metrics`` (the mean and 95 % interval of each episode metric over the counted episodes,
-    :func:`arena.outputs.metrics.summarize_metrics`; ``None`` when the environment declares none).
+    :func:`arena.outputs.metrics.summarize_metrics`, inside the environment's ``metric_bounds``
+    where it declares them; ``None`` when the environment declares no metric), ``non_finite``
+    (the episodes whose records flag a non-finite value, :func:`non_finite_episodes`; ``None``
+    when none, else also a warning).
 
     Raises:
         ValueError: ``state`` is not one of :data:`RUN_STATES`.
@@ -415,7 +526,11 @@ def write_run_result(
         "warnings": list(warnings),
         "model": model,
         "protocol": common_fingerprint(r.protocol for r in merged),
-        "metrics": summarize_metrics(merged),
+        "metrics": summarize_metrics(merged, metric_bounds),
+        "non_finite": non_finite_episodes(merged) or None,
     }
+    flagged = non_finite_warning(merged)
+    if flagged and flagged not in result["warnings"]:
+        result["warnings"].append(flagged)
     write_json_atomic(run_dir / RUN_RESULT_FILE, result)
     return result

@@ -11,11 +11,15 @@ Waudby-Smith & Ramdas (2023), "Estimating means of bounded random variables by b
 ``0…i-1`` only; ``m`` leaves the set once the hedged capital
 ``max(K+_t(m), K-_t(m)) / 2`` reaches ``1/alpha`` (Ville's inequality). numpy only.
 
-The rule (:class:`SeedOrderStop`) looks at episodes **in seed order**: episode ``i`` counts
-once episodes ``0…i-1`` are recorded with a non-error outcome (an ``error`` episode holds the
-sequence until a resume replaces it). The decision therefore depends only on the outcomes by
-episode index, never on ``num_envs``, ``workers``, the backend, the order episodes finish in
-or a resume. It is evaluated inside ``arena run-one``, which has every record of the run in
+The rule (:class:`SeedOrderStop`) looks at episodes **in seed order**: episode ``i`` is
+taken once episodes ``0…i-1`` are recorded. An ``error`` episode (the infrastructure's) is
+excluded from the sequence, as from every success rate: the rule skips it and goes on with
+the next episode, so one error neither switches the rule off nor changes what it decides on
+the counted episodes. An error recorded by an earlier attempt that this attempt runs again
+(``arena run --resume`` without ``--keep-errors``) is pending, not skipped, until its new
+record arrives. The decision therefore depends only on the outcomes by episode index (errors
+where they fell), never on ``num_envs``, ``workers``, the backend, the order episodes finish
+in or a resume. It is evaluated inside ``arena run-one``, which has every record of the run in
 view; a sharded run (``--shard K/N``, N > 1: its shards in separate processes) and a rule
 comparing two runs (separate processes) are refused at validation. Episodes past the stopping
 index that were already running are kept in ``episodes.jsonl`` but excluded from every
@@ -108,7 +112,8 @@ class BettingConfidenceSequence:
 
 @dataclass
 class StopDecision:
-    """Why and where a run stopped: after ``episodes`` episodes (indices ``0…episodes-1``)."""
+    """Why and where a run stopped: after the episodes with indices ``0…episodes-1``, of which
+    ``counted`` entered the sequence and ``errors`` (indices) were error episodes it skipped."""
 
     rule: dict[str, Any]
     kind: str  # "half_width", "above" or "below"
@@ -118,14 +123,20 @@ class StopDecision:
     confidence: float
     reason: str
     excluded: list[int] = field(default_factory=list)
+    counted: int | None = None
+    errors: list[int] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``stop`` entry of ``run_result.json``."""
+        """The ``stop`` entry of ``run_result.json``: ``episodes_used`` is the number of episode
+        indices the decision covers (errors among them included), ``episodes_counted`` those of
+        them in the sequence, ``error_episodes`` the error episodes among them (excluded)."""
         return {
             "rule": self.rule,
             "decision": self.kind,
             "reason": self.reason,
             "episodes_used": self.episodes,
+            "episodes_counted": self.episodes if self.counted is None else self.counted,
+            "error_episodes": sorted(self.errors),
             "successes": self.successes,
             "sequence_ci": list(self.sequence_ci),
             "sequence_confidence": self.confidence,
@@ -166,27 +177,34 @@ class SeedOrderStop:
         self.min_episodes = int(self.rule.get("min_episodes", 1) or 1)
         self.indices = sorted(indices)
         self.sequence = BettingConfidenceSequence(1.0 - self.confidence)
-        self.next = 0  # position in self.indices of the first episode not yet counted
+        self.next = 0  # position in self.indices of the first episode not yet taken
+        self.counted = 0  # episodes in the sequence (taken, not errors)
+        self.errors: list[int] = []  # error episodes taken and skipped
         self.successes = 0
         self.decision: StopDecision | None = None
 
     def feed(self, outcomes: Mapping[int, Any]) -> StopDecision | None:
-        """Count every episode that has become next in seed order; return the decision.
+        """Take every episode that has become next in seed order; return the decision.
 
-        ``outcomes``: episode index -> its record (``.outcome``) or outcome string. Error
-        episodes are never counted: they hold the sequence.
+        ``outcomes``: episode index -> its record (``.outcome``) or outcome string; leave out
+        an episode that is still to run (a missing index holds the sequence). Error episodes
+        are skipped: never counted, they do not hold the sequence either.
         """
         while self.decision is None and self.next < len(self.indices):
             index = self.indices[self.next]
             entry = outcomes.get(index)
             outcome = getattr(entry, "outcome", entry)
-            if outcome is None or outcome == "error":
+            if outcome is None:
                 break
+            self.next += 1
+            if outcome == "error":
+                self.errors.append(index)
+                continue
             success = outcome == "success"
             self.sequence.update(1.0 if success else 0.0)
             self.successes += success
-            self.next += 1
-            if self.next < self.min_episodes:
+            self.counted += 1
+            if self.counted < self.min_episodes:
                 continue
             low, high = float(self.sequence.low), float(self.sequence.high)
             kind = _met(self.rule, low, high)
@@ -194,7 +212,8 @@ class SeedOrderStop:
                 self.decision = StopDecision(
                     rule=self.rule, kind=kind, episodes=self.next, successes=self.successes,
                     sequence_ci=(low, high), confidence=self.confidence,
-                    reason=_reason(kind, self.rule, self.next, low, high, self.confidence),
+                    reason=_reason(kind, self.rule, self.counted, low, high, self.confidence),
+                    counted=self.counted, errors=list(self.errors),
                 )
         if self.decision is not None:
             self.decision.excluded = [i for i in outcomes if i >= self.decision.episodes]
@@ -271,14 +290,18 @@ def simulate_stopping(
     }
 
 
-def make_stopper(limit: Any, items: Iterable[Any], merged: Mapping[int, Any]) -> SeedOrderStop | None:
+def make_stopper(
+    limit: Any, items: Iterable[Any], merged: Mapping[int, Any], pending: Iterable[int] = ()
+) -> SeedOrderStop | None:
     """The run's :class:`SeedOrderStop` (``None`` without ``limit.stop_when``), fed with the
-    records a resume found (``merged``: episode index -> record)."""
+    records a resume found (``merged``: episode index -> record) except those of ``pending``
+    (error episodes this attempt runs again: the rule waits for their new records)."""
     rule = getattr(limit, "stop_when", None)
     if rule is None:
         return None
+    skip = set(pending)
     stopper = SeedOrderStop(rule, [item.episode_index for item in items])
-    stopper.feed(merged)
+    stopper.feed({i: r for i, r in merged.items() if i not in skip})
     return stopper
 
 

@@ -10,9 +10,11 @@ openpi server runs inference on its event loop, so a handshake made while anothe
 inference blocks it would time out; openpi issue 717). Requests of envs due on the same step
 go out concurrently, each connection strictly one request, one reply.
 
-Reconnects: a dropped connection is re-opened with backoff, at most ``max_reconnect_attempts``
-times per request; every cached chunk of every env is discarded on a reconnect, so a stale
-chunk is never replayed against a server that may have lost its state.
+Reconnects (:class:`~arena.policies.connection.ConnectionLoop`, one per env): a dropped
+connection is re-opened with backoff, at most ``max_reconnect_attempts`` times per request;
+every cached chunk of every env is discarded on a reconnect, so a stale chunk is never
+replayed against a server that may have lost its state. The wire protocol is ``client_cls``
+(a :class:`~arena.transport.interface.WireClient`; openpi's websocket by default).
 
 Give-up time (how long a fault takes to become an ``error`` episode; see
 :meth:`RemotePolicyConfig.give_up_bound_s`): a server process that dies closes its sockets,
@@ -26,7 +28,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -38,8 +39,10 @@ from arena.errors import ArenaError, ObservationError, PolicyError, TransportErr
 from arena.policies.adapters import EmbodimentAdapter, ProtocolViolation
 from arena.policies.base import PolicyBase, PolicyConfig
 from arena.policies.chunks import ChunkBroker
+from arena.policies.connection import BACKOFF_MAX_S, ConnectionLoop
 from arena.transport.client import PolicyClient
 from arena.transport.errors import CodecError, ProtocolError
+from arena.transport.interface import WireClient
 
 if TYPE_CHECKING:
     from arena.envs.base import Environment
@@ -99,7 +102,7 @@ class RemotePolicyConfig(PolicyConfig):
         server that died and stays down costs only about ``reconnect_timeout_s``; one that is
         up but hung ``request_timeout_s`` per attempt (it is not warming up again).
         """
-        attempt = 2.0 + self.reconnect_timeout_s + self.first_request_timeout_s
+        attempt = BACKOFF_MAX_S + self.reconnect_timeout_s + self.first_request_timeout_s
         return self.first_request_timeout_s + self.max_reconnect_attempts * attempt
 
     def client_options(self) -> dict[str, Any]:
@@ -174,17 +177,19 @@ class RemoteChunkReplayPolicy(PolicyBase):
     Config: ClassVar[type[PolicyConfig]] = RemotePolicyConfig
     adapter_family: ClassVar[str] = ""
     server_response_actions_key: ClassVar[str] = "actions"
-    client_cls: ClassVar[type[PolicyClient]] = PolicyClient
+    #: The wire protocol: a :class:`~arena.transport.interface.WireClient` built as
+    #: ``client_cls(remote_host, remote_port, **config.client_options())``.
+    client_cls: ClassVar[type[WireClient]] = PolicyClient
 
     def __init__(self, config: RemotePolicyConfig, adapter: EmbodimentAdapter | None = None) -> None:
         super().__init__(config)
         self.config: RemotePolicyConfig = config
         self.adapter = adapter if adapter is not None else self.make_adapter(config)
         self.open_loop_horizon = config.open_loop_horizon
-        self._clients: list[PolicyClient] = []
+        self._clients: list[WireClient] = []
+        self._loops: list[ConnectionLoop] = []
         self.broker: ChunkBroker | None = None  # built in start(), when num_envs is known
         self._pool: ThreadPoolExecutor | None = None
-        self.reconnects = 0
         self._metadata: dict[str, Any] | None = None
         self.chunk_length: ChunkLength | None = None
 
@@ -200,9 +205,14 @@ class RemoteChunkReplayPolicy(PolicyBase):
         return True
 
     # -- connections -------------------------------------------------------------------------
-    def _new_client(self) -> PolicyClient:
+    def _new_client(self) -> WireClient:
         c = self.config
         return self.client_cls(c.remote_host, c.remote_port, **c.client_options())
+
+    @property
+    def reconnects(self) -> int:
+        """Reconnects that succeeded, over every env's connection (kept after :meth:`close`)."""
+        return sum(loop.reconnects for loop in self._loops)
 
     def start(self, env: Environment) -> None:
         """Open one connection per env, concurrently, and read each server's metadata.
@@ -211,34 +221,44 @@ class RemoteChunkReplayPolicy(PolicyBase):
             PolicyError: a connection could not be opened (every env's episode is an error).
         """
         n = env.num_envs
+        c = self.config
         self.broker = ChunkBroker(n, self.open_loop_horizon, self.adapter.action_dim, active=self.active_envs)
         self._clients = [self._new_client() for _ in range(n)]
+        self._loops = [
+            ConnectionLoop(
+                client,
+                reconnect_timeout_s=c.reconnect_timeout_s,
+                max_reconnect_attempts=c.max_reconnect_attempts,
+                on_connect=self._on_connect,
+                on_fault=self._on_fault,
+            )
+            for client in self._clients
+        ]
         self._pool = ThreadPoolExecutor(max_workers=max(1, n), thread_name_prefix="arena-request")
-        errors = [f for f in self._pool.map(self._connect_quietly, self._clients) if f]
+        errors = [f for f in self._pool.map(self._connect_quietly, self._loops) if f]
         if errors:
             raise PolicyError(f"cannot connect to the policy server: {errors[0]}")
         self._metadata = getattr(self._clients[0], "metadata", None)
 
     @staticmethod
-    def _connect_quietly(client: PolicyClient) -> str | None:
+    def _connect_quietly(loop: ConnectionLoop) -> str | None:
         try:
-            client.connect()
+            loop.connect()
         except TransportError as exc:
             return str(exc)
         return None
 
-    def _reconnect(self, env_id: int) -> None:
-        """Re-open env ``env_id``'s connection (waiting ``reconnect_timeout_s``) and drop every
-        env's cached chunk. A server that refused connections meanwhile was restarted: every
+    def _on_connect(self, client: WireClient) -> None:
+        """After every (re)connect: keep the metadata (the server may have restarted with
+        another model). A server that refused connections meanwhile was restarted: every
         connection's next inference may wait ``first_request_timeout_s`` for its warm-up."""
-        client = self._clients[env_id]
-        client.close()
-        # the server may have restarted with another model: keep the metadata it sends now
-        self._metadata = client.connect(timeout_s=self.config.reconnect_timeout_s)
-        self.reconnects += 1
+        self._metadata = getattr(client, "metadata", None)
         if client.saw_server_down:
             for other in self._clients:
                 other.expect_warmup()
+
+    def _on_fault(self, fault: BaseException) -> None:
+        """A connection failed and is re-opened: drop every env's cached chunk."""
         assert self.broker is not None
         self.broker.discard()
 
@@ -306,47 +326,35 @@ class RemoteChunkReplayPolicy(PolicyBase):
 
     def _fetch(self, env_id: int, request: dict[str, Any]) -> tuple[int, str | None]:
         """Request a chunk for ``env_id`` and cache it; returns ``(env_id, error or None)``."""
-        attempt = 0
-        while True:
-            client = self._clients[env_id]
-            started = time.perf_counter()
-            try:
-                if not client.connected:
-                    raise _NotConnected()
-                response = client.infer(request)
-                chunk = self.adapter.unpack_actions(response, self.server_response_actions_key)
-                if self.chunk_length is not None:
-                    self.chunk_length.check(len(chunk), self.server_response_actions_key)
-            except _NotConnected:
-                pass
-            except (ProtocolViolation, ProtocolError, CodecError) as exc:
-                # The same request would fail the same way: no retry.
-                key = self.server_response_actions_key
-                return env_id, (
-                    f"protocol violation from {client.endpoint}: {exc} (expected '{key}': a float "
-                    f"array of shape (H, {self.adapter.action_dim}) with finite values)"
-                )
-            except TransportError as exc:
-                if attempt >= self.config.max_reconnect_attempts:
-                    return env_id, f"{type(exc).__name__}: {exc}"
-            else:
-                latency_ms = (time.perf_counter() - started) * 1e3
-                timing = response.get("server_timing") if isinstance(response, dict) else None
-                infer_ms = timing.get("infer_ms") if isinstance(timing, dict) else None
-                assert self.broker is not None
-                self.broker.put(
-                    [env_id], chunk[None], latency_ms=latency_ms,
-                    server_infer_ms=float(infer_ms) if isinstance(infer_ms, (int, float)) else None,
-                )
-                self.on_reply(env_id, response)
-                return env_id, None
-            attempt += 1
-            time.sleep(min(2.0, 0.2 * 2 ** (attempt - 1)))
-            try:
-                self._reconnect(env_id)
-            except TransportError as exc:
-                # Nothing answered for reconnect_timeout_s: another attempt would wait as long.
-                return env_id, f"reconnect failed: {type(exc).__name__}: {exc}"
+        key = self.server_response_actions_key
+
+        def send(client: WireClient) -> tuple[Any, np.ndarray]:
+            response = client.infer(request)
+            chunk = self.adapter.unpack_actions(response, key)
+            if self.chunk_length is not None:
+                self.chunk_length.check(len(chunk), key)
+            return response, chunk
+
+        loop = self._loops[env_id]
+        try:
+            (response, chunk), latency_ms = loop.call(send)
+        except (ProtocolViolation, ProtocolError, CodecError) as exc:
+            # The same request would fail the same way: no retry.
+            return env_id, (
+                f"protocol violation from {loop.client.endpoint}: {exc} (expected '{key}': a float "
+                f"array of shape (H, {self.adapter.action_dim}) with finite values)"
+            )
+        except TransportError as exc:  # ConnectionGaveUp
+            return env_id, str(exc)
+        timing = response.get("server_timing") if isinstance(response, dict) else None
+        infer_ms = timing.get("infer_ms") if isinstance(timing, dict) else None
+        assert self.broker is not None
+        self.broker.put(
+            [env_id], chunk[None], latency_ms=latency_ms,
+            server_infer_ms=float(infer_ms) if isinstance(infer_ms, (int, float)) else None,
+        )
+        self.on_reply(env_id, response)
+        return env_id, None
 
     def on_reply(self, env_id: int, response: Any) -> None:
         """Called with each reply that served ``env_id`` (after its chunk was cached), from the
@@ -373,6 +381,3 @@ class RemoteChunkReplayPolicy(PolicyBase):
             self._pool.shutdown(wait=False)
             self._pool = None
 
-
-class _NotConnected(Exception):
-    pass

@@ -38,8 +38,11 @@ from arena.outputs.records import (
     FORMAT_VERSION,
     OUTCOMES,
     EpisodeRecord,
+    NON_FINITE_WARNING_START,
     count_outcomes,
     merge_records,
+    non_finite_episodes,
+    non_finite_warning,
     partial_note,
     read_json,
     read_records,
@@ -148,6 +151,8 @@ def _summarize(
             machine = result["machine"]
         if model is None and isinstance(result, dict) and isinstance(result.get("model"), dict):
             model = result["model"]
+    flagged = non_finite_warning(records)  # from the records, whatever run_result.json said
+    warnings = [w for w in warnings if NON_FINITE_WARNING_START not in w] + ([flagged] if flagged else [])
     seeds = None
     if "seed" in entry:
         count = int(entry.get("num_episodes") or 0)
@@ -175,7 +180,8 @@ def _summarize(
         "server_log": f"{name}/{SERVER_LOG}" if server_log.exists() else None,
         "issues": issues,
         "latency": latency_summary(records),
-        "metrics": summarize_metrics(records),
+        "metrics": summarize_metrics(records, entry.get("metric_bounds")),
+        "non_finite": non_finite_episodes(records) or None,
         "seeds": seeds,
         "num_envs": entry.get("num_envs"),
         "videos": sum(1 for r in records if r.video),
@@ -565,7 +571,8 @@ def _experiment_name(output_dir: Path, manifest: dict | None) -> str:
 #: Every method name a figure of ``experiment_result.json`` or ``arena compare --json`` may
 #: carry, with the one line the report and ``arena compare`` explain it by.
 METHODS = {
-    "wilson": "Wilson score interval of one run's k/n (fixed number of episodes).",
+    "wilson": "Wilson score interval of one run's k/n (fixed number of episodes); also of a boolean (0/1) "
+    "episode metric's mean.",
     "stratified-wilson-effective-n": "Wilson interval at a suite's weighted rate with the effective number of "
     "episodes of its tasks (strata), so each task contributes its own variance.",
     "newcombe-hybrid-score": "Newcombe's (1998, method 10) interval for the difference of two independent rates.",
@@ -578,6 +585,11 @@ METHODS = {
     "over tasks (Agresti-Caffo for unpaired tasks, Agresti-Min for paired).",
     "betting-confidence-sequence": "Waudby-Smith & Ramdas (2023) betting confidence sequence: valid at every "
     "episode count, so after stopping early too.",
+    "betting-bounded-mean": "An episode metric with known bounds (declared by the environment): the hedged "
+    "betting confidence interval for the mean of a bounded variable (Waudby-Smith & Ramdas 2023, JRSS-B 86(1), "
+    "section 4); valid for any distribution inside the bounds, never outside them, never of zero width.",
+    "student-t": "An episode metric without known bounds: Student's t interval of the mean (quantile from "
+    "scipy.stats.t); assumes roughly normal episode values.",
 }
 
 

@@ -7,7 +7,9 @@ Fisher's exact test; see :mod:`arena.results.paired`), with Holm-adjusted p-valu
 several are shown — whether that interval excludes 0, and — when both
 played some of the same seeds — the outcome pairs on those seeds (``only_a``/``only_b``:
 seeds only one side solved; a paired view that seeds recorded per episode make possible).
-Runs present on one side only are listed as such.
+Runs present on one side only are listed as such. ``pairs`` names the runs to compare
+instead (``[(run of A, run of B), ...]``): then A and B may be one directory, e.g. two
+policies of one experiment (``arena compare OUT OUT --pair vla:openpi``).
 
 Only like runs are compared. Two runs of one name must agree on the environment (type,
 task and every other environment field but ``workers`` and ``python``, which cannot change
@@ -46,8 +48,11 @@ from arena.results.aggregate import (
 from arena.results.paired import pairing_differences
 from arena.results.setups import run_setups
 
-def compare_experiments(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> dict[str, Any]:
-    """Compare output directories ``a`` and ``b``.
+def compare_experiments(
+    a: str | os.PathLike[str], b: str | os.PathLike[str], pairs: list[tuple[str, str]] | None = None
+) -> dict[str, Any]:
+    """Compare output directories ``a`` and ``b`` (run by name, or the runs ``pairs`` names:
+    a row ``"RUN_A vs RUN_B"`` each, no suite rows).
 
     Returns ``{"a": {experiment, path}, "b": {…}, "same_directory": bool, "runs": [row…],
     "only_a": [names], "only_b": [names], "differences": {run: [{key, a, b}…]},
@@ -58,7 +63,7 @@ def compare_experiments(a: str | os.PathLike[str], b: str | os.PathLike[str]) ->
     ``None``). Nothing is written into either directory.
 
     Raises:
-        FileNotFoundError: a directory does not exist.
+        FileNotFoundError: a directory does not exist, or a run ``pairs`` names is not in it.
     """
     a, b = Path(a), Path(b)
     for path in (a, b):
@@ -70,18 +75,24 @@ def compare_experiments(a: str | os.PathLike[str], b: str | os.PathLike[str]) ->
     rows = []
     differences: dict[str, list[dict[str, Any]]] = {}
     partial: list[dict[str, str]] = []
-    for name, run_a in result_a["runs"].items():
-        run_b = result_b["runs"].get(name)
-        if run_b is None:
-            continue
+    if pairs is None:
+        matched = [(name, name) for name in result_a["runs"] if name in result_b["runs"]]
+    else:
+        for side, path, result, names in (("A", a, result_a, [p[0] for p in pairs]), ("B", b, result_b, [p[1] for p in pairs])):
+            for missing in [n for n in names if n not in result["runs"]]:
+                raise FileNotFoundError(f"{path} ({side}) has no run {missing!r} (runs: {', '.join(result['runs'])})")
+        matched = list(pairs)
+    for name_a, name_b in matched:
+        run_a, run_b = result_a["runs"][name_a], result_b["runs"][name_b]
+        name = name_a if name_a == name_b else f"{name_a} vs {name_b}"
         # B - A: compare_runs computes first - second, so B goes first.
-        records_a, records_b = counted_run_records(a / name), counted_run_records(b / name)
+        records_a, records_b = counted_run_records(a / name_a), counted_run_records(b / name_b)
         protocol = fingerprint_differences(
             common_fingerprint(r.protocol for r in records_a), common_fingerprint(r.protocol for r in records_b)
         )
         if _policy_type(run_a) != _policy_type(run_b):  # the adapter belongs to the compared policy
             protocol = [d for d in protocol if not d["key"].startswith("protocol.adapter")]
-        setup = pairing_differences(setups_a.get(name), setups_b.get(name)) + protocol
+        setup = pairing_differences(setups_a.get(name_a), setups_b.get(name_b)) + protocol
         row = compare_runs(name, run_b, name, run_a, records_b, records_a, setup)
         paired = row["paired"]
         if paired is not None:  # flip the labels back to A/B
@@ -120,13 +131,14 @@ def compare_experiments(a: str | os.PathLike[str], b: str | os.PathLike[str]) ->
         "a": {"experiment": result_a["experiment"], "path": str(a)},
         "b": {"experiment": result_b["experiment"], "path": str(b)},
         "same_directory": a.resolve() == b.resolve(),
+        "pairs": None if pairs is None else [list(p) for p in pairs],
         "runs": rows,
-        "only_a": [n for n in result_a["runs"] if n not in result_b["runs"]],
-        "only_b": [n for n in result_b["runs"] if n not in result_a["runs"]],
+        "only_a": [n for n in result_a["runs"] if n not in result_b["runs"]] if pairs is None else [],
+        "only_b": [n for n in result_b["runs"] if n not in result_a["runs"]] if pairs is None else [],
         "differences": differences,
         "partial": partial,
         "multiplicity": multiplicity,
-        "suites": _suite_rows(result_a, result_b, rows),
+        "suites": _suite_rows(result_a, result_b, rows) if pairs is None else [],
         "methods": METHODS,
     }
 

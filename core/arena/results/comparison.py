@@ -35,11 +35,15 @@ def check_comparable(data: dict[str, Any], a: Any, b: Any, force: bool) -> list[
     """The setup differences to show (forced); raises when the comparison must be refused.
 
     Raises:
-        ConfigError: ``a`` and ``b`` are one directory, have no run name in common, or (without
+        ConfigError: ``a`` and ``b`` are one directory (unless runs are paired by name), have
+            no run name in common, or (without
             ``force``) a pair of runs differs in its setup (each difference named).
     """
-    if data["same_directory"]:
-        raise ConfigError(f"{a} and {b} are the same output directory: every difference would be 0; give two experiments")
+    if data["same_directory"] and not data.get("pairs"):
+        raise ConfigError(
+            f"{a} and {b} are the same output directory: every difference would be 0; give two experiments, or name "
+            "two of its runs with --pair RUN_A:RUN_B"
+        )
     if not data["runs"]:
         names_a = ", ".join(data["only_a"]) or "none"
         names_b = ", ".join(data["only_b"]) or "none"

@@ -318,7 +318,7 @@ class _Rollout:
             episode.total_reward += float(reward[e])
             if episode.metrics is not None:
                 for key, column in values.items():
-                    episode.metrics.add(key, float(column[e]))
+                    episode.metrics.add(key, column[e].item())  # a bool stays one
             outcome = self._outcome(episode, bool(success[e]), bool(terminated[e]), bool(truncated[e]))
             if outcome is not None:
                 self._finish(e, outcome)
@@ -431,6 +431,9 @@ class _Rollout:
             protocol=protocol,
             trajectory=trajectory,
             metrics=(episode.metrics.result() or None) if episode.metrics is not None else None,
+            # a NaN/inf return or latency is flagged by the record itself (arena.outputs.records)
+            non_finite=[f"metrics.{key}" for key in episode.metrics.non_finite] or None
+            if episode.metrics is not None else None,
             **({"policy_extras": extras} if extras else {}),
             **({"env_extras": env_extras} if env_extras else {}),
         )

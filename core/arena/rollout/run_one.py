@@ -27,7 +27,10 @@ and end ``failed`` for a reason of the backend's: the text of ``stop_reason`` in
 directory when the backend wrote one there first (e.g. "its policy server died and could not
 be restarted"), otherwise the scheduler's time limit is near (Slurm's ``--signal``) and the
 error names the limit as ``$ARENA_TIME_LIMIT`` describes it (e.g. ``launch.slurm.time=02:00:00``)
-and how to continue (``arena run --resume``). Finished episodes are kept either way.
+and how to continue (``arena run --resume``). Finished episodes are kept either way. A stop
+signal (SIGTERM, SIGUSR1 or SIGINT) that comes once every work item is recorded (e.g. while
+the environment is closing) changes nothing: the final state follows the records, so the run
+is ``completed``.
 
 Exit codes: 0 completed with no ``error`` episode; 3 aborted, failed, cancelled (SIGTERM),
 stopped at a time limit (SIGUSR1) or any ``error`` episode; 2 configuration error (message on
@@ -310,6 +313,7 @@ class _Invocation:
         self.records_path = work_dir / EPISODES_FILE
         self.indices = {item.episode_index for item in items}
         self.merged: dict[int, EpisodeRecord] = {}
+        self.recorded_now: set[int] = set()  # episodes recorded by this attempt (errors too)
         self.cancel_requested = False
         self.time_limit = False
         self.armed = False
@@ -360,6 +364,9 @@ class _Invocation:
         todo = [item for item in self.items if not self._finished(item.episode_index)]
         if self.stopper is not None and self.stopper.decision is not None:
             todo = []  # stopped by its rule on an earlier attempt: the rest is not run
+        elif self.stopper is not None:  # the error episodes this attempt runs again are pending
+            retried = [item.episode_index for item in todo if item.episode_index in self.merged]
+            self.stopper = make_stopper(self.run.rollout_limit, self.items, self.merged, pending=retried)
 
         state, error = "completed", None
         self.warnings = self._static_warnings()
@@ -437,11 +444,14 @@ class _Invocation:
                         print(f"arena run-one: close failed: {_describe(exc)}", file=sys.stderr)
             writer.close()
         try:
+            # The final state follows the records: a stop signal that came once every work item
+            # was recorded (e.g. while the environment was closing) leaves the run complete.
+            complete = self._all_recorded()
             if self.time_limit:
-                state, error = "failed", self._stop_reason() or time_limit_error(
-                    len(self.merged), len(self.items), self.run_dir.parent
-                )
-            elif self.cancel_requested:
+                reason = self._stop_reason()  # read once (and removed) either way
+                if not complete:
+                    state, error = "failed", reason or time_limit_error(len(self.merged), len(self.items), self.run_dir.parent)
+            elif self.cancel_requested and not complete:
                 state, error = "cancelled", "cancelled by signal"
             return self._finish(state, error, started_at)
         finally:  # a SIGTERM while the result is written only marks the run cancelled
@@ -486,6 +496,18 @@ class _Invocation:
             warning = None
         return [*self.notes, *([warning] if warning else [])]
 
+    def _stopper_view(self) -> dict[int, EpisodeRecord]:
+        """The records the stopping rule takes: all but an earlier attempt's error episodes that
+        this attempt runs again (pending until their new record)."""
+        return {i: r for i, r in self.merged.items() if i in self.recorded_now or self._finished(i)}
+
+    def _all_recorded(self) -> bool:
+        """Whether nothing is left to run: every work item has a record of this attempt or a
+        finished one of an earlier attempt, or the stopping rule has decided."""
+        if self.stopper is not None and self.stopper.decision is not None:
+            return True
+        return all(i in self.recorded_now or self._finished(i) for i in self.indices)
+
     def _finished(self, index: int) -> bool:
         record = self.merged.get(index)
         return record is not None and (self.keep_errors or record.outcome != "error")
@@ -500,10 +522,11 @@ class _Invocation:
         armed, self.armed = self.armed, False
         try:
             writer.write(record)
+            self.recorded_now.add(record.episode_index)
             current = self.merged.get(record.episode_index)
             self.merged[record.episode_index] = merge_records([r for r in (current, record) if r is not None])[0]
             if self.stopper is not None:
-                self.stopper.feed(self.merged)
+                self.stopper.feed(self._stopper_view())
             self.last_progress = time.monotonic()
             self.status.progress(**self._tallies())
             if self.sinks is not None:  # never waits (arena.sinks)
@@ -522,7 +545,7 @@ class _Invocation:
 
     # -- the end ---------------------------------------------------------------------------
     def _finish(self, state: str, error: str | None, started_at: str) -> int:
-        stop = stop_record(self.stopper, self.merged)
+        stop = stop_record(self.stopper, self._stopper_view())
         records = [r for r in self.merged.values() if stop is None or r.episode_index < stop["episodes_used"]]
         result = write_run_result(
             self.work_dir,
@@ -537,6 +560,7 @@ class _Invocation:
             machine=machine_info(),
             warnings=self.warnings,
             model=model_record(self.run, self.task, self.server, self.metadata),
+            metric_bounds=self._metric_bounds(),
         )
         if stop is not None:  # the rule's decision, and the episodes past it (kept, not counted)
             result["stop"] = stop
@@ -545,8 +569,9 @@ class _Invocation:
         tallies = self._tallies()
         if stop is not None:  # complete at the stopping index: the progress line and arena status say so
             used = stop["episodes_used"]
-            tallies = {"episodes_done": used, "episodes_total": used, "successes": stop["successes"], "errors": 0}
-        self.status.update(state=state, error=error, warnings=self.warnings, stop=stop, **tallies)
+            errors = len(stop.get("error_episodes") or ())
+            tallies = {"episodes_done": used, "episodes_total": used, "successes": stop["successes"], "errors": errors}
+        self.status.update(state=state, error=error, warnings=result["warnings"], stop=stop, **tallies)
         if self.sinks is not None:
             self.sinks.run_finished(self.run.name, result)
         counts = result["counts"]
@@ -558,9 +583,20 @@ class _Invocation:
             + (f"; {error}" if error else ""),
             file=sys.stderr,
         )
-        for warning in self.warnings:
+        for warning in result["warnings"]:
             print(f"arena run-one: run {self.run.name}{where}: warning: {warning}", file=sys.stderr)
         return EXIT_OK if state == "completed" and counts["error"] == 0 else EXIT_RUN
+
+    def _metric_bounds(self) -> dict[str, tuple[float, float]] | None:
+        """The environment's declared episode-metric bounds (``None`` when it declares none or
+        its declaration is malformed: the intervals then fall back to Student's t)."""
+        from arena.outputs.metrics import declared_bounds
+
+        try:
+            return declared_bounds(self.run.environment_cls, self.run.environment) or None
+        except Exception as exc:  # a malformed declaration must not lose the run's result
+            print(f"arena run-one: run {self.run.name}: ignoring episode_metric_bounds: {exc}", file=sys.stderr)
+            return None
 
     # -- SIGTERM, SIGUSR1, SIGINT ------------------------------------------------------------
     def _install_stop_handlers(self) -> Any:

@@ -65,6 +65,12 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 def manifest_entry(run: Any) -> dict[str, Any]:
     """The manifest's description of one resolved run."""
+    from arena.outputs.metrics import declared_bounds
+
+    try:
+        bounds = declared_bounds(run.environment_cls, run.environment)
+    except Exception:  # a malformed declaration: the metrics keep Student's t (run-one says why)
+        bounds = {}
     return {
         "task": run.environment.task_name(),
         "environment": run.environment_type,
@@ -73,6 +79,7 @@ def manifest_entry(run: Any) -> dict[str, Any]:
         "seed": int(run.environment_builder.seed),
         "num_episodes": int(run.rollout_limit.num_episodes),
         "work_items": [asdict(item) for item in plan_work_items(run)],
+        "metric_bounds": {key: list(pair) for key, pair in bounds.items()} or None,
     }
 
 
@@ -81,7 +88,8 @@ def write_manifest(experiment: Any, output_dir: str | os.PathLike[str]) -> Path:
 
     Layout: ``{"format_version", "experiment", "created_at", "runs": {NAME: {"task",
     "environment", "policy": {"type", "variant"}, "num_envs", "seed", "num_episodes",
-    "work_items": [{"run", "episode_index", "seed"}, ...]}}}``.
+    "work_items": [{"run", "episode_index", "seed"}, ...], "metric_bounds": {KEY: [low, high]}
+    | null (the environment's declared episode-metric bounds)}}}``.
     """
     data = {
         "format_version": FORMAT_VERSION,

@@ -40,6 +40,16 @@ class ToyReachConfig(EnvironmentConfig):
     report_distance: bool = Field(
         False, description="declare info['distance'] an episode metric (its minimum over the episode)"
     )
+    report_bounded: bool = Field(
+        False,
+        description="declare two bounded episode metrics: info['near'] (bool: within twice success_radius; max) and "
+        "info['progress'] (the fraction of the start distance closed, in [0, 1]; max)",
+    )
+    nan_reward_seeds: list[int] = Field(
+        default_factory=list, description="episode seeds whose reward is NaN at step nan_reward_step (a physics blow-up)"
+    )
+    nan_reward_step: int = Field(2, ge=1, description="the step of such an episode whose reward is NaN")
+    close_delay_s: float = Field(0.0, ge=0, description="seconds close() takes (a simulator slow to shut down)")
 
 
 class ToyReachEnv(Environment):
@@ -54,6 +64,10 @@ class ToyReachEnv(Environment):
     Episode seed ``s`` draws the start and the target with ``numpy.random.default_rng(s)``.
     ``info["distance"]`` ``float64 (N,)`` is the distance after the step; with
     ``report_distance`` it is an episode metric reduced by ``min`` (the closest approach).
+    With ``report_bounded``: ``info["near"]`` ``bool (N,)`` (within twice the success radius)
+    and ``info["progress"]`` ``float64 (N,)`` in ``[0, 1]`` (the fraction of the start distance
+    closed), both metrics reduced by ``max`` and declared bounded by ``[0, 1]``. Episodes whose
+    seed is in ``nan_reward_seeds`` get a NaN reward at step ``nan_reward_step``.
     """
 
     name = "toy_reach"
@@ -62,7 +76,14 @@ class ToyReachEnv(Environment):
 
     @classmethod
     def episode_metrics_for(cls, config: ToyReachConfig) -> dict[str, str]:
-        return {"distance": "min"} if config.report_distance else {}
+        metrics = {"distance": "min"} if config.report_distance else {}
+        if config.report_bounded:
+            metrics.update(near="max", progress="max")
+        return metrics
+
+    @classmethod
+    def episode_metric_bounds_for(cls, config: ToyReachConfig) -> dict[str, tuple[float, float]]:
+        return {"near": (0.0, 1.0), "progress": (0.0, 1.0)} if config.report_bounded else {}
 
     def __init__(self, config: ToyReachConfig, *, num_envs: int, cameras: bool = False) -> None:
         super().__init__(config, num_envs=num_envs, cameras=bool(cameras or config.cameras))
@@ -98,10 +119,23 @@ class ToyReachEnv(Environment):
         distance = np.linalg.norm(self.target - self.position, axis=1)
         success = distance <= self.config.success_radius
         none = np.zeros(self.num_envs, bool)
-        return self._observation(), -distance.astype(np.float64), none, none.copy(), {"success": success, "distance": distance.astype(np.float64)}
+        reward = -distance.astype(np.float64)
+        for e in range(self.num_envs):
+            if int(self.seed[e]) in self.config.nan_reward_seeds and int(self.steps[e]) == self.config.nan_reward_step:
+                reward[e] = np.nan
+        info = {"success": success, "distance": distance.astype(np.float64)}
+        if self.config.report_bounded:
+            info["near"] = distance <= 2 * self.config.success_radius
+            start = np.maximum(self.start_distance, 1e-9)
+            info["progress"] = np.clip(1.0 - distance / start, 0.0, 1.0)
+        return self._observation(), reward, none, none.copy(), info
 
     def before_step(self) -> None:
         """Called in every step after the step counters advanced (a hook for subclasses)."""
+
+    def close(self) -> None:
+        if self.config.close_delay_s:
+            time.sleep(self.config.close_delay_s)
 
     def render(self, env_id: int) -> np.ndarray:
         size = self.config.image_size

@@ -18,6 +18,7 @@ from arena.transport.errors import (
     NotReady,
     ProtocolError,
     ReadinessTimeout,
+    RemoteError,
     RequestTimeout,
     ServerError,
     ServerTraceback,
@@ -27,6 +28,7 @@ from arena.transport.errors import (
     Unauthorized,
     UnexpectedTextFrame,
 )
+from arena.transport.interface import WireClient
 from arena.transport.probe import probe_once, wait_until_ready
 from arena.transport.policy_server import PolicyServer, serve_model
 
@@ -44,6 +46,7 @@ __all__ = [
     "PolicyServer",
     "ProtocolError",
     "ReadinessTimeout",
+    "RemoteError",
     "RequestTimeout",
     "ServerError",
     "ServerTraceback",
@@ -52,6 +55,7 @@ __all__ = [
     "TransportError",
     "Unauthorized",
     "UnexpectedTextFrame",
+    "WireClient",
     "endpoint_uri",
     "packb",
     "probe_once",

@@ -1,4 +1,5 @@
-"""Synchronous client for openpi-style policy servers (arena's own, openpi's, DreamZero's).
+"""Synchronous client for openpi-style policy servers (arena's own, openpi's, DreamZero's);
+a :class:`arena.transport.interface.WireClient`.
 
 Protocol (``reference/protocols.md`` section 2): on connect the server sends one binary
 metadata frame; then strictly one request, one reply. A text frame from the server is its
@@ -359,6 +360,12 @@ class PolicyClient:
         """Give the next inference ``first_request_timeout_s``: the server was restarted (e.g.
         another connection to it saw it down)."""
         self.server_warm = False
+
+    def start_episode(self, env_id: int, info: dict[str, Any]) -> None:
+        """Nothing: openpi's protocol has no episode boundary (its client's ``reset`` is local)."""
+
+    def end_episode(self, env_id: int, info: dict[str, Any]) -> None:
+        """Nothing: openpi's protocol has no episode boundary."""
 
     def request(self, message: dict[str, Any], *, inference: bool = True) -> Any:
         """Send one message and return the decoded reply (any msgpack value).

@@ -2,8 +2,10 @@
 
 Every message names the endpoint (``ws://host:port``) it concerns. Which ones are worth a
 retry on a fresh connection: :class:`ConnectionLost` (and so :class:`KeepaliveTimeout`),
-:class:`ServerUnavailable` and :class:`RequestTimeout`. :class:`ServerError`,
-:class:`ProtocolError` and :class:`CodecError` say the same request would fail again.
+:class:`ServerUnavailable` and :class:`RequestTimeout`. :class:`ProtocolError`,
+:class:`CodecError` and :class:`RemoteError` say the same request would fail again
+(:class:`arena.policies.connection.ConnectionLoop` never retries them); whether a
+:class:`ServerError` (openpi's traceback and close 1011) is worth a retry is the policy's call.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ __all__ = [
     "NotReady",
     "ProtocolError",
     "ReadinessTimeout",
+    "RemoteError",
     "RequestTimeout",
     "ServerError",
     "ServerTraceback",
@@ -48,6 +51,12 @@ class ServerError(TransportError):
     def __init__(self, message: str, traceback: str | None = None) -> None:
         super().__init__(message)
         self.traceback = traceback
+
+
+class RemoteError(TransportError):
+    """The server answered the request with an error message instead of a result (GR00T's
+    ``{"error": ...}``, vla-eval's error reply): the connection is fine and the same request
+    would fail again, so it is never retried; the env's episode is an ``error``."""
 
 
 class ServerTraceback(ServerError):

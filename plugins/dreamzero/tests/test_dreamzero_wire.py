@@ -51,6 +51,19 @@ def test_infer_carries_the_endpoint_without_touching_the_callers_dict_and_gets_a
         client.close()
 
 
+def test_as_a_wire_client_start_episode_resets_and_infer_sends_an_infer():
+    from arena.transport.interface import WireClient
+
+    with DreamZeroDouble() as server:
+        client = DreamZeroClient("127.0.0.1", server.port, connect_timeout_s=5)
+        assert isinstance(client, WireClient)
+        client.connect()
+        client.start_episode(0, {"session_id": "s1"})
+        assert client.infer(request()).shape == (24, 8)
+        assert [m["endpoint"] for m in server.messages] == ["reset", "infer"] and server.resets == 1
+        client.close()
+
+
 def test_a_plain_openpi_client_gets_the_keyerror_traceback_and_close_1011():
     with DreamZeroDouble() as server:
         client = PolicyClient("127.0.0.1", server.port, connect_timeout_s=5)

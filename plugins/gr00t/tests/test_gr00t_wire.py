@@ -58,6 +58,19 @@ def test_ping_answers_like_gr00t():
         client.close()
 
 
+def test_the_client_is_a_wire_client_whose_connect_waits_for_a_ping_answer():
+    from arena.transport.interface import WireClient
+
+    with Gr00tDouble() as server:
+        client = Gr00tClient("127.0.0.1", server.port, request_timeout_s=5)
+        assert isinstance(client, WireClient) and not client.connected
+        assert client.connect(5) == {"status": "ok", "message": "Server is running"} == client.metadata
+        assert client.connected and not client.saw_server_down
+        client.close()
+        client.close()  # idempotent
+        assert not client.connected
+
+
 def test_error_reply_raises_and_the_socket_stays_usable():
     with Gr00tDouble() as server:
         client = Gr00tClient("127.0.0.1", server.port, request_timeout_s=5)

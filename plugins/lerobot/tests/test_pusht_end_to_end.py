@@ -58,6 +58,10 @@ def test_example_expert_solves_pusht_zero_actions_do_not_and_coverage_is_recorde
         assert summary["coverage"]["mean"] == pytest.approx(np.mean([r["metrics"]["coverage"] for r in rows]))
         assert summary["reward"]["mean"] == pytest.approx(np.mean([r["metrics"]["reward"] for r in rows]))
         assert f"{run}: coverage" in result.stdout and f"{run}: reward" in result.stdout
+        for key in ("coverage", "reward"):  # declared in [0, 1]: an interval inside it, never of zero width
+            m = summary[key]
+            assert m["method"] == "betting-bounded-mean" and m["bounds"] == [0.0, 1.0]
+            assert 0.0 <= m["ci_low"] <= m["mean"] <= m["ci_high"] <= 1.0 and m["ci_high"] > m["ci_low"]
     expert_cov = json.loads((out / "pusht_expert" / "run_result.json").read_text())["metrics"]["coverage"]["mean"]
     zero_cov = json.loads((out / "pusht_zero" / "run_result.json").read_text())["metrics"]["coverage"]["mean"]
     assert expert_cov > 0.9 and zero_cov < 0.5

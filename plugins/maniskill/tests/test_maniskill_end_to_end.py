@@ -97,6 +97,10 @@ def test_same_seed_reproduces_records_in_another_process_with_another_worker_cou
     assert all(set(r.metrics) == {"is_grasped", "is_obj_placed"} for r in two)
     summary = json.loads((tmp_path / "out1" / "pick_zero" / "run_result.json").read_text())
     assert summary["metrics"]["is_grasped"]["mean"] == 0.0 and summary["metrics"]["is_grasped"]["episodes"] == 3
+    # a boolean extra stays a boolean in the record and gets the success rate's interval (Wilson 0/3)
+    assert all(r.metrics["is_grasped"] is False for r in two)
+    grasped = summary["metrics"]["is_grasped"]
+    assert grasped["method"] == "wilson" and grasped["ci_low"] == 0.0 and 0.5 < grasped["ci_high"] < 0.6
 
 
 @pytest.mark.slow

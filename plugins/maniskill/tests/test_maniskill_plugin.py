@@ -54,6 +54,10 @@ def test_config_defaults_and_what_the_task_brings():
     assert config.max_episode_steps() == 200 and config.task_instruction().startswith("insert the charger")
     assert ManiSkillEnvironment.episode_metrics_for(config) == {"obj_to_goal_dist": "min", "obj_to_goal_angle": "min"}
     assert ManiSkillEnvironment.episode_metrics_for(ManiSkillConfig(task="OpenCabinetDrawer-v1")) == {}
+    # boolean extras are bounded by 0 and 1 (their intervals stay inside); distances are not
+    assert ManiSkillEnvironment.episode_metric_bounds_for(config) == {}
+    assert ManiSkillEnvironment.episode_metric_bounds_for(ManiSkillConfig(task="PickCube-v1")) == {
+        "is_grasped": (0.0, 1.0), "is_obj_placed": (0.0, 1.0)}
     assert config.maniskill_obs_mode() == "rgb"
     assert ManiSkillConfig(task="PickCube-v1", obs_mode="state").maniskill_obs_mode(cameras=True) == "state_dict+rgb"
     with pytest.raises(ValueError, match="unknown privileged observation 'plan'"):

@@ -30,14 +30,15 @@ def test_resolve_prints_sorted_json_and_text():
 
 
 @pytest.mark.parametrize("backend", ["cosmos-framework", "rl"])
-def test_resolve_with_an_explicit_backend_gives_the_routing_rule_as_reason(backend):
-    """Spec §2.3's rule for a named backend is "An explicit supported backend wins"; the reason
-    is that fixed sentence, like the ``auto`` routes' reasons, not a sentence of its own."""
+def test_resolve_with_an_explicit_backend_says_the_request_selected_it(backend):
+    """A named supported backend is reported with the reason the reference implementation's
+    backend selection returns there, "backend explicitly selected by the request" (the rule
+    "an explicit supported backend wins" decides; it is not the reason reported)."""
     result = runner.invoke(app, ["resolve", "--model", "Cosmos3-Nano", "--backend", backend])
     assert result.exit_code == 0, result.stderr
-    assert json.loads(result.stdout)["backend_selection_reason"] == "An explicit supported backend wins"
+    assert json.loads(result.stdout)["backend_selection_reason"] == "backend explicitly selected by the request"
     text = runner.invoke(app, ["resolve", "--model", "Cosmos3-Nano", "--backend", backend, "--format", "text"])
-    assert "backend_selection_reason: An explicit supported backend wins" in text.stdout
+    assert "backend_selection_reason: backend explicitly selected by the request" in text.stdout
 
 
 def test_validation_error_exits_2_with_error_prefix():

@@ -11,6 +11,9 @@ DreamZero serves through a RoboArena-style server (``reference/protocols.md`` se
 * ``reset`` answers the **text** frame ``"reset successful"`` -- the only text frame that is
   not a traceback; it is handled through the core client's ``_on_text_frame`` extension point.
 
+As a :class:`arena.transport.interface.WireClient`, ``infer`` sends an ``infer`` message and
+``start_episode`` a ``reset``.
+
 ``first_request_timeout_s`` covers the first **inference** after the server started (the
 model's warm-up takes minutes), not merely the first message: the policy sends ``reset``
 before the first ``infer`` of every episode, and that quick acknowledgement neither uses up
@@ -81,6 +84,14 @@ class DreamZeroClient(PolicyClient):
     def server_config(self) -> ServerConfig:
         """The greeting read by :meth:`connect`."""
         return ServerConfig.from_greeting(self.metadata)
+
+    def infer(self, request: dict[str, Any]) -> np.ndarray:  # type: ignore[override]
+        """The :class:`~arena.transport.interface.WireClient` request: :meth:`infer_actions`."""
+        return self.infer_actions(request)
+
+    def start_episode(self, env_id: int, info: dict[str, Any]) -> None:
+        """A new episode (session): :meth:`reset_server` clears the server's history."""
+        self.reset_server()
 
     def infer_actions(self, request: dict[str, Any]) -> np.ndarray:
         """Send ``request`` as an ``infer`` (the caller's dict is not modified); return the

@@ -16,7 +16,10 @@ shards, each with its own server), and:
   (the rows and each episode's latency records wait in arena's
   :class:`~arena.policies.chunks.ChunkBroker`).
 
-Connecting waits up to ``connect_timeout_s`` (a 14B model loads and warms up for minutes);
+Connections, retries and give-up run on arena's
+:class:`~arena.policies.connection.ConnectionLoop`; only the faults of the connection
+(dropped, timed out, refused) are retried, a server traceback is not. Connecting waits up to
+``connect_timeout_s`` (a 14B model loads and warms up for minutes);
 reconnects wait ``reconnect_timeout_s``, and a reconnect that finds no server ends the
 episode as an error at once. The first inference after the server (re)started waits
 ``first_request_timeout_s``; after a reconnect to a server that stayed up, ``request_timeout_s``
@@ -26,7 +29,6 @@ episode as an error at once. The first inference after the server (re)started wa
 from __future__ import annotations
 
 import inspect
-import time
 import uuid
 from collections import deque
 from collections.abc import Sequence
@@ -39,6 +41,7 @@ from arena.errors import PolicyError, TransportError
 from arena.policies.adapters import ProtocolViolation
 from arena.policies.base import PolicyBase
 from arena.policies.chunks import ChunkBroker
+from arena.policies.connection import ConnectionGaveUp, ConnectionLoop
 from arena.policies.remote import RemotePolicyConfig
 from arena.transport.errors import ConnectionLost, HandshakeError, RequestTimeout, ServerUnavailable
 
@@ -117,9 +120,9 @@ class DreamZeroRemotePolicy(PolicyBase):
         self.config: DreamZeroRemoteConfig = config
         self.adapter = adapter if adapter is not None else self._make_adapter()
         self.client: DreamZeroClient | None = None
+        self.loop: ConnectionLoop[DreamZeroClient] | None = None
         self.server: ServerConfig = ServerConfig()
         self.num_envs = 0
-        self.reconnects = 0
         self.session_ids: list[str] = []
         self._session_requests: list[int] = []
         self.broker: ChunkBroker | None = None  # built in start(), when num_envs is known
@@ -138,19 +141,30 @@ class DreamZeroRemotePolicy(PolicyBase):
         return True
 
     # -- connection -----------------------------------------------------------------------
-    def _connect(self, timeout_s: float) -> None:
-        c = self.config
-        if self.client is None:
-            self.client = DreamZeroClient(c.remote_host, c.remote_port, **c.client_options())
-        self.client.close()
-        self._greeting = self.client.connect(timeout_s=timeout_s)
-        self.server = self.client.server_config
+    @property
+    def reconnects(self) -> int:
+        """Reconnects that succeeded."""
+        return 0 if self.loop is None else self.loop.reconnects
+
+    def _on_connect(self, client: DreamZeroClient) -> None:
+        """Read the greeting; refuse a server that does not predict joint positions.
+
+        Raises:
+            ProtocolViolation: another action space (the loop closes the connection: a retry
+                must never infer against it).
+        """
+        self._greeting = client.metadata
+        self.server = client.server_config
         if self.server.action_space != "joint_position":
-            # never leave a connection to a server we refuse: a retry would infer against it
-            self.client.close()
             raise ProtocolViolation(
-                f"the server predicts {self.server.action_space}; embodiment '{c.embodiment}' needs joint_position"
+                f"the server predicts {self.server.action_space}; embodiment '{self.config.embodiment}' needs joint_position"
             )
+
+    def _on_fault(self, fault: BaseException) -> None:
+        """The connection is re-opened: every env starts a new session (the server's history
+        is gone or belongs to the old one), dropping its chunk."""
+        for i in range(self.num_envs):
+            self._new_session(i)
 
     def _new_session(self, env_id: int) -> None:
         """A new ``session_id`` for ``env_id``; the chunk of its old session is dropped."""
@@ -178,8 +192,18 @@ class DreamZeroRemotePolicy(PolicyBase):
         )
         depth = 1 - min(self.config.frame_offsets)
         self._history = [deque(maxlen=depth) for _ in range(self.num_envs)]
+        c = self.config
+        self.client = DreamZeroClient(c.remote_host, c.remote_port, **c.client_options())
+        self.loop = ConnectionLoop(
+            self.client,
+            reconnect_timeout_s=c.reconnect_timeout_s,
+            max_reconnect_attempts=c.max_reconnect_attempts,
+            retryable=lambda exc: isinstance(exc, _RETRYABLE),
+            on_connect=self._on_connect,
+            on_fault=self._on_fault,
+        )
         try:
-            self._connect(self.config.connect_timeout_s)
+            self.loop.connect(c.connect_timeout_s)
         except TransportError as exc:
             raise PolicyError(f"cannot connect to the DreamZero server: {exc}") from exc
         for i in range(self.num_envs):
@@ -190,14 +214,15 @@ class DreamZeroRemotePolicy(PolicyBase):
         a failed reset leaves the connection to be re-opened by the next request)."""
         if self.client is None or self.broker is None:
             return
-        ids = range(self.num_envs) if env_ids is None else env_ids
-        self.broker.reset(list(ids))  # the episode's chunk and latency records
+        ids = list(range(self.num_envs) if env_ids is None else env_ids)
+        self.broker.reset(ids)  # the episode's chunk and latency records
         for i in ids:
             self._new_session(i)
             self._history[i].clear()
-        if self.client.connected:
+        if self.client.connected:  # one server, one history: one reset whatever the env ids
+            first = ids[0] if ids else 0
             try:
-                self.client.reset_server()
+                self.client.start_episode(first, {"session_id": self.session_ids[first]})
             except TransportError:
                 self.client.close()
 
@@ -245,48 +270,25 @@ class DreamZeroRemotePolicy(PolicyBase):
             state = self.adapter.state(observation, env_id)
         except ProtocolViolation as exc:
             raise PolicyError(str(exc), env_ids=[env_id]) from exc
-        attempt = 0
-        while True:
-            assert self.client is not None
-            try:
-                if not self.client.connected:
-                    raise ConnectionLost(f"{self.client.endpoint}: not connected")
-                request = self.adapter.pack_request(
-                    self._frames_for_request(env_id), state, self.task_description, self.session_ids[env_id],
-                    self.server.image_resolution,
-                )
-                started = time.perf_counter()
-                reply = self.client.infer_actions(request)
-                chunk = self.adapter.unpack_actions(reply, c.open_loop_horizon)
-            except _RETRYABLE as exc:
-                attempt += 1
-                if attempt > c.max_reconnect_attempts:
-                    raise PolicyError(f"DreamZero server: {type(exc).__name__}: {exc}", env_ids=[env_id]) from exc
-                try:
-                    self._reconnect()
-                except TransportError as gone:  # no server for reconnect_timeout_s: stop waiting
-                    raise PolicyError(
-                        f"DreamZero server: reconnect failed: {type(gone).__name__}: {gone} (after {type(exc).__name__}: {exc})",
-                        env_ids=[env_id],
-                    ) from gone
-                continue
-            except TransportError as exc:  # ServerError (traceback), ProtocolError, ProtocolViolation
-                raise PolicyError(f"{type(exc).__name__}: {exc}", env_ids=[env_id]) from exc
-            assert self.broker is not None
-            self.broker.put([env_id], chunk, latency_ms=(time.perf_counter() - started) * 1e3)
-            self._session_requests[env_id] += 1
-            return
 
-    def _reconnect(self) -> None:
-        """Re-open the connection (``reconnect_timeout_s``); every env starts a new session.
+        def send(client: DreamZeroClient) -> np.ndarray:
+            # built per attempt: a reconnect starts a new session (and so a one-frame request)
+            request = self.adapter.pack_request(
+                self._frames_for_request(env_id), state, self.task_description, self.session_ids[env_id],
+                self.server.image_resolution,
+            )
+            return self.adapter.unpack_actions(client.infer(request), c.open_loop_horizon)
 
-        Raises:
-            TransportError: no server accepted the connection in time.
-        """
-        self.reconnects += 1
-        for i in range(self.num_envs):
-            self._new_session(i)
-        self._connect(self.config.reconnect_timeout_s)
+        assert self.loop is not None
+        try:
+            chunk, latency_ms = self.loop.call(send)
+        except ConnectionGaveUp as exc:
+            raise PolicyError(f"DreamZero server: {exc}", env_ids=[env_id]) from exc
+        except TransportError as exc:  # ServerError (traceback), ProtocolError, ProtocolViolation
+            raise PolicyError(f"{type(exc).__name__}: {exc}", env_ids=[env_id]) from exc
+        assert self.broker is not None
+        self.broker.put([env_id], chunk, latency_ms=latency_ms)
+        self._session_requests[env_id] += 1
 
     def server_metadata(self) -> dict[str, Any] | None:
         """The server's greeting (RoboArena ``PolicyServerConfig``), as last received."""

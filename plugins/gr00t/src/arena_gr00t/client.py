@@ -14,12 +14,16 @@ A ZeroMQ REQ socket never reports that its server died: a request to a dead serv
 waits. So while it waits for a reply the client checks every ``_LIVENESS_INTERVAL_S`` that
 something still accepts TCP connections on the port; a refused connection means the server
 process is gone, and the request fails at once (:class:`ConnectionLost`) instead of after
-its timeout. :meth:`Gr00tClient.wait_for_server` then waits for it to come back and tells a
+its timeout. :meth:`Gr00tClient.connect` (waiting for ``ping`` answers) then tells a
 restarted server (it refused connections meanwhile) from one that stayed up: only the
 former gets ``first_request_timeout_s`` again.
 
+It is a :class:`arena.transport.interface.WireClient` (``infer`` is ``get_action`` in the
+client's ``generation``), so the policy's retries run on arena's
+:class:`~arena.policies.connection.ConnectionLoop`.
+
     client = Gr00tClient("127.0.0.1", 5555)
-    client.wait_until_ready(60)
+    client.connect(60)
     modality = client.get_modality_config()
     action, info = client.get_action(observation, generation="n1.6")
 """
@@ -32,7 +36,15 @@ from typing import Any, Literal
 
 import zmq
 
-from arena.transport.errors import CodecError, ConnectionLost, ProtocolError, RequestTimeout, ServerError, ServerUnavailable
+from arena.transport.errors import (
+    CodecError,
+    ConnectionLost,
+    ProtocolError,
+    RemoteError,
+    RequestTimeout,
+    ServerError,
+    ServerUnavailable,
+)
 
 from arena_gr00t.codec import ModalityConfig, packb, unpackb
 
@@ -43,7 +55,7 @@ Generation = Literal["n1.6", "n1.5", "n1.6-sim"]
 _LIVENESS_INTERVAL_S = 2.0
 
 
-class Gr00tServerError(ServerError):
+class Gr00tServerError(ServerError, RemoteError):
     """The server answered ``{"error": ...}`` (or ``b"ERROR"``). The socket stays usable."""
 
 
@@ -56,8 +68,10 @@ class Gr00tClient:
         request_timeout_s: seconds to wait for each reply.
         first_request_timeout_s: seconds for the first ``get_action`` after the server
             started: the first one this client sends, and the first after
-            :meth:`wait_for_server` found the server restarted (it warms up again);
+            :meth:`connect` found the server restarted (it warms up again);
             ``None`` uses ``request_timeout_s``.
+        connect_timeout_s: seconds :meth:`connect` waits for a ``ping`` answer by default.
+        generation: the wire generation :meth:`infer` speaks (see :meth:`get_action`).
         max_message_bytes: largest reply accepted (ZeroMQ ``MAXMSGSIZE``: a bigger one drops
             the connection, which surfaces as a :class:`RequestTimeout`); what a reply may
             build when decoded is bounded by its size (:func:`arena_gr00t.codec.unpackb`).
@@ -69,20 +83,28 @@ class Gr00tClient:
         port: int,
         *,
         api_token: str | None = None,
+        connect_timeout_s: float = 60.0,
         request_timeout_s: float = 60.0,
         first_request_timeout_s: float | None = None,
         max_message_bytes: int = 64 * 2**20,
+        generation: Generation = "n1.6",
     ) -> None:
         self.host, self.port = host, port
         self.endpoint = f"tcp://{host}:{port}"
         self.max_message_bytes = max_message_bytes
         self.api_token = api_token
+        self.generation: Generation = generation
+        self.connect_timeout_s = connect_timeout_s
         self.request_timeout_s = request_timeout_s
         self.first_request_timeout_s = first_request_timeout_s
         self.recreated_sockets = 0
         self._context = zmq.Context.instance()
         self._socket: zmq.Socket | None = None
         self.server_warm = False
+        self.saw_server_down = False
+        self.metadata: dict[str, Any] | None = None
+        self._connected = False
+        self._was_connected = False
 
     # ---- socket ---------------------------------------------------------------------------
     def _sock(self) -> zmq.Socket:
@@ -103,6 +125,7 @@ class Gr00tClient:
 
     def close(self) -> None:
         """Close the socket without waiting for undelivered requests; idempotent."""
+        self._connected = False
         sock, self._socket = self._socket, None
         if sock is not None:
             sock.close(linger=0)
@@ -187,37 +210,66 @@ class Gr00tClient:
         except OSError:
             return True
 
-    def wait_for_server(self, timeout_s: float) -> bool:
-        """After a fault: wait until the server answers ``ping`` again; return whether it was
-        restarted (its port refused connections meanwhile), which makes the next
-        ``get_action`` wait ``first_request_timeout_s`` for the warm-up.
+    # ---- the WireClient interface -----------------------------------------------------------
+    @property
+    def connected(self) -> bool:
+        """True from a successful :meth:`connect` until :meth:`close`. A ZeroMQ socket has no
+        connection to lose: after a fault the next request opens a fresh socket by itself."""
+        return self._connected
+
+    def connect(self, timeout_s: float | None = None) -> dict[str, Any]:
+        """Wait until the server answers ``ping`` (``timeout_s``, default
+        ``connect_timeout_s``); returns (and stores as :attr:`metadata`) its answer.
+
+        :attr:`saw_server_down` tells whether its port refused connections meanwhile: a
+        server that (re)started, whose next ``get_action`` waits ``first_request_timeout_s``
+        for the warm-up; one that stayed up gets ``request_timeout_s``.
 
         Raises:
-            ServerUnavailable: no answer within ``timeout_s``.
+            ServerUnavailable: no answer within the time ("no answer to ping" the first
+                time, "did not answer again" after a fault).
             Gr00tServerError: the server answered with an error (e.g. a wrong api_token).
         """
-        deadline = time.monotonic() + timeout_s
+        budget = self.connect_timeout_s if timeout_s is None else timeout_s
+        deadline = time.monotonic() + budget
         restarted = False
         last = "no attempt"
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise ServerUnavailable(
-                    f"{self.endpoint}: the server did not answer again within {timeout_s:g} s ({last})"
-                )
+                said = "did not answer again" if self._was_connected else "no answer to ping"
+                raise ServerUnavailable(f"{self.endpoint}: the server {said} within {budget:g} s ({last})")
             if not self._listening():
                 restarted = True
                 last = "connection refused"
                 time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
                 continue
             try:
-                self.call("ping", timeout_s=min(5.0, remaining))
+                reply = self.call("ping", timeout_s=min(5.0, remaining))
             except (RequestTimeout, ConnectionLost) as exc:
                 last = str(exc)
                 continue
-            if restarted:
-                self.server_warm = False
-            return restarted
+            break
+        self.saw_server_down = restarted
+        if restarted:
+            self.server_warm = False
+        self.metadata = reply if isinstance(reply, dict) else {}
+        self._connected = self._was_connected = True
+        return self.metadata
+
+    def infer(self, request: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """:meth:`get_action` in this client's ``generation``: ``(action_dict, info)``."""
+        return self.get_action(request, generation=self.generation)
+
+    def start_episode(self, env_id: int, info: dict[str, Any]) -> None:
+        """Nothing: a GR00T server keeps no per-env episode (its ``reset`` is for all clients)."""
+
+    def end_episode(self, env_id: int, info: dict[str, Any]) -> None:
+        """Nothing: GR00T's protocol has no episode boundary."""
+
+    def expect_warmup(self) -> None:
+        """Give the next ``get_action`` ``first_request_timeout_s`` (the server restarted)."""
+        self.server_warm = False
 
     def ping(self, timeout_s: float = 5.0) -> bool:
         """True when the server answers ``ping`` within ``timeout_s`` (a dead server: False)."""
@@ -226,25 +278,6 @@ class Gr00tClient:
         except (RequestTimeout, ConnectionLost, Gr00tServerError, ProtocolError):
             return False
         return True
-
-    def wait_until_ready(self, timeout_s: float) -> None:
-        """Ping until the server answers.
-
-        Raises:
-            ServerUnavailable: no answer within ``timeout_s``.
-            Gr00tServerError: the server answered with an error (e.g. a wrong api_token).
-        """
-        deadline = time.monotonic() + timeout_s
-        last = "no attempt"
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise ServerUnavailable(f"{self.endpoint}: no answer to ping within {timeout_s:g} s ({last})")
-            try:
-                self.call("ping", timeout_s=min(5.0, remaining))
-                return
-            except (RequestTimeout, ConnectionLost) as exc:
-                last = str(exc)
 
     def get_modality_config(self) -> dict[str, ModalityConfig]:
         """The model's ``{"video", "state", "action", "language"}`` ModalityConfigs; ``{}`` if none.

@@ -12,11 +12,12 @@ options}``, reply ``[action, info]``), ``n1.6-sim`` (a server started with
 language key as ``[text] * N`` inside ``{observation, options}``, reply ``[{"action.<group>":
 ...}, info]``) and ``n1.5`` (the flat observation itself as ``data``, reply the action map).
 
-Faults: a request that times out, hits a ZeroMQ error or finds the server's port closed
-recreates the REQ socket and drops every env's buffered chunk; the client then waits up to
-``reconnect_timeout_s`` for the server to answer ``ping`` again (none: the envs that needed a
-chunk end their episodes as ``error`` at once) and retries, at most
-``max_reconnect_attempts`` times. Only a server that restarted meanwhile gets
+Faults (arena's :class:`~arena.policies.connection.ConnectionLoop` around the one
+:class:`~arena_gr00t.client.Gr00tClient`): a request that times out, hits a ZeroMQ error or
+finds the server's port closed recreates the REQ socket and drops every env's buffered chunk;
+the client then waits up to ``reconnect_timeout_s`` for the server to answer ``ping`` again
+(none: the envs that needed a chunk end their episodes as ``error`` at once) and retries, at
+most ``max_reconnect_attempts`` times. Only a server that restarted meanwhile gets
 ``first_request_timeout_s`` again; one that stayed up gets ``request_timeout_s``. A killed
 server is noticed within about 2 s even during a long wait, so it becomes an error episode
 after about ``reconnect_timeout_s`` (bound: ``RemotePolicyConfig.give_up_bound_s``). An
@@ -28,7 +29,6 @@ arena starts are unauthenticated; ``api_key_env`` is for servers started with a 
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
@@ -38,7 +38,7 @@ from arena.errors import PolicyError, TransportError
 from arena.policies.adapters import ProtocolViolation
 from arena.policies.base import PolicyBase
 from arena.policies.remote import RemotePolicyConfig
-from arena.transport.errors import ConnectionLost, RequestTimeout
+from arena.policies.connection import ConnectionGaveUp, ConnectionLoop
 
 from arena_gr00t.adapters import DROID_MODALITY, Gr00tAdapter
 from arena_gr00t.client import Gr00tClient, Gr00tServerError
@@ -109,15 +109,20 @@ class Gr00tRemotePolicy(PolicyBase):
         super().__init__(config)
         self.config: Gr00tRemoteConfig = config
         self.client: Gr00tClient | None = None
+        self.loop: ConnectionLoop[Gr00tClient] | None = None
         self.adapter: Gr00tAdapter | None = None
         self.scheduler: ActionScheduler | None = None
         self.num_envs = 0
-        self.reconnects = 0
         self._modality: dict[str, Any] | None = None
 
     @property
     def is_remote(self) -> bool:
         return True
+
+    @property
+    def reconnects(self) -> int:
+        """Reconnects that succeeded (the server answered ``ping`` again after a fault)."""
+        return 0 if self.loop is None else self.loop.reconnects
 
     def _adapter_cls(self) -> type[Gr00tAdapter]:
         from arena.plugins import get_registry
@@ -137,11 +142,19 @@ class Gr00tRemotePolicy(PolicyBase):
             c.remote_host,
             c.remote_port,
             api_token=c.api_key(),
+            connect_timeout_s=c.connect_timeout_s,
             request_timeout_s=c.request_timeout_s,
             first_request_timeout_s=c.first_request_timeout_s,
+            generation=c.wire_generation,
+        )
+        self.loop = ConnectionLoop(
+            self.client,
+            reconnect_timeout_s=c.reconnect_timeout_s,
+            max_reconnect_attempts=c.max_reconnect_attempts,
+            on_fault=self._on_fault,
         )
         try:
-            self.client.wait_until_ready(c.connect_timeout_s)
+            self.loop.connect()
             modality = self.client.get_modality_config() if c.use_server_modality else {}
             self._modality = modality
             self.adapter = self._adapter_cls()(modality or DROID_MODALITY, c.target_image_size)
@@ -200,32 +213,28 @@ class Gr00tRemotePolicy(PolicyBase):
             request = self.adapter.observation(observation, self.task_description, flat=c.wire_generation != "n1.6")
         except ProtocolViolation as exc:
             raise PolicyError(f"cannot build the GR00T observation: {exc}", env_ids=self._due()) from exc
-        attempt = 0
-        while True:
-            started = time.perf_counter()
-            try:
-                action, _info = self.client.get_action(request, generation=c.wire_generation)
-                chunk = self.adapter.actions_from_reply(action, self.num_envs, c.open_loop_horizon)
-            except (RequestTimeout, ConnectionLost) as exc:
-                attempt += 1
-                self.scheduler.invalidate()  # the socket was recreated: never replay a stale chunk
-                self.reconnects += 1
-                if attempt > c.max_reconnect_attempts:
-                    raise PolicyError(f"GR00T server: {type(exc).__name__}: {exc}", env_ids=self._due()) from exc
-                try:
-                    self.client.wait_for_server(c.reconnect_timeout_s)
-                except TransportError as gone:  # nothing answered for reconnect_timeout_s
-                    raise PolicyError(
-                        f"GR00T server: {type(gone).__name__}: {gone} (after {type(exc).__name__}: {exc})",
-                        env_ids=self._due(),
-                    ) from gone
-                continue
-            except Gr00tServerError as exc:
-                raise PolicyError(f"GR00T server error: {exc}", env_ids=self._due()) from exc
-            except TransportError as exc:  # ProtocolError, ProtocolViolation, CodecError
-                raise PolicyError(f"protocol violation from {self.client.endpoint}: {exc}", env_ids=self._due()) from exc
-            # the scheduler records the latency for every env that takes the new rows
-            return Fetched(chunk, latency_ms=(time.perf_counter() - started) * 1e3)
+        n, horizon = self.num_envs, c.open_loop_horizon
+
+        def send(client: Gr00tClient) -> np.ndarray:
+            action, _info = client.infer(request)
+            return self.adapter.actions_from_reply(action, n, horizon)
+
+        assert self.loop is not None
+        try:
+            chunk, latency_ms = self.loop.call(send)
+        except ConnectionGaveUp as exc:
+            raise PolicyError(f"GR00T server: {exc}", env_ids=self._due()) from exc
+        except Gr00tServerError as exc:
+            raise PolicyError(f"GR00T server error: {exc}", env_ids=self._due()) from exc
+        except TransportError as exc:  # ProtocolError, ProtocolViolation, CodecError
+            raise PolicyError(f"protocol violation from {self.client.endpoint}: {exc}", env_ids=self._due()) from exc
+        # the scheduler records the latency for every env that takes the new rows
+        return Fetched(chunk, latency_ms=latency_ms)
+
+    def _on_fault(self, fault: BaseException) -> None:
+        """The socket was recreated: never replay a stale chunk."""
+        assert self.scheduler is not None
+        self.scheduler.invalidate()
 
     def _due(self) -> list[int]:
         assert self.scheduler is not None

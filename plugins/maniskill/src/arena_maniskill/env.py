@@ -141,6 +141,14 @@ class ManiSkillEnvironment(Environment):
         return dict(spec.metrics) if spec else {}
 
     @classmethod
+    def episode_metric_bounds_for(cls, config: ManiSkillConfig) -> dict[str, tuple[float, float]]:
+        """``(0, 1)`` for each of the task's boolean extras (the catalog's ``is_*`` metrics, e.g.
+        PickCube's ``is_grasped``), so their intervals stay inside it; distances and angles
+        have no upper bound and keep Student's t."""
+        spec = task_spec(config.task)
+        return {key: (0.0, 1.0) for key in (spec.metrics if spec else {}) if key.startswith("is_")}
+
+    @classmethod
     def venv_checks(cls, python: Any) -> list[Any]:
         """``arena doctor``'s checks in the venv (``python``): Vulkan rendering through SAPIEN
         (:func:`arena_maniskill.doctor.vulkan_check`)."""

@@ -48,7 +48,10 @@ REASON_NANO_SFT = "plain Cosmos3-Nano SFT preserves the Cosmos-RL compatibility 
 REASON_RL_NATIVE = "the requested action/schema is native to Cosmos-RL"
 REASON_FRAMEWORK_EXPORT = "Framework DCP export is owned by Cosmos Framework"
 REASON_EDGE = "Cosmos3-Edge uses the Framework-native model and checkpoint action route"
-REASON_EXPLICIT = "An explicit supported backend wins"
+#: The reason reported when the request names a supported backend: the reference implementation's
+#: backend-selection routine returns exactly this string there (the rule itself, "an explicit
+#: supported backend wins", is how the backend is chosen, not the reason reported).
+REASON_EXPLICIT = "backend explicitly selected by the request"
 
 
 @dataclass(frozen=True)

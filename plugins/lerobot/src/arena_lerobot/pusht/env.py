@@ -93,6 +93,9 @@ class PushTEnvironment(SerialEnvironment):
     #: Partial credit per episode: the best coverage reached, and the best reward
     #: (``clip(coverage / 0.95, 0, 1)``: lerobot-eval's ``max_reward``).
     episode_metrics: ClassVar[dict[str, str]] = {"coverage": "max", "reward": "max"}
+    #: Both stay in [0, 1] (gym-pusht: coverage is an area ratio, the reward its clipped
+    #: rescaling), so their intervals stay inside it (arena.outputs.metrics).
+    episode_metric_bounds: ClassVar[dict[str, tuple[float, float]]] = {"coverage": (0.0, 1.0), "reward": (0.0, 1.0)}
     #: The venv ``arena venv setup pusht`` creates; its interpreter runs the workers.
     default_venv = VENV
     simulator_modules = ("gym_pusht", "pymunk", "pygame")

@@ -1,0 +1,250 @@
+"""vla-eval adapters (family ``"vla_eval"``): arena's layouts -> vla-eval's observation dict.
+
+vla-eval's convention (``vla_eval/types.py``, "Observation", and every benchmark's
+``make_obs``): ``{"images": {camera: uint8 (H, W, C)}, "task_description": str}`` plus, when
+the benchmark is asked to (``send_state``), a flat proprioceptive vector under ``"states"``.
+Which optional parts are sent are **observation params**: the model server names the ones it
+needs in its HELLO (``observation_params``, e.g. ``{"send_wrist_image": true, "send_state":
+true}``), the run's ``observation_params`` override them (vla-eval: "eval config wins",
+``orchestrator._merge_observation_params``), and a key the adapter does not know is reported,
+not silently dropped.
+
+The reply is one action per observation, ``actions (action_dim,)`` (float32 after the
+server's normalization); :meth:`VlaEvalAdapter.unpack_actions` returns it as a one-row chunk.
+
+* ``libero`` -- exactly vla-eval's ``LIBEROBenchmark.make_obs`` and ``step``
+  (``vla_eval/benchmarks/libero/benchmark.py`` in vla-eval 0.8.0, proven equal by
+  ``tests/test_vla_eval_adapters.py`` running that code on the same raw LIBERO observation).
+* ``metaworld`` and ``aloha`` -- vla-eval 0.8.0 has no Meta-World or ALOHA benchmark, so these
+  follow the documented convention above (which arena layout key becomes which vla-eval key is
+  listed on each class).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from arena.images import to_uint8
+from arena.policies.adapters import EmbodimentAdapter, ProtocolViolation
+
+__all__ = [
+    "VlaEvalAdapter",
+    "VlaEvalAlohaAdapter",
+    "VlaEvalLiberoAdapter",
+    "VlaEvalMetaWorldAdapter",
+    "quat_to_axisangle",
+    "quat_to_axisangle_robosuite",
+]
+
+
+def _image(observation: dict[str, Any], key: str, env_id: int) -> np.ndarray:
+    cams = observation.get("camera_obs") or {}
+    if key not in cams:
+        raise KeyError(f"observation has no camera_obs['{key}'] (turn on the environment's cameras)")
+    return to_uint8(np.asarray(cams[key][env_id]), f"camera_obs['{key}']")
+
+
+def _state(observation: dict[str, Any], key: str, env_id: int) -> np.ndarray:
+    policy = observation.get("policy") or {}
+    if key not in policy:
+        raise KeyError(f"observation has no policy['{key}']")
+    return np.asarray(policy[key][env_id])
+
+
+class VlaEvalAdapter(EmbodimentAdapter):
+    """Base: observation params, the request and the one-action reply.
+
+    Subclasses set ``action_dim``, ``default_params`` (the params and their defaults, as the
+    vla-eval benchmark's constructor has them) and implement :meth:`extract`, which returns
+    the env's observation already in vla-eval's layout (without ``task_description``).
+    """
+
+    default_params: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self) -> None:
+        self.params: dict[str, Any] = dict(self.default_params)
+
+    def configure(self, server_params: dict[str, Any] | None, run_params: dict[str, Any] | None) -> list[str]:
+        """Apply the server's ``observation_params``, then the run's (which win).
+
+        Returns the keys this adapter does not know (not applied), for the run's warning.
+        """
+        self.params = dict(self.default_params)
+        unknown: list[str] = []
+        for source in (server_params or {}, run_params or {}):
+            for key, value in source.items():
+                if key in self.default_params:
+                    self.params[key] = value
+                elif key not in unknown:
+                    unknown.append(key)
+        return unknown
+
+    def pack_request(self, extracted: dict[str, Any], instruction: str | None) -> dict[str, Any]:
+        """The OBSERVATION payload: ``extracted`` plus ``task_description``."""
+        return {**extracted, "task_description": instruction or ""}
+
+    def unpack_actions(self, response: dict[str, Any], key: str = "actions") -> np.ndarray:
+        """``float64 (1, action_dim)``: the reply's single action (``(A,)`` or ``(1, A)``).
+
+        Raises:
+            ProtocolViolation: no ``actions``, not a finite float array of ``action_dim``
+                values, or a chunk of several rows (the server must buffer chunks: set its
+                ``chunk_size``).
+        """
+        if not isinstance(response, dict) or key not in response:
+            got = sorted(response) if isinstance(response, dict) else type(response).__name__
+            raise ProtocolViolation(f"ACTION payload has no '{key}' (got {got})")
+        action = response[key]
+        if not isinstance(action, np.ndarray) or action.dtype.kind != "f":
+            kind = getattr(action, "dtype", type(action).__name__)
+            raise ProtocolViolation(f"'{key}' is {kind}; expected a float array of {self.action_dim} values")
+        if action.ndim == 2 and action.shape[0] > 1:
+            raise ProtocolViolation(
+                f"'{key}' is a chunk of {action.shape[0]} rows; a vla-eval server answers one action per observation "
+                "(start the model server with chunk_size set so it buffers its chunks)"
+            )
+        if action.size != self.action_dim or action.ndim not in (1, 2):
+            raise ProtocolViolation(f"'{key}' has shape {tuple(action.shape)}; expected ({self.action_dim},)")
+        if not np.all(np.isfinite(action)):
+            raise ProtocolViolation(f"'{key}' holds NaN or infinite values")
+        return self.postprocess(np.array(action, np.float64).reshape(1, self.action_dim))
+
+    def postprocess(self, action: np.ndarray) -> np.ndarray:
+        """What the vla-eval benchmark does to the action before its simulator (default: nothing)."""
+        return action
+
+    def pack_actions(self, actions: np.ndarray, key: str = "actions") -> dict[str, Any]:
+        """The model's reply for one env action ``(1, action_dim)`` (the inverse of
+        :meth:`unpack_actions` for actions :meth:`postprocess` keeps)."""
+        chunk = np.asarray(actions, np.float64)
+        if chunk.shape != (1, self.action_dim):
+            raise ValueError(f"actions must have shape (1, {self.action_dim}), got {chunk.shape}")
+        return {key: chunk[0].astype(np.float32)}
+
+
+class VlaEvalMetaWorldAdapter(VlaEvalAdapter):
+    """Meta-World (Sawyer; arena's ``metaworld`` environment), by vla-eval's convention::
+
+        images            {CAMERA: uint8 (S, S, 3)}   every camera_obs the env renders, as
+                                                       rendered (``upright`` applies there)
+        states            float64 (39,)               policy.state (send_state, default on)
+        task_description  str                         arena's Meta-World instruction
+
+    Reply: ``actions (4,)``: end-effector xyz delta and gripper effort in [-1, 1].
+    """
+
+    action_dim: ClassVar[int] = 4
+    default_params: ClassVar[dict[str, Any]] = {"send_state": True}
+
+    def extract(self, observation: dict[str, Any], env_id: int) -> dict[str, Any]:
+        cams = observation.get("camera_obs") or {}
+        out: dict[str, Any] = {"images": {name: _image(observation, name, env_id) for name in cams}}
+        if self.params.get("send_state"):
+            out["states"] = np.asarray(_state(observation, "state", env_id), np.float64).reshape(-1)
+        return out
+
+
+def quat_to_axisangle(quat: np.ndarray) -> np.ndarray:
+    """vla-eval's ``vla_eval.rotation.quat_to_axisangle`` (0.8.0): quaternion ``(x, y, z, w)``
+    -> axis-angle ``float32 (3,)``, the quaternion first flipped to ``w >= 0`` (antipodal
+    normalization), ``w`` clipped to [-1, 1], zero when ``sqrt(1 - w^2) < 1e-8``."""
+    q = np.asarray(quat)
+    q = -q if q[3] < 0 else q.copy()
+    w = float(np.clip(q[3], -1.0, 1.0))
+    sin_half = np.sqrt(1.0 - w * w)
+    if sin_half < 1e-8:
+        return np.zeros(3, dtype=np.float32)
+    angle = 2.0 * np.arccos(w)
+    return (q[:3] / sin_half * angle).astype(np.float32)
+
+
+def quat_to_axisangle_robosuite(quat: np.ndarray) -> np.ndarray:
+    """vla-eval's LIBERO ``_quat_to_axisangle_robosuite`` (``quat_no_antipodal: true``):
+    robosuite's formula without the flip, ``float32 (3,)``."""
+    import math
+
+    q = np.array(quat, copy=True)
+    if q[3] > 1.0:
+        q[3] = 1.0
+    elif q[3] < -1.0:
+        q[3] = -1.0
+    den = np.sqrt(1.0 - q[3] * q[3])
+    if math.isclose(den, 0.0):
+        return np.zeros(3, dtype=np.float32)
+    return (q[:3] * 2.0 * math.acos(q[3]) / den).astype(np.float32)
+
+
+class VlaEvalLiberoAdapter(VlaEvalAdapter):
+    """LIBERO (arena's ``libero`` environment) as vla-eval's ``LIBEROBenchmark`` sends it::
+
+        images/agentview   uint8 (S, S, 3)   agentview_rgb flipped on both axes ([::-1, ::-1])
+        images/wrist       uint8 (S, S, 3)   eye_in_hand_rgb, flipped   (send_wrist_image)
+        states             float64 (8,)      eef_pos (3), axis-angle of eef_quat (3, float32
+                                             precision), gripper_qpos (2)      (send_state)
+        task_description   str               the task's language
+
+    vla-eval renders LIBERO at 256 x 256 (``LIBERO_ENV_RESOLUTION``) and sends it unresized:
+    set the environment's ``image_size: 256`` for the same pixels. Its ``controller_states``
+    (the OSC controller's pose, read by X-VLA only) is not sent: arena's LIBERO layout has no
+    controller pose. Actions ``(7,)``: its ``step`` binarizes the gripper (``< 0`` -> -1, else
+    +1) before LIBERO sees it, and so does :meth:`postprocess`.
+    """
+
+    action_dim: ClassVar[int] = 7
+    default_params: ClassVar[dict[str, Any]] = {"send_wrist_image": False, "send_state": False, "quat_no_antipodal": False}
+
+    def extract(self, observation: dict[str, Any], env_id: int) -> dict[str, Any]:
+        images = {"agentview": np.ascontiguousarray(_image(observation, "agentview_rgb", env_id)[::-1, ::-1])}
+        if self.params.get("send_wrist_image"):
+            images["wrist"] = np.ascontiguousarray(_image(observation, "eye_in_hand_rgb", env_id)[::-1, ::-1])
+        out: dict[str, Any] = {"images": images}
+        if self.params.get("send_state"):
+            to_aa = quat_to_axisangle_robosuite if self.params.get("quat_no_antipodal") else quat_to_axisangle
+            out["states"] = np.concatenate(
+                [
+                    _state(observation, "eef_pos", env_id),
+                    to_aa(_state(observation, "eef_quat", env_id)),
+                    _state(observation, "gripper_qpos", env_id),
+                ]
+            )
+        return out
+
+    def postprocess(self, action: np.ndarray) -> np.ndarray:
+        out = action.copy()
+        out[:, -1] = np.where(out[:, -1] < 0, -1.0, 1.0)
+        return out
+
+
+#: arena's ALOHA camera keys (``camera_obs/<name>_rgb``) -> vla-eval image names, in order.
+ALOHA_CAMERAS = ("cam_high", "cam_low", "cam_left_wrist", "cam_right_wrist")
+
+
+class VlaEvalAlohaAdapter(VlaEvalAdapter):
+    """Bimanual ALOHA (arena's ``aloha`` environment), by vla-eval's convention::
+
+        images            {"cam_high": uint8 (H, W, 3), ...}   every ALOHA camera the env
+                                                               renders (cam_high required;
+                                                               cam_low, cam_left_wrist,
+                                                               cam_right_wrist when present),
+                                                               native size
+        states            float64 (14,)   policy.joint_pos, left arm then right: 6 joints +
+                                          gripper each                 (send_state, default on)
+        task_description  str
+
+    Reply: ``actions (14,)``, absolute joint targets in the same layout.
+    """
+
+    action_dim: ClassVar[int] = 14
+    default_params: ClassVar[dict[str, Any]] = {"send_state": True}
+
+    def extract(self, observation: dict[str, Any], env_id: int) -> dict[str, Any]:
+        cams = observation.get("camera_obs") or {}
+        images = {name: _image(observation, f"{name}_rgb", env_id) for name in ALOHA_CAMERAS if f"{name}_rgb" in cams}
+        if "cam_high" not in images:
+            raise KeyError("the vla_eval aloha adapter needs camera_obs['cam_high_rgb']")
+        out: dict[str, Any] = {"images": images}
+        if self.params.get("send_state"):
+            out["states"] = np.asarray(_state(observation, "joint_pos", env_id), np.float64).reshape(14)
+        return out

@@ -1,0 +1,179 @@
+"""``vla_eval_remote``: the client of any vla-eval model server (OpenVLA, OFT, pi0, GR00T,
+X-VLA, CogACT, starVLA, the LeRobot bridge's SmolVLA / GR00T N1.7 / MolmoAct2 / VLA-JEPA, ...).
+
+A vla-eval model server is **step-served**: it answers every observation with one action and
+keeps the model's action chunk in a per-session buffer (``chunk_size``), so arena's
+open-loop horizon is 1 here (the chunk's open-loop replay happens on the server) and each
+episode's record says ``"serving": "step"`` in its ``policy_extras``.
+
+One connection per env (one vla-eval session each), opened in :meth:`start`; requests of the
+envs due on one step go out concurrently, so a server started with ``max_batch_size`` > 1
+batches them. Episode boundaries follow arena's exactly: :meth:`VlaEvalRemotePolicy.reset`
+(an episode starts) sends EPISODE_START, which drops the server's chunk buffer, and the end of
+an episode (:meth:`VlaEvalRemotePolicy.episode_info`, which the rollout calls once when an
+episode ends, whatever its outcome) sends EPISODE_END ``{"steps", "elapsed_sec"}``. A
+reconnect mid-episode re-sends EPISODE_START on the new connection (the server's buffer is
+gone with the old session), and arena's reconnect rules apply (``max_reconnect_attempts``,
+``reconnect_timeout_s``; a server that stays down makes the episode an ``error``). An ERROR
+reply (the model raised) makes the env's episode an ``error`` at once, never retried, and
+keeps the connection for the next episode.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from pydantic import Field, field_validator
+
+from arena.policies.remote import RemoteChunkReplayPolicy, RemotePolicyConfig
+
+from arena_vla_eval.adapters import VlaEvalAdapter
+from arena_vla_eval.client import VlaEvalClient
+
+if TYPE_CHECKING:
+    from arena.envs.base import Environment
+
+__all__ = ["VlaEvalRemoteConfig", "VlaEvalRemotePolicy"]
+
+
+class VlaEvalRemoteConfig(RemotePolicyConfig):
+    """Options of ``policy: {type: vla_eval_remote, ...}``.
+
+    The ``server_*`` fields describe the model server a managed run starts
+    (:func:`arena_vla_eval.servertask.vla_eval_server_task`); with ``server: {external:
+    true}`` they are unused.
+    """
+
+    embodiment: str = Field("metaworld", description="vla_eval adapter: metaworld, libero or aloha")
+    open_loop_horizon: int = Field(1, ge=1, le=1, description="always 1: a vla-eval server answers one action per observation")
+    image_format: Literal["png", "jpeg", "raw"] = Field(
+        "png", description="how images travel: png (lossless, vla-eval's default), jpeg (lossy, smaller) or raw"
+    )
+    benchmark: str | None = Field(None, description="benchmark name sent in HELLO (vla-eval's clients send theirs)")
+    observation_params: dict[str, Any] = Field(
+        default_factory=dict,
+        description="adapter params (e.g. send_state, send_wrist_image); they win over the server's HELLO observation_params",
+    )
+    server_script: str | None = Field(
+        None, description="managed runs: a vla-eval model-server script (e.g. vla-eval's model_servers/pi0.py)"
+    )
+    server_module: str | None = Field(
+        None, description="managed runs: a module holding a model server, run as `python -m MODULE` (e.g. arena_vla_eval.dummy)"
+    )
+    server_config: str | None = Field(
+        None, description="managed runs: a vla-eval model-server YAML (`vla-eval serve --config`; its `script:` names the script)"
+    )
+    server_args: dict[str, Any] = Field(
+        default_factory=dict, description="managed runs: the model server class's arguments (--args.KEY=VALUE)"
+    )
+    server_launcher: Literal["uv", "python"] = Field(
+        "uv", description="uv: `uv run SCRIPT` (vla-eval's way: the script's inline dependencies); python: the run's interpreter"
+    )
+    server_image: str | None = Field(None, description="container image of the model server (Slurm with pyxis, OSMO)")
+    server_gpus: int = Field(1, ge=0, description="GPUs the model server needs")
+    server_startup_timeout_s: float = Field(1800.0, gt=0, description="seconds for the server to load its model and answer GET /health")
+
+    @field_validator("server_args")
+    @classmethod
+    def _scalar_args(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for key in value:
+            if not str(key).replace("_", "").replace(".", "").isalnum():
+                raise ValueError(f"server_args key {key!r} is not an argument name")
+        return value
+
+
+class VlaEvalRemotePolicy(RemoteChunkReplayPolicy):
+    """A vla-eval model server behind vla-eval's websocket protocol (see the module doc)."""
+
+    name: ClassVar[str] = "vla_eval_remote"
+    Config: ClassVar[type[VlaEvalRemoteConfig]] = VlaEvalRemoteConfig
+    adapter_family: ClassVar[str] = "vla_eval"
+    server_response_actions_key: ClassVar[str] = "actions"
+    client_cls: ClassVar[type[VlaEvalClient]] = VlaEvalClient
+
+    def __init__(self, config: VlaEvalRemoteConfig, adapter: VlaEvalAdapter | None = None) -> None:
+        super().__init__(config, adapter)
+        self.config: VlaEvalRemoteConfig = config
+        self.ignored_params: list[str] = []
+        self._episode_started: list[float] = []
+
+    def _new_client(self) -> VlaEvalClient:
+        c = self.config
+        return self.client_cls(
+            c.remote_host, c.remote_port, image_format=c.image_format, benchmark=c.benchmark, **c.client_options()
+        )
+
+    def start(self, env: Environment) -> None:
+        """Connect every env (HELLO each) and configure the adapter from the server's
+        ``observation_params`` and the run's.
+
+        Raises:
+            PolicyError: a connection could not be opened.
+        """
+        super().start(env)
+        self._episode_started = [time.perf_counter()] * env.num_envs
+        meta = self._metadata or {}
+        spec = meta.get("action_spec")
+        if isinstance(spec, dict) and spec:  # vla-eval's orchestrator compares specs and warns, so do we
+            dims = sum(int(part.get("dims", 0)) for part in spec.values() if isinstance(part, dict))
+            if dims and dims != self.adapter.action_dim:
+                warnings.warn(
+                    f"vla_eval_remote: the server's action_spec ({', '.join(spec)}) has {dims} dims; the "
+                    f"{self.config.embodiment} adapter expects {self.adapter.action_dim} (replies of another size are "
+                    "protocol violations)",
+                    stacklevel=2,
+                )
+        configure = getattr(self.adapter, "configure", None)
+        if callable(configure):
+            self.ignored_params = configure(meta.get("observation_params"), self.config.observation_params)
+            if self.ignored_params:
+                warnings.warn(
+                    f"vla_eval_remote: the {self.config.embodiment} adapter has no observation params "
+                    f"{self.ignored_params} (asked by the server or the run); they are not applied",
+                    stacklevel=2,
+                )
+
+    def reset(self, env_ids: list[int] | None = None, seeds: list[int] | None = None) -> None:
+        """New episodes for ``env_ids``: EPISODE_END for an episode still open on the env's
+        session, then EPISODE_START ``{"task": {"name", "seed"}, "mode": "sync"}``."""
+        super().reset(env_ids, seeds)
+        if not self._clients:
+            return
+        ids = list(range(len(self._clients))) if env_ids is None else list(env_ids)
+        for j, env_id in enumerate(ids):
+            client = self._clients[env_id]
+            if client.in_episode:
+                client.end_episode(env_id, self._result(env_id))
+            task: dict[str, Any] = {"name": self.task_description or ""}
+            if seeds is not None and j < len(seeds):
+                task["seed"] = int(seeds[j])
+            self._episode_started[env_id] = time.perf_counter()
+            client.start_episode(env_id, {"task": task})
+
+    def _result(self, env_id: int) -> dict[str, Any]:
+        steps = int(self.broker.requests[env_id]) if self.broker is not None else 0
+        return {"steps": steps, "elapsed_sec": round(time.perf_counter() - self._episode_started[env_id], 3)}
+
+    def episode_info(self, env_id: int) -> dict[str, Any]:
+        """The episode's request latencies, ``serving: "step"`` and the server's class; ends
+        the env's server-side episode (EPISODE_END), as the rollout calls this once when an
+        episode ends."""
+        info = super().episode_info(env_id)
+        if 0 <= env_id < len(self._clients) and self._clients[env_id].in_episode:
+            self._clients[env_id].end_episode(env_id, self._result(env_id))
+        meta = self._metadata or {}
+        info["serving"] = "step"
+        info["vla_eval"] = {"model_server": meta.get("model_server"), "image_format": self.config.image_format}
+        return info
+
+    def close(self) -> None:
+        """End open episodes (best effort) and disconnect; the server keeps running."""
+        for env_id, client in enumerate(self._clients):
+            if client.in_episode:
+                try:
+                    client.end_episode(env_id, self._result(env_id))
+                except Exception:  # closing is best effort
+                    pass
+        super().close()
