@@ -36,6 +36,8 @@ ENV = {"type": "pusht", "episode_length": 40}
 #: lerobot-env-so101 (PyPI, a third-party lerobot_env_* package: registered by
 #: register_third_party_plugins), state only: 14-dim agent_pos, 3-dim environment_state.
 SO101 = {"type": "so101", "episode_length": 30}
+#: gym-aloha's transfer cube (480x640 top camera + 14-dim qpos, 14 joint targets), short episodes.
+ALOHA = {"type": "aloha", "task": "AlohaTransferCube-v0", "episode_length": 20}
 EPISODES = 3
 SEED = 1000
 
@@ -68,6 +70,10 @@ def test_lerobot_env_so101_equals_lerobot_eval_with_two_envs(tmp_path, monkeypat
     reads the same missing key as no success; everything else must be equal."""
     _check_equal(SO101, 2, _reference(tmp_path / "ref", SO101), tmp_path, monkeypatch, rewards_vary=False,
                  lerobot_eval_counts_missing_success=True)
+
+
+def test_lerobot_env_aloha_equals_lerobot_eval_with_two_envs(tmp_path, monkeypatch):
+    _check_equal(ALOHA, 2, _reference(tmp_path / "ref", ALOHA), tmp_path, monkeypatch, rewards_vary=False)
 
 
 def _check_equal(
