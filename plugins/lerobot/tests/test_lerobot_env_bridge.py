@@ -2,8 +2,8 @@
 gives the very episodes ``lerobot-eval`` 0.6 gives.
 
 A random ACT checkpoint (deterministic: no VAE sampling at inference) is evaluated on LeRobot's
-PushT env config (``{type: pusht, episode_length: 40}``; and on lerobot-env-so101's ``so101``)
-twice: by LeRobot's own ``eval_policy``
+PushT env config (``{type: pusht, episode_length: 40}``; and on lerobot-env-so101's ``so101``
+and ALOHA's transfer cube, two envs each) twice: by LeRobot's own ``eval_policy``
 as ``lerobot-eval`` calls it (``bridge_reference.py``, batch size 1, seeds 1000..), and by
 ``arena run`` (environment ``lerobot_env`` in the lerobot venv's env workers, ``lerobot_remote``
 served by ``arena serve lerobot``, seed 1000) with one env and with two env workers. Per
