@@ -3,6 +3,7 @@ own evaluation of a checkpoint on a LeRobot env config.
 
     python bridge_reference.py build DIR ENV_JSON # a random ACT checkpoint for that env's observation
     python bridge_reference.py eval DIR ENV_JSON N_EPISODES BATCH SEED OUT.json
+    python bridge_reference.py both DIR ENV_JSON N_EPISODES BATCH SEED OUT.json   # build, then eval (one import of torch)
 
 ``eval`` is ``lerobot-eval``'s ``eval_main`` (``lerobot/scripts/lerobot_eval.py``, 0.6.1) without
 its CLI: ``make_env(cfg, n_envs=BATCH, use_async_envs=False)``, ``make_policy(cfg, env_cfg=...,
@@ -122,4 +123,6 @@ if __name__ == "__main__":
     if sys.argv[1] == "build":
         build(sys.argv[2], sys.argv[3])
     else:
+        if sys.argv[1] == "both":
+            build(sys.argv[2], sys.argv[3])
         evaluate(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), sys.argv[7])

@@ -47,9 +47,9 @@ def _reference(root: Path, env_config: dict) -> tuple[Path, list[dict]]:
     checkpoint = root / "pretrained_model"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     text = json.dumps(env_config)
-    for args in (["build", str(checkpoint), text], ["eval", str(checkpoint), text, str(EPISODES), "1", str(SEED), str(root / "ref.json")]):
-        done = subprocess.run([str(python), str(HERE / "bridge_reference.py"), *args], capture_output=True, text=True, timeout=600, env=env)
-        assert done.returncode == 0, done.stderr[-4000:]
+    args = ["both", str(checkpoint), text, str(EPISODES), "1", str(SEED), str(root / "ref.json")]
+    done = subprocess.run([str(python), str(HERE / "bridge_reference.py"), *args], capture_output=True, text=True, timeout=900, env=env)
+    assert done.returncode == 0, done.stderr[-4000:]
     return checkpoint, json.loads((root / "ref.json").read_text())["episodes"]
 
 
