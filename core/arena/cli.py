@@ -223,9 +223,19 @@ def _missing_venvs(exp) -> tuple[list[str], list[str]]:
 
 def _print_overrides(exp) -> None:
     from arena.config import list_overrides
+    from arena.envs.perturbations import listing
 
     for key, value in list_overrides(exp):
         out.print(f"{key}={json.dumps(value) if not isinstance(value, str) else value}", highlight=False, markup=False)
+    shown: set[str] = set()
+    for name, run_cfg in exp.runs.items():  # the perturbations each environment accepts, once per type
+        if run_cfg.environment_type in shown:
+            continue
+        shown.add(run_cfg.environment_type)
+        out.print(f"# perturbations of environment {run_cfg.environment_type} "
+                  f"(runs.{name}.environment.perturbations.NAME=VALUE):", highlight=False, markup=False)
+        for line in listing(run_cfg.environment_type, run_cfg.environment_cls, run_cfg.environment):
+            out.print(f"#   {line}", highlight=False, markup=False)
 
 
 @app.command()
@@ -620,9 +630,19 @@ def plan_episodes(
     ] = None,
     power: Annotated[float, typer.Option("--power", help="probability of resolving the difference when it is there")] = 0.8,
     confidence: Annotated[float, typer.Option("--confidence", help="1 - the two-sided test's level")] = 0.95,
+    levels: Annotated[
+        Optional[int],
+        typer.Option("--levels", help="plan a perturbation sweep of this many perturbed levels, each compared with "
+                     "nominal on the same seeds (Holm over all): seeds per run and episodes in all"),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
 ) -> None:
     """Episodes per run needed to resolve a difference of success rates, and what early stopping saves.
+
+    With --levels M (a perturbation sweep: nominal + M perturbed runs on the same seeds, each
+    compared with nominal, Holm-adjusted), the seeds every run needs, each test planned at
+    level (1 - confidence) / M; use --paired with --discordant (a perturbation that only
+    breaks seeds nominal solved has discordant = detect, the fewest seeds).
 
     Unpaired: Fleiss, Levin & Paik (2003) eq. 4.14; paired: Connor (1987). The saving is
     simulated (fixed seed) for one run with stop_when.threshold = baseline whose true rate is
@@ -635,11 +655,24 @@ def plan_episodes(
     from arena.results.sample_size import plan
 
     try:
-        result = plan(baseline, detect, paired=paired, discordant=discordant, power=power, confidence=confidence)
+        result = plan(baseline, detect, paired=paired, discordant=discordant, power=power, confidence=confidence,
+                      levels=levels)
     except ValueError as exc:
         raise _fail(ConfigError(str(exc))) from None
     if as_json:
         out.print_json(json.dumps(result))
+        raise typer.Exit(0)
+    if levels is not None:
+        sweep = result["sweep"]
+        out.print(
+            f"sweep of {levels} perturbed level(s) + nominal, {'paired' if paired else 'unpaired'}: [bold]{sweep['seeds_per_run']}[/] "
+            f"seeds per run ({sweep['episodes_total']} episodes in all) to resolve {100 * detect:+.1f} points from "
+            f"{100 * baseline:.1f}% with {power:.0%} power, each test at {sweep['per_test_confidence']:.2%} "
+            f"({sweep['adjustment']}; {result['paired_method'] if paired else result['unpaired_method']})",
+            highlight=False,
+        )
+        if paired:
+            out.print(f"unpaired runs would need {result['unpaired_episodes_per_run']} each", highlight=False)
         raise typer.Exit(0)
     design = "paired" if paired else "unpaired"
     out.print(
@@ -805,6 +838,7 @@ def probe(
 
 
 # -- plugins ---------------------------------------------------------------------------------
+
 @plugins_app.callback()
 def plugins(
     ctx: typer.Context,
@@ -842,6 +876,10 @@ def plugins(
             for b in manager.broken
         ],
     }
+    from arena.envs.perturbations import GENERIC, declared_by_class, describe_all
+
+    environments = manager.registry.environments
+    data["perturbations"] = {name: describe_all(declared_by_class(cls)) for name, cls in environments.items()}
     if as_json:
         out.print_json(json.dumps(data))
         return
@@ -850,6 +888,11 @@ def plugins(
         reg = "; ".join(f"{k}: {', '.join(v)}" for k, v in p["registered"].items())
         table.add_row(*(escape(str(cell)) for cell in (p["name"], p["distribution"] or "-", p["version"] or "-", reg or "-")))
     out.print(table)
+    perturbations = Table("environment", "simulator perturbations (environment.perturbations)")
+    for name, declared in data["perturbations"].items():
+        perturbations.add_row(escape(name), escape(", ".join(f"{p['name']} ({p['unit']})" for p in declared) or "-"))
+    out.print(perturbations)
+    out.print("every environment also takes the generic perturbations: " + ", ".join(GENERIC), highlight=False, markup=False)
     for b in data["broken"]:  # the traceback is what its author needs; this is where hints send users
         err.print("[red]broken plugin[/] " + escape(f"{b['name']} ({b['distribution']}): {b['error']}"), highlight=False)
         err.print(b["traceback"].rstrip(), style="dim", highlight=False, markup=False)

@@ -27,6 +27,7 @@ FOLDERS: dict[str, str] = {
     "arena-plugin-aloha": "plugins/aloha",
     "arena-plugin-maniskill": "plugins/maniskill",
     "arena-plugin-lerobot": "plugins/lerobot",
+    "arena-plugin-kinetix": "plugins/kinetix",
     "arena-plugin-vla-eval": "plugins/vla_eval",
     "arena-plugin-wandb": "plugins/wandb",
     "arena-plugin-mlflow": "plugins/mlflow",

@@ -291,10 +291,48 @@ def rate_metrics(entry: Mapping[str, Any], prefix: str = "") -> dict[str, float]
 
 
 def experiment_metrics(result: Mapping[str, Any]) -> dict[str, float]:
-    """:func:`rate_metrics` of ``overall`` (prefix ``overall``) and of every run (prefix its name)."""
+    """:func:`rate_metrics` of ``overall`` (prefix ``overall``) and of every run (prefix its name),
+    and :func:`attribution_metrics`."""
     out = rate_metrics(result.get("overall") or {}, "overall")
     for name, entry in (result.get("runs") or {}).items():
         out.update(rate_metrics(entry, name))
+    out.update(attribution_metrics(result))
+    return out
+
+
+def _metric_key(*parts: str) -> str:
+    """A metric name every tracker accepts (MLflow's: letters, digits, ``_ - . / space``)."""
+    import re
+
+    return "/".join(re.sub(r"[^A-Za-z0-9_.\- ]", "_", str(p)) for p in parts)
+
+
+def attribution_metrics(result: Mapping[str, Any]) -> dict[str, float]:
+    """The numbers of the report's "What drives failure" (``experiment_result.json``'s
+    ``attribution``, :mod:`arena.results.attribution`), per sweep ``G`` and perturbed run ``R``:
+    ``attribution/G/R/difference`` (level − nominal), ``…/ci95_low``, ``…/ci95_high``,
+    ``…/p_holm``; per model term ``T`` (``factor=level``, ``=`` written ``-``):
+    ``attribution/G/model/T/log_odds_ratio``, ``…/ci95_low``, ``…/ci95_high``. Missing numbers
+    are left out."""
+    sweeps = ((result.get("attribution") or {}).get("sweeps") or {}) if isinstance(result, Mapping) else {}
+    out: dict[str, float] = {}
+
+    def put(key: str, value: Any) -> None:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[key] = float(value)
+
+    for group, sweep in sweeps.items():
+        for row in sweep.get("rows") or []:
+            ci = row.get("ci95") or [None, None]
+            for name, value in (("difference", row.get("difference")), ("ci95_low", ci[0]), ("ci95_high", ci[1]),
+                                ("p_holm", row.get("p_holm"))):
+                put(_metric_key("attribution", group, row.get("run"), name), value)
+        model = sweep.get("model") or {}
+        for term in model.get("terms") or []:
+            ci = term.get("ci95") or [None, None]
+            label = str(term.get("term")).replace("=", "-")
+            for name, value in (("log_odds_ratio", term.get("log_odds_ratio")), ("ci95_low", ci[0]), ("ci95_high", ci[1])):
+                put(_metric_key("attribution", group, "model", label, name), value)
     return out
 
 

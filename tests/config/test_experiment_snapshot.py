@@ -31,7 +31,7 @@ def test_snapshot_has_no_shared_and_every_field(write, manager, valid_text):
     assert set(snapshot) == {"name", "requires", "launch", "runs"}
     alpha = snapshot["runs"]["alpha"]
     assert alpha["environment"] == {
-        "type": "fake_env", "task": "reach", "horizon": 100, "options": {}, "workers": 0, "python": None, "worker_timeout_s": 600.0
+        "type": "fake_env", "task": "reach", "horizon": 100, "options": {}, "workers": 0, "python": None, "worker_timeout_s": 600.0, "perturbations": {},
     }
     assert alpha["environment_builder"] == {"num_envs": 2, "seed": 0}
     assert alpha["rollout_limit"] == {

@@ -1,7 +1,8 @@
 """Load an experiment file: overrides, ``requires``, merging, validation, resolved runs.
 
 Top-level keys are ``name``, ``requires``, ``launch``, ``tracking`` (result sinks,
-:mod:`arena.sinks`), ``matrix`` (runs expanded over values, :mod:`arena.config.matrix`),
+:mod:`arena.sinks`), ``matrix`` (runs expanded over values, :mod:`arena.config.matrix`), ``perturbations`` (a
+perturbation sweep, :mod:`arena.config.sweep`),
 ``shared`` and ``runs`` (required, a
 non-empty mapping; run names match ``[A-Za-z_][A-Za-z0-9_-]*``, optionally followed by one
 ``.<suffix>``: the name of an expanded run), and in snapshots arena writes ``allow_imports``
@@ -62,7 +63,7 @@ from arena.fsutil import write_text_atomic
 if TYPE_CHECKING:
     from arena.plugins import PluginManager
 
-TOP_LEVEL_KEYS = ("name", "requires", "launch", "shared", "runs", "tracking", "matrix", SNAPSHOT_KEY)
+TOP_LEVEL_KEYS = ("name", "requires", "launch", "shared", "runs", "tracking", "matrix", "perturbations", SNAPSHOT_KEY)
 RUN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)?")
 _SUFFIX = re.compile(r"[A-Za-z0-9_-]+")
 #: An experiment name becomes ``outputs/<name>/``, job names and lines of job scripts.
@@ -134,6 +135,9 @@ def load_experiment_dict(
     from arena.config.matrix import expand_matrix
 
     runs_raw, parsed = expand_matrix(raw.get("matrix"), runs_raw, parsed, source=source)
+    from arena.config.sweep import expand_sweep
+
+    runs_raw, parsed = expand_sweep(raw.get("perturbations"), runs_raw, parsed, source=source)
     for override in parsed:
         if override.scope == "runs" and override.run not in runs_raw and _parent(override.run) not in runs_raw:
             raise ConfigError(
@@ -248,7 +252,10 @@ def list_overrides(
     out: list[tuple[str, Any]] = []
     out += [(".".join(("shared", *path)), value) for path, value in leaves(experiment.shared)]
     for name, run in experiment.runs.items():
-        out += [(".".join(("runs", name, *path)), value) for path, value in leaves(run.to_dict())]
+        data = run.to_dict()
+        # a sync run's snapshot leaves execution out (it changes nothing); its keys are still overridable
+        data.setdefault("execution", run.execution.model_dump(mode="json"))
+        out += [(".".join(("runs", name, *path)), value) for path, value in leaves(data)]
     launch = experiment.launch.model_dump(mode="json", by_alias=True)
     out += [(".".join(("launch", *path)), value) for path, value in leaves(launch)]
     return out

@@ -17,6 +17,7 @@ from arena.config.validation import validate_section
 from arena.config.models import EnvironmentBuilderConfig, LaunchConfig, RecordingConfig, RolloutLimitConfig, TrajectoriesConfig
 from arena.envs.base import EnvironmentConfig
 from arena.errors import ConfigError
+from arena.live.config import ExecutionConfig
 from arena.policies.base import PolicyConfig
 from arena.servertask import ServerOverrides
 
@@ -54,6 +55,8 @@ class ResolvedRun:
     server: ServerOverrides
     recording: RecordingConfig
     trajectories: TrajectoriesConfig = field(default_factory=TrajectoriesConfig)
+    #: ``execution``: sync (default) or live (:mod:`arena.live`).
+    execution: ExecutionConfig = field(default_factory=ExecutionConfig)
     credentials: list[str] = field(default_factory=list)
     #: Names of the variables the experiment's result sinks read (``tracking``), set by the experiment.
     tracking_secrets: list[str] = field(default_factory=list, compare=False, repr=False)
@@ -69,6 +72,7 @@ class ResolvedRun:
             "server": _dump(self.server),
             "recording": _dump(self.recording),
             "trajectories": _dump(self.trajectories),
+            **({"execution": _dump(self.execution)} if self.execution.live else {}),
             "credentials": list(self.credentials),
         }
 

@@ -11,9 +11,10 @@ with the file, the run and the key:
    ``package.module:Class`` with the user's opt-in, :mod:`arena.config.imports`), checked and
    their config validated;
 5. :func:`validate_sections`: ``environment_builder``, ``rollout_limit``, ``server``, ``recording``,
-   ``trajectories``;
-6. :func:`check_run`: the run as a whole (how its envs spread over worker processes, the
-   configs' ``validate_run`` hooks).
+   ``trajectories``, ``execution``;
+6. :func:`check_run`: the run as a whole (how its envs spread over worker processes, live
+   execution against the environment's hold rules and control rate, the configs'
+   ``validate_run`` hooks).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from arena.config.overrides import Override
 from arena.config.resolved import ResolvedRun
 from arena.config.validation import validate_section
 from arena.envs.base import Environment, declared_success_key
+from arena.live.config import ExecutionConfig
 from arena.envs.workers.layout import plan_workers
 from arena.errors import ConfigError, PluginError, SuccessSignalError, short_repr
 from arena.policies.base import PolicyBase
@@ -39,7 +41,8 @@ if TYPE_CHECKING:
     from arena.plugins import PluginManager
 
 RUN_KEYS = (
-    "environment", "policy", "environment_builder", "rollout_limit", "server", "recording", "trajectories", "credentials",
+    "environment", "policy", "environment_builder", "rollout_limit", "server", "recording", "trajectories", "execution",
+    "credentials",
 )
 #: Run keys whose value is a list, not a mapping of fields.
 LIST_RUN_KEYS = ("credentials",)
@@ -55,6 +58,7 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "server": ServerOverrides,
     "recording": RecordingConfig,
     "trajectories": TrajectoriesConfig,
+    "execution": ExecutionConfig,
 }
 
 
@@ -249,11 +253,20 @@ def validate_sections(
 
 def check_run(run: ResolvedRun, *, source: str | None) -> None:
     """The run as a whole: how its envs spread over worker processes (``environment.workers``
-    / ``python``), then the environment's and the policy's ``validate_run(run)`` hooks."""
+    / ``python``), its ``environment.perturbations`` (:func:`arena.envs.perturbations.check_values`),
+    then the environment's and the policy's ``validate_run(run)`` hooks."""
     try:  # planned once, here; the run uses this plan (ResolvedRun.worker_plan)
         run.worker_plan = plan_workers(run.environment_cls, run.environment, run.environment_builder.num_envs)  # type: ignore[arg-type]
     except ValueError as exc:
         raise ConfigError(str(exc), file=source, run=run.name, key="environment.workers") from None
+    for key, message in run.execution.check(run.environment_cls, run.environment):
+        raise ConfigError(message, file=source, run=run.name, key=f"execution.{key}")
+    from arena.envs.perturbations import PerturbationError, check_values
+
+    try:  # every name supported by this environment, every value in its range
+        check_values(run.environment_cls, run.environment, run.environment.perturbations)
+    except PerturbationError as exc:
+        raise ConfigError(str(exc), file=source, run=run.name, key=f"environment.perturbations.{exc.name}") from None
     for section in ("environment", "policy"):
         hook = getattr(getattr(run, section), "validate_run", None)
         if callable(hook):

@@ -89,6 +89,14 @@ class EnvironmentConfig(BaseModel):
         "longer is killed, its envs' episodes end as errors and it is restarted. null: no bound",
     )
 
+    perturbations: dict[str, Any] = Field(
+        default_factory=dict,
+        description="perturbations of this run's episodes, {name: value}: generic ones (image_noise, "
+        "image_blur, jpeg_quality, brightness, contrast, state_noise, action_noise, action_delay, "
+        "instruction, instruction_drop, instruction_replace) and the environment's own simulator ones "
+        "(arena plugins lists them); empty: none (arena.envs.perturbations)",
+    )
+
     @field_validator("workers", mode="before")
     @classmethod
     def _workers(cls, value: Any) -> Any:
@@ -168,6 +176,29 @@ class Environment:
     #: ``metrics``. A class whose metrics depend on its config (the task) overrides
     #: :meth:`episode_metrics_for`.
     episode_metrics: ClassVar[dict[str, str]] = {}
+
+    # -- perturbations (issue 40, owner `perturb`; arena.envs.perturbations) ----------------
+    #: The simulator-side perturbations this environment supports
+    #: (:class:`arena.envs.perturbations.Perturbation`: name, unit, range, nominal), e.g. a
+    #: subset of :data:`arena.envs.perturbations.MUJOCO`. The generic ones (image, state, action,
+    #: instruction) every environment gets from core's wrapper and need not be declared.
+    perturbations: ClassVar[tuple[Any, ...]] = ()
+
+    @classmethod
+    def perturbations_for(cls, config: EnvironmentConfig) -> tuple[Any, ...]:
+        """The simulator perturbations a run with ``config`` supports (:attr:`perturbations` by
+        default); override when they depend on the config (e.g. the task's scene)."""
+        return tuple(cls.perturbations)
+
+    def perturb_after_reset(self, env_id: int, seed: int) -> bool | None:
+        """Apply the config's active simulator perturbations to ``env_id`` right after its
+        ``reset(seed)`` and before its first observation is read (the environment calls it from
+        its own reset; seeded draws use ``seed``); may return whether it moved objects, so the
+        caller reads the scene again. Does nothing by default and must do nothing when no
+        simulator perturbation is active, so the unperturbed episode is unchanged."""
+        return None
+
+    # -- end perturbations ---------------------------------------------------------------
 
     @classmethod
     def envs_per_worker_for(cls, config: EnvironmentConfig) -> Literal["any", "one", "all"]:
@@ -305,6 +336,39 @@ class Environment:
 
     def close(self) -> None:
         """Release simulator resources. Idempotent."""
+
+    # -- live: what the simulator executes while an action chunk is in flight (arena.live) --
+    #: Hold rules valid for this action space, preferred first (the default of
+    #: ``execution.hold``): ``"continue_chunk"`` (the previous chunk's not-yet-executed rows,
+    #: RTC's protocol), ``"repeat_last"`` (the last action again: absolute position control),
+    #: ``"null_action"`` (:meth:`null_action_for`: delta or velocity control). Empty: the
+    #: environment cannot run in live mode (refused at validation).
+    hold_rules: ClassVar[tuple[str, ...]] = ()
+    #: Control steps per second (one ``step``), or ``None`` when unknown: a delay in ms and a
+    #: measured clock need it (:meth:`control_hz_for` when it depends on the config).
+    control_hz: ClassVar[float | None] = None
+
+    @classmethod
+    def hold_rules_for(cls, config: EnvironmentConfig) -> tuple[str, ...]:
+        """The hold rules valid for a run with ``config`` (default :attr:`hold_rules`), e.g.
+        per controller: absolute joint targets repeat, deltas hold still with a null action."""
+        return tuple(cls.hold_rules)
+
+    @classmethod
+    def control_hz_for(cls, config: EnvironmentConfig) -> float | None:
+        """Control steps per second of a run with ``config`` (default :attr:`control_hz`)."""
+        return cls.control_hz
+
+    @classmethod
+    def null_action_for(cls, config: EnvironmentConfig) -> np.ndarray | None:
+        """``float64 (action_dim,)``: the action that holds still (delta/velocity control), or
+        ``None`` when there is none (absolute control). A NaN entry keeps that dimension's
+        last executed value (e.g. an absolute gripper command). Default ``None``."""
+        return None
+
+    def null_action(self, env_id: int) -> np.ndarray | None:
+        """Env ``env_id``'s null action (default :meth:`null_action_for` of its config)."""
+        return self.null_action_for(self.config)
 
 
 _UNDECLARED = object()

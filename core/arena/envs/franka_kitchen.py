@@ -64,6 +64,7 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from arena.envs.base import EnvironmentConfig
+from arena.envs.perturbations import MUJOCO
 from arena.envs.serial import SerialEnvironment
 from arena.extras import import_extra
 from arena.outputs.fingerprint import PROTOCOL_KEY, package_versions
@@ -231,6 +232,10 @@ def _look_at(pos: tuple[float, ...], target: tuple[float, ...]) -> list[float]:
     return quat.tolist()
 
 
+#: The counter top's material, tinted by ``table_color``.
+TABLE_MATERIALS = ("counter_marble",)
+
+
 class FrankaKitchenEnvironment(SerialEnvironment):
     """``num_envs`` Franka Kitchen envs of one task, in this process (see the module docstring).
 
@@ -242,6 +247,10 @@ class FrankaKitchenEnvironment(SerialEnvironment):
     Config = FrankaKitchenConfig
     success_key = "success"
     default_max_episode_steps = 280
+    #: Every MuJoCo scene perturbation (:mod:`arena.envs.mujoco_perturb`): the cameras are the
+    #: two exterior ones (the wrist camera stays on the hand), the table the counter's marble
+    #: top, the one free object the kettle.
+    perturbations = tuple(MUJOCO.values())
 
     def __init__(self, config: FrankaKitchenConfig, *, num_envs: int, cameras: bool = False) -> None:
         super().__init__(config, num_envs=num_envs, cameras=bool(cameras or config.cameras))
@@ -268,6 +277,7 @@ class FrankaKitchenEnvironment(SerialEnvironment):
             self._kitchens.append(kitchen)
         self._start_qpos = np.array(self._kitchens[0].robot_env.init_qpos, dtype=np.float64)
         self._dt = float(self._kitchens[0].robot_env.dt)
+        self._perturber = self._make_perturber()
         self._renderer = (
             mujoco.Renderer(self._model, config.image_height, config.image_width) if self.cameras else None
         )
@@ -289,6 +299,7 @@ class FrankaKitchenEnvironment(SerialEnvironment):
             start[:ARM_JOINTS] += np.random.default_rng(seed).uniform(-noise, noise, ARM_JOINTS)
         kitchen.robot_env.init_qpos = start
         kitchen.reset(seed=seed)
+        self.perturb_after_reset(e, seed)
         self._success[e] = False
         self._read(e)
 
@@ -344,6 +355,30 @@ class FrankaKitchenEnvironment(SerialEnvironment):
                 "step_limit": self.default_max_episode_steps,
             }
         }
+
+    # -- perturbations (arena.envs.mujoco_perturb) ----------------------------------------
+
+    def _make_perturber(self) -> Any:
+        """The batch's :class:`MujocoPerturber` (its envs share one model), or ``None`` when no
+        simulator perturbation is active (then nothing is touched)."""
+        from arena.envs.mujoco_perturb import MujocoPerturber
+        from arena.envs.perturbations import simulator_values
+
+        values = simulator_values(self)
+        if not values:
+            return None
+        exterior = [c for k, c in self._cameras.items() if k != "wrist_camera_rgb"]
+        perturber = MujocoPerturber(self._model, values, cameras=exterior, table_materials=TABLE_MATERIALS)
+        perturber.apply_model()  # before any reset, so every episode's reset sees the same scene
+        return perturber
+
+    def perturb_after_reset(self, env_id: int, seed: int) -> None:
+        """Apply the active simulator perturbations: the shared model's edits (idempotent), then
+        the kettle's offset for the episode of ``seed`` in ``env_id``'s data."""
+        if self._perturber is None:
+            return
+        self._perturber.apply_model()
+        self._perturber.apply_data(self._kitchens[env_id].data, seed)
 
     def render(self, env_id: int) -> np.ndarray:
         """``uint8 (H, W, 3)`` frame of the first exterior camera of env ``env_id``."""

@@ -40,6 +40,7 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from arena.envs.base import EnvironmentConfig
+from arena.envs.perturbations import MUJOCO
 from arena.envs.serial import SerialEnvironment
 from arena.extras import import_extra
 from arena.outputs.fingerprint import PROTOCOL_KEY, package_versions
@@ -153,6 +154,15 @@ class MetaWorldConfig(EnvironmentConfig):
     def _known_task(cls, value: str) -> str:
         return check_task_name(value)
 
+    def validate_run(self, run: Any) -> None:
+        """Image perturbations need ``cameras: true`` (without, the perturbed run would equal the
+        nominal one); ``ValueError`` otherwise."""
+        from arena.envs.perturbations import GENERIC, IMAGE_PERTURBATIONS
+
+        images = [k for k in IMAGE_PERTURBATIONS if k in self.perturbations and not GENERIC[k].is_nominal(self.perturbations[k])]
+        if images and not self.cameras:
+            raise ValueError(f"image perturbations ({', '.join(images)}) need camera images: set environment.cameras: true")
+
 
 @functools.lru_cache(maxsize=None)
 def _goal_variations(task: str) -> tuple:
@@ -170,6 +180,10 @@ def import_metaworld() -> Any:
     return import_extra("metaworld", "metaworld", "the Meta-World environment")
 
 
+#: Materials of Meta-World's table (its wood texture and its frame), tinted by ``table_color``.
+TABLE_MATERIALS = ("table_wood", "table_col")
+
+
 class MetaWorldEnvironment(SerialEnvironment):
     """``num_envs`` Meta-World v3 envs of one task in this process (see the module docstring).
 
@@ -182,6 +196,19 @@ class MetaWorldEnvironment(SerialEnvironment):
     Config = MetaWorldConfig
     success_key = "success"  # Meta-World's own info["success"]
     default_max_episode_steps = 500
+    #: Live mode (arena.live): xyz are mocap deltas, so holding still is a null action; the
+    #: gripper is an effort command that keeps its last value (NaN in the null action).
+    hold_rules = ("continue_chunk", "null_action")
+    #: frame_skip 5 of MuJoCo's 2.5 ms timestep: 80 control steps per second.
+    control_hz = 80.0
+
+    @classmethod
+    def null_action_for(cls, config: MetaWorldConfig) -> np.ndarray:
+        return np.array([0.0, 0.0, 0.0, np.nan])
+    #: Every MuJoCo scene perturbation (:mod:`arena.envs.mujoco_perturb`): the camera is the
+    #: config's ``camera``, the table its wood and frame materials, the objects the task's free
+    #: bodies (reach-v3's puck, push-v3's puck, ...; none in tasks without free objects).
+    perturbations = tuple(MUJOCO.values())
 
     def __init__(self, config: MetaWorldConfig, *, num_envs: int, cameras: bool = False) -> None:
         super().__init__(config, num_envs=num_envs, cameras=bool(cameras or config.cameras))
@@ -197,6 +224,7 @@ class MetaWorldEnvironment(SerialEnvironment):
             env = env_cls(render_mode="rgb_array", camera_name=config.camera, width=size, height=size)
             env.max_path_length = _NO_PATH_LIMIT
             self._envs.append(env)
+        self._perturbers = self._make_perturbers(config)
         self._state = np.zeros((num_envs, STATE_DIM), np.float64)
         self._frames = np.zeros((num_envs, size, size, 3), np.uint8) if self.cameras else None
         self._start_episodes()
@@ -210,6 +238,8 @@ class MetaWorldEnvironment(SerialEnvironment):
         env.set_task(self._goals[goal])
         env.seed(seed)
         obs, _ = env.reset(seed=seed)
+        if self._perturbers is not None:
+            obs = self._perturb(e, seed, obs)
         self._state[e] = obs
         if self._frames is not None:
             self._frames[e] = self._render(e)
@@ -251,6 +281,43 @@ class MetaWorldEnvironment(SerialEnvironment):
                 "step_limit": self.default_max_episode_steps,
             }
         }
+
+    # -- perturbations (arena.envs.mujoco_perturb) ----------------------------------------
+
+    def _make_perturbers(self, config: MetaWorldConfig) -> list[Any] | None:
+        """One :class:`MujocoPerturber` per env (each env has its own model), or ``None`` when no
+        simulator perturbation is active (then nothing is touched)."""
+        from arena.envs.mujoco_perturb import MujocoPerturber
+        from arena.envs.perturbations import simulator_values
+
+        values = simulator_values(self)
+        if not values:
+            return None
+        perturbers = [
+            MujocoPerturber(env.model, values, cameras=[config.camera], table_materials=TABLE_MATERIALS)
+            for env in self._envs
+        ]
+        for perturber in perturbers:  # before any reset, so every episode's reset sees the same scene
+            perturber.apply_model()
+        return perturbers
+
+    def _perturb(self, e: int, seed: int, obs: np.ndarray) -> np.ndarray:
+        """``perturb_after_reset``, returning the observation read again when objects moved."""
+        if self.perturb_after_reset(e, seed):
+            env = self._envs[e]
+            obs = np.asarray(env._get_obs(), np.float64)  # Meta-World's own reading of the moved scene
+            obs[18:36] = obs[:18]  # as its reset does: the previous frame is the first one
+            env._prev_obs = obs[:18].copy()
+        return obs
+
+    def perturb_after_reset(self, env_id: int, seed: int) -> bool:
+        """Apply the active simulator perturbations to ``env_id`` (model edits, then the object
+        offset of ``seed``); returns whether objects moved."""
+        if self._perturbers is None:
+            return False
+        perturber = self._perturbers[env_id]
+        perturber.apply_model()
+        return perturber.apply_data(self._envs[env_id].data, seed)
 
     def render(self, env_id: int) -> np.ndarray:
         """``uint8 (S, S, 3)`` frame of ``env_id`` (the current camera_obs when cameras are on)."""

@@ -583,6 +583,10 @@ METHODS = {
     "holm": "Holm's step-down adjustment of the p-values shown together (family-wise error 5%).",
     "stratified-adjusted-wald-per-task": "A suite difference: the mean of per-task differences, its variance summed "
     "over tasks (Agresti-Caffo for unpaired tasks, Agresti-Min for paired).",
+    "glm-binomial-cluster-robust": "A perturbation sweep's logistic model of success on its factor levels "
+    "(statsmodels GLM, Binomial), with standard errors clustered by episode seed (the sweep's runs share seeds).",
+    "firth-penalized-logistic": "Firth's (1993) bias-reduced logistic regression, used when a sweep's cell solved "
+    "every episode or none (plain maximum likelihood is infinite there); model-based Wald intervals.",
     "betting-confidence-sequence": "Waudby-Smith & Ramdas (2023) betting confidence sequence: valid at every "
     "episode count, so after stopping early too.",
     "betting-bounded-mean": "An episode metric with known bounds (declared by the environment): the hedged "
@@ -612,10 +616,13 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
     ``by_task`` (task -> run names),
     ``by_policy`` (pooled and macro rates per policy), ``by_group`` (expanded runs under their
     parent run, e.g. a LIBERO suite's tasks: see :func:`by_group`), ``comparisons`` (every pair of policies on one task: difference and
-    its Newcombe interval, see :func:`compare_runs`), ``provenance`` (``provenance.json``)
+    its Newcombe interval, see :func:`compare_runs`), ``delay_sweeps`` (live runs differing only in
+    their delay, each paired with its ``d = 0`` run: :mod:`arena.results.delay`), ``provenance`` (``provenance.json``)
     and ``overall`` (pooled
     counts, ``n``, ``k``, ``success_rate``, ``ci95``, ``macro_success_rate``: the mean of
-    the per-run rates, ``states``: runs per state). A run listed in the manifest with no
+    the per-run rates, ``states``: runs per state), ``attribution`` (perturbation sweeps: paired
+    differences from nominal and a logistic model per factor level, see
+    :mod:`arena.results.attribution`; ``None`` without a sweep). A run listed in the manifest with no
     files yet is ``pending``; a failed run stays ``failed`` with its error.
     """
     output_dir = Path(output_dir)
@@ -638,8 +645,19 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
     from arena.results.setups import run_setups
     from arena.results.provenance import read_provenance
 
-    comparisons = task_comparisons(output_dir, runs, records_of, run_setups(output_dir, runs))
-    groups = by_group(runs)
+    from arena.results.attribution import attribution
+
+    setups = run_setups(output_dir, runs)
+    comparisons = task_comparisons(output_dir, runs, records_of, setups)
+    drivers = attribution(output_dir, runs, records_of, setups)
+    # a perturbation sweep's runs are levels of one policy on one task, not a suite's tasks
+    groups = {g: v for g, v in by_group(runs).items() if not (drivers and g in drivers["sweeps"])}
+    from arena.outputs.layout import read_snapshot
+    from arena.results.delay import delay_sweeps
+
+    snapshot = read_snapshot(output_dir) or {}
+    sweeps = delay_sweeps(runs, snapshot.get("runs") if isinstance(snapshot.get("runs"), dict) else {}, records_of, setups,
+                          compare_runs=compare_runs, adjust_holm=adjust_holm)
     overall = _aggregate(list(runs.values()))
     result = {
         "format_version": FORMAT_VERSION,
@@ -651,9 +669,11 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
         "by_group": groups,
         "comparisons": comparisons,
         "group_comparisons": group_comparisons(runs, groups, comparisons),
+        "delay_sweeps": sweeps,
         "multiplicity": _multiplicity_note(comparisons),
         "methods": METHODS,
         "provenance": read_provenance(output_dir),
+        "attribution": drivers,
         "overall": {
             **overall,
             "counts": counts,

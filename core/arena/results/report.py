@@ -56,8 +56,18 @@ def _environment() -> jinja2.Environment:
     env.filters["when"] = format_time
     env.filters["policy"] = _policy_label
     env.filters["breakable"] = breakable
+    env.globals["sweep_svg"] = lambda sweep: markupsafe.Markup(_sweep_svg(sweep))
+    from arena.results.sweep_plot import factor_svg
+
+    env.globals["factor_svg"] = factor_svg
     env.filters["shell"] = lambda argv: shlex.join(str(a) for a in argv) if isinstance(argv, (list, tuple)) else "–"
     return env
+
+
+def _sweep_svg(sweep: dict[str, Any]) -> str:
+    from arena.results.delay import sweep_svg
+
+    return sweep_svg(sweep)
 
 
 def breakable(text: Any) -> markupsafe.Markup:

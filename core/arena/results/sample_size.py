@@ -11,6 +11,8 @@
 - :func:`stopping_savings`: what ``rollout_limit.stop_when: {threshold: baseline}`` saves in
   expectation for one run whose true rate is ``baseline + detect``, by simulation with a fixed
   seed (:func:`arena.outputs.stopping.simulate_stopping`).
+- :func:`sweep_confidence`: the per-test confidence of a perturbation sweep's Holm-adjusted
+  comparisons with nominal (``arena plan-episodes --levels``).
 - :func:`detect_warning`: ``arena validate``'s warning when a run declares
   ``rollout_limit.detect`` that its ``num_episodes`` cannot resolve.
 
@@ -90,10 +92,33 @@ def stopping_savings(baseline: float, detect: float, max_episodes: int, *, confi
                              replicates=replicates, seed=seed, grid_points=200)
 
 
+def sweep_confidence(confidence: float, levels: int) -> float:
+    """The per-test confidence of a perturbation sweep of ``levels`` perturbed levels, each
+    compared with nominal and Holm-adjusted over all: Holm's first (smallest) p-value is tested
+    at ``(1 - confidence) / levels`` (Bonferroni's level), so planning at it keeps the power of
+    each comparison whatever the others show (Holm 1979).
+
+    Raises:
+        ValueError: ``levels`` below 1.
+    """
+    if levels < 1:
+        raise ValueError(f"levels must be at least 1, got {levels}")
+    return 1 - (1 - confidence) / levels
+
+
 def plan(baseline: float, detect: float, *, paired: bool = False, discordant: float | None = None,
-         power: float = 0.8, confidence: float = 0.95, simulate: bool = True) -> dict[str, Any]:
+         power: float = 0.8, confidence: float = 0.95, simulate: bool = True, levels: int | None = None) -> dict[str, Any]:
     """Everything ``arena plan-episodes`` prints: episodes per run for the design, the other
-    design's number where it can be computed, and the expected saving of early stopping."""
+    design's number where it can be computed, and the expected saving of early stopping.
+
+    ``levels``: plan a perturbation sweep (:mod:`arena.config.sweep`) of that many perturbed
+    levels, each compared with the nominal run: the tests run at :func:`sweep_confidence`, the
+    result's ``sweep`` says the seeds every run of the sweep needs and the episodes in all
+    (``(levels + 1) × seeds``); no early-stopping simulation."""
+    family = confidence
+    if levels is not None:
+        confidence = sweep_confidence(confidence, levels)
+        simulate = False
     unpaired = episodes_unpaired(baseline, detect, power=power, confidence=confidence)
     out: dict[str, Any] = {
         "baseline": baseline, "detect": detect, "power": power, "confidence": confidence,
@@ -106,6 +131,12 @@ def plan(baseline: float, detect: float, *, paired: bool = False, discordant: fl
         out["paired_episodes_per_run"] = episodes_paired(detect, discordant, power=power, confidence=confidence)
     needed = out["paired_episodes_per_run"] if paired else unpaired
     out["episodes_per_run"] = needed
+    if levels is not None:
+        out["sweep"] = {
+            "levels": levels, "runs": levels + 1, "family_confidence": family, "per_test_confidence": confidence,
+            "adjustment": "holm (planned at its first step, Bonferroni's level)",
+            "seeds_per_run": needed, "episodes_total": needed * (levels + 1),
+        }
     if simulate:
         out["early_stopping"] = stopping_savings(baseline, detect, needed, confidence=confidence)
     return out

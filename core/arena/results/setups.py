@@ -43,8 +43,8 @@ def run_setup(snapshot_run: dict[str, Any] | None, manifest_entry: dict[str, Any
             value = snapshot_run.get(section)
             for path, leaf in leaves(value if isinstance(value, dict) else {}):
                 key = ".".join((section, *path))
-                if key not in NOT_SETUP_KEYS:
-                    flat[key] = leaf
+                if key not in NOT_SETUP_KEYS and not (key == "environment.perturbations" and leaf == {}):
+                    flat[key] = leaf  # no perturbation is what snapshots before they existed meant
         builder = snapshot_run.get("environment_builder")
         flat["environment_builder.seed"] = builder.get("seed") if isinstance(builder, dict) else None
         return EXPERIMENT_FILE, flat

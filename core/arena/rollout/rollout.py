@@ -412,6 +412,12 @@ class _Rollout:
         trajectory = self.trajectories.end(env_id, outcome) if self.trajectories is not None else None
         latency = extras.pop("latency", None)
         server_timing = extras.pop("server_timing", None)
+        # numbers a policy measures per episode (live mode's delays, stale ratio, latency
+        # percentiles: arena.live.stats) join the environment's metrics, with their intervals
+        policy_metrics = extras.pop("metrics", None)
+        metrics = (episode.metrics.result() or None) if episode.metrics is not None else None
+        if isinstance(policy_metrics, dict) and policy_metrics:
+            metrics = {**(metrics or {}), **{str(k): float(v) for k, v in policy_metrics.items()}}
         record = EpisodeRecord(
             run=episode.item.run,
             episode_index=episode.item.episode_index,
@@ -430,7 +436,7 @@ class _Rollout:
             finished_at=utc_now(),
             protocol=protocol,
             trajectory=trajectory,
-            metrics=(episode.metrics.result() or None) if episode.metrics is not None else None,
+            metrics=metrics,
             # a NaN/inf return or latency is flagged by the record itself (arena.outputs.records)
             non_finite=[f"metrics.{key}" for key in episode.metrics.non_finite] or None
             if episode.metrics is not None else None,

@@ -388,8 +388,15 @@ class _Invocation:
                     )
                     if isinstance(env, WorkerEnvironment):
                         print(f"arena run-one: environment {self.run.environment_type}: {env.describe()}", file=sys.stderr)
+                    from arena.envs.perturbed import wrap as perturb
+
+                    env = perturb(env, self.run.environment_cls, self.run.environment)  # itself when unperturbed
                     what = "policy"
                     policy = self.run.policy_cls(self.run.policy)
+                    if self.run.execution.live:  # the simulator keeps its clock (arena.live)
+                        from arena.live.policy import live_policy
+
+                        policy = live_policy(policy, self.run)
                     if self.run.recording.enabled:
                         from arena.rollout.recording import EpisodeRecorder
 

@@ -102,6 +102,37 @@ def cameras() -> dict:
     return result
 
 
+def perturbations() -> dict:
+    """Each simulator perturbation against the unperturbed first observation of one seed."""
+    from arena.envs.perturbed import wrap
+    from arena_aloha.config import AlohaConfig
+    from arena_aloha.env import AlohaEnvironment
+
+    def first(**values):
+        config = AlohaConfig(task="transfer_cube", cameras=["cam_high", "cam_left_wrist"], image_height=48,
+                             image_width=64, perturbations=values)
+        env = wrap(AlohaEnvironment(config, num_envs=1), AlohaEnvironment, config)
+        obs = env.reset_envs([0], [5])
+        env.close()
+        return obs, type(env).__name__
+
+    base, _ = first()
+    result = {}
+    for name, value in {"camera_shift": 0.1, "light_intensity": 0.3, "object_offset": 0.05, "object_mass": 2.0,
+                        "nominal": None}.items():
+        obs, kind = first(**({name: value} if value is not None else {"camera_shift": 0.0}))
+        moved = obs["policy"]["object_pose"][0][:2] - base["policy"]["object_pose"][0][:2]
+        result[name] = {
+            "wrapped": kind,
+            "top_equal": obs["camera_obs"]["cam_high_rgb"].tobytes() == base["camera_obs"]["cam_high_rgb"].tobytes(),
+            "wrist_equal": obs["camera_obs"]["cam_left_wrist_rgb"].tobytes() == base["camera_obs"]["cam_left_wrist_rgb"].tobytes(),
+            "joints_equal": obs["policy"]["joint_pos"].tobytes() == base["policy"]["joint_pos"].tobytes(),
+            "object_moved_m": float(np.hypot(*moved)),
+        }
+    return result
+
+
 if __name__ == "__main__":
     check, *args = sys.argv[1:]
-    print(json.dumps({"parity": parity, "kinematics": kinematics, "cameras": cameras}[check](*args)))
+    checks = {"parity": parity, "kinematics": kinematics, "cameras": cameras, "perturbations": perturbations}
+    print(json.dumps(checks[check](*args)))

@@ -62,3 +62,17 @@ def test_cameras_are_rendered_only_when_listed_and_bounds_come_from_the_model():
         assert high[arm + 6] == pytest.approx((0.057 - 0.01844) / 0.03956, abs=1e-5)
     assert result["episode_info"]["max_reward"] == 0.0
     assert len(result["episode_info"]["initial_object_pose"]) == 7
+
+
+@pytest.mark.slow
+def test_simulator_perturbations_change_what_they_claim_and_nothing_else():
+    """Same seed: camera and light change the scene camera only (the wrist camera too for the
+    light), the offset moves the cube 5 cm and not the arms, nominal is byte-equal and unwrapped."""
+    result = sim_check("perturbations")
+    camera, light, offset, mass = (result[k] for k in ("camera_shift", "light_intensity", "object_offset", "object_mass"))
+    assert not camera["top_equal"] and camera["wrist_equal"] and camera["joints_equal"] and camera["object_moved_m"] == 0
+    assert not light["top_equal"] and not light["wrist_equal"] and light["joints_equal"]
+    assert offset["object_moved_m"] == pytest.approx(0.05, abs=1e-6) and offset["joints_equal"]
+    assert mass["top_equal"] and mass["joints_equal"] and mass["object_moved_m"] == 0
+    assert result["nominal"] == {"wrapped": "AlohaEnvironment", "top_equal": True, "wrist_equal": True,
+                                 "joints_equal": True, "object_moved_m": 0.0}

@@ -145,3 +145,26 @@ runs:
         assert request["prompt"] == language
         assert request["observation/image"].shape == (224, 224, 3) and request["observation/state"].shape == (8,)
     assert record["video"] and (tmp_path / "out" / "spatial" / record["video"]).exists()
+
+
+@pytest.mark.timeout(1200)
+def test_simulator_perturbations_move_the_agentview_camera_and_the_objects_only():
+    from arena.envs.perturbed import wrap
+
+    python = libero_python()
+    plain = _build(python, num_envs=1, image_size=32, cameras=True)
+    config = LiberoConfig(suite="libero_spatial", task=0, python=str(python), image_size=32, cameras=True,
+                          perturbations={"camera_shift": 0.1, "object_offset": 0.03})
+    from arena.envs.workers import build_environment
+
+    moved = wrap(build_environment(LiberoEnvironment, config, num_envs=1), LiberoEnvironment, config)
+    try:
+        a, b = plain.reset_envs([0], [3]), moved.reset_envs([0], [3])
+        assert not np.array_equal(a["camera_obs"]["agentview_rgb"], b["camera_obs"]["agentview_rgb"])
+        np.testing.assert_array_equal(a["policy"]["joint_pos"], b["policy"]["joint_pos"])  # the robot is where it was
+        shift = [np.hypot(*(b["privileged"][k][0][:2] - a["privileged"][k][0][:2])) for k in a["privileged"]]
+        assert max(shift) == pytest.approx(0.03, abs=0.01)  # objects moved 3 cm (then settled for the wait steps)
+        assert moved.episode_info(0)["protocol"]["perturbations"] == {"camera_shift": 0.1, "object_offset": 0.03}
+    finally:
+        plain.close()
+        moved.close()

@@ -482,6 +482,10 @@ class WorkerEnvironment(Environment):
             raise SimulatorError(f"{worker.label} failed to render env {env_id}: {reply.get('error')}", [env_id])
         return reply["frame"]
 
+    def null_action(self, env_id: int) -> np.ndarray | None:
+        """The workers' class's null action for this config (live mode's ``null_action`` hold)."""
+        return self.env_cls.null_action_for(self.config)
+
     def episode_info(self, env_id: int) -> dict[str, Any]:
         """The environment's extras for ``env_id``'s episode (``{}`` when its worker is dead)."""
         worker = self._owner(env_id)

@@ -53,6 +53,7 @@ import numpy as np
 from arena.envs.serial import SerialEnvironment
 from arena.rendering import configure_headless_rendering
 from arena.outputs.fingerprint import PROTOCOL_KEY, package_versions
+from arena.envs.mujoco_perturb import supported as supported_perturbations
 from arena_aloha.config import TASKS, AlohaConfig, scene_camera
 from arena_aloha.venv import VENV
 
@@ -117,6 +118,17 @@ class AlohaEnvironment(SerialEnvironment):
     simulator_modules = ("gym_aloha", "dm_control")
     #: gym-aloha's time limit (``max_episode_steps=300`` of both registered envs).
     default_max_episode_steps = 300
+    #: Live mode (arena.live): actions are absolute joint targets, so a held target repeats.
+    hold_rules: ClassVar[tuple[str, ...]] = ("continue_chunk", "repeat_last")
+    #: gym-aloha's control period DT = 0.02 s: 50 control steps per second.
+    control_hz: ClassVar[float | None] = 50.0
+    #: MuJoCo scene perturbations (:mod:`arena.envs.mujoco_perturb`): the scene cameras of
+    #: ``config.cameras`` (not the wrist ones), every light, the free objects (the cube; the peg
+    #: and the socket). No ``table_color``: the scene's table has no material of its own.
+    perturbations = supported_perturbations(
+        ("camera_shift", "camera_height", "camera_rotate", "light_intensity", "light_direction",
+         "object_offset", "object_mass", "object_friction")
+    )
 
     def __init__(self, config: AlohaConfig, *, num_envs: int, cameras: bool = False) -> None:
         # `cameras=True` asks for images when the config lists none: the benchmark's top camera.
@@ -148,6 +160,7 @@ class AlohaEnvironment(SerialEnvironment):
         self._reward = np.zeros(num_envs, np.float64)
         self._max_reward = np.zeros(num_envs, np.float64)
         self._initial_pose = np.zeros_like(self._object_pose)
+        self._perturbers = self._make_perturbers(names)
         self._start_episodes()
 
     @staticmethod
@@ -181,8 +194,36 @@ class AlohaEnvironment(SerialEnvironment):
         finally:
             self._box_pose[0] = None
         self._reward[e] = self._max_reward[e] = 0.0
-        self._read(e, time_step.observation)
+        observation = time_step.observation
+        if self.perturb_after_reset(e, seed):  # objects moved: read the scene again
+            observation = env.task.get_observation(env.physics)
+        self._read(e, observation)
         self._initial_pose[e] = self._object_pose[e]
+
+    # -- perturbations (arena.envs.mujoco_perturb) ----------------------------------------
+
+    def _make_perturbers(self, cameras: list[str]) -> list[Any] | None:
+        """One perturber per env's physics, or ``None`` when no simulator perturbation is active."""
+        from arena.envs.mujoco_perturb import MujocoPerturber
+        from arena.envs.perturbations import simulator_values
+
+        values = simulator_values(self)
+        if not values:
+            return None
+        observed = [c for c in map(scene_camera, cameras) if c not in ("left_wrist", "right_wrist")]
+        perturbers = [MujocoPerturber(env.physics.model.ptr, values, cameras=observed) for env in self._envs]
+        for perturber in perturbers:  # before any reset: every episode's reset sees the same scene
+            perturber.apply_model()
+        return perturbers
+
+    def perturb_after_reset(self, env_id: int, seed: int) -> bool:
+        """Apply the active simulator perturbations to ``env_id`` after its reset (the model's
+        edits, then the cube's / peg's and socket's offset for ``seed``); whether objects moved."""
+        if self._perturbers is None:
+            return False
+        perturber = self._perturbers[env_id]
+        perturber.apply_model()
+        return perturber.apply_data(self._envs[env_id].physics.data.ptr, seed)
 
     def step(
         self, actions: np.ndarray

@@ -163,6 +163,7 @@ class LeRobotModel:
         self._attributes: tuple[str, ...] = ()
         self._fresh: dict[str, Any] = {}
         self._stackable = False
+        self._leftovers: Any = None  # RTC: the last normalized chunk per env (arena_lerobot.rtc)
 
     # -- loading -----------------------------------------------------------------------------
     def load(self) -> None:
@@ -264,7 +265,15 @@ class LeRobotModel:
             "rename_map": dict(self.rename_map),
             "normalization_stats": dict(self.stats_report),
             "warnings": list(self.warnings),
+            "rtc": self._rtc_metadata(),
         }
+
+    def _rtc_metadata(self) -> dict[str, bool]:
+        """Whether requests' ``inference_delay`` / leftover reach the policy (:mod:`arena_lerobot.rtc`)."""
+        from arena_lerobot.rtc import accepts_rtc, rtc_enabled
+
+        accepts = self.mode == "chunk" and accepts_rtc(self.policy)
+        return {"accepts": accepts, "enabled": accepts and rtc_enabled(self.policy)}
 
     @property
     def actions_per_request(self) -> int:
@@ -296,7 +305,7 @@ class LeRobotModel:
         with self._lock, torch.inference_mode():
             batch = self.preprocessor(to_policy_batch(observations))
             if self.mode == "chunk":
-                chunk = self.policy.predict_action_chunk(batch)[:, : self.policy.config.n_action_steps]
+                chunk = self._predict_chunk(batch, observations)[:, : self.policy.config.n_action_steps]
                 actions = self._postprocess(chunk)  # (B, n_action_steps, action_dim)
             else:
                 selected, restarted = self._select_actions(observations, batch)
@@ -309,6 +318,16 @@ class LeRobotModel:
                 reply[STATE_RESTARTED_KEY] = True
             replies.append(reply)
         return replies
+
+    def _predict_chunk(self, batch: dict[str, Any], observations: list[dict[str, Any]]) -> Any:
+        """``predict_action_chunk``, with each request's RTC inputs where it carries them (:mod:`arena_lerobot.rtc`)."""
+        from arena_lerobot.rtc import Leftovers, predict
+
+        if self._leftovers is None:
+            self._leftovers = Leftovers(self.max_states)
+        keys = [(str(r.get(SESSION_KEY, "")), int(r.get(ENV_ID_KEY, 0))) for r in observations]
+        new = [bool(r.get(NEW_EPISODE_KEY, False)) for r in observations]
+        return predict(self.policy, batch, observations, self._leftovers, keys, new, _rows)
 
     def _postprocess(self, actions: Any) -> np.ndarray:
         """The postprocessor (unnormalize, to CPU) on ``(B, action_dim)`` or ``(B, T, action_dim)``."""

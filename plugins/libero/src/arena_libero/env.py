@@ -57,6 +57,7 @@ from pydantic import Field, field_validator, model_validator
 
 from arena.envs.base import EnvironmentConfig
 from arena.envs.serial import SerialEnvironment
+from arena.envs.mujoco_perturb import supported as supported_perturbations
 from arena.rendering import configure_headless_rendering
 from arena.outputs.fingerprint import PROTOCOL_KEY, array_sha256, package_versions
 from arena_libero import catalog
@@ -138,6 +139,13 @@ class LiberoEnvironment(SerialEnvironment):
     default_venv = VENV
     simulator_modules = ("libero",)
     upside_down_cameras = frozenset(CAMERAS.values())
+    #: MuJoCo scene perturbations (:mod:`arena.envs.mujoco_perturb`): the ``agentview`` camera
+    #: (the wrist camera stays on the hand), every light, the scene's free objects (all of them
+    #: moved together). No ``table_color`` (the scenes' tables differ).
+    perturbations = supported_perturbations(
+        ("camera_shift", "camera_height", "camera_rotate", "light_intensity", "light_direction",
+         "object_offset", "object_mass", "object_friction")
+    )
 
     def __init__(self, config: LiberoConfig, *, num_envs: int, cameras: bool = False) -> None:
         cameras = bool(cameras or config.cameras)
@@ -151,6 +159,8 @@ class LiberoEnvironment(SerialEnvironment):
         self._reference: ReferenceRngStates | None = None
         self._protocol: dict[str, Any] | None = None
         self._obs: list[dict[str, Any]] = [{} for _ in range(num_envs)]  # LIBERO's own, per env
+        self._perturb_values: dict[str, Any] | None = None
+        self._perturbers: dict[int, Any] = {}
         try:
             self._init_states = _load_init_states(self.task)
             for _ in range(num_envs):
@@ -236,6 +246,8 @@ class LiberoEnvironment(SerialEnvironment):
         index = int(seed) % len(self._init_states)
         seed_reset(sim, self.config.seeding, seed=seed, init_state=index, reference=self._reference)
         obs = sim.set_init_state(self._init_states[index])
+        if self.perturb_after_reset(env_id, seed) and not self.config.num_steps_wait:
+            obs = sim.env._get_observations(force_update=True)  # the moved objects, read again
         for _ in range(self.config.num_steps_wait):
             obs, _, _, _ = sim.step(DUMMY_ACTION.tolist())
         self._init_state[env_id] = index
@@ -260,6 +272,27 @@ class LiberoEnvironment(SerialEnvironment):
         if self.cameras:
             obs["camera_obs"] = {key: np.asarray(o[f"{camera}_image"], np.uint8) for camera, key in CAMERAS.items()}
         return obs
+
+    # -- perturbations (arena.envs.mujoco_perturb) ----------------------------------------
+
+    def perturb_after_reset(self, env_id: int, seed: int) -> bool:
+        """Apply the active simulator perturbations to ``env_id`` after its init state is set
+        and before the settle steps: the model's edits (on the model robosuite's reset built,
+        which a hard reset rebuilds), then the objects' offset for ``seed``; whether objects moved."""
+        from arena.envs.mujoco_perturb import MujocoPerturber
+        from arena.envs.perturbations import simulator_values
+
+        if self._perturb_values is None:
+            self._perturb_values = simulator_values(self)
+        if not self._perturb_values:
+            return False
+        mj = self._sims[env_id].env.sim
+        model = mj.model._model
+        perturber = self._perturbers.get(env_id)
+        if perturber is None or perturber.model is not model:
+            perturber = self._perturbers[env_id] = MujocoPerturber(model, self._perturb_values, cameras=["agentview"])
+        perturber.apply_model()
+        return perturber.apply_data(mj.data._data, seed)
 
     @property
     def _objects(self) -> list[str]:

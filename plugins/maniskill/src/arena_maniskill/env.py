@@ -132,6 +132,19 @@ class ManiSkillEnvironment(Environment):
         workers), ``"all"`` on ``physx_cuda`` (ManiSkill vectorizes them in one worker)."""
         return "all" if config.sim_backend == "physx_cuda" else "one"
 
+    #: Live mode (arena.live): ManiSkill's tasks default to control_freq 20 (sim_freq 100).
+    control_hz: ClassVar[float | None] = 20.0
+
+    @classmethod
+    def hold_rules_for(cls, config: ManiSkillConfig) -> tuple[str, ...]:
+        """Absolute controllers (``pd_joint_pos``, ``pd_ee_pose``, ...) repeat a held target;
+        delta and velocity controllers only continue the chunk (no null action is declared: the
+        null of an arm delta depends on the robot's gripper controller, which may be absolute)."""
+        mode = config.control_mode
+        if "delta" in mode or "vel" in mode:
+            return ("continue_chunk",)
+        return ("continue_chunk", "repeat_last")
+
     @classmethod
     def episode_metrics_for(cls, config: ManiSkillConfig) -> dict[str, str]:
         """The task's partial-credit metrics (``{info key: reduction}``, from the catalog;

@@ -100,6 +100,10 @@ class PushTEnvironment(SerialEnvironment):
     default_venv = VENV
     simulator_modules = ("gym_pusht", "pymunk", "pygame")
     default_max_episode_steps = STEP_LIMIT
+    #: Live mode (arena.live): actions are absolute disc targets, so a held target repeats.
+    hold_rules: ClassVar[tuple[str, ...]] = ("continue_chunk", "repeat_last")
+    #: gym-pusht's control_hz (its metadata's render_fps): 10 control steps per second.
+    control_hz: ClassVar[float | None] = 10.0
 
     def __init__(self, config: PushTConfig, *, num_envs: int, cameras: bool = False) -> None:
         # The obs type decides the image: `cameras` (asked by policies that want images) does not

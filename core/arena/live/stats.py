@@ -1,0 +1,64 @@
+"""Per-episode numbers of live execution, for the record's ``policy_extras["live"]`` and ``metrics``.
+
+An episode record in live mode carries (all JSON):
+
+- ``policy_extras.live``: ``mode`` ``clock`` ``hold`` ``execute_horizon``; ``delays`` (control
+  steps of each request after the first, in order); ``requests``; ``steps``; ``stale_steps``
+  (steps executed from the hold rule); ``hold_past_chunk`` (``continue_chunk`` steps past the
+  previous chunk's end); ``latency_ms`` (``p50``, ``p95``, ``p99``, ``mean``, ``max`` of the
+  requests' wall-clock time, nearest rank); ``elapsed_s``;
+- ``metrics`` (means with intervals per run, like every episode metric): ``live_delay_steps``
+  (mean delay), ``live_stale_ratio`` (``stale_steps / steps``), ``live_control_hz``
+  (``(steps - 1) / elapsed_s``, ``elapsed_s`` from the first step's start to the last's: the
+  effective control rate), ``live_latency_p50_ms``,
+  ``live_latency_p95_ms``, ``live_latency_p99_ms``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+#: The record ``metrics`` keys live mode adds, each reduced per episode already.
+LIVE_METRICS = (
+    "live_delay_steps", "live_stale_ratio", "live_control_hz",
+    "live_latency_p50_ms", "live_latency_p95_ms", "live_latency_p99_ms",
+)
+
+
+def percentiles(samples: Sequence[float]) -> dict[str, float] | None:
+    """``{"p50", "p95", "p99", "mean", "max"}`` (nearest rank) of ``samples``; ``None`` for none."""
+    if not samples:
+        return None
+    ordered = sorted(float(s) for s in samples)
+    n = len(ordered)
+
+    def rank(q: float) -> float:
+        return round(ordered[min(n - 1, max(0, math.ceil(q * n) - 1))], 3)
+
+    return {"p50": rank(0.5), "p95": rank(0.95), "p99": rank(0.99),
+            "mean": round(sum(ordered) / n, 3), "max": round(ordered[-1], 3)}
+
+
+def episode_live(
+    schedule: Any, *, mode: str, clock: str, hold: str, latency_ms: Sequence[float], elapsed_s: float
+) -> tuple[dict[str, Any], dict[str, float]]:
+    """``(policy_extras["live"], metrics)`` of one episode from its :class:`~arena.live.schedule.EnvSchedule`."""
+    latency = percentiles(latency_ms)
+    steps = int(schedule.steps)
+    extras = {
+        "mode": mode, "clock": clock, "hold": hold, "execute_horizon": int(schedule.execute_horizon),
+        "delays": [int(d) for d in schedule.delays], "requests": int(schedule.requests), "steps": steps,
+        "stale_steps": int(schedule.stale_steps), "hold_past_chunk": int(schedule.hold_past_chunk),
+        "latency_ms": latency, "elapsed_s": round(float(elapsed_s), 4),
+    }
+    metrics: dict[str, float] = {
+        "live_delay_steps": float(sum(schedule.delays) / len(schedule.delays)) if schedule.delays else 0.0,
+        "live_stale_ratio": schedule.stale_steps / steps if steps else 0.0,
+    }
+    if elapsed_s > 0 and steps > 1:
+        metrics["live_control_hz"] = (steps - 1) / elapsed_s
+    if latency is not None:
+        metrics.update({f"live_latency_{q}_ms": latency[q] for q in ("p50", "p95", "p99")})
+    return extras, metrics

@@ -1,0 +1,114 @@
+"""Success versus delay: the runs of a delay sweep, each compared paired with its ``d = 0`` run.
+
+A sweep is the live runs (``execution.mode: live``, :mod:`arena.live`) of one experiment that
+differ only in ``execution.delay`` (e.g. made by ``matrix: {runs: [eval], axes: {delay: {key:
+execution.delay.steps, values: [0, 1, 2, 3, 4]}}}``): the same environment setup (so the same
+episodes: :mod:`arena.results.setups`), policy label, hold rule, execute horizon and clock.
+Each run of a sweep is compared with its nominal run (delay 0) on the seeds both played, with
+the paired machinery :func:`arena.results.aggregate.compare_runs` gives ``arena compare``
+(McNemar's exact test, Newcombe's paired interval), p-values Holm-adjusted within the sweep.
+``experiment_result.json`` holds them as ``delay_sweeps``; the report draws each as a table and
+a plot (:func:`sweep_svg`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from arena.results.setups import setup_differences
+
+
+def _delay(execution: dict[str, Any]) -> tuple[float, str] | None:
+    """``(value for ordering and plotting, label)`` of a run's configured delay."""
+    delay = execution.get("delay") or {}
+    for unit, suffix in (("steps", ""), ("ms", " ms")):
+        value = delay.get(unit)
+        if value is None:
+            continue
+        if isinstance(value, list):
+            mean = sum(value) / len(value)
+            return float(mean), f"{'/'.join(str(v) for v in value)}{suffix} (mean {mean:g})"
+        return float(value), f"{value:g}{suffix}" if isinstance(value, float) else f"{value}{suffix}"
+    return 0.0, "0"
+
+
+def delay_sweeps(
+    runs: dict[str, dict[str, Any]], snapshot_runs: dict[str, Any], records_of: dict[str, list[Any]],
+    setups: dict[str, Any], *, compare_runs: Callable[..., dict[str, Any]], adjust_holm: Callable[[list], str | None],
+) -> list[dict[str, Any]]:
+    """The experiment's delay sweeps (module docstring), each ``{task, policy, hold,
+    execute_horizon, clock, unit, rows}``; a row: ``run``, ``delay``, ``delay_label``, ``k``,
+    ``n``, ``success_rate``, ``ci95``, ``stale_ratio`` (the run's mean ``live_stale_ratio``)
+    and ``vs_nominal`` (the comparison with the ``d = 0`` run, ``None`` for that run or when
+    the sweep has none). ``compare_runs`` and ``adjust_holm``: :mod:`arena.results.aggregate`'s
+    (passed in: that module builds the experiment result from this one)."""
+    groups: dict[tuple, list[tuple[float, str, str]]] = {}
+    for name, run in runs.items():
+        snap = snapshot_runs.get(name) or {}
+        execution = snap.get("execution") if isinstance(snap, dict) else None
+        if not isinstance(execution, dict) or execution.get("mode") != "live" or not run.get("n"):
+            continue
+        delay = _delay(execution)
+        unit = "ms" if (execution.get("delay") or {}).get("ms") is not None else "steps"
+        key = (run.get("task"), run.get("policy_label"), execution.get("hold"), execution.get("execute_horizon"),
+               execution.get("clock"), unit, repr(sorted((setups.get(name) or ("", {}))[1].items())))
+        groups.setdefault(key, []).append((delay[0], delay[1], name))
+    sweeps = []
+    for key, members in groups.items():
+        if len({d for d, _, _ in members}) < 2:
+            continue
+        members.sort()
+        nominal = next((name for d, _, name in members if d == 0), None)
+        rows = []
+        for value, label, name in members:
+            run = runs[name]
+            comparison = None
+            if nominal is not None and name != nominal:
+                differences = setup_differences(setups.get(name), setups.get(nominal))
+                comparison = compare_runs(name, run, nominal, runs[nominal], records_of.get(name), records_of.get(nominal),
+                                          setup_differences=differences)
+            stale = ((run.get("metrics") or {}).get("live_stale_ratio") or {}).get("mean")
+            rows.append({"run": name, "delay": value, "delay_label": label, "k": run["k"], "n": run["n"],
+                         "success_rate": run["success_rate"], "ci95": run["ci95"], "stale_ratio": stale,
+                         "vs_nominal": comparison})
+        compared = [r["vs_nominal"] for r in rows if r["vs_nominal"] is not None]
+        note = adjust_holm(compared) if compared else None
+        task, policy, hold, horizon, clock, unit, _ = key
+        sweeps.append({"task": task, "policy": policy, "hold": hold, "execute_horizon": horizon, "clock": clock,
+                       "unit": unit, "nominal": nominal, "rows": rows, "multiplicity": note})
+    return sweeps
+
+
+def sweep_svg(sweep: dict[str, Any], width: int = 360, height: int = 200) -> str:
+    """An inline SVG plot of one sweep: success rate (with its 95 % interval) against delay."""
+    rows = [r for r in sweep["rows"] if r["success_rate"] is not None]
+    if not rows:
+        return ""
+    left, right, top, bottom = 44, 12, 10, 34
+    xs = [r["delay"] for r in rows]
+    x0, x1 = min(xs), max(xs)
+    span = (x1 - x0) or 1.0
+
+    def px(x: float) -> float:
+        return left + (x - x0) / span * (width - left - right)
+
+    def py(y: float) -> float:
+        return top + (1 - y) * (height - top - bottom)
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+             f'aria-label="success rate against delay" class="delay-plot">']
+    for tick in (0, 0.5, 1):
+        parts.append(f'<line x1="{left}" x2="{width - right}" y1="{py(tick):.1f}" y2="{py(tick):.1f}" stroke="#ddd"/>'
+                     f'<text x="{left - 6}" y="{py(tick) + 4:.1f}" font-size="10" text-anchor="end">{tick:.0%}</text>')
+    for r in rows:
+        x = px(r["delay"])
+        low, high = r["ci95"] if r["ci95"] else (r["success_rate"], r["success_rate"])
+        parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{py(low):.1f}" y2="{py(high):.1f}" stroke="#888"/>'
+                     f'<text x="{x:.1f}" y="{height - bottom + 14}" font-size="10" text-anchor="middle">{r["delay"]:g}</text>')
+    points = " ".join(f"{px(r['delay']):.1f},{py(r['success_rate']):.1f}" for r in rows)
+    parts.append(f'<polyline points="{points}" fill="none" stroke="#1f6feb" stroke-width="2"/>')
+    parts += [f'<circle cx="{px(r["delay"]):.1f}" cy="{py(r["success_rate"]):.1f}" r="3" fill="#1f6feb"/>' for r in rows]
+    unit = "delay (control steps)" if sweep["unit"] == "steps" else "delay (ms)"
+    parts.append(f'<text x="{(left + width - right) / 2:.0f}" y="{height - 4}" font-size="11" text-anchor="middle">{unit}</text></svg>')
+    return "".join(parts)

@@ -1,0 +1,1 @@
+"""arena plugin for Kinetix (kinetix-env 3.0.2): environment ``kinetix`` and its baselines."""

@@ -1,0 +1,109 @@
+"""Small doubles for the live-mode tests: an environment whose observation is its step count,
+and a chunked policy whose chunk rows say which request and row they are."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+
+from arena.envs.base import Environment, EnvironmentConfig
+from arena.policies.base import PolicyBase, PolicyConfig
+
+
+class CounterConfig(EnvironmentConfig):
+    task: str = "count"
+
+
+class CounterEnv(Environment):
+    """``num_envs`` counters: the observation is each env's step within its episode; the
+    executed actions are kept per env (``executed[e]``)."""
+
+    name = "live_counter"
+    Config = CounterConfig
+    success_key = None
+    hold_rules: ClassVar[tuple[str, ...]] = ("continue_chunk", "repeat_last", "null_action")
+    control_hz: ClassVar[float | None] = 10.0
+    action_space = gym.spaces.Box(-1000.0, 1000.0, (1,), np.float64)
+    task_description = "count"
+
+    def __init__(self, config: CounterConfig | None = None, *, num_envs: int = 1, cameras: bool = False) -> None:
+        super().__init__(config or CounterConfig(), num_envs=num_envs, cameras=cameras)
+        self.t = np.zeros(num_envs, np.int64)
+        self.executed: list[list[float]] = [[] for _ in range(num_envs)]
+
+    @classmethod
+    def null_action_for(cls, config: Any) -> np.ndarray:
+        return np.array([-1.0])
+
+    def _obs(self) -> dict[str, Any]:
+        return {"policy": {"t": self.t[:, None].astype(np.float64)}}
+
+    def reset_envs(self, env_ids: list[int], seeds: list[int]) -> dict[str, Any]:
+        for e in env_ids:
+            self.t[e] = 0
+            self.executed[e] = []
+        return self._obs()
+
+    def step(self, actions: np.ndarray):
+        actions = self.check_actions(actions, 1)
+        for e in range(self.num_envs):
+            self.executed[e].append(float(actions[e, 0]))
+        self.t += 1
+        n = self.num_envs
+        return self._obs(), np.zeros(n), np.zeros(n, bool), np.zeros(n, bool), {}
+
+
+class RowChunkPolicy(PolicyBase):
+    """Chunks of ``rows`` rows: row ``r`` of an env's ``k``-th chunk (from 0) is ``100 k + r``.
+    ``asked[e]`` lists the observation (step) each of env ``e``'s requests saw."""
+
+    name = "row_chunks"
+    Config = PolicyConfig
+
+    def __init__(self, rows: int = 16) -> None:
+        super().__init__(PolicyConfig())
+        self.rows = rows
+        self.count: dict[int, int] = {}
+        self.asked: dict[int, list[int]] = {}
+
+    def reset(self, env_ids=None, seeds=None) -> None:
+        for e in env_ids or []:
+            self.count[e] = 0
+            self.asked[e] = []
+
+    def get_action_chunk(self, env: Any, observation: dict[str, Any]) -> np.ndarray:
+        out = np.zeros((env.num_envs, self.rows, 1))
+        for e in range(env.num_envs):
+            if self.is_active(e):
+                k = self.count.get(e, 0)
+                self.asked.setdefault(e, []).append(int(observation["policy"]["t"][e, 0]))
+                out[e, :, 0] = 100 * k + np.arange(self.rows)
+                self.count[e] = k + 1
+        return out
+
+
+class TiledExpert:
+    """Meta-World's expert served with chunks: its action repeated ``rows`` times (a policy that
+    replans once per chunk), optionally after thinking ``delay_s`` seconds."""
+
+    def __init__(self, rows: int = 16, delay_s: float = 0.0) -> None:
+        from arena.models.metaworld_expert import MetaWorldExpertModel
+
+        self.model = MetaWorldExpertModel()
+        self.rows, self.delay_s = rows, delay_s
+
+    def metadata(self):
+        return self.model.metadata()
+
+    def load(self) -> None:
+        self.model.load()
+
+    def infer(self, obs):
+        import time
+
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        action = np.asarray(self.model.infer(obs)["actions"])[:1]
+        return {"actions": np.repeat(action, self.rows, axis=0)}

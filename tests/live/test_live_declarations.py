@@ -1,0 +1,46 @@
+"""Every benchmark environment declares what live mode needs: hold rules for its action space,
+a null action where one holds still, and its control rate; a live run validates on each."""
+
+from __future__ import annotations
+
+import pytest
+
+from arena.config import load_experiment_dict
+from arena.errors import ConfigError
+
+CASES = {
+    # type: (environment fields, hold rules, control_hz)
+    "metaworld": ({"task": "reach-v3"}, ("continue_chunk", "null_action"), 80.0),
+    "pusht": ({}, ("continue_chunk", "repeat_last"), 10.0),
+    "aloha": ({"task": "transfer_cube"}, ("continue_chunk", "repeat_last"), 50.0),
+    "maniskill": ({"task": "PickCube-v1"}, ("continue_chunk", "repeat_last"), 20.0),
+    "kinetix": ({"task": "grasp_easy"}, ("continue_chunk", "repeat_last", "null_action"), 10.0),
+}
+
+
+def run_of(env_type: str, fields: dict, execution: dict):
+    exp = {"runs": {"r": {"environment": {"type": env_type, **fields}, "policy": {"type": "zero_action"},
+                          "execution": {"mode": "live", **execution}}}}
+    return load_experiment_dict(exp, source="live.yaml").runs["r"]
+
+
+@pytest.mark.parametrize("env_type", sorted(CASES))
+def test_live_runs_validate_with_the_declared_hold_rules(env_type):
+    fields, holds, hz = CASES[env_type]
+    run = run_of(env_type, fields, {"delay": {"ms": 100}})
+    assert run.environment_cls.hold_rules_for(run.environment) == holds
+    assert run.environment_cls.control_hz_for(run.environment) == hz
+    assert run.execution.resolve_hold(run.environment_cls, run.environment) == holds[0]
+    for hold in holds:
+        run_of(env_type, fields, {"hold": hold})
+
+
+def test_meta_world_null_action_keeps_the_gripper():
+    run = run_of("metaworld", {"task": "reach-v3"}, {"hold": "null_action"})
+    null = run.environment_cls.null_action_for(run.environment)
+    assert null[:3].tolist() == [0.0, 0.0, 0.0] and null[3] != null[3]  # NaN: the last gripper command
+
+
+def test_maniskill_delta_control_only_continues_the_chunk():
+    with pytest.raises(ConfigError, match="execution.hold.*valid: continue_chunk"):
+        run_of("maniskill", {"task": "PickCube-v1", "control_mode": "pd_ee_delta_pose"}, {"hold": "repeat_last"})

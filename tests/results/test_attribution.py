@@ -1,0 +1,211 @@
+"""Attribution of a perturbation sweep's success: numbers checked against scipy and statsmodels on
+the same counts, and a sweep run end to end (records, fingerprints, experiment_result, report)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from arena.outputs.records import EpisodeRecord
+from arena.results.attribution import firth_logistic, level_rows, logistic_model
+
+sm = pytest.importorskip("statsmodels.api")
+scipy_stats = pytest.importorskip("scipy.stats")
+
+
+def _records(run: str, outcomes: list[bool], seed0: int = 100) -> list[EpisodeRecord]:
+    return [EpisodeRecord(run=run, episode_index=i, seed=seed0 + i, outcome="success" if ok else "failure")
+            for i, ok in enumerate(outcomes)]
+
+
+RNG = np.random.default_rng(0)
+NOMINAL = (RNG.random(60) < 0.8).tolist()
+# a level that loses some of nominal's successes and gains a few: discordant both ways
+NOISY = [ok and RNG.random() > 0.35 or (not ok and RNG.random() < 0.2) for ok in NOMINAL]
+DELAY = [ok and RNG.random() > 0.1 for ok in NOMINAL]
+SWEEP = {"nominal": "s.nominal", "levels": {"s.noise-20": {"image_noise": 20}, "s.delay-2": {"action_delay": 2}}}
+RECORDS = {"s.nominal": _records("s.nominal", NOMINAL), "s.noise-20": _records("s.noise-20", NOISY),
+           "s.delay-2": _records("s.delay-2", DELAY)}
+
+
+def test_paired_difference_matches_scipy_and_statsmodels_mcnemar():
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    rows = {r["run"]: r for r in level_rows(SWEEP, RECORDS)}
+    row = rows["s.noise-20"]
+    lost = sum(a and not b for a, b in zip(NOMINAL, NOISY))
+    gained = sum(b and not a for a, b in zip(NOMINAL, NOISY))
+    assert (row["lost"], row["gained"]) == (lost, gained) and row["design"] == "paired"
+    assert row["difference"] == pytest.approx((sum(NOISY) - sum(NOMINAL)) / 60)
+    assert row["p_value"] == pytest.approx(scipy_stats.binomtest(min(lost, gained), lost + gained, 0.5).pvalue)
+    table = [[sum(a and b for a, b in zip(NOISY, NOMINAL)), gained], [lost, sum(not a and not b for a, b in zip(NOISY, NOMINAL))]]
+    assert row["p_value"] == pytest.approx(mcnemar(table, exact=True).pvalue)
+
+
+def test_different_seeds_make_the_comparison_unpaired_and_say_why():
+    records = dict(RECORDS, **{"s.noise-20": _records("s.noise-20", NOISY, seed0=900)})
+    row = {r["run"]: r for r in level_rows(SWEEP, records)}["s.noise-20"]
+    assert row["design"] == "unpaired" and "seeds differ" in row["design_reason"]
+
+
+def test_glm_terms_are_each_levels_log_odds_ratio_with_seed_clustered_errors():
+    model = logistic_model(SWEEP, RECORDS)
+    assert model["status"] == "ok" and model["method"] == "glm-binomial-cluster-robust" and model["clusters"] == 60
+
+    def logit(v):
+        p = sum(v) / len(v)
+        return math.log(p / (1 - p))
+
+    terms = {t["term"]: t for t in model["terms"]}
+    assert terms["image_noise=20"]["log_odds_ratio"] == pytest.approx(logit(NOISY) - logit(NOMINAL), abs=1e-8)
+    assert terms["action_delay=2"]["log_odds_ratio"] == pytest.approx(logit(DELAY) - logit(NOMINAL), abs=1e-8)
+    # the sandwich by hand: bread (X'WX)^-1, meat summed over seeds, statsmodels' small-sample factor
+    x = np.array([[1, 0, 0]] * 60 + [[1, 1, 0]] * 60 + [[1, 0, 1]] * 60, float)
+    y = np.array(NOMINAL + NOISY + DELAY, float)
+    groups = np.tile(np.arange(60), 3)
+    beta = np.array([model["intercept"], terms["image_noise=20"]["log_odds_ratio"], terms["action_delay=2"]["log_odds_ratio"]])
+    p = 1 / (1 + np.exp(-x @ beta))
+    bread = np.linalg.inv(x.T @ (x * (p * (1 - p))[:, None]))
+    scores = np.array([x[groups == g].T @ (y - p)[groups == g] for g in range(60)])
+    n, k, g = len(y), x.shape[1], 60
+    cov = bread @ (scores.T @ scores) @ bread * (g / (g - 1)) * ((n - 1) / (n - k))
+    assert terms["image_noise=20"]["se"] == pytest.approx(math.sqrt(cov[1, 1]), rel=1e-6)
+    assert terms["action_delay=2"]["se"] == pytest.approx(math.sqrt(cov[2, 2]), rel=1e-6)
+    low, high = terms["action_delay=2"]["ci95"]
+    assert (high - low) / 2 == pytest.approx(1.959964 * terms["action_delay=2"]["se"], rel=1e-5)
+
+
+def test_a_cell_that_solved_everything_falls_back_to_firth_which_is_haldanes_logit_when_saturated():
+    records = dict(RECORDS, **{"s.nominal": _records("s.nominal", [True] * 60)})
+    model = logistic_model(SWEEP, records)
+    assert model["method"] == "firth-penalized-logistic" and "every episode of 60 solved" in model["note"]
+    terms = {t["term"]: t for t in model["terms"]}
+
+    def haldane(v):
+        return math.log((sum(v) + 0.5) / (len(v) - sum(v) + 0.5))
+
+    assert terms["action_delay=2"]["log_odds_ratio"] == pytest.approx(haldane(DELAY) - haldane([True] * 60), abs=1e-6)
+    beta, _ = firth_logistic([[1.0]] * 10, [1] * 10)
+    assert beta[0] == pytest.approx(math.log(10.5 / 0.5))
+
+
+def test_holm_over_every_level_matches_statsmodels(tmp_path):
+    from statsmodels.stats.multitest import multipletests
+
+    from arena.results.attribution import attribution
+
+    runs = {name: {} for name in RECORDS}
+    result = attribution(tmp_path, runs, RECORDS)
+    # without a snapshot the levels come from the records: give them through the protocol
+    assert result is None  # no record carries perturbations and no snapshot names them
+    records = {name: [r.model_copy(update={"protocol": {"perturbations": SWEEP["levels"].get(name, {})}}) for r in rs]
+               for name, rs in RECORDS.items()}
+    result = attribution(tmp_path, runs, records)
+    rows = result["sweeps"]["s"]["rows"]
+    expected = multipletests([r["p_value"] for r in rows], method="holm")[1]
+    assert [r["p_holm"] for r in rows] == pytest.approx(list(expected))
+    assert result["sweeps"]["s"]["reading"].startswith("nominal ")
+
+
+@pytest.fixture(scope="module")
+def sweep_run(tmp_path_factory):
+    from arena.testing import run_tiny_experiment
+
+    out = tmp_path_factory.mktemp("sweep") / "out"
+    experiment = {
+        "shared": {"environment": {"type": "arena.testing.envs:ToyReachEnv", "image_size": 8},
+                   "policy": {"type": "arena.testing.policies:ToyReachExpert"},
+                   "environment_builder": {"num_envs": 4, "seed": 0}, "rollout_limit": {"num_episodes": 24}},
+        "runs": {"toy": {}},
+        "perturbations": {"factors": {"image_noise": [40], "action_delay": [2]}},
+    }
+    outcome = run_tiny_experiment(experiment, out)
+    assert outcome.exit_code == 0, outcome.explain()
+    return outcome
+
+
+def test_sweep_records_fingerprints_result_and_report(sweep_run):
+    from arena.outputs.fingerprint import fingerprint_differences
+
+    result = sweep_run.result
+    assert list(result["runs"]) == ["toy.nominal", "toy.image_noise-40", "toy.action_delay-2"]
+    nominal = sweep_run.episodes("toy.nominal")
+    noisy = sweep_run.episodes("toy.image_noise-40")
+    assert [r["seed"] for r in nominal] == [r["seed"] for r in noisy]
+    assert nominal[0]["protocol"] is None  # the nominal run is today's run
+    assert noisy[0]["protocol"] == {"perturbations": {"image_noise": 40.0}}
+    assert fingerprint_differences({"benchmark": "x"}, {"benchmark": "x", **noisy[0]["protocol"]}) == [
+        {"key": "protocol.perturbations.image_noise", "a": "(absent)", "b": 40.0}]
+    # the state-reading expert ignores the images: same outcome on every seed
+    assert [r["outcome"] for r in nominal] == [r["outcome"] for r in noisy]
+    sweep = result["attribution"]["sweeps"]["toy"]
+    rows = {r["run"]: r for r in sweep["rows"]}
+    assert rows["toy.image_noise-40"]["difference"] == 0 and rows["toy.action_delay-2"]["difference"] < 0
+    assert set(sweep["curves"]) == {"image_noise", "action_delay"}
+    assert sweep["model"]["status"] == "ok"
+    html = (sweep_run.output_dir / "index.html").read_text()
+    assert "What drives failure" in html and "action_delay" in html and "<svg" in html
+
+
+def test_sinks_get_the_same_attribution_numbers_under_names_mlflow_accepts(sweep_run):
+    from arena.sinks import experiment_metrics
+
+    metrics = experiment_metrics(sweep_run.result)
+    sweep = sweep_run.result["attribution"]["sweeps"]["toy"]
+    row = {r["run"]: r for r in sweep["rows"]}["toy.action_delay-2"]
+    assert metrics["attribution/toy/toy.action_delay-2/difference"] == row["difference"]
+    assert metrics["attribution/toy/toy.action_delay-2/ci95_low"] == row["ci95"][0]
+    assert metrics["attribution/toy/toy.action_delay-2/p_holm"] == row["p_holm"]
+    term = {t["term"]: t for t in sweep["model"]["terms"]}["action_delay=2"]
+    assert metrics["attribution/toy/model/action_delay-2/log_odds_ratio"] == term["log_odds_ratio"]
+    validation = pytest.importorskip("mlflow.utils.validation")
+    for key in metrics:
+        validation._validate_metric_name(key)
+
+
+def test_a_sweep_is_not_reported_as_a_suite(sweep_run):
+    assert "toy" not in sweep_run.result["by_group"] and sweep_run.result["group_comparisons"] == []
+
+
+def test_compare_refuses_a_perturbed_run_against_a_nominal_one_unless_forced(tmp_path):
+    from arena.results.compare import compare_experiments
+    from arena.results.comparison import check_comparable
+    from arena.testing import run_tiny_experiment
+    from arena.errors import ConfigError
+
+    def run(name, perturbations):
+        environment = {"type": "arena.testing.envs:ToyReachEnv", "image_size": 8, "perturbations": perturbations}
+        outcome = run_tiny_experiment({"runs": {"toy": {
+            "environment": environment, "policy": {"type": "arena.testing.policies:ToyReachExpert"},
+            "environment_builder": {"num_envs": 2, "seed": 0}, "rollout_limit": {"num_episodes": 4}}}}, tmp_path / name)
+        assert outcome.exit_code == 0, outcome.explain()
+        return outcome.output_dir
+
+    nominal, noisy = run("nominal", {}), run("noisy", {"image_noise": 20})
+    data = compare_experiments(nominal, noisy)
+    with pytest.raises(ConfigError, match=r"environment.perturbations.image_noise: .*\(A\) vs 20 \(B\)"):
+        check_comparable(data, nominal, noisy, force=False)
+    assert check_comparable(data, nominal, noisy, force=True)
+
+
+def test_full_factorial_model_has_one_term_per_level_and_curves_from_single_factor_runs(tmp_path):
+    from arena.results.attribution import attribution
+
+    rng = np.random.default_rng(1)
+    levels = {"s.nominal": {}, "s.a-1": {"action_delay": 1}, "s.b-5": {"image_noise": 5.0},
+              "s.a-1--b-5": {"action_delay": 1, "image_noise": 5.0}}
+    p = {"s.nominal": 0.8, "s.a-1": 0.5, "s.b-5": 0.75, "s.a-1--b-5": 0.45}
+    records = {name: [r.model_copy(update={"protocol": {"perturbations": lv}})
+                      for r in _records(name, (rng.random(80) < p[name]).tolist())] for name, lv in levels.items()}
+    result = attribution(tmp_path, {n: {} for n in levels}, records)["sweeps"]["s"]
+    assert {t["term"] for t in result["model"]["terms"]} == {"action_delay=1", "image_noise=5.0"}
+    assert {f: [pt["run"] for pt in c] for f, c in result["curves"].items()} == {
+        "action_delay": ["s.nominal", "s.a-1"], "image_noise": ["s.nominal", "s.b-5"]}
+    # main effects of a 2x2 design, as statsmodels fits them from the same episodes
+    x = [[1.0, float("a-1" in n), float("b-5" in n)] for n in levels for _ in range(80)]
+    y = [int(r.outcome == "success") for n in levels for r in records[n]]
+    reference = sm.GLM(np.array(y, float), np.array(x), family=sm.families.Binomial()).fit()
+    terms = {t["term"]: t["log_odds_ratio"] for t in result["model"]["terms"]}
+    assert terms["action_delay=1"] == pytest.approx(reference.params[1]) and terms["image_noise=5.0"] == pytest.approx(reference.params[2])
