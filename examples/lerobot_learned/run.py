@@ -98,7 +98,7 @@ def train_command(python: str, dataset: Path, out: Path, steps: int, batch_size:
         *ACT_FLAGS,
         "--policy.device=cpu", "--policy.push_to_hub=false", "--wandb.enable=false",
         f"--steps={steps}", f"--batch_size={batch_size}", "--num_workers=0",
-        "--eval_freq=0", f"--save_freq={steps}", f"--log_freq={max(1, min(100, steps))}",
+        "--env_eval_freq=0", f"--save_freq={steps}", f"--log_freq={max(1, min(100, steps))}",
         f"--output_dir={out}",
     ]  # fmt: skip
 

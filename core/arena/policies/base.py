@@ -108,6 +108,12 @@ class PolicyBase(Generic[ConfigT]):
         """
         return {}
 
+    def run_warnings(self) -> list[str]:
+        """Caveats about the episodes this policy served, for the run's warnings (``run_result.json``,
+        ``status.json``, the report), read when the rollout ends; none by default. E.g. a server
+        that had to drop an env's state mid-episode."""
+        return []
+
     def server_metadata(self) -> dict[str, Any] | None:
         """What the policy server said about itself (the openpi protocol's metadata frame,
         GR00T's modality config, DreamZero's greeting), recorded with the run's result so it

@@ -372,7 +372,13 @@ class RemoteChunkReplayPolicy(PolicyBase):
             [env_id], chunk[None], latency_ms=latency_ms,
             server_infer_ms=float(infer_ms) if isinstance(infer_ms, (int, float)) else None,
         )
+        self.on_reply(env_id, response)
         return env_id, None
+
+    def on_reply(self, env_id: int, response: Any) -> None:
+        """Called with each reply that served ``env_id`` (after its chunk was cached), from the
+        thread that fetched it: a subclass reads the fields its server adds (e.g. that the server
+        dropped the env's state). Does nothing by default."""
 
     def server_metadata(self) -> dict[str, Any] | None:
         """The metadata frame the server sent on connect (the latest, after a reconnect)."""

@@ -258,6 +258,11 @@ class _Rollout:
             return self.summary
         finally:
             self.summary.duration_s = time.perf_counter() - began
+            try:
+                warnings = list(getattr(self.policy, "run_warnings", lambda: [])() or [])
+            except Exception as exc:  # a caveat must not lose the episodes
+                warnings = [f"the policy's run_warnings failed: {_describe(exc)}"]
+            self.summary.warnings += [w for w in warnings if w not in self.summary.warnings]
             if self.recorder is not None:
                 self.recorder.close()  # videos of episodes left unfinished are dropped
             if self.trajectories is not None:

@@ -9,7 +9,7 @@ here), computes
 (b) LeRobot 0.4.4: its env wrapper's observation formatting where it cannot run here
     (``LiberoEnv._format_raw_obs``, ``MetaworldEnv._format_raw_obs``, called on the recorded
     raw simulator output; the simulators' imports are stubbed, nothing else), the vector env's
-    stacking, ``preprocess_observation``, ``add_envs_task`` and the env preprocessor
+    stacking, ``preprocess_observation``, its task lookup (:func:`with_task`) and the env preprocessor
     ``make_env_pre_post_processors`` builds (``LiberoProcessorStep`` for LIBERO), in
     ``lerobot_eval.rollout``'s order;
 
@@ -35,6 +35,8 @@ from arena_lerobot.features import to_policy_batch
 def _stub_module(name: str, **attrs: Any) -> types.ModuleType:
     class Stub(types.ModuleType):
         def __getattr__(self, item: str) -> Any:  # e.g. metaworld.policies.SawyerPushV3Policy
+            if item.startswith("__"):  # module protocol (__file__, __path__, ...): what a plain module lacks
+                raise AttributeError(item)
             return type(item, (), {})
 
     module = Stub(name)
@@ -51,19 +53,34 @@ def _stack(values: list[Any]) -> Any:
 
 
 class _VectorTasks:
-    """The two attributes of a SyncVectorEnv ``add_envs_task`` uses, over real per-env objects."""
+    """``SyncVectorEnv.call`` over real per-env objects: gymnasium 1.x reads the attribute through
+    the wrappers (``get_wrapper_attr``), an AttributeError when no layer has it."""
 
     def __init__(self, envs: list[Any]) -> None:
         self.envs = envs
 
     def call(self, name: str) -> tuple:
-        return tuple(getattr(e, name) for e in self.envs)
+        return tuple(e.get_wrapper_attr(name) if hasattr(e, "get_wrapper_attr") else getattr(e, name) for e in self.envs)
+
+
+def with_task(vec: Any, observation: dict[str, Any]) -> dict[str, Any]:
+    """The ``task`` lerobot-eval 0.6.1 adds (``scripts/lerobot_eval.py``, ``rollout``; 0.4.4's
+    ``add_envs_task`` is gone): ``env.call("task_description")``, else ``env.call("task")``, else
+    ``""`` per env."""
+    try:
+        observation["task"] = list(vec.call("task_description"))
+    except (AttributeError, NotImplementedError):
+        try:
+            observation["task"] = list(vec.call("task"))
+        except (AttributeError, NotImplementedError):
+            observation["task"] = [""] * len(vec.envs)
+    return observation
 
 
 def lerobot_side(benchmark: str, raws: list[Any], instruction: str) -> dict[str, Any]:
     from lerobot.envs import configs
     from lerobot.envs.factory import make_env_pre_post_processors
-    from lerobot.envs.utils import add_envs_task, preprocess_observation
+    from lerobot.envs.utils import preprocess_observation
 
     if benchmark == "aloha":
         cfg = configs.AlohaEnv(task="AlohaTransferCube-v0")
@@ -94,7 +111,10 @@ def lerobot_side(benchmark: str, raws: list[Any], instruction: str) -> dict[str,
             formatted.append(env._format_raw_obs(raw))
             envs.append(env)
     elif benchmark == "metaworld":
-        _stub_module("metaworld", policies=_stub_module("metaworld.policies"))
+        try:  # the lerobot venv holds LeRobot's metaworld==3.0.0 (only its task wording is read)
+            import metaworld  # noqa: F401
+        except ImportError:
+            _stub_module("metaworld", policies=_stub_module("metaworld.policies"))
         from lerobot.envs import metaworld as lerobot_metaworld
 
         cfg = configs.MetaworldEnv(task="push-v3")
@@ -110,7 +130,7 @@ def lerobot_side(benchmark: str, raws: list[Any], instruction: str) -> dict[str,
     else:
         raise ValueError(benchmark)
     observation = preprocess_observation(_stack(formatted))
-    observation = add_envs_task(_VectorTasks(envs), observation)
+    observation = with_task(_VectorTasks(envs), observation)
     env_preprocessor, _ = make_env_pre_post_processors(env_cfg=cfg, policy_cfg=None)
     return env_preprocessor(observation)
 
@@ -142,12 +162,12 @@ def pusht_recording() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     ``policy/environment_state``)."""
     from lerobot.envs import configs
     from lerobot.envs.factory import make_env, make_env_pre_post_processors
-    from lerobot.envs.utils import add_envs_task, preprocess_observation
+    from lerobot.envs.utils import preprocess_observation
 
     results, tasks = [], []
     for obs_type in ("pixels_agent_pos", "environment_state_agent_pos"):
         cfg = configs.PushtEnv(obs_type=obs_type)
-        vec = make_env(cfg, n_envs=2)["pusht"][0]
+        vec = make_env(cfg, n_envs=2, use_async_envs=False)["pusht"][0]  # 0.6.1's async envs fail for pusht
         env_pre, _ = make_env_pre_post_processors(env_cfg=cfg, policy_cfg=None)
         adapter = ADAPTERS["pusht"]()
         try:
@@ -161,7 +181,7 @@ def pusht_recording() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
                     arena_obs["policy"]["environment_state"] = obs["environment_state"]
                 requests = [adapter.pack_request(adapter.extract(arena_obs, i), "Push the T") for i in range(2)]
                 a = to_policy_batch(requests)
-                b = env_pre(add_envs_task(vec, preprocess_observation({k: v for k, v in obs.items()})))
+                b = env_pre(with_task(vec, preprocess_observation({k: v for k, v in obs.items()})))
                 results.append({"obs_type": obs_type, "step": step, "keys": compare(a, b)})
                 tasks.append({"a": a["task"], "b": b["task"]})
                 obs = vec.step(rng.uniform(0, 512, (2, 2)).astype(np.float32))[0]

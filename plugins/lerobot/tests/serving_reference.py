@@ -8,7 +8,8 @@
 from ROOT/KIND/obs.npz to ROOT/KIND/ref.npz.
 
 KIND: ``act-aloha`` (``observation.images.top`` 96x128 + 14-dim state, 14-dim action),
-``diffusion-pusht`` (``observation.images.image`` 96x96 + 2-dim ``agent_pos`` state), or
+``diffusion-pusht`` / ``vqbet-pusht`` (``observation.images.image`` 96x96 + 2-dim ``agent_pos``
+state), ``tdmpc-state`` (4-dim state + 39-dim environment state), or
 ``act-metaworld-state`` (4-dim state + 39-dim environment state, 4-dim action, no camera) and
 ``act-ensemble-state`` (the same with temporal ensembling: step-served, one env at a time).
 
@@ -34,7 +35,25 @@ KINDS = {
         chunk_size=20, n_action_steps=10, dim_model=128, n_heads=4, dim_feedforward=256,
         n_encoder_layers=2, n_decoder_layers=1,
     ),
-    "diffusion-pusht": dict(cameras={"image": (96, 96)}, state_dim=2, action_dim=2),
+    # LeRobot 0.6's Diffusion defaults (horizon 64, a separate RGB encoder per camera, batch
+    # norm instead of group norm), smaller: a narrower U-Net, 10 DDIM steps, 8 actions per chunk
+    "diffusion-pusht": dict(
+        cameras={"image": (96, 96)}, state_dim=2, action_dim=2, n_action_steps=8, down_dims=(64, 128, 256),
+    ),
+    # VQ-BeT for a PushT-like input, small; a near-zero softmax temperature makes its code
+    # sampling (torch.multinomial on the global generator) pick the most likely code
+    "vqbet-pusht": dict(
+        cameras={"image": (96, 96)}, state_dim=2, action_dim=2, n_obs_steps=3, action_chunk_size=4,
+        n_action_pred_token=2, crop_shape=(84, 84), vqvae_n_embed=8, vqvae_embedding_dim=32,
+        vqvae_enc_hidden_dim=32, gpt_block_size=64, gpt_input_dim=64, gpt_output_dim=64, gpt_n_layer=2,
+        gpt_n_head=2, gpt_hidden_dim=64, spatial_softmax_num_keypoints=16, bet_softmax_temperature=1e-6,
+    ),
+    # TD-MPC from state, its policy head alone (use_mpc false: MPC's CEM samples from the
+    # global generator), 2 repeats of each action
+    "tdmpc-state": dict(
+        cameras={}, state_dim=4, action_dim=4, environment_state_dim=39, use_mpc=False, latent_dim=16,
+        mlp_dim=64, state_encoder_hidden_dim=64, q_ensemble_size=2,
+    ),
     "act-ensemble-state": dict(
         cameras={}, state_dim=4, action_dim=4, environment_state_dim=39,
         chunk_size=10, n_action_steps=1, temporal_ensemble_coeff=0.01, dim_model=64, n_heads=2,
@@ -49,11 +68,15 @@ KINDS = {
 
 
 def build(kind: str, directory: str) -> None:
-    from arena_lerobot.testing import make_act_checkpoint, make_diffusion_checkpoint
+    from arena_lerobot.testing import make_act_checkpoint, make_diffusion_checkpoint, make_policy_checkpoint
 
     options = dict(KINDS[kind])
-    make = make_act_checkpoint if kind.startswith("act") else make_diffusion_checkpoint
-    make(directory, **options)
+    if kind.startswith("act"):
+        make_act_checkpoint(directory, **options)
+    elif kind.startswith("diffusion"):
+        make_diffusion_checkpoint(directory, **options)
+    else:
+        make_policy_checkpoint(kind.split("-")[0], directory, **options)
     print(directory)
 
 

@@ -35,3 +35,25 @@ class FourteenDimAdapter(StandInAdapter):
     """An adapter for another robot (ALOHA's 14 joints): Meta-World's recordings do not fit it."""
 
     action_dim: ClassVar[int] = 14
+
+
+class CrashingAdapter(StandInAdapter):
+    """The stand-in, except that inside the export's LeRobot process (``python -m
+    arena_lerobot.export``) it kills that process natively (SIGFPE, as a crashing video encoder
+    does) on its 7th request, the first of the second episode: the export process checks the
+    first episode (3 requests of the SMALL run), then reads and writes it (3 more), so a
+    partial dataset exists by then."""
+
+    calls = 0
+
+    def pack_request(self, extracted: Any, instruction: str | None) -> dict[str, Any]:
+        import os
+        import signal
+        import sys
+
+        main = getattr(sys.modules.get("__main__"), "__spec__", None)
+        if main is not None and main.name == "arena_lerobot.export":
+            CrashingAdapter.calls += 1
+            if CrashingAdapter.calls == 7:
+                os.kill(os.getpid(), signal.SIGFPE)
+        return super().pack_request(extracted, instruction)

@@ -252,3 +252,44 @@ def test_the_adapter_and_fps_default_to_the_environment_types_lerobot_embodiment
 def test_arena_export_lists_the_lerobot_exporter():
     done = _arena("export", "--help")
     assert done.returncode == 0 and "lerobot" in done.stdout
+
+
+#: A run whose camera is 16x16 (arena's Meta-World takes no smaller; LeRobot's AV1 encoder dies
+#: with SIGFPE on anything up to 24 pixels wide, issue 38 item 7).
+TINY_CAMERA = {
+    "shared": {
+        "environment": {"type": "metaworld", "task": "reach-v3", "cameras": True, "image_size": 16},
+        "environment_builder": {"num_envs": 1, "seed": 0},
+        "rollout_limit": {"num_episodes": 1, "max_episode_steps": 2},
+        "policy": {"type": "zero_action"},
+    },
+    "runs": {"tiny": {"trajectories": {"enabled": True}}},
+}
+
+
+def _leftovers(target: Path) -> list[Path]:
+    return sorted(target.parent.glob(f".{target.name}.partial-*"))
+
+
+def test_videos_of_frames_the_encoder_cannot_take_are_refused_before_writing(tmp_path):
+    out = _run(tmp_path, TINY_CAMERA)
+    target = tmp_path / "ds"
+    done = _arena("export", "lerobot", str(out), "--run", "tiny", "--to", str(target), "--videos", "--adapter", STANDIN)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "observation.images.corner is 16x16" in done.stderr and "--no-videos" in done.stderr, done.stderr
+    assert not target.exists() and _leftovers(target) == []
+
+
+@pytest.mark.slow
+def test_an_export_process_that_dies_natively_leaves_nothing_and_exits_3(small, tmp_path):
+    _lerobot_python()
+    target = tmp_path / "ds"
+    done = _arena("export", "lerobot", str(small), "--run", "zero", "--to", str(target),
+                  "--adapter", "standin_adapter:CrashingAdapter")
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "died (signal SIGFPE)" in done.stderr and "partial dataset was removed" in done.stderr, done.stderr
+    assert not target.exists() and _leftovers(target) == []
+    # and the same target exports fine afterwards (nothing blocks it)
+    again = _arena("export", "lerobot", str(small), "--run", "zero", "--to", str(target), "--adapter", STANDIN)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert (target / "meta" / "arena_episodes.jsonl").is_file() and _leftovers(target) == []

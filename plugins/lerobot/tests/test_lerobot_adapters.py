@@ -8,6 +8,8 @@ import json
 import subprocess
 import sys
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -50,7 +52,7 @@ def test_arena_plugins_lists_the_adapters():
     assert {f"lerobot/{name}" for name in ADAPTERS} <= set(listed), listed
 
 
-def test_aloha_sends_the_top_camera_and_the_14_dim_state_with_an_empty_task():
+def test_aloha_sends_the_top_camera_and_the_14_dim_state_with_the_envs_task_name():
     cams, joints = image(2, 48, 64), RNG.normal(size=(2, 14))
     obs = {"camera_obs": {"cam_high_rgb": cams, "cam_low_rgb": image(2, 48, 64)}, "policy": {"joint_pos": joints},
            "task": ["transfer_cube"] * 2}
@@ -58,7 +60,7 @@ def test_aloha_sends_the_top_camera_and_the_14_dim_state_with_an_empty_task():
     assert sorted(r[1]) == ["observation.images.top", "observation.state", "task"]
     assert r[1]["observation.images.top"].dtype == np.uint8 and np.array_equal(r[1]["observation.images.top"], cams[1])
     assert r[1]["observation.state"].dtype == np.float32 and np.array_equal(r[1]["observation.state"], joints[1].astype(np.float32))
-    assert r[0]["task"] == ""  # what lerobot-eval's add_envs_task gives gym.make'd gym-aloha
+    assert r[0]["task"] == "transfer_cube"  # gym-aloha's task attribute, what lerobot-eval 0.6.1's env.call("task") gives
     with pytest.raises(ObservationError, match=r"camera_obs\['cam_high_rgb'\].*turn the environment's cameras on"):
         requests("aloha", {"policy": {"joint_pos": joints}})
     with pytest.raises(ObservationError, match=r"policy\['joint_pos'\] has 7 values per env; .* needs 14"):
@@ -138,6 +140,9 @@ def test_the_metaworld_task_table_covers_every_arena_metaworld_task():
 @pytest.mark.parametrize("name", sorted(ADAPTERS))
 def test_actions_are_the_identity_both_ways_with_the_base_checks(name):
     adapter = ADAPTERS[name]()
+    if hasattr(adapter, "bind"):  # lerobot_env: the width is the bridge environment's
+        adapter.bind(SimpleNamespace(action_space=SimpleNamespace(shape=(3,))))
+        assert adapter.action_dim == 3
     chunk = RNG.uniform(-1, 1, (5, adapter.action_dim)).astype(np.float32)  # a LeRobot policy's action
     back = adapter.unpack_actions({"action": chunk}, "action")
     assert back.dtype == np.float64 and np.array_equal(back, chunk)
@@ -147,3 +152,21 @@ def test_actions_are_the_identity_both_ways_with_the_base_checks(name):
         adapter.unpack_actions({"action": np.zeros((5, adapter.action_dim + 1), np.float32)}, "action")
     with pytest.raises(ProtocolViolation, match="NaN"):
         adapter.unpack_actions({"action": np.full((1, adapter.action_dim), np.nan, np.float32)}, "action")
+
+
+def test_the_lerobot_env_adapter_sends_the_bridge_observation_under_its_own_names():
+    adapter = ADAPTERS["lerobot_env"]()
+    observation = {
+        "camera_obs": {"observation.image": RNG.integers(0, 256, (2, 8, 6, 3), dtype=np.uint8)},
+        "policy": {"observation.state": RNG.normal(size=(2, 2)).astype(np.float32),
+                   "observation.environment_state": RNG.normal(size=(2, 16))},
+        "task": ["push it", "push that"],
+    }
+    request = adapter.pack_request(adapter.extract(observation, 1), "ignored")
+    assert sorted(request) == ["observation.environment_state", "observation.image", "observation.state", "task"]
+    assert np.array_equal(request["observation.image"], observation["camera_obs"]["observation.image"][1])
+    assert request["observation.state"].dtype == np.float32 and request["observation.environment_state"].dtype == np.float32
+    assert request["task"] == "push that"  # the env's task string, as lerobot-eval sends it
+    observation["policy"]["observation.state"][0, 0] = np.nan
+    with pytest.raises(ObservationError, match="NaN"):
+        adapter.extract(observation, 0)

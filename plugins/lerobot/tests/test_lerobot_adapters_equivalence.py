@@ -2,8 +2,9 @@
 
 The same raw simulator observation goes (a) through arena's environment (its Arena layout),
 the adapter and :func:`arena_lerobot.features.to_policy_batch`, and (b) through what
-``lerobot-eval`` (LeRobot 0.4.4) does with it: its env wrapper's formatting, the vector env's
-stacking, ``preprocess_observation``, ``add_envs_task`` and its env preprocessor
+``lerobot-eval`` (LeRobot 0.6.1) does with it: its env wrapper's formatting, the vector env's
+stacking, ``preprocess_observation``, its task lookup (``env.call("task_description")``, else
+``"task"``, else ``""``) and its env preprocessor
 (``LiberoProcessorStep`` for LIBERO). Both (a) and (b) run in the ``lerobot`` model venv
 (``lerobot_reference.py``); the simulator runs where it is installed
 (``equivalence_sources.py``: ALOHA and LIBERO in their benchmark venvs, Meta-World in arena's
@@ -112,7 +113,8 @@ def test_aloha_equals_lerobots_gym_aloha_env(tmp_path):
     recording = record(tmp_path, benchmark_python("aloha", "arena aloha setup"), "aloha")
     report = reference(tmp_path, recording)
     assert_bit_exact(report, {"observation.images.top", "observation.state"})
-    assert report["tasks"][0]["b"] == ["", ""]
+    # lerobot-eval 0.6.1: env.call("task") reaches gym-aloha's task attribute through the wrappers
+    assert report["tasks"][0]["b"] == ["transfer_cube", "transfer_cube"]
 
 
 @pytest.mark.slow

@@ -10,13 +10,22 @@ from arena.plugins import get_registry
 from arena.venvs import declared_venvs, venv_python
 
 
-def test_the_lerobot_venv_is_declared_by_the_servable_model_from_the_model_extra():
+def test_the_lerobot_venv_is_declared_by_the_servable_model_from_the_pinned_list():
     from arena_lerobot.model import LeRobotModel
+    from arena_lerobot.venv import LOCK_FILE
 
     spec, users = declared_venvs()["lerobot"]
-    assert users == ["arena serve lerobot"]
+    assert "arena serve lerobot" in users
     assert spec is LeRobotModel.default_venv
-    assert spec.distributions == ("arena-plugin-lerobot[model,sim]",)  # the pins in one place: the extras
+    assert spec.python == "==3.12.*" and spec.accepts("3.12.1") and not spec.accepts("3.11.7")
+    assert spec.distributions == ("arena-plugin-lerobot",)
+    # the pins in one place: the resolved list, installed --no-deps (no resolver to add triton back)
+    assert [step.args for step in spec.steps] == [("--no-deps", "-r", str(LOCK_FILE))]
+    pins = dict(
+        line.split("==") for line in LOCK_FILE.read_text().splitlines() if line and not line.startswith("#")
+    )
+    assert pins["lerobot"] == "0.6.1" and pins["torch"] == "2.11.0" and pins["metaworld"] == "3.0.0"
+    assert not {"triton", "cuda-bindings", "cuda-pathfinder", "arena-core", "arena-plugin-lerobot"} & set(pins)
     assert get_registry().servers["lerobot"] is LeRobotModel
 
 

@@ -97,3 +97,33 @@ def test_arena_run_serves_a_random_act_checkpoint_on_metaworld(tmp_path, monkeyp
         os.kill(run_result["server"]["pid"], 0)
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", run_result["server"]["port"]), timeout=2).close()
+
+
+def test_a_server_that_drops_running_episodes_states_tells_the_records_and_the_run(tmp_path, monkeypatch):
+    """Issue 38 item 6: with fewer per-env states (``max_states``) than envs, the step-served
+    ACT's temporal ensembler of a running episode is dropped; the reply says so, the episode's
+    record counts it and the run's warnings name it."""
+    python = benchmark_python("lerobot")
+    checkpoint = tmp_path / "pretrained_model"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [str(python), str(HERE / "serving_reference.py"), "build", "act-ensemble-state", str(checkpoint)],
+        capture_output=True, text=True, timeout=600, env=env,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    site = _adapter_plugin(tmp_path / "site")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    policy = {
+        "type": "lerobot_remote", "policy_path": str(checkpoint), "embodiment": "test-metaworld-state", "device": "cpu",
+        "max_states": 1,
+    }
+    outcome = run_tiny_experiment(tiny_experiment(policy, episodes=2, num_envs=2, max_episode_steps=4, run="act"), tmp_path / "out")
+    assert outcome.exit_code == 0, outcome.explain()
+    records = outcome.episodes("act")
+    assert len(records) == 2 and all(r["outcome"] != "error" for r in records), outcome.explain()
+    restarts = [(r.get("policy_extras") or {}).get("lerobot_state_restarts", 0) for r in records]
+    assert sum(restarts) > 0, records  # two envs, one state: they take it from each other mid-episode
+    run_result = json.loads((outcome.output_dir / "act" / "run_result.json").read_text())
+    assert run_result["model"]["server_metadata"]["max_states"] == 1
+    assert any("dropped the policy state of" in w and "max_states" in w for w in run_result["warnings"]), run_result["warnings"]

@@ -141,7 +141,11 @@ CASES = {
     "act-aloha": ({"observation.images.top": (96, 128, 3), "observation.state": (14,)}, 14, [[7], [], [3, 11]], "chunk"),
     # PushT-like: a 96x96 image and the 2-dim agent_pos; step-served over stacked queues
     # (n_obs_steps 2, 8 actions per chunk: the resets put the envs' queues out of phase).
-    "diffusion-pusht": ({"observation.images.image": (96, 96, 3), "observation.state": (2,)}, 12, [[5], [], [9]], "step"),
+    "diffusion-pusht": ({"observation.images.image": (96, 96, 3), "observation.state": (2,)}, 20, [[5], [], [9]], "step"),
+    # VQ-BeT: step-served over stacked queues (3 observation steps, 4-action chunks).
+    "vqbet-pusht": ({"observation.images.image": (96, 96, 3), "observation.state": (2,)}, 12, [[6], [], [3, 9]], "step"),
+    # TD-MPC from state: step-served, its action queue repeats each action twice.
+    "tdmpc-state": ({"observation.state": (4,), "observation.environment_state": (39,)}, 9, [[4], [], [5]], "step"),
     # ACT with temporal ensembling: step-served, its ensembler swapped in one env at a time.
     "act-ensemble-state": ({"observation.state": (4,), "observation.environment_state": (39,)}, 8, [[4], [], [2, 6]], "step"),
 }
@@ -188,3 +192,68 @@ def test_batched_equals_single_and_lerobot_loop(kind, lerobot_python, prepared, 
     # a reset really starts over: env 0's first action after its reset differs from its step before
     e0 = reference["e0"]
     assert not np.allclose(e0[resets[0][0]], e0[resets[0][0] - 1])
+
+
+#: Checkpoints saved by LeRobot 0.4.4, with the actions 0.4.4's own loop gave
+#: (data/make_lerobot044_checkpoints.py made them, in a lerobot==0.4.4 venv).
+LEROBOT044 = HERE / "data" / "lerobot044"
+
+
+@pytest.mark.parametrize("kind", ["act", "diffusion"])
+def test_lerobot044_checkpoint_serves_bit_identically(kind, lerobot_python, tmp_path):
+    """A checkpoint LeRobot 0.4.4 saved is served by the 0.6 venv with the very actions 0.4.4's
+    own select_action loop gave (max |diff| 0 one request at a time; batched within float
+    rounding of a batched forward pass)."""
+    data = dict(np.load(LEROBOT044 / "episodes.npz"))
+    observations = {k: v for k, v in data.items() if k.startswith("e")}
+    expected = {k.split("/", 1)[1]: v for k, v in data.items() if k.startswith(kind + "/")}
+    server = Served(lerobot_python, tmp_path / "server.log", policy_path=LEROBOT044 / kind, device="cpu", seed=7)
+    try:
+        single, _ = _serve_episodes(server, observations, "single", batched=False)
+        batched, _ = _serve_episodes(server, observations, "batched", batched=True)
+    finally:
+        server.close()
+    assert set(expected) == set(single) == {"e0", "e1"}
+    for env, actions in expected.items():
+        assert np.abs(actions).max() > 0.1
+        np.testing.assert_array_equal(single[env], actions, err_msg=f"{kind} {env}: 0.6 serving vs 0.4.4's loop")
+        np.testing.assert_allclose(batched[env], actions, atol=1e-5, rtol=1e-5, err_msg=f"{kind} {env}: batched")
+
+
+RENAME_STATS = """
+import sys
+from pathlib import Path
+from safetensors.torch import load_file, save_file
+for path in Path(sys.argv[1]).glob("policy_*processor_step_*normalizer_processor.safetensors"):
+    save_file({"so100." + k: v for k, v in load_file(path).items()}, path)
+"""
+
+
+def test_a_checkpoint_whose_stats_the_normalizer_cannot_find_is_refused_or_served_with_a_warning(lerobot_python, tmp_path):
+    """Issue 38 item 6: stats keyed per dataset (``so100.observation.state``) would be skipped by
+    LeRobot's normalizer without a word; the server refuses, naming the missing and found keys,
+    and serves with ``allow_missing_stats`` saying so in its metadata's warnings."""
+    import shutil
+
+    checkpoint = tmp_path / "multi_dataset"
+    shutil.copytree(LEROBOT044 / "act", checkpoint)
+    done = subprocess.run([str(lerobot_python), "-c", RENAME_STATS, str(checkpoint)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    refused = subprocess.run(
+        [str(lerobot_python), "-m", "arena", "serve", "lerobot", "--port", "0", "-o", f"policy_path={checkpoint}", "-o", "device=cpu"],
+        capture_output=True, text=True, timeout=600, env=ENV,
+    )
+    assert refused.returncode != 0
+    message = refused.stderr
+    # ACT normalizes state and action (its normalization_mapping leaves the environment state as it is)
+    assert "normalizes ['action', 'observation.state']" in message, message[-3000:]
+    assert "'so100.observation.state'" in message and "allow_missing_stats" in message, message[-3000:]
+    server = Served(lerobot_python, tmp_path / "server.log", policy_path=checkpoint, device="cpu", allow_missing_stats="true")
+    try:
+        client = server.client()
+        warnings = client.metadata["warnings"]
+        client.close()
+    finally:
+        server.close()
+    assert len(warnings) == 1 and "so100.observation.state" in warnings[0]
+    assert "normalizes" in (tmp_path / "server.log").read_text()

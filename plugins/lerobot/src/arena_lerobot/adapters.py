@@ -8,14 +8,16 @@ feature names, with LeRobot's flips and state composition already applied::
     observation.images.<cam> | observation.image   uint8 (H, W, 3)   HWC, native render size
     observation.state                              float32 (D,)
     observation.environment_state                  float32 (E,)      where LeRobot has one
-    task                                           str               what add_envs_task gives
+    task                                           str               lerobot-eval's task string
 
 :func:`arena_lerobot.features.to_policy_batch` (model venv, torch) then stacks a batch of
 these and converts it exactly as ``lerobot.envs.utils.preprocess_observation`` does (HWC
 uint8 -> float32 CHW / 255, state float32). These modules import numpy only: they run in
 arena's interpreter, which has no torch.
 
-Sources (``lerobot`` 0.4.4, paths under ``site-packages/lerobot``):
+Sources (``lerobot`` 0.4.4, paths under ``site-packages/lerobot``; unchanged in 0.6.1 except
+the task string, which 0.6.1's ``rollout`` in ``scripts/lerobot_eval.py`` reads with
+``env.call("task_description")``, else ``env.call("task")``, else ``""``: ALOHA's changed):
 ``envs/configs.py`` (``features_map`` of ``AlohaEnv``, ``PushtEnv``, ``LiberoEnv``,
 ``MetaworldEnv``), ``envs/utils.py`` 49-110 (``preprocess_observation``) and 156-185
 (``add_envs_task``), ``envs/libero.py`` 138-142 and 245-289 (camera names, ``robot_state``),
@@ -58,6 +60,7 @@ __all__ = [
     "LEROBOT_METAWORLD_TASKS",
     "LeRobotAdapter",
     "LeRobotAlohaAdapter",
+    "LeRobotEnvAdapter",
     "LeRobotFrame",
     "LeRobotLiberoAdapter",
     "LeRobotMetaWorldAdapter",
@@ -170,13 +173,14 @@ class LeRobotAlohaAdapter(LeRobotAdapter):
 
         observation.images.top   uint8 (H, W, 3)    gym-aloha's pixels["top"], unflipped
         observation.state        float32 (14,)      agent_pos (= qpos): per arm 6 joints (rad) + gripper
-        task                     ""                 see below
+        task                     "transfer_cube"    the env's task name, see below
 
-    ``task`` is ``""``: gym-aloha sets a ``task`` attribute, but ``lerobot-eval`` builds the
-    env with ``gym.make`` and ``add_envs_task`` asks the outer wrapper ``hasattr(env, "task")``,
-    which gymnasium 1.x wrappers do not forward, so it falls through to ``""``. Other cameras
-    of the observation are not sent (LeRobot's ALOHA sim has only ``top``). Actions: ``(H, 14)``
-    absolute joint targets, identity.
+    ``task`` is gym-aloha's ``task`` attribute (``transfer_cube``, ``insertion``: arena's ALOHA
+    task names, the observation's ``task``): ``lerobot-eval`` 0.6.1 asks the vector env
+    ``env.call("task_description")``, then ``env.call("task")``, which gymnasium 1.x answers
+    through the wrappers (``get_wrapper_attr``). (LeRobot 0.4.4's ``add_envs_task`` asked the
+    outer wrapper and sent ``""``.) Other cameras of the observation are not sent (LeRobot's
+    ALOHA sim has only ``top``). Actions: ``(H, 14)`` absolute joint targets, identity.
     """
 
     name: ClassVar[str] = "aloha"
@@ -188,7 +192,7 @@ class LeRobotAlohaAdapter(LeRobotAdapter):
                 f"{OBS_IMAGES}.top": _camera(observation, "cam_high_rgb", env_id, self.name),
                 OBS_STATE: _policy(observation, "joint_pos", env_id, 14, self.name).astype(np.float32),
             },
-            task="",
+            task=_env_task(observation, env_id) or "",
         )
 
 
@@ -427,6 +431,40 @@ class LeRobotMetaWorldEnvironmentStateAdapter(LeRobotMetaWorldAdapter):
     send_environment_state: ClassVar[bool] = True
 
 
+# -- any LeRobot env through the bridge (arena_lerobot.bridge) ----------------------------------
+
+
+class LeRobotEnvAdapter(LeRobotAdapter):
+    """The ``lerobot_env`` bridge's observation, already under LeRobot's feature names
+    (:func:`arena_lerobot.bridge.lerobot_observation`): every ``camera_obs`` image (``uint8
+    (H, W, 3)``) and ``policy`` array (``float32``) is sent under its own key, the env's task
+    string as ``task``. Actions: the identity, ``action_dim`` the environment's (:meth:`bind`,
+    which ``lerobot_remote`` calls when it starts)."""
+
+    name: ClassVar[str] = "lerobot_env"
+    action_dim: int = 0
+
+    def bind(self, env: Any) -> None:
+        """Take the action width from the bridge environment (``action_space``)."""
+        shape = getattr(getattr(env, "action_space", None), "shape", None)
+        if shape:
+            self.action_dim = int(np.prod(shape))
+
+    def extract(self, observation: dict[str, Any], env_id: int) -> LeRobotFrame:
+        features: dict[str, np.ndarray] = {}
+        for key in observation.get("camera_obs") or {}:
+            features[key] = _camera(observation, key, env_id, self.name)
+        for key, value in (observation.get("policy") or {}).items():
+            array = np.asarray(value[env_id])
+            if not np.all(np.isfinite(array)):
+                raise ObservationError(f"policy['{key}'] holds NaN or infinite values")
+            features[key] = array.astype(np.float32)
+        if not features:
+            raise ObservationError("the lerobot 'lerobot_env' adapter found no camera_obs or policy arrays")
+        task = _env_task(observation, env_id)
+        return LeRobotFrame(features=features, task=task if task is not None else "")
+
+
 #: Every adapter of this module, as registered: ``name -> class``.
 ADAPTERS: dict[str, type[LeRobotAdapter]] = {
     cls.name: cls
@@ -436,5 +474,6 @@ ADAPTERS: dict[str, type[LeRobotAdapter]] = {
         LeRobotLiberoAdapter,
         LeRobotMetaWorldAdapter,
         LeRobotMetaWorldEnvironmentStateAdapter,
+        LeRobotEnvAdapter,
     )
 }

@@ -65,6 +65,32 @@ EPISODES_SIDE_FILE = "meta/arena_episodes.jsonl"
 FAILED_OUTCOMES = ("failure", "timeout")
 EXIT_USAGE = 2
 EXIT_FAILED = 3
+#: The smallest frames LeRobot 0.6's default video encoder (SVT-AV1 through PyAV) takes,
+#: measured with tests/video_limits.py (:func:`check_video_sizes`): width, height in pixels.
+MIN_VIDEO_WIDTH = 25
+MIN_VIDEO_HEIGHT = 4
+#: Where the dataset is written until it is complete: ``<to's parent>/.<to's name>.partial-<pid>``,
+#: renamed to ``to`` at the end, removed on any failure (also by the CLI when the writing
+#: process dies natively, e.g. an encoder's SIGFPE).
+STAGING_INFIX = ".partial-"
+
+
+def staging_dir(to: Path, pid: int | None = None) -> Path:
+    """The temporary directory an export to ``to`` writes into (:data:`STAGING_INFIX`)."""
+    import os
+
+    return to.parent / f".{to.name}{STAGING_INFIX}{os.getpid() if pid is None else pid}"
+
+
+def remove_staging(to: Path) -> list[Path]:
+    """Remove every staging directory of exports to ``to`` (what a killed export left); return them."""
+    import shutil
+
+    removed = []
+    for path in sorted(to.parent.glob(f".{to.name}{STAGING_INFIX}*")):
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
 
 
 class ExportError(ArenaError):
@@ -144,9 +170,11 @@ def plan_export(
             f"{', '.join(f'{k} -> {v}' for k, v in DEFAULT_ADAPTERS.items())}): pass --adapter lerobot/<embodiment>"
         )
     instance = load_adapter(chosen)
-    _requests(instance, chosen, *episodes[0])  # the adapter fits the recording (the rest: while writing)
+    _, _, first_requests, _ = _requests(instance, chosen, *episodes[0])  # the adapter fits the recording (the rest: while writing)
     if videos is None:
         videos = bool((snapshot_run.get("recording") or {}).get("enabled"))
+    if videos:
+        check_video_sizes(first_requests[0])
     env_type = str((snapshot_run.get("environment") or {}).get("type") or "")
     return ExportPlan(
         output_dir=output_dir,
@@ -224,6 +252,33 @@ def load_adapter(spec: str) -> Any:
         raise ExportError(f"adapter {spec!r}: {type(exc).__name__}: {exc}") from None
 
 
+def check_video_sizes(request: dict[str, Any]) -> None:
+    """Refuse camera frames LeRobot's video encoder cannot take (before anything is written).
+
+    LeRobot 0.6's default RGB encoder is SVT-AV1 (``libsvtav1``, ``yuv420p``, crf 30) through
+    PyAV 15.1; measured with ``tests/video_limits.py`` in the lerobot venv: frames up to 24
+    pixels wide kill the encoding process natively (SIGFPE: exit status 248 from a shell, -8
+    from Python; no exception, so nothing can clean up), whatever their height (64x24, 24x24
+    and 15x15 crash, 64x25, 8x25 and 4x25 encode); frames under 4 pixels high fail to open the
+    codec (a PyAV ``ValueError``); odd sizes encode. Images are refused, not padded: padding
+    would change what a policy trained on the export sees.
+
+    Raises:
+        ExportError: (exit 2) a camera narrower than :data:`MIN_VIDEO_WIDTH` or lower than
+            :data:`MIN_VIDEO_HEIGHT`, naming it and ``--no-videos`` (lossless PNG frames, any size).
+    """
+    for key, value in request.items():
+        if not (isinstance(value, np.ndarray) and value.dtype == np.uint8 and value.ndim == 3 and value.shape[-1] == 3):
+            continue
+        h, w = int(value.shape[0]), int(value.shape[1])
+        if w < MIN_VIDEO_WIDTH or h < MIN_VIDEO_HEIGHT:
+            raise ExportError(
+                f"{key} is {h}x{w} (HxW): LeRobot's AV1 video encoder (libsvtav1) needs frames at least "
+                f"{MIN_VIDEO_WIDTH} pixels wide and {MIN_VIDEO_HEIGHT} high (narrower ones crash it natively); "
+                "export with --no-videos (PNG frames, lossless, any size) or record a larger camera"
+            )
+
+
 def _features(request: dict[str, Any], action_dim: int, videos: bool) -> dict[str, dict[str, Any]]:
     features: dict[str, dict[str, Any]] = {}
     for key, value in request.items():
@@ -248,12 +303,18 @@ def write_dataset(plan: ExportPlan, say: Any = None) -> dict[str, Any]:
     ``frames``, ``features``, ``seconds``). Needs LeRobot (the ``lerobot`` venv).
 
     Raises:
-        ExportError: a recorded episode does not fit the adapter (exit 2), or LeRobot
-            refused a frame (exit 3); the half-written ``plan.to`` is removed.
+        ExportError: a recorded episode does not fit the adapter or the video encoder (exit
+            2), or LeRobot refused a frame (exit 3). The dataset is written into
+            :func:`staging_dir` and renamed to ``plan.to`` when complete; on any failure the
+            staging directory is removed and ``plan.to`` never exists.
     """
     import shutil
 
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    staging = staging_dir(plan.to)
+    if staging.exists():
+        shutil.rmtree(staging)
 
     try:  # Hugging Face datasets' progress bars: arena prints one line per episode instead
         import datasets
@@ -272,8 +333,11 @@ def write_dataset(plan: ExportPlan, say: Any = None) -> dict[str, Any]:
             if dataset is None:
                 features = _features(requests[0], actions.shape[1], plan.videos)
                 embodiment = plan.adapter.split("/", 1)[-1]
+                if plan.videos:
+                    check_video_sizes(requests[0])
+                # LeRobot 0.6's create(): no vcodec any more (rgb_encoder: its default, SVT-AV1)
                 dataset = LeRobotDataset.create(
-                    repo_id=plan.repo_id, fps=plan.fps, features=features, root=plan.to,
+                    repo_id=plan.repo_id, fps=plan.fps, features=features, root=staging,
                     robot_type=embodiment, use_videos=plan.videos,
                 )
             last = trajectory.steps - 1
@@ -296,15 +360,17 @@ def write_dataset(plan: ExportPlan, say: Any = None) -> dict[str, Any]:
             if say is not None:
                 say(f"episode {record.episode_index} (seed {record.seed}, {record.outcome}): {trajectory.steps} frames")
         dataset.finalize()
-    except BaseException as exc:
+        (staging / EPISODES_SIDE_FILE).write_text("".join(json.dumps(line) + "\n" for line in side))
         if plan.to.exists():
-            shutil.rmtree(plan.to, ignore_errors=True)
+            raise ExportError(f"{plan.to} appeared while the export ran: the dataset was not moved there")
+        staging.rename(plan.to)
+    except BaseException as exc:
+        shutil.rmtree(staging, ignore_errors=True)
         if isinstance(exc, ExportError):
             raise
         if isinstance(exc, Exception):
             raise ExportError(f"LeRobot could not write the dataset: {type(exc).__name__}: {exc}", EXIT_FAILED) from exc
         raise
-    (plan.to / EPISODES_SIDE_FILE).write_text("".join(json.dumps(line) + "\n" for line in side))
     return {
         "to": str(plan.to), "repo_id": plan.repo_id, "adapter": plan.adapter, "fps": plan.fps,
         "videos": plan.videos, "episodes": len(side), "frames": frames,

@@ -45,8 +45,8 @@ def export_lerobot(
 
     Exit codes:
     0  written
-    2  no such run, no recorded episodes, DIR exists, an unknown adapter, or no lerobot venv
-    3  LeRobot failed to write the dataset
+    2  no such run, no recorded episodes, DIR exists, an unknown adapter, camera frames the video encoder cannot take (--videos), or no lerobot venv
+    3  LeRobot failed to write the dataset, or its process died (e.g. the encoder crashed); nothing is left at DIR
     """
     from arena_lerobot.export import ExportError, lerobot_importable, plan_export, run_export
 
@@ -75,4 +75,27 @@ def export_lerobot(
         )
         raise typer.Exit(2)
     sys.stdout.flush()
-    raise typer.Exit(subprocess.call([str(python), "-m", "arena_lerobot.export", *argv]))
+    code = subprocess.call([str(python), "-m", "arena_lerobot.export", *argv])
+    if code != 0:
+        from arena_lerobot.export import EXIT_FAILED, remove_staging
+
+        removed = remove_staging(to)  # what a process that died natively could not remove itself
+        if code < 0 or code > 3:
+            how = _signal_name(-code) if code < 0 else f"exit status {code}"
+            typer.echo(
+                f"arena export lerobot: the LeRobot export process died ({how}) while writing {to}; "
+                + ("its partial dataset was removed" if removed else "it had written nothing")
+                + " (a video encoder crash: see --no-videos)",
+                err=True,
+            )
+            code = EXIT_FAILED
+    raise typer.Exit(code)
+
+
+def _signal_name(number: int) -> str:
+    import signal
+
+    try:
+        return f"signal {signal.Signals(number).name}"
+    except ValueError:
+        return f"signal {number}"

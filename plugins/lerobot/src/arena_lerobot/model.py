@@ -1,9 +1,13 @@
 """``arena serve lerobot -o policy_path=DIR``: a LeRobot checkpoint behind arena's policy server.
 
-Loading is what ``lerobot-eval`` does (``lerobot/scripts/lerobot_eval.py``, LeRobot 0.4.4): the
-policy class of the checkpoint's ``config.json`` type, ``from_pretrained(DIR)``, and its saved
-processor pipelines, ``make_pre_post_processors(policy.config, pretrained_path=DIR)`` with the
-device processor moved to the serving device. Each request is one env's observation with
+Loading is what ``lerobot-eval`` does (``lerobot/scripts/lerobot_eval.py``, ``eval_main``,
+LeRobot 0.6.1; the same sequence as 0.4.4, whose checkpoints load unchanged): the checkpoint's
+config (ImageNet backbone weights it names are not fetched: the trained weights replace them),
+the policy class of its type, ``from_pretrained(DIR, config=cfg)``, and its saved processor
+pipelines, ``make_pre_post_processors(cfg, pretrained_path=DIR)`` with the device and
+``rename_map`` overrides. A checkpoint whose normalizer lacks statistics for features it
+normalizes is refused (:func:`check_normalization_stats`; ``allow_missing_stats`` serves it
+with a warning in the metadata). Each request is one env's observation with
 LeRobot's feature names (``observation.images.<cam>`` ``uint8 (H, W, 3)``, ``observation.state``
 ``float32 (D,)``, optionally ``observation.environment_state``, ``task``: what the
 ``lerobot/*`` embodiment adapters send), stacked by :func:`arena_lerobot.features.to_policy_batch`
@@ -38,7 +42,9 @@ default) draws fresh noise at every denoising step from torch's global generator
 Options (``-o KEY=VALUE``): ``policy_path`` (a ``pretrained_model`` directory, or a Hub id where
 the machine has network), ``device`` (``auto``: CUDA when present, else CPU), ``n_action_steps``
 (override the checkpoint's), ``seed``, ``max_states`` (per-env states kept, least recently used
-dropped first; a dropped env restarts its episode state).
+dropped first, :data:`DEFAULT_MAX_STATES`; an env whose state was dropped mid-episode restarts
+it, and that request's reply carries ``state_restarted: true``), ``rename_map`` (lerobot-eval's
+``--rename_map``), ``allow_missing_stats``.
 """
 
 from __future__ import annotations
@@ -64,8 +70,16 @@ ENV_ID_KEY = "env_id"
 NEW_EPISODE_KEY = "new_episode"
 #: The reply's key: ``float32 (rows, action_dim)``.
 ACTIONS_KEY = "actions"
-#: Attributes ``policy.reset()`` (re)sets on LeRobot 0.4.4 policies: their per-episode state.
+#: The reply's key saying the env's per-episode state was dropped (``max_states``) before
+#: this request, which therefore started that state afresh in the middle of an episode.
+STATE_RESTARTED_KEY = "state_restarted"
+#: Attributes ``policy.reset()`` (re)sets on LeRobot 0.4.4-0.6 policies (ACT, Diffusion,
+#: VQ-BeT, TD-MPC): their per-episode state.
 STATE_ATTRIBUTES = ("_queues", "_action_queue", "temporal_ensembler", "_prev_mean")
+#: Per-env states a server keeps by default: 64 envs (``num_envs``) x 8 sessions (runs or
+#: suites sharing one server), the most a server is documented for (README, "Which policy
+#: types chunk").
+DEFAULT_MAX_STATES = 512
 
 
 def checkpoint_sha256(path: Path) -> str:
@@ -114,7 +128,9 @@ class LeRobotModel:
         device: str = "auto",
         n_action_steps: int | None = None,
         seed: int | None = None,
-        max_states: int = 512,
+        max_states: int = DEFAULT_MAX_STATES,
+        rename_map: dict[str, str] | None = None,
+        allow_missing_stats: bool = False,
     ) -> None:
         if not policy_path:
             raise ConfigError("arena serve lerobot needs -o policy_path=DIR (a LeRobot pretrained_model directory or Hub id)")
@@ -125,6 +141,17 @@ class LeRobotModel:
         self.n_action_steps = None if n_action_steps is None else int(n_action_steps)
         self.seed = None if seed is None else int(seed)
         self.max_states = int(max_states)
+        if rename_map is not None and not (
+            isinstance(rename_map, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in rename_map.items())
+        ):
+            raise ConfigError(f"rename_map must map feature names to feature names, e.g. {{observation.images.top: observation.images.cam_high}}; got {rename_map!r}")
+        self.rename_map: dict[str, str] = dict(rename_map or {})
+        self.allow_missing_stats = bool(allow_missing_stats)
+        #: What the server's log, every connection's metadata and the run's warnings carry.
+        self.warnings: list[str] = []
+        self.stats_report: dict[str, list[str]] = {"missing": [], "found": []}
+        #: Per-env states dropped for max_states (session, env_id), kept to tell their next request.
+        self._evicted: OrderedDict[tuple[str, int], None] = OrderedDict()
         self.policy: Any = None
         self.preprocessor: Any = None
         self.postprocessor: Any = None
@@ -161,8 +188,20 @@ class LeRobotModel:
             except Exception as exc:  # noqa: BLE001 - any failure means: not a usable checkpoint
                 raise ConfigError(f"policy_path {self.policy_path!r} is not a directory and not a reachable Hub id: {exc}") from None
         self.device = ("cuda" if torch.cuda.is_available() else "cpu") if self.device_option == "auto" else self.device_option
+        # lerobot-eval 0.6 (scripts/lerobot_eval.py, eval_main): the config from the checkpoint,
+        # make_policy -> policy_cls.from_pretrained(path, config=cfg), then the saved processor
+        # pipelines with the device and rename_map overrides. make_policy also needs an env
+        # config (only to fill output features the checkpoint's config.json already holds), which
+        # a server does not have: from_pretrained with the same config is what it calls.
         config = PreTrainedConfig.from_pretrained(path)
+        config.pretrained_path = path
         config.device = self.device
+        if getattr(config, "pretrained_backbone_weights", None):
+            # ACT / Diffusion / VQ-BeT checkpoints name torchvision's ImageNet weights, which
+            # building the model downloads before from_pretrained overwrites them with the
+            # trained ones: building without them gives identical outputs, offline
+            log.info("not fetching %s: the checkpoint's own backbone weights replace them", config.pretrained_backbone_weights)
+            config.pretrained_backbone_weights = None
         if self.n_action_steps is not None:
             _check_action_steps(config, self.n_action_steps)
             config.n_action_steps = self.n_action_steps
@@ -170,8 +209,25 @@ class LeRobotModel:
         policy.to(self.device)
         policy.eval()
         self.preprocessor, self.postprocessor = make_pre_post_processors(
-            policy.config, pretrained_path=str(path), preprocessor_overrides={"device_processor": {"device": self.device}}
+            policy.config,
+            pretrained_path=str(path),
+            preprocessor_overrides={
+                "device_processor": {"device": self.device},
+                "rename_observations_processor": {"rename_map": dict(self.rename_map)},
+            },
         )
+        self.stats_report = check_normalization_stats(self.preprocessor, self.postprocessor)
+        if self.stats_report["missing"]:
+            message = (
+                f"the checkpoint {self.policy_path} normalizes {self.stats_report['missing']} but its processors hold "
+                f"statistics only for {self.stats_report['found']}: LeRobot would skip those features silently (raw "
+                "inputs in, normalized actions out). Re-save its processors with stats under the policy's feature "
+                "names (a multi-dataset checkpoint keys them per dataset), or serve anyway with -o allow_missing_stats=true"
+            )
+            if not self.allow_missing_stats:
+                raise ConfigError(message)
+            log.warning("%s", message)
+            self.warnings.append(message)
         self.policy = policy
         self.mode = serving_mode(policy.config)
         policy.reset()
@@ -200,10 +256,15 @@ class LeRobotModel:
             "output_features": features(config.output_features),
             "serving": self.mode,
             "actions_per_request": self.actions_per_request,
-            "n_action_steps": int(config.n_action_steps),
+            # VQ-BeT names its chunk action_chunk_size
+            "n_action_steps": int(getattr(config, "n_action_steps", None) or getattr(config, "action_chunk_size", 1)),
             "n_obs_steps": int(getattr(config, "n_obs_steps", 1)),
             "seed": self.seed,
             "state_keys": [SESSION_KEY, ENV_ID_KEY, NEW_EPISODE_KEY],
+            "max_states": self.max_states,
+            "rename_map": dict(self.rename_map),
+            "normalization_stats": dict(self.stats_report),
+            "warnings": list(self.warnings),
             "rtc": self._rtc_metadata(),
         }
 
@@ -240,15 +301,23 @@ class LeRobotModel:
                 f"requests lack the policy's input features {missing} (they carry {sorted(observations[0])}); "
                 "choose the embodiment adapter that matches this checkpoint"
             )
+        restarted = [False] * len(observations)
         with self._lock, torch.inference_mode():
             batch = self.preprocessor(to_policy_batch(observations))
             if self.mode == "chunk":
                 chunk = self._predict_chunk(batch, observations)[:, : self.policy.config.n_action_steps]
                 actions = self._postprocess(chunk)  # (B, n_action_steps, action_dim)
             else:
-                actions = self._postprocess(self._select_actions(observations, batch))[:, None]  # (B, 1, action_dim)
+                selected, restarted = self._select_actions(observations, batch)
+                actions = self._postprocess(selected)[:, None]  # (B, 1, action_dim)
         # arena's server adds server_timing (infer_ms) to each reply; batch_size says how many envs shared the call
-        return [{ACTIONS_KEY: actions[i], "batch_size": len(observations)} for i in range(len(observations))]
+        replies: list[dict[str, Any]] = []
+        for i in range(len(observations)):
+            reply: dict[str, Any] = {ACTIONS_KEY: actions[i], "batch_size": len(observations)}
+            if restarted[i]:
+                reply[STATE_RESTARTED_KEY] = True
+            replies.append(reply)
+        return replies
 
     def _predict_chunk(self, batch: dict[str, Any], observations: list[dict[str, Any]]) -> Any:
         """``predict_action_chunk``, with each request's RTC inputs where it carries them (:mod:`arena_lerobot.rtc`)."""
@@ -265,28 +334,44 @@ class LeRobotModel:
         out = self.postprocessor(actions)
         return np.ascontiguousarray(out.detach().to("cpu").numpy(), dtype=np.float32)
 
-    def _state(self, request: dict[str, Any]) -> _EnvState:
-        """The request's env state: fresh for ``new_episode`` or an unknown key."""
+    def _state(self, request: dict[str, Any]) -> tuple[_EnvState, bool]:
+        """The request's env state: fresh for ``new_episode`` or an unknown key; and whether
+        it was made fresh in the middle of an episode because ``max_states`` had dropped it."""
         import torch
 
         key = (str(request.get(SESSION_KEY, "")), int(request.get(ENV_ID_KEY, 0)))
         state = self._states.get(key)
-        if state is None or bool(request.get(NEW_EPISODE_KEY, False)):
+        new_episode = bool(request.get(NEW_EPISODE_KEY, False))
+        restarted = False
+        if state is None or new_episode:
+            restarted = state is None and not new_episode and key in self._evicted
+            self._evicted.pop(key, None)
             attributes = copy.deepcopy(self._fresh)
             generator = torch.Generator().manual_seed(self.seed) if self.seed is not None else None
             state = _EnvState(attributes, generator)
             self._states[key] = state
             while len(self._states) > self.max_states:
                 dropped, _ = self._states.popitem(last=False)
-                log.warning("dropping the LeRobot state of session %s env %d (max_states %d)", *dropped, self.max_states)
+                self._evicted[dropped] = None
+                while len(self._evicted) > 16 * self.max_states:
+                    self._evicted.popitem(last=False)
+                log.warning(
+                    "dropping the LeRobot state of session %s env %d (max_states %d): if its episode is still "
+                    "running, its next request starts the policy's state afresh (the client is told)",
+                    *dropped, self.max_states,
+                )
+        if restarted:
+            log.warning("session %s env %d: its state was dropped (max_states %d); started afresh mid-episode", *key, self.max_states)
         self._states.move_to_end(key)
-        return state
+        return state, restarted
 
-    def _select_actions(self, observations: list[dict[str, Any]], batch: dict[str, Any]) -> Any:
-        """``policy.select_action`` per env with its own state; normalized actions ``(B, action_dim)``."""
+    def _select_actions(self, observations: list[dict[str, Any]], batch: dict[str, Any]) -> tuple[Any, list[bool]]:
+        """``policy.select_action`` per env with its own state: normalized actions ``(B,
+        action_dim)``, and per env whether its state was restarted mid-episode (:meth:`_state`)."""
         import torch
 
-        states = [self._state(r) for r in observations]
+        found = [self._state(r) for r in observations]
+        states = [state for state, _ in found]
         groups: dict[tuple, list[int]] = {}
         for i, state in enumerate(states):
             key = _fill_levels(state.attributes) if self._stackable else (i,)
@@ -306,7 +391,7 @@ class LeRobotModel:
                     value = getattr(self.policy, name)
                     states[i].attributes[name] = _split(value, j) if self._stackable else value
                 out[i] = actions[j : j + 1]
-        return torch.cat(out)
+        return torch.cat(out), [restarted for _, restarted in found]
 
     def _needs_noise(self) -> bool:
         """Whether the next ``select_action`` draws a fresh Diffusion chunk (its action queue is empty)."""
@@ -322,6 +407,39 @@ class LeRobotModel:
         dtype = next(self.policy.parameters()).dtype
         rows = [torch.randn(shape, generator=s.generator, dtype=dtype) for s in states]
         return torch.cat(rows).to(self.device)
+
+
+def check_normalization_stats(*pipelines: Any) -> dict[str, list[str]]:
+    """Which features the pipelines' (un)normalizer steps would normalize but hold no statistics
+    for: ``{"missing": [...], "found": [...]}`` (sorted feature names).
+
+    LeRobot's ``_NormalizationMixin._apply_transform`` (0.4.4 and 0.6) passes a feature through
+    unchanged when its key is not in the step's statistics (``key not in self._tensor_stats``),
+    so a checkpoint whose stats are keyed otherwise (per dataset, ``so100.observation.state``)
+    feeds raw inputs and returns normalized actions without a word. A feature counts when its
+    type's mode in the step's ``norm_map`` is not ``IDENTITY`` (and it is among
+    ``normalize_observation_keys`` when the step names them).
+    """
+    missing: set[str] = set()
+    found: set[str] = set()
+    for pipeline in pipelines:
+        for step in getattr(pipeline, "steps", ()):
+            features = getattr(step, "features", None)
+            norm_map = getattr(step, "norm_map", None)
+            stats = getattr(step, "_tensor_stats", None)
+            if not isinstance(features, dict) or not isinstance(norm_map, dict) or stats is None:
+                continue
+            found.update(stats)
+            only = getattr(step, "normalize_observation_keys", None)
+            for key, feature in features.items():
+                if only is not None and key not in only and str(getattr(feature.type, "value", feature.type)) != "ACTION":
+                    continue
+                mode = norm_map.get(feature.type)
+                if mode is None or str(getattr(mode, "value", mode)).upper() == "IDENTITY":
+                    continue
+                if key not in stats:
+                    missing.add(key)
+    return {"missing": sorted(missing), "found": sorted(found)}
 
 
 def _check_action_steps(config: Any, n: int) -> None:

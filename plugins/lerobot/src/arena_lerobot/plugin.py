@@ -49,6 +49,16 @@ def register_pusht_expert(register):
     register(PushTExpert.name, PushTExpert)
 
 
+# -- the LeRobot environment bridge (arena_lerobot.bridge): `lerobot_env` ----------------------
+
+
+@hookimpl(specname="arena_register_environments")
+def register_lerobot_env_bridge(register):
+    from arena_lerobot.bridge import LeRobotEnvironment
+
+    register(LeRobotEnvironment.name, LeRobotEnvironment)
+
+
 # -- embodiment adapters (arena_lerobot.adapters): family `lerobot` --------------------------
 
 

@@ -12,6 +12,7 @@ which thus sees every observation, as ``lerobot-eval``'s ``select_action`` loop 
 
 from __future__ import annotations
 
+import threading
 import uuid
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -21,11 +22,17 @@ from arena.errors import PolicyError
 from arena.policies.chunks import ChunkBroker
 from arena.policies.remote import ChunkLength, RemoteChunkReplayPolicy, RemotePolicyConfig
 
+#: The reply field of ``arena serve lerobot`` (:data:`arena_lerobot.model.STATE_RESTARTED_KEY`;
+#: not imported from there: that module is the model venv's side).
+STATE_RESTARTED_KEY = "state_restarted"
+
 if TYPE_CHECKING:
     from arena.envs.base import Environment
 
 #: The adapter used when ``embodiment`` is unset, by environment type (``Environment.name``).
-DEFAULT_ADAPTERS: dict[str, str] = {"aloha": "aloha", "pusht": "pusht", "libero": "libero", "metaworld": "metaworld"}
+DEFAULT_ADAPTERS: dict[str, str] = {
+    "aloha": "aloha", "pusht": "pusht", "libero": "libero", "metaworld": "metaworld", "lerobot_env": "lerobot_env",
+}
 
 
 class LeRobotRemoteConfig(RemotePolicyConfig):
@@ -51,6 +58,19 @@ class LeRobotRemoteConfig(RemotePolicyConfig):
         None, description="seed of the server's per-env Diffusion noise (reproducible actions); null: torch's global generator"
     )
     gpu: int = Field(0, ge=0, description="GPUs the server task asks for (0: the CPU, or whatever device auto finds)")
+    rename_map: dict[str, str] = Field(
+        default_factory=dict,
+        description="lerobot-eval's --rename_map: observation feature renames applied by the checkpoint's preprocessor",
+    )
+    allow_missing_stats: bool = Field(
+        False, description="serve a checkpoint whose normalizer lacks statistics for some features (a warning, not a refusal)"
+    )
+    max_states: int | None = Field(
+        None, ge=1, description="per-env policy states the server keeps (its default: 512); fewer than the envs served restarts states mid-episode"
+    )
+    max_batch_size: int | None = Field(
+        None, ge=1, description="the server's --max-batch-size (1: one request per forward pass); null: the server's default"
+    )
     first_request_timeout_s: float = Field(300.0, gt=0, description="seconds for the first inference (weights load first)")
 
 
@@ -75,6 +95,11 @@ class LeRobotRemotePolicy(RemoteChunkReplayPolicy):
         self.open_loop_horizon = config.open_loop_horizon or 1  # until start() reads the server's rows per reply
         self.session = uuid.uuid4().hex
         self._new_episode: set[int] = set()
+        #: Per env: requests of its current episode whose reply said the server had dropped
+        #: (``max_states``) and restarted the env's policy state mid-episode.
+        self._restarts: dict[int, int] = {}
+        self._restarted_episodes = 0
+        self._lock = threading.Lock()
 
     def start(self, env: Environment) -> None:
         if isinstance(self.adapter, _Pending):
@@ -90,6 +115,9 @@ class LeRobotRemotePolicy(RemoteChunkReplayPolicy):
                 self.adapter = get_registry().adapter(self.adapter_family, embodiment)()
             except Exception as exc:  # noqa: BLE001 - an unknown adapter names the registered ones
                 raise PolicyError(f"lerobot_remote: {exc}") from None
+        bind = getattr(self.adapter, "bind", None)
+        if callable(bind):  # an adapter whose action width is the environment's (lerobot_env)
+            bind(env)
         super().start(env)
         meta = self._metadata or {}
         rows = int(meta.get("actions_per_request") or 1)
@@ -109,6 +137,43 @@ class LeRobotRemotePolicy(RemoteChunkReplayPolicy):
         super().reset(env_ids, seeds)
         ids = range(self.broker.num_envs) if env_ids is None and self.broker is not None else (env_ids or [])
         self._new_episode.update(int(i) for i in ids)
+        with self._lock:
+            for i in ids:
+                self._restarts.pop(int(i), None)
+
+    def on_reply(self, env_id: int, response: Any) -> None:
+        """Count the replies that say the server restarted this env's state mid-episode
+        (``state_restarted``: it had dropped it for ``max_states``)."""
+        if isinstance(response, dict) and response.get(STATE_RESTARTED_KEY):
+            with self._lock:
+                if not self._restarts.get(env_id):
+                    self._restarted_episodes += 1
+                self._restarts[env_id] = self._restarts.get(env_id, 0) + 1
+
+    def episode_info(self, env_id: int) -> dict[str, Any]:
+        """Latency and server timing, plus ``lerobot_state_restarts``: how many times the server
+        restarted this episode's policy state (action queue, observation history, temporal
+        ensembler) in its middle because it had dropped it (``max_states``), when it did."""
+        info = super().episode_info(env_id)
+        with self._lock:
+            restarts = self._restarts.get(env_id, 0)
+        if restarts:
+            info["lerobot_state_restarts"] = restarts
+        return info
+
+    def run_warnings(self) -> list[str]:
+        """The server's own warnings (its metadata) and, when it happened, how many episodes had
+        their policy state restarted mid-episode by the server's ``max_states`` bound."""
+        meta = self._metadata or {}
+        warnings = [str(w) for w in meta.get("warnings") or []]
+        if self._restarted_episodes:
+            warnings.append(
+                f"arena serve lerobot dropped the policy state of {self._restarted_episodes} running episode(s) "
+                f"(max_states {meta.get('max_states', '?')} per-env states, fewer than the envs it served): their "
+                "action queue / observation history restarted mid-episode (records: policy_extras."
+                "lerobot_state_restarts); serve with a larger -o max_states"
+            )
+        return warnings
 
     def _fetch(self, env_id: int, request: dict[str, Any]) -> tuple[int, str | None]:
         request = {**request, "session": self.session, "env_id": int(env_id), "new_episode": env_id in self._new_episode}

@@ -9,6 +9,8 @@ serve lerobot`` in ``server.image``: LeRobot publishes no such image, so a run n
 
 from __future__ import annotations
 
+import json
+
 from arena.servertask import ServerResources, ServerTask, arena_server_task
 
 from arena_lerobot.policy import LeRobotRemoteConfig
@@ -16,7 +18,7 @@ from arena_lerobot.venv import LEROBOT_VENV
 
 IMAGE_HINT = (
     "LeRobot publishes no arena server image: build one with `pip install 'arena-plugin-lerobot[model]'` "
-    "(torch 2.10.0, lerobot 0.4.4) and set server.image"
+    "(torch 2.11.0, lerobot 0.6.1) and set server.image"
 )
 
 
@@ -32,8 +34,17 @@ def lerobot_server_task(config: LeRobotRemoteConfig) -> ServerTask:
         options["n_action_steps"] = str(config.n_action_steps)
     if config.seed is not None:
         options["seed"] = str(config.seed)
+    if config.rename_map:
+        options["rename_map"] = json.dumps(config.rename_map)
+    if config.allow_missing_stats:
+        options["allow_missing_stats"] = "true"
+    if config.max_states is not None:
+        options["max_states"] = str(config.max_states)
     task = arena_server_task("lerobot", startup_timeout_s=600.0, options=options, venv=LEROBOT_VENV.name)
+    more = ["--max-batch-size", str(config.max_batch_size)] if config.max_batch_size is not None else []
     return task.model_copy(update={
+        "command": [*task.command, *more],
+        "local_command": [*task.local_command, *more],
         "name": "lerobot",
         "image_hint": IMAGE_HINT,
         "resources": ServerResources(cpu=1, gpu=config.gpu, memory=4.0 if not config.gpu else 16.0),

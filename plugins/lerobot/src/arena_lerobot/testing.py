@@ -1,10 +1,12 @@
 """Randomly initialised LeRobot checkpoints for tests (needs the ``lerobot`` venv; no download).
 
-Built from config the way LeRobot 0.4.4 allows without a download:
-``ACTConfig`` / ``DiffusionConfig`` with explicit input/output features, ACT without ImageNet
-backbone weights, processors from ``make_pre_post_processors(config, dataset_stats=...)``, all
-saved with ``save_pretrained`` into one ``pretrained_model`` directory, as ``lerobot-train``
-writes it.
+Built from config the way LeRobot 0.6 allows without a download: the policy type's config
+(``make_policy_config(type, ...)``) with explicit input/output features and without ImageNet
+backbone weights (``pretrained_backbone_weights=None``: ACT, Diffusion and VQ-BeT would fetch
+torchvision's), processors from ``make_pre_post_processors(config, dataset_stats=...)``, all saved
+with ``save_pretrained`` into one ``pretrained_model`` directory, as ``lerobot-train`` writes it.
+Types built so here: ``act``, ``diffusion``, ``vqbet``, ``tdmpc`` (plugins/lerobot/README.md,
+the policy-type table, says which others need a download).
 """
 
 from __future__ import annotations
@@ -33,7 +35,11 @@ def feature_stats(shape: tuple[int, ...], rng: np.random.Generator, image: bool)
 def _features(cameras: dict[str, tuple[int, int]], state_dim: int, action_dim: int, environment_state_dim: int | None):
     from lerobot.configs.types import FeatureType, PolicyFeature
 
-    inputs = {f"observation.images.{cam}": PolicyFeature(FeatureType.VISUAL, (3, h, w)) for cam, (h, w) in cameras.items()}
+    # a camera named with a full feature name ("observation.image", PushT's) keeps it
+    inputs = {
+        (cam if cam.startswith("observation.") else f"observation.images.{cam}"): PolicyFeature(FeatureType.VISUAL, (3, h, w))
+        for cam, (h, w) in cameras.items()
+    }
     inputs["observation.state"] = PolicyFeature(FeatureType.STATE, (state_dim,))
     if environment_state_dim:
         inputs["observation.environment_state"] = PolicyFeature(FeatureType.ENV, (environment_state_dim,))
@@ -55,6 +61,38 @@ def save_checkpoint(policy: Any, directory: str | Path, seed: int = 0) -> Path:
     pre.save_pretrained(directory)
     post.save_pretrained(directory)
     return directory
+
+
+def make_policy_checkpoint(
+    policy_type: str,
+    directory: str | Path,
+    *,
+    cameras: dict[str, tuple[int, int]],
+    state_dim: int,
+    action_dim: int,
+    environment_state_dim: int | None = None,
+    seed: int = 0,
+    **overrides: Any,
+) -> Path:
+    """A random checkpoint of LeRobot policy type ``policy_type`` (``act``, ``diffusion``,
+    ``vqbet``, ``tdmpc``, ...) for ``cameras`` ``{name: (H, W)}``, built from its config with
+    ``overrides`` (config fields) and no pretrained backbone; saved with processors made from
+    random dataset stats. VQ-BeT's residual VQ is marked trained (``discretized``), as a trained
+    checkpoint's is, so ``select_action`` runs its inference path.
+    """
+    import torch
+    from lerobot.policies.factory import get_policy_class, make_policy_config
+
+    torch.manual_seed(seed)
+    inputs, outputs = _features(cameras, state_dim, action_dim, environment_state_dim)
+    options: dict[str, Any] = {"device": "cpu", **overrides}
+    if policy_type in ("act", "diffusion", "vqbet"):
+        options.setdefault("pretrained_backbone_weights", None)
+    config = make_policy_config(policy_type, input_features=inputs, output_features=outputs, **options)
+    policy = get_policy_class(policy_type)(config)
+    if policy_type == "vqbet":
+        policy.vqbet.action_head.vqvae_model.discretized.fill_(True)
+    return save_checkpoint(policy, directory, seed)
 
 
 def make_act_checkpoint(
@@ -112,5 +150,7 @@ def make_diffusion_checkpoint(
         "crop_shape": (h, w),
         **overrides,
     }
-    config = DiffusionConfig(input_features=inputs, output_features=outputs, device="cpu", **options)
+    config = DiffusionConfig(
+        input_features=inputs, output_features=outputs, device="cpu", pretrained_backbone_weights=None, **options
+    )
     return save_checkpoint(DiffusionPolicy(config), directory, seed)

@@ -1,0 +1,336 @@
+"""``lerobot_env``: any LeRobot environment config as an arena environment.
+
+::
+
+    environment:
+      type: lerobot_env
+      env: {type: pusht}                       # a LeRobot env config: its type and its fields
+      # env: {type: aloha, task: AlohaTransferCube-v0}
+      # env: {type: metaworld, task: metaworld-reach-v3}
+      # env: {type: so101}                     # a third-party lerobot_env_* package's type
+
+Each env is what ``lerobot-eval`` 0.6 builds (``lerobot/scripts/lerobot_eval.py``, ``eval_main``
+and ``rollout``): ``register_third_party_plugins()`` (imports every installed
+``lerobot_env_*`` distribution), ``make_env_config(type, **fields)``, ``make_env(cfg, n_envs=1,
+use_async_envs=False)`` -> ``{suite: {task_id: vector env}}`` (the suite and task id chosen by
+``suite`` / ``task_id``, else the only or first one), with LeRobot's own wrappers and step limit
+(``episode_length``). The envs are synchronous: LeRobot 0.6.1's default asynchronous vector envs
+fail for pusht and aloha with more than one env (``NamespaceNotFound: gym_pusht`` in the
+forkserver workers); arena's environment workers run one env each instead (``envs_per_worker:
+one``), in the ``lerobot`` model venv (:data:`arena_lerobot.venv.LEROBOT_VENV`), so the
+simulator packages live there and not in arena's interpreter.
+
+Episodes, as ``lerobot-eval`` runs them: episode seed ``s`` is ``env.reset(seed=[s],
+options={NEW_ROLLOUT_OPTION: True})`` (``lerobot-eval --seed S`` gives its episode ``i`` the seed
+``S + i`` whatever its batch size: an arena run with ``seed: S`` runs the same episodes); actions
+reach ``env.step`` as ``float32 (1, action_dim)`` (lerobot-eval hands the postprocessed torch
+action's numpy array); success is ``info["final_info"]["is_success"]`` when the vector env
+reports a final info, else the step's ``info["is_success"]`` (:attr:`success_key` ``is_success``);
+the episode ends when the env terminates or truncates (its ``TimeLimit`` at ``episode_length``,
+which is also :attr:`default_max_episode_steps`). The record's ``return`` is lerobot-eval's
+``sum_reward`` and the episode metric ``reward`` (``max``) its ``max_reward``; the task string
+is what ``lerobot-eval`` sends: the env's ``task_description``, else its ``task``, else ``""``.
+
+Observation: LeRobot's raw env observation renamed as ``preprocess_observation`` renames it, the
+values kept as numpy (the policy server stacks and converts them exactly as
+``preprocess_observation`` does, :func:`arena_lerobot.features.to_policy_batch`)::
+
+    {"camera_obs": {"observation.image": uint8 (N, H, W, 3)}            # "pixels" (one camera)
+                   or {"observation.images.<cam>": uint8 (N, H, W, 3)},  # "pixels" (a dict)
+     "policy": {"observation.state": float32 (N, D),                     # "agent_pos"
+                "observation.environment_state": float32 (N, D),         # "environment_state"
+                "observation.<key>": float32 (N, ...)},                  # any other array
+     "task": list[str] of N}
+
+The ``lerobot/lerobot_env`` adapter sends these keys unchanged. LeRobot env processors
+(``make_env_pre_post_processors``: LIBERO's and IsaacLab Arena's) are not applied here: an env
+config that has one is refused, naming it.
+
+Missing packages: the env's build fails with :class:`ImportError` naming the LeRobot extra to
+install into the ``lerobot`` venv (:data:`ENV_PACKAGES`); the config itself validates anywhere.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+from pydantic import Field, field_validator
+
+from arena.envs.base import EnvironmentConfig
+from arena.envs.serial import SerialEnvironment
+from arena.outputs.fingerprint import PROTOCOL_KEY, package_versions
+from arena_lerobot.venv import LEROBOT_VENV
+
+#: What each LeRobot env type needs installed in the lerobot venv (module, what to install).
+ENV_PACKAGES: dict[str, tuple[str, str]] = {
+    "pusht": ("gym_pusht", "lerobot[pusht] (gym-pusht)"),
+    "aloha": ("gym_aloha", "lerobot[aloha] (gym-aloha)"),
+    "metaworld": ("metaworld", "lerobot[metaworld] (metaworld==3.0.0)"),
+    "libero": ("libero", "lerobot[libero] (hf-libero and its assets)"),
+    "libero_plus": ("libero", "lerobot[libero_plus]"),
+    "robocasa": ("robocasa", "lerobot[robocasa]"),
+    "vlabench": ("VLABench", "lerobot[vlabench]"),
+    "robotwin": ("robotwin", "lerobot[robotwin]"),
+    "robomme": ("robomme", "lerobot[robomme]"),
+    "so101": ("lerobot_env_so101", "lerobot-env-so101"),
+}
+#: Distributions whose versions can change an episode (the protocol fingerprint's).
+PACKAGES = ("lerobot", "gymnasium", "numpy", "gym-pusht", "pymunk", "gym-aloha", "mujoco", "dm-control",
+            "metaworld", "lerobot-env-so101")
+#: lerobot-eval's reset option telling ``FreezeAfterEpisodeEnd`` that this is a new rollout
+#: (``lerobot.envs.utils.NEW_ROLLOUT_OPTION``; read from LeRobot when it is importable).
+NEW_ROLLOUT_OPTION_FALLBACK = "new_rollout"
+
+
+class LeRobotEnvConfig(EnvironmentConfig):
+    """Options of ``environment: {type: lerobot_env, env: {type: ..., ...}}``."""
+
+    env: dict[str, Any] = Field(
+        description="a LeRobot env config: `type` (pusht, aloha, metaworld, libero, ..., or a third-party "
+        "lerobot_env_* package's type) and that config's own fields, e.g. {type: aloha, task: AlohaInsertion-v0}"
+    )
+    suite: str | None = Field(None, description="which suite of make_env's {suite: {task_id: env}}; null: the first")
+    task_id: int | None = Field(None, ge=0, description="which task id of the suite; null: the first")
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, value: dict[str, Any]) -> dict[str, Any]:
+        kind = value.get("type")
+        if not isinstance(kind, str) or not kind:
+            raise ValueError("env needs `type`: a LeRobot env config type such as pusht, aloha or metaworld")
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"env must hold plain values (it goes to LeRobot's make_env_config): {exc}") from None
+        return dict(value)
+
+    def task_name(self) -> str | None:
+        fields = self.env
+        task = fields.get("task")
+        return f"{fields['type']}/{task}" if task else str(fields["type"])
+
+    @property
+    def fields(self) -> dict[str, Any]:
+        """The config's fields for ``make_env_config`` (``type`` left out)."""
+        return {k: v for k, v in self.env.items() if k != "type"}
+
+
+def _import_lerobot_envs() -> Any:
+    """LeRobot's env factory, with third-party ``lerobot_env_*`` packages registered."""
+    try:
+        from lerobot.envs import factory
+        from lerobot.utils.import_utils import register_third_party_plugins
+    except ImportError as exc:
+        raise ImportError(
+            f"the lerobot_env environment needs LeRobot 0.6, which is not importable in {sys.executable} ({exc}): "
+            f"run `{LEROBOT_VENV.setup_command}` once (the envs then run in workers under that venv)"
+        ) from exc
+    register_third_party_plugins()
+    return factory
+
+
+class LeRobotEnvironment(SerialEnvironment):
+    """``num_envs`` LeRobot envs of one config, each its own synchronous vector env of one
+    (see the module docstring).
+
+    Raises:
+        ImportError: LeRobot or the env type's package is missing (names what to install).
+        ValueError: an unknown env type or field (LeRobot's own message), a suite / task id
+            the config does not make, an env config with env processors, ``num_envs < 1``.
+    """
+
+    name: ClassVar[str] = "lerobot_env"
+    Config = LeRobotEnvConfig
+    success_key: ClassVar[str | None] = "is_success"
+    #: lerobot-eval's ``max_reward``: the best reward of the episode.
+    episode_metrics: ClassVar[dict[str, str]] = {"reward": "max"}
+    #: One env per worker: several simulators keep process-wide state (gym-aloha), and one
+    #: SyncVectorEnv of one per process is what lerobot-eval at batch size 1 steps.
+    envs_per_worker: ClassVar[str] = "one"
+    default_venv = LEROBOT_VENV
+    simulator_modules = ("lerobot",)
+
+    def __init__(self, config: LeRobotEnvConfig, *, num_envs: int, cameras: bool = False) -> None:
+        super().__init__(config, num_envs=num_envs, cameras=cameras)
+        factory = _import_lerobot_envs()
+        kind = config.env["type"]
+        module, install = ENV_PACKAGES.get(kind, (None, None))
+        if module is not None:
+            try:
+                __import__(module)
+            except ImportError as exc:
+                raise ImportError(
+                    f"the LeRobot env type {kind!r} needs {install}, not importable in {sys.executable} ({exc}); "
+                    "install it into the lerobot venv"
+                ) from exc
+        self.env_config = factory.make_env_config(kind, **config.fields)
+        if self._has_env_processors():
+            raise ValueError(
+                f"the LeRobot env type {kind!r} has env processors (make_env_pre_post_processors), which the "
+                "lerobot_env bridge does not apply yet: evaluate it with lerobot-eval or arena's own environment"
+            )
+        try:
+            from lerobot.envs.utils import NEW_ROLLOUT_OPTION
+        except ImportError:
+            NEW_ROLLOUT_OPTION = NEW_ROLLOUT_OPTION_FALLBACK
+        self._new_rollout = NEW_ROLLOUT_OPTION
+        self._vecs = [self._make_one(factory) for _ in range(num_envs)]
+        first = self._vecs[0]
+        self.action_space = gym.spaces.Box(
+            np.asarray(first.single_action_space.low, np.float64),
+            np.asarray(first.single_action_space.high, np.float64),
+            first.single_action_space.shape,
+            np.float64,
+        )
+        self.action_dim = int(np.prod(first.single_action_space.shape))
+        self.default_max_episode_steps = int(first.call("_max_episode_steps")[0])
+        self.task_description = self._task(first)
+        self._obs: list[dict[str, Any]] = [{} for _ in range(num_envs)]
+        self._tasks = [self.task_description] * num_envs
+        self._start_episodes()
+
+    def _has_env_processors(self) -> bool:
+        pre, post = self.env_config.get_env_processors()
+        return bool(getattr(pre, "steps", ())) or bool(getattr(post, "steps", ()))
+
+    def _make_one(self, factory: Any) -> Any:
+        envs = factory.make_env(self.env_config, n_envs=1, use_async_envs=False)
+        suite = self.config.suite or next(iter(envs))
+        if suite not in envs:
+            raise ValueError(f"the LeRobot env makes the suites {sorted(envs)}, not {suite!r}")
+        tasks = envs[suite]
+        task_id = self.config.task_id if self.config.task_id is not None else next(iter(tasks))
+        if task_id not in tasks:
+            raise ValueError(f"suite {suite!r} has the task ids {sorted(tasks)}, not {task_id}")
+        for other_suite, other in envs.items():  # the ones not used are closed now
+            for other_id, vec in other.items():
+                if (other_suite, other_id) != (suite, task_id):
+                    vec.close()
+        self.suite, self.task_id = suite, task_id
+        return tasks[task_id]
+
+    @staticmethod
+    def _task(vec: Any) -> str:
+        """lerobot-eval's task string: ``task_description``, else ``task``, else ``""``."""
+        for attribute in ("task_description", "task"):
+            try:
+                return str(list(vec.call(attribute))[0])
+            except (AttributeError, NotImplementedError):
+                continue
+        return ""
+
+    # -- Environment API ---------------------------------------------------------------------
+
+    def _reset_one(self, e: int, seed: int) -> None:
+        self._obs[e], _ = self._vecs[e].reset(seed=[int(seed)], options={self._new_rollout: True})
+        self._tasks[e] = self._task(self._vecs[e])
+
+    def _observe_one(self, e: int) -> dict[str, Any]:
+        return {**lerobot_observation(self._obs[e]), "task": self._tasks[e]}
+
+    def step(self, actions: np.ndarray) -> tuple[dict[str, Any], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Apply ``(N, action_dim)`` actions as ``float32`` (lerobot-eval's dtype).
+
+        Returns the observation, reward ``(N,)`` float64, ``terminated`` and ``truncated``
+        ``(N,)`` bool (LeRobot's env and its ``TimeLimit``), and ``info`` with ``is_success``
+        ``(N,)`` bool (as lerobot-eval reads it) and ``reward`` ``(N,)`` for the episode metric.
+
+        Raises:
+            ValueError: ``actions`` is not ``(N, action_dim)`` or holds NaN or infinite values.
+        """
+        actions = self.check_actions(actions, self.action_dim, np.float32)
+        n = self.num_envs
+        reward = np.zeros(n, np.float64)
+        terminated = np.zeros(n, bool)
+        truncated = np.zeros(n, bool)
+        success = np.zeros(n, bool)
+        for e, vec in enumerate(self._vecs):
+            obs, r, term, trunc, info = vec.step(actions[e : e + 1].reshape((1, *vec.single_action_space.shape)))
+            self._obs[e] = obs
+            reward[e] = float(np.asarray(r).reshape(-1)[0])
+            terminated[e] = bool(np.asarray(term).reshape(-1)[0])
+            truncated[e] = bool(np.asarray(trunc).reshape(-1)[0])
+            success[e] = read_lerobot_success(info)
+        info = {"is_success": success, "reward": reward.copy()}
+        return self._observation(), reward, terminated, truncated, info
+
+    def render(self, env_id: int) -> np.ndarray:
+        env_id = self.check_env_id(env_id)
+        frame = self._vecs[env_id].call("render")[0]
+        return np.ascontiguousarray(np.asarray(frame, np.uint8))
+
+    def episode_info(self, env_id: int) -> dict[str, Any]:
+        return {PROTOCOL_KEY: self.protocol()}
+
+    def protocol(self) -> dict[str, Any]:
+        """The protocol fingerprint: LeRobot's and the simulators' versions, the env config
+        (every field, as LeRobot resolved it), suite, task id and the step limit."""
+        try:
+            resolved = json.loads(json.dumps(dataclasses.asdict(self.env_config), default=str))
+        except TypeError:
+            resolved = dict(self.config.env)
+        return {
+            "benchmark": f"lerobot_env:{self.config.env['type']}",
+            "suite": str(self.suite),
+            "task_id": self.task_id,
+            "simulators": package_versions(PACKAGES),
+            "env_config": resolved,
+            "init_state_source": "the LeRobot env's reset(seed) (as lerobot-eval)",
+            "max_episode_steps": self.default_max_episode_steps,
+            "action_dtype": "float32",
+        }
+
+    def _release(self) -> None:
+        for vec in self._vecs:
+            try:
+                vec.close()
+            except Exception:  # closing is best effort
+                pass
+
+
+def read_lerobot_success(info: dict[str, Any]) -> bool:
+    """One env's success of a step as lerobot-eval 0.6 reads it (``rollout``): the vector env's
+    ``final_info["is_success"]`` when present, else ``info["is_success"]``, else false."""
+    final = info.get("final_info") if isinstance(info, dict) else None
+    if isinstance(final, dict):
+        value = final.get("is_success", False)
+    elif final is not None:
+        item = list(final)[0] if len(final) else None
+        value = item.get("is_success", False) if isinstance(item, dict) else False
+    elif isinstance(info, dict) and "is_success" in info:
+        value = info["is_success"]
+    else:
+        value = False
+    return bool(np.asarray(value).reshape(-1)[0]) if np.size(value) else False
+
+
+def lerobot_observation(raw: dict[str, Any]) -> dict[str, Any]:
+    """One env's LeRobot vector-env observation (batch of 1) under ``preprocess_observation``'s
+    names, numpy: images ``uint8 (H, W, 3)`` under ``camera_obs``, the rest ``float32`` under
+    ``policy`` (see the module docstring).
+
+    Raises:
+        ValueError: a nested observation other than ``pixels`` (LIBERO's ``robot_state``: it
+            needs LIBERO's env processor).
+    """
+    cameras: dict[str, np.ndarray] = {}
+    policy: dict[str, np.ndarray] = {}
+    for key, value in raw.items():
+        if key == "pixels":
+            images = {f"observation.images.{k}": v for k, v in value.items()} if isinstance(value, dict) else {"observation.image": value}
+            for name, image in images.items():
+                image = np.asarray(image)
+                if image.dtype != np.uint8:
+                    raise ValueError(f"LeRobot env image {name} is {image.dtype}; preprocess_observation needs uint8")
+                cameras[name] = image[0]
+        elif isinstance(value, dict):
+            raise ValueError(f"the LeRobot env observation {key!r} is nested: it needs the env's processors")
+        else:
+            name = {"agent_pos": "observation.state", "environment_state": "observation.environment_state"}.get(key, f"observation.{key}")
+            policy[name] = np.asarray(value)[0].astype(np.float32)
+    return {"camera_obs": cameras, "policy": policy}
