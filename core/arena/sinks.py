@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from arena.config.tracking import SinkConfig, TrackingConfig  # the section as validated; a sink's Config subclasses SinkConfig
-from arena.outputs.layout import EXPERIMENT_RESULT_FILE, MANIFEST_FILE
+from arena.outputs.layout import EXPERIMENT_RESULT_FILE, MANIFEST_FILE, REPORT_FILE
 
 #: Events one sink's queue holds; more are dropped (logged), never waited for.
 QUEUE_SIZE = 1024
@@ -445,6 +445,6 @@ def finish_experiment(sinks: Sinks, output_dir: str | os.PathLike[str]) -> None:
         result = json.loads((out / EXPERIMENT_RESULT_FILE).read_text())
     except (OSError, ValueError):
         return
-    report = out / "index.html"
+    report = out / REPORT_FILE
     runs = {name: with_returns(entry, out / name) for name, entry in (result.get("runs") or {}).items()}
     sinks.experiment_finished({**result, "runs": runs}, report if report.exists() else None, videos_of(out))

@@ -157,6 +157,10 @@ class LivePolicy(PolicyBase):
             for e in due:
                 self._latency[e].append(ms)
                 self.schedules[e].plan(chunks[e], delays[e])
+            if self.measured:
+                # an episode's first chunk is waited for: the next step is a full period after
+                # this one's action, not after the tick that preceded the wait
+                self._tick = self._clock() + 1.0 / self.control_hz  # type: ignore[operator]
         if self.measured:
             self._send_due(env, observation, active)
         out = np.zeros((len(self.schedules), self.action_dim), np.float64)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from arena.outputs.layout import EXPERIMENT_RESULT_FILE
+from arena.outputs.layout import EXPERIMENT_RESULT_FILE, REPORT_FILE
 
 
 @dataclass(frozen=True)
@@ -210,6 +210,6 @@ def write_page(watch_dir: str | Path, checkpoints: dict[str, dict[str, Any]], ti
     """Write ``WATCH_DIR/index.html`` atomically; returns its path."""
     from arena.fsutil import write_text_atomic
 
-    path = Path(watch_dir) / "index.html"
+    path = Path(watch_dir) / REPORT_FILE
     write_text_atomic(path, render_page(gather(watch_dir, checkpoints), title))
     return path

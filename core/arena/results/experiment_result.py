@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from arena.outputs.layout import EXPERIMENT_FILE, EXPERIMENT_RESULT_FILE
+from arena.outputs.layout import EXPERIMENT_FILE, EXPERIMENT_RESULT_FILE, REPORT_FILE
 
 
 class AmbiguousResult(ValueError):
@@ -140,7 +140,7 @@ class ExperimentResult(_View):
     @property
     def report(self) -> Path | None:
         """``index.html`` of the output directory, when it exists."""
-        path = self.output_dir / "index.html" if self.output_dir is not None else None
+        path = self.output_dir / REPORT_FILE if self.output_dir is not None else None
         return path if path is not None and path.exists() else None
 
     def raw(self) -> dict[str, Any]:
