@@ -11,7 +11,7 @@ from arena.config import load_experiment
 from arena.launch.submit import run_experiment
 
 REPO = Path(__file__).resolve().parents[1]
-EXAMPLES = sorted([*REPO.glob("examples/*.yaml"), *REPO.glob("plugins/*/examples/*.yaml"), *REPO.glob("backends/*/examples/*.yaml")])
+EXAMPLES = sorted([*REPO.glob("examples/*.yaml"), *REPO.glob("examples/lerobot_bridge/*.yaml"), *REPO.glob("plugins/*/examples/*.yaml"), *REPO.glob("backends/*/examples/*.yaml")])
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[str(p.relative_to(REPO)) for p in EXAMPLES])
