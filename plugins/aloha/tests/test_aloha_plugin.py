@@ -98,7 +98,8 @@ def test_examples_validate_and_dry_run_everywhere_without_gym_aloha(tmp_path):
     slurm = arena("run", str(pi0), "--dry-run", "--backend", "slurm", cwd=tmp_path)
     assert slurm.returncode == 0, slurm.stderr
     script = next(word for word in slurm.stdout.split() if word.endswith("transfer_cube_pi0.sbatch"))
-    assert "--policy.config=pi0_aloha_sim" in Path(script).read_text()
+    # the server's command is in the job's node spec, which the script's one `arena node` line reads
+    assert "--policy.config=pi0_aloha_sim" in Path(script).with_suffix(".node.json").read_text()
     data = yaml.safe_load(pi0.read_text())
     h100 = {"gpu_type": "H100", "gpus": 8, "gpu_memory_gb": 80, "memory_gb": 2048, "cpus": 224}
     data["launch"] = {"backend": "osmo", "osmo": {"pool": "gpu-pool", "platforms": {"gpu-pool": {"dgx-h100": h100}}}}
