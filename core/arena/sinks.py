@@ -54,6 +54,15 @@ from arena.outputs.layout import EXPERIMENT_RESULT_FILE, MANIFEST_FILE, REPORT_F
 QUEUE_SIZE = 1024
 
 
+def _json_default(value: Any) -> Any:
+    """Paths as strings, numpy scalars and arrays as numbers and lists (events to a sink process)."""
+    if isinstance(value, Path):
+        return str(value)
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON-able")
+
+
 @dataclass(frozen=True)
 class SinkContext:
     """Where a sink is created.
@@ -146,28 +155,33 @@ class _Worker:
     MLflow's HTTP client retries for minutes in the background of the process that called it
     (a training script, with ``arena.evaluate()``). A process ends when :meth:`close`'s
     deadline passes (SIGKILL), so ``timeout_s`` bounds the whole time a process
-    spends on its sink, the library's shutdown and flush included. Events go to it pickled over
+    spends on its sink, the library's shutdown and flush included. Events go to it as JSON lines over
     its stdin, written by a feeder thread, so raising one never waits.
     """
 
     _STOP = None
 
     def __init__(self, name: str, cls: type, config: SinkConfig, context: SinkContext) -> None:
-        import pickle
+        import dataclasses
         import subprocess
 
         self.name = name
         self.timeout_s = float(config.timeout_s)
         self.dropped = 0
         self.queue: queue.Queue = queue.Queue(QUEUE_SIZE)
-        head = pickle.dumps(list(sys.path)) + pickle.dumps((name, cls, config, context))  # fails here if not picklable
+        # JSON lines, never pickles: classes travel as import paths, the config as its JSON dump
+        head = {
+            "sys_path": list(sys.path), "name": name, "cls": f"{cls.__module__}:{cls.__qualname__}",
+            "config_cls": f"{type(config).__module__}:{type(config).__qualname__}",
+            "config": config.model_dump(mode="json"),
+            "context": {k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(context).items()},
+        }
+        head_line = (json.dumps(head, default=_json_default) + "\n").encode()  # fails here if not JSON-able
         self.process = subprocess.Popen([sys.executable, "-m", "arena.sink_process"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
-        self.feeder = threading.Thread(target=self._feed, args=(head,), name=f"arena-sink-{name}", daemon=True)
+        self.feeder = threading.Thread(target=self._feed, args=(head_line,), name=f"arena-sink-{name}", daemon=True)
         self.feeder.start()
 
     def _feed(self, head: bytes) -> None:
-        import pickle
-
         stdin = self.process.stdin
         try:
             stdin.write(head)
@@ -175,7 +189,7 @@ class _Worker:
             while True:
                 item = self.queue.get()
                 try:
-                    data = pickle.dumps(item)
+                    data = (json.dumps(item, default=_json_default) + "\n").encode()
                 except Exception as exc:
                     _log(f"sink '{self.name}': an event could not be sent ({type(exc).__name__}: {exc}); dropped")
                     continue
