@@ -33,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from arena.config.merge import set_path
@@ -110,10 +110,16 @@ def expand_matrix(
                 raise ConfigError(f"the matrix expands run '{name}' into '{child}', which is already a run", file=source, key="matrix")
             out[child] = data
             children.setdefault(name, []).append(child)
+    return out, fan_out_overrides(overrides, children)
+
+
+def fan_out_overrides(overrides: Sequence[Override], children: Mapping[str, list[str]]) -> list[Override]:
+    """``runs.<name>.…`` overrides of a run that expanded, repeated for each of its ``children``
+    (matrix and perturbation sweeps expand runs the same way); other overrides as they are."""
     expanded: list[Override] = []
     for override in overrides:
         if override.scope == "runs" and override.run in children:
             expanded += [dataclasses.replace(override, run=child) for child in children[override.run]]
         else:
             expanded.append(override)
-    return out, expanded
+    return expanded

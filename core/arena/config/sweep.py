@@ -32,12 +32,11 @@ cannot be both in the ``matrix`` and in the sweep, nor expand itself (a LIBERO s
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from collections.abc import Mapping
 from typing import Any
 
-from arena.config.matrix import _label
+from arena.config.matrix import _label, fan_out_overrides
 from arena.config.merge import set_path
 from arena.config.overrides import Override
 from arena.errors import ConfigError
@@ -139,10 +138,4 @@ def expand_sweep(
                                   file=source, key="perturbations")
             out[child] = data
             children.setdefault(name, []).append(child)
-    expanded: list[Override] = []
-    for override in overrides:
-        if override.scope == "runs" and override.run in children:
-            expanded += [dataclasses.replace(override, run=child) for child in children[override.run]]
-        else:
-            expanded.append(override)
-    return out, expanded
+    return out, fan_out_overrides(overrides, children)
