@@ -605,8 +605,7 @@ def compare(
     2  A or B is not an arena output directory, or compared runs differ (without --force)
     3  a compared run is partial
     """
-    from arena.results import comparison
-    from arena.results.compare import compare_experiments
+    from arena.results import compare as comparison
 
     _require_output_dir(a)
     _require_output_dir(b)
@@ -617,7 +616,7 @@ def compare(
         if bad:
             raise _fail(ConfigError(f"--pair {bad[0]!r}: expected RUN_A:RUN_B"))
     try:
-        data = compare_experiments(a, b, pairs)
+        data = comparison.compare_experiments(a, b, pairs)
         differences = comparison.check_comparable(data, a, b, force)
     except FileNotFoundError as exc:
         raise _fail(ConfigError(str(exc))) from None

@@ -433,7 +433,7 @@ def with_returns(result: Mapping[str, Any], run_dir: str | os.PathLike[str]) -> 
     :func:`arena.outputs.metrics.summarize_metrics` gives episode metrics), read from the
     run's records; ``result`` unchanged when there are none."""
     from arena.outputs.metrics import summarize_metrics
-    from arena.results.aggregate import counted_run_records
+    from arena.results.run_summary import counted_run_records
 
     try:
         records = counted_run_records(run_dir)

@@ -39,7 +39,7 @@ from arena.fsutil import write_text_atomic
 from arena.outputs.fingerprint import common_fingerprint
 from arena.outputs.layout import EPISODES_FILE, EXPERIMENT_FILE, RUN_RESULT_FILE, STATUS_FILE, run_dir, run_names
 from arena.outputs.metrics import summarize_metrics
-from arena.outputs.stats import success_rate, wilson_interval
+from arena.outputs.run_stats import success_rate, wilson_interval
 
 FORMAT_VERSION = 1
 #: Record format versions this arena reads (``arena report`` rebuilds from any of them).

@@ -20,7 +20,7 @@ class ExperimentOutcome:
 
     def episodes(self, run: str) -> list[dict[str, Any]]:
         """The episode records of ``run``, ordered by episode_index."""
-        from arena.results.aggregate import collect_run_records
+        from arena.results.run_summary import collect_run_records
 
         records = collect_run_records(self.output_dir / run)
         return sorted((r if isinstance(r, dict) else r.model_dump(by_alias=True) for r in records), key=lambda r: r["episode_index"])

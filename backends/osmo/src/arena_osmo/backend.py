@@ -297,7 +297,7 @@ def _drop_key_credential(submission: Submission) -> None:
 
 def _finished_records(output_dir: Path, experiment: ResolvedExperiment, resume: Resume) -> dict[str, bytes]:
     """Per run with finished episodes: their records, for its resumed runner to carry."""
-    from arena.results.aggregate import collect_run_records
+    from arena.results.run_summary import collect_run_records
 
     carried: dict[str, bytes] = {}
     for run in experiment.runs:

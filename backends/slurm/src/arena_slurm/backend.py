@@ -303,7 +303,7 @@ class SlurmBackend(LaunchBackend):
     # -- later commands ------------------------------------------------------------------------
     def status(self, submission: Submission) -> dict[str, dict[str, Any]]:
         """Per run: state (shards merged), episode counts from the records, job ids and errors."""
-        from arena.results.aggregate import summarize_run
+        from arena.results.run_summary import summarize_run
 
         _adopt_submitted(submission)
         output_dir = Path(submission.output_dir)
