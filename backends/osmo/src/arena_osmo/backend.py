@@ -64,10 +64,7 @@ class OsmoBackend(LaunchBackend):
     name = "osmo"
     Config = OsmoOptions
     can_resume = True
-
-    def __init__(self, options: OsmoOptions) -> None:
-        super().__init__(options)
-        self.options: OsmoOptions = options
+    options: OsmoOptions  # set by LaunchBackend.__init__ from Config
 
     # -- planning ------------------------------------------------------------------------------
     def render(

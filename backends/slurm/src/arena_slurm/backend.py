@@ -52,10 +52,7 @@ class SlurmBackend(LaunchBackend):
     name = "slurm"
     Config = SlurmOptions
     can_resume = True
-
-    def __init__(self, options: SlurmOptions) -> None:
-        super().__init__(options)
-        self.options: SlurmOptions = options
+    options: SlurmOptions  # set by LaunchBackend.__init__ from Config
 
     # -- planning ------------------------------------------------------------------------------
     def check(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan]) -> None:
