@@ -24,6 +24,8 @@ FAKES = ROOT / "tests" / "rollout"
 if str(FAKES) not in sys.path:  # the runs name their env and policy as rollout_fakes:Class
     sys.path.insert(0, str(FAKES))
 
+from rollout_fakes import count_lines, fakes_env  # noqa: E402 - importable once FAKES is on the path
+
 
 def _experiment(tmp_path: Path, step_delay_s: float) -> Path:
     env = {"type": "rollout_fakes:CounterEnv"}
@@ -40,26 +42,15 @@ def _experiment(tmp_path: Path, step_delay_s: float) -> Path:
     return path
 
 
-def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(FAKES), os.environ.get("PYTHONPATH", "")])}
-
-
 def _arena(*args, timeout=180) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "arena", *map(str, args)], capture_output=True, text=True, timeout=timeout, env=_env(), cwd=ROOT
+        [sys.executable, "-m", "arena", *map(str, args)], capture_output=True, text=True, timeout=timeout, env=fakes_env(), cwd=ROOT
     )
 
 
 def _outcomes(out: Path, run: str) -> dict[int, str]:
     records, _ = read_records(out / run / "episodes.jsonl")
     return {r.episode_index: r.outcome for r in records}
-
-
-def _lines(path: Path) -> int:
-    try:
-        return path.read_bytes().count(b"\n")
-    except FileNotFoundError:
-        return 0
 
 
 @pytest.mark.slow
@@ -69,12 +60,12 @@ def test_sigkill_mid_run_then_resume_gives_the_outcomes_of_an_uninterrupted_run(
     proc = subprocess.Popen(
         # opted in once, here: the resume below inherits it through the snapshot's allow_imports
         [sys.executable, "-m", "arena", "run", str(path), "--output-dir", str(out), "--allow-import", "rollout_fakes"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(), cwd=ROOT, start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=fakes_env(), cwd=ROOT, start_new_session=True,
     )
     try:
         deadline = time.monotonic() + 120
         # kill once the first run is done and the second is part-way
-        while _lines(out / "second" / "episodes.jsonl") < 3 or not (out / "first" / "run_result.json").exists():
+        while count_lines(out / "second" / "episodes.jsonl") < 3 or not (out / "first" / "run_result.json").exists():
             assert proc.poll() is None, "the run finished before it could be interrupted"
             assert time.monotonic() < deadline
             time.sleep(0.02)

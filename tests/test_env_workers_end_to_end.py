@@ -75,7 +75,11 @@ def test_records_are_the_same_with_and_without_workers(tmp_path):
     assert "environment franka_kitchen: 3 workers (envs 0, 1, 2) under" in log
 
 
-def test_a_crashed_worker_ends_only_its_episode_and_the_run_goes_on(tmp_path):
+def _run_with_a_broken_worker(tmp_path, name: str, **worker_fields) -> dict[int, dict]:
+    """Run 9 episodes over 3 env workers, one of which breaks (``worker_fields``) on seed 104,
+    beside a baseline without workers; assert what a broken worker must leave (only its
+    episode, index 4, ends ``error``; every other one as without it; the worker restarts);
+    return the run's records by episode index."""
     toy = {"type": "arena.testing.envs:CrashingToyEnv", "image_size": 8, "crash_step": 3}
     data = {
         "shared": {
@@ -85,57 +89,38 @@ def test_a_crashed_worker_ends_only_its_episode_and_the_run_goes_on(tmp_path):
         },
         "runs": {
             "baseline": {"environment": {**toy, "workers": 0}},
-            "crashing": {"environment": {**toy, "workers": 3, "crash_seeds": [104], "crash_mode": "segfault"}},
+            name: {"environment": {**toy, "workers": 3, "crash_seeds": [104], **worker_fields}},
         },
     }
     out = tmp_path / "out"
-    done = _arena("run", _write(tmp_path, data), "--output-dir", out, cwd=tmp_path)
+    done = _arena("run", _write(tmp_path, data), "--output-dir", out, cwd=tmp_path, timeout=300)
     assert done.returncode == 3, done.stdout[-3000:] + done.stderr[-3000:]  # 3: an error episode
-    baseline, crashing = _records(out, "baseline"), _records(out, "crashing")
-    assert sorted(crashing) == list(range(9))
+    baseline, records = _records(out, "baseline"), _records(out, name)
+    assert sorted(records) == list(range(9))
+    assert records[4]["outcome"] == "error" and records[4]["steps"] == 2
+    for i in set(records) - {4}:  # every other episode, on every env, as without the broken worker
+        assert _essence(records[i]) == _essence(baseline[i]), i
+    result = json.loads((out / name / "run_result.json").read_text())
+    assert result["state"] == "completed" and result["counts"]["error"] == 1
+    assert "restarting env worker" in (out / name / "runner.log").read_text()
+    return records
+
+
+def test_a_crashed_worker_ends_only_its_episode_and_the_run_goes_on(tmp_path):
+    crashing = _run_with_a_broken_worker(tmp_path, "crashing", crash_mode="segfault")
     broken = crashing[4]
-    assert broken["outcome"] == "error" and broken["steps"] == 2
     assert broken["error"].startswith(f"env worker {broken['env_id']} (envs {broken['env_id']}, pid ")
     assert "killed by SIGSEGV" in broken["error"] and "episode seed 104 crashes" in broken["error"]
-    for i in set(crashing) - {4}:  # every other episode, on every env, as without the crash
-        assert _essence(crashing[i]) == _essence(baseline[i]), i
     assert any(r["env_id"] == broken["env_id"] and i > 4 for i, r in crashing.items())  # its env went on
-    result = json.loads((out / "crashing" / "run_result.json").read_text())
-    assert result["state"] == "completed" and result["counts"]["error"] == 1
-    assert "restarting env worker" in (out / "crashing" / "runner.log").read_text()
 
 
 def test_a_hung_worker_is_killed_after_worker_timeout_s_and_the_run_goes_on(tmp_path):
     """A simulator stuck in native code used to hang the run forever; now its worker is killed
     after ``worker_timeout_s``, its episode ends ``error`` naming the timeout, it restarts."""
-    toy = {"type": "arena.testing.envs:CrashingToyEnv", "image_size": 8, "crash_step": 3}
-    data = {
-        "shared": {
-            "environment_builder": {"num_envs": 3, "seed": 100},
-            "rollout_limit": {"num_episodes": 9, "max_episode_steps": 12},
-            "policy": {"type": "random_action"},
-        },
-        "runs": {
-            "baseline": {"environment": {**toy, "workers": 0}},
-            "hanging": {"environment": {**toy, "workers": 3, "crash_seeds": [104], "crash_mode": "hang",
-                                        "worker_timeout_s": 3}},
-        },
-    }
-    out = tmp_path / "out"
     started = time.monotonic()
-    done = _arena("run", _write(tmp_path, data), "--output-dir", out, cwd=tmp_path, timeout=300)
-    assert done.returncode == 3, done.stdout[-3000:] + done.stderr[-3000:]  # 3: an error episode
+    stuck = _run_with_a_broken_worker(tmp_path, "hanging", crash_mode="hang", worker_timeout_s=3)[4]
     assert time.monotonic() - started < 240
-    baseline, hanging = _records(out, "baseline"), _records(out, "hanging")
-    assert sorted(hanging) == list(range(9))
-    stuck = hanging[4]
-    assert stuck["outcome"] == "error" and stuck["steps"] == 2
     assert "did not answer its step within worker_timeout_s=3 s" in stuck["error"] and "was killed" in stuck["error"]
-    for i in set(hanging) - {4}:
-        assert _essence(hanging[i]) == _essence(baseline[i]), i
-    result = json.loads((out / "hanging" / "run_result.json").read_text())
-    assert result["state"] == "completed" and result["counts"]["error"] == 1
-    assert "restarting env worker" in (out / "hanging" / "runner.log").read_text()
 
 
 # -- no orphans ------------------------------------------------------------------------------

@@ -21,16 +21,7 @@ FAKES = ROOT / "tests" / "rollout"
 if str(FAKES) not in sys.path:  # the run names its env and policy as rollout_fakes:Class
     sys.path.insert(0, str(FAKES))
 
-
-def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(FAKES), os.environ.get("PYTHONPATH", "")])}
-
-
-def _lines(path: Path) -> int:
-    try:
-        return path.read_bytes().count(b"\n")
-    except FileNotFoundError:
-        return 0
+from rollout_fakes import count_lines, fakes_env  # noqa: E402 - importable once FAKES is on the path
 
 
 @pytest.mark.slow
@@ -56,11 +47,11 @@ def test_ctrl_c_before_the_rule_stops_then_resume_gives_the_uninterrupted_stop(t
     out = tmp_path / "out"
     proc = subprocess.Popen(
         [sys.executable, "-m", "arena", "run", str(path), "--output-dir", str(out), "--allow-import", "rollout_fakes"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(), cwd=ROOT, start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=fakes_env(), cwd=ROOT, start_new_session=True,
     )
     try:
         deadline = time.monotonic() + 120
-        while _lines(out / "count" / "episodes.jsonl") < 5:
+        while count_lines(out / "count" / "episodes.jsonl") < 5:
             assert proc.poll() is None, "the run finished before it could be interrupted"
             assert time.monotonic() < deadline
             time.sleep(0.02)
@@ -76,7 +67,7 @@ def test_ctrl_c_before_the_rule_stops_then_resume_gives_the_uninterrupted_stop(t
     assert first["state"] == "cancelled" and first.get("stop") is None
 
     resumed = subprocess.run([sys.executable, "-m", "arena", "run", "--resume", str(out)],
-                             capture_output=True, text=True, timeout=300, env=_env(), cwd=ROOT)
+                             capture_output=True, text=True, timeout=300, env=fakes_env(), cwd=ROOT)
     assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
     reference = tmp_path / "reference"
     assert run_one(out / "experiment.yaml", "count", reference) == 0
@@ -90,5 +81,5 @@ def test_ctrl_c_before_the_rule_stops_then_resume_gives_the_uninterrupted_stop(t
     assert result["partial"] is False and result["n"] == stop_at
 
     again = subprocess.run([sys.executable, "-m", "arena", "run", "--resume", str(out)],
-                           capture_output=True, text=True, timeout=300, env=_env(), cwd=ROOT)
+                           capture_output=True, text=True, timeout=300, env=fakes_env(), cwd=ROOT)
     assert again.returncode == 0 and "nothing to resume" in again.stdout  # its remaining items are never run

@@ -4,6 +4,7 @@
 # slurm.conf and munge key into a temporary directory and starts/stops the daemons itself.
 # Idempotent: does nothing when the binaries are already there. Needs root (CI runs as root).
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../apt.sh"
 need=(slurmctld slurmd sbatch munged)
 missing=0
 for bin in "${need[@]}"; do
@@ -13,14 +14,7 @@ if [ "$missing" = 0 ]; then
   echo "slurm: already installed ($(dpkg-query -W -f='${Version}' slurmctld 2>/dev/null || echo "from PATH"))"
   exit 0
 fi
-if [ "${1:-}" = "--check" ]; then
-  exit 1  # not installed
-fi
-if [ "$(id -u)" != 0 ]; then
-  echo "slurm: not root; install with: sudo apt-get install slurmctld slurmd slurm-client munge" >&2
-  exit 0
-fi
-export DEBIAN_FRONTEND=noninteractive
+root_or_hint slurm "sudo apt-get install slurmctld slurmd slurm-client munge" "${1:-}"
 apt-get update -qq
 # The packages' own services are not started here (no systemd in CI containers): policy-rc.d
 # keeps invoke-rc.d from trying, the fixture runs the daemons in the foreground itself.

@@ -8,6 +8,7 @@
 # Idempotent: does nothing when a lavapipe of Mesa >= 25 is installed. Needs root (CI runs as
 # root); otherwise it says how to install it, and the ManiSkill tests that render skip.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../apt.sh"
 have_version() { dpkg-query -W -f='${Version}' mesa-vulkan-drivers 2>/dev/null || true; }
 installed="$(have_version)"
 if [ -n "$installed" ] && dpkg --compare-versions "$installed" ge 25 \
@@ -16,17 +17,10 @@ if [ -n "$installed" ] && dpkg --compare-versions "$installed" ge 25 \
   echo "vulkan: already installed (mesa-vulkan-drivers $installed)"
   exit 0
 fi
-if [ "${1:-}" = "--check" ]; then
-  exit 1  # not installed
-fi
-if [ "$(id -u)" != 0 ]; then
-  echo "vulkan: not root; install with: echo 'deb http://deb.debian.org/debian bookworm-backports main'" \
-       "| sudo tee /etc/apt/sources.list.d/bookworm-backports.list && sudo apt-get update" \
-       "&& sudo apt-get install -t bookworm-backports libvulkan1 mesa-vulkan-drivers" \
-       "(ManiSkill's rendering tests skip meanwhile)" >&2
-  exit 0
-fi
-export DEBIAN_FRONTEND=noninteractive
+root_or_hint vulkan "echo 'deb http://deb.debian.org/debian bookworm-backports main'\
+ | sudo tee /etc/apt/sources.list.d/bookworm-backports.list && sudo apt-get update\
+ && sudo apt-get install -t bookworm-backports libvulkan1 mesa-vulkan-drivers\
+ (ManiSkill's rendering tests skip meanwhile)" "${1:-}"
 sources=/etc/apt/sources.list.d/bookworm-backports.sources
 if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
   # The mirror the machine already uses for bookworm (deb822 debian.sources or a one-line list).

@@ -605,8 +605,7 @@ def compare(
     2  A or B is not an arena output directory, or compared runs differ (without --force)
     3  a compared run is partial
     """
-    from arena.results import comparison
-    from arena.results.compare import compare_experiments
+    from arena.results import compare as comparison
 
     _require_output_dir(a)
     _require_output_dir(b)
@@ -617,7 +616,7 @@ def compare(
         if bad:
             raise _fail(ConfigError(f"--pair {bad[0]!r}: expected RUN_A:RUN_B"))
     try:
-        data = compare_experiments(a, b, pairs)
+        data = comparison.compare_experiments(a, b, pairs)
         differences = comparison.check_comparable(data, a, b, force)
     except FileNotFoundError as exc:
         raise _fail(ConfigError(str(exc))) from None
@@ -693,27 +692,24 @@ def plan_episodes(
     if as_json:
         out.print_json(json.dumps(result))
         raise typer.Exit(0)
+    design = "paired" if paired else "unpaired"
+    method = result["paired_method"] if paired else result["unpaired_method"]
+    goal = f"to resolve {100 * detect:+.1f} points from {100 * baseline:.1f}% with {power:.0%} power"
     if levels is not None:
         sweep = result["sweep"]
         out.print(
-            f"sweep of {levels} perturbed level(s) + nominal, {'paired' if paired else 'unpaired'}: [bold]{sweep['seeds_per_run']}[/] "
-            f"seeds per run ({sweep['episodes_total']} episodes in all) to resolve {100 * detect:+.1f} points from "
-            f"{100 * baseline:.1f}% with {power:.0%} power, each test at {sweep['per_test_confidence']:.2%} "
-            f"({sweep['adjustment']}; {result['paired_method'] if paired else result['unpaired_method']})",
+            f"sweep of {levels} perturbed level(s) + nominal, {design}: [bold]{sweep['seeds_per_run']}[/] "
+            f"seeds per run ({sweep['episodes_total']} episodes in all) {goal}, each test at "
+            f"{sweep['per_test_confidence']:.2%} ({sweep['adjustment']}; {method})",
             highlight=False,
         )
-        if paired:
-            out.print(f"unpaired runs would need {result['unpaired_episodes_per_run']} each", highlight=False)
-        raise typer.Exit(0)
-    design = "paired" if paired else "unpaired"
-    out.print(
-        f"{design}: [bold]{result['episodes_per_run']}[/] episodes per run to resolve {100 * detect:+.1f} points "
-        f"from {100 * baseline:.1f}% with {power:.0%} power at {confidence:.0%} "
-        f"({result['paired_method'] if paired else result['unpaired_method']})",
-        highlight=False,
-    )
+    else:
+        out.print(f"{design}: [bold]{result['episodes_per_run']}[/] episodes per run {goal} at {confidence:.0%} ({method})",
+                  highlight=False)
     if paired:
         out.print(f"unpaired runs would need {result['unpaired_episodes_per_run']} each", highlight=False)
+    if levels is not None:
+        raise typer.Exit(0)
     stop = result["early_stopping"]
     out.print(
         f"early stopping (rollout_limit.stop_when: {{threshold: {baseline}}}) on one run at {100 * stop['rate']:.1f}%: "

@@ -21,9 +21,10 @@ import socket
 import subprocess
 import sys
 import tempfile
-from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
+
+from arena.checks import Check
 
 #: Packages arena-core runs on: (distribution, why, the extra that installs it or None).
 PACKAGES = (
@@ -43,17 +44,6 @@ PACKAGES = (
 #: Ports policy servers listen on by default (openpi/Cosmos 8000, GR00T 5555, DreamZero 5000).
 DEFAULT_SERVER_PORTS = (8000, 5555, 5000)
 RENDER_TIMEOUT_S = 120.0
-
-
-@dataclass
-class Check:
-    name: str
-    status: str  # ok | info | warn | fail
-    detail: str
-    fix: str | None = None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def check_python() -> Check:
@@ -218,14 +208,15 @@ def _environment_checks(environments: dict, names: list[str], python: Path) -> l
     :meth:`arena.envs.base.Environment.venv_checks` (e.g. ManiSkill's Vulkan device, which only
     the venv's SAPIEN can probe; none by default); a check that raises is a ``fail`` naming the
     error."""
+    from arena.envs.base import Environment
+
     checks: list[Check] = []
     for env_name in names:
-        # declared on Environment (default: none); a registered class that is not one has none
-        hook = getattr(environments.get(env_name), "venv_checks", None)
-        if hook is None:
-            continue
+        env_cls = environments.get(env_name)
+        if not (isinstance(env_cls, type) and issubclass(env_cls, Environment)):
+            continue  # not an Environment: it has no such contract
         try:
-            checks.extend(hook(python))
+            checks.extend(env_cls.venv_checks(python))
         except Exception as exc:  # noqa: BLE001 - a broken check is reported, never raised
             checks.append(Check(f"{env_name} in its venv", "fail", f"{type(exc).__name__}: {exc}", "fix the plugin's venv_checks"))
     return checks

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from arena.errors import short_repr
 
@@ -121,18 +121,12 @@ class ServerTask(BaseModel):
             )
         return value
 
-    @field_validator("env")
+    @field_validator("env", "secrets")
     @classmethod
-    def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
-        for key in value:
-            require_env_name(key, "env key")
-        return value
-
-    @field_validator("secrets")
-    @classmethod
-    def _secret_names(cls, value: list[str]) -> list[str]:
+    def _variable_names(cls, value: dict[str, str] | list[str], info: ValidationInfo) -> dict[str, str] | list[str]:
+        """``env``'s keys and ``secrets`` name environment variables (they enter job scripts)."""
         for name in value:
-            require_env_name(name, "secret")
+            require_env_name(name, "env key" if info.field_name == "env" else "secret")
         return value
 
     @field_validator("readiness")

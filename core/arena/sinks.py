@@ -285,36 +285,30 @@ class Sinks:
         self.close()
 
 
-def run_sinks(experiment: Any, output_dir: str | os.PathLike[str], run: str, shard: tuple[int, int] | None = None) -> Sinks:
-    """The sinks of one ``arena run-one`` process (run ``run``, shard ``shard``)."""
+def _sinks(experiment: Any, output_dir: str | os.PathLike[str], role: str, **where: Any) -> Sinks:
+    """The sinks of a process of ``role`` (``run``: ``where`` names its run and shard)."""
     tracking = getattr(experiment, "tracking", None)
     context = SinkContext(
         experiment=experiment.name,
         output_dir=Path(output_dir),
         group=experiment_group(experiment.name, output_dir) if tracking and tracking.sinks else "",
-        role="run",
+        role=role,
         step=tracking.step if tracking else None,
-        run=run,
-        shard=shard,
         label=tracking.label if tracking else None,
         series=tracking.series if tracking else None,
+        **where,
     )
     return Sinks(tracking, context)
+
+
+def run_sinks(experiment: Any, output_dir: str | os.PathLike[str], run: str, shard: tuple[int, int] | None = None) -> Sinks:
+    """The sinks of one ``arena run-one`` process (run ``run``, shard ``shard``)."""
+    return _sinks(experiment, output_dir, "run", run=run, shard=shard)
 
 
 def experiment_sinks(experiment: Any, output_dir: str | os.PathLike[str]) -> Sinks:
     """The sinks of the process raising the experiment's start or end."""
-    tracking = getattr(experiment, "tracking", None)
-    context = SinkContext(
-        experiment=experiment.name,
-        output_dir=Path(output_dir),
-        group=experiment_group(experiment.name, output_dir) if tracking and tracking.sinks else "",
-        role="experiment",
-        step=tracking.step if tracking else None,
-        label=tracking.label if tracking else None,
-        series=tracking.series if tracking else None,
-    )
-    return Sinks(tracking, context)
+    return _sinks(experiment, output_dir, "experiment")
 
 
 def read_provenance(output_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
@@ -433,7 +427,7 @@ def with_returns(result: Mapping[str, Any], run_dir: str | os.PathLike[str]) -> 
     :func:`arena.outputs.metrics.summarize_metrics` gives episode metrics), read from the
     run's records; ``result`` unchanged when there are none."""
     from arena.outputs.metrics import summarize_metrics
-    from arena.results.aggregate import counted_run_records
+    from arena.results.run_summary import counted_run_records
 
     try:
         records = counted_run_records(run_dir)

@@ -98,6 +98,35 @@ def manager() -> PluginManager:
     return pm
 
 
+class _Environments:
+    """A plugin registering the environments it is given (name -> class)."""
+
+    def __init__(self, environments: dict[str, type]) -> None:
+        self.environments = environments
+
+    @hookimpl
+    def arena_register_environments(self, register):
+        for name, cls in self.environments.items():
+            register(name, cls)
+
+
+@pytest.fixture
+def with_environments(manager: PluginManager):
+    """with_environments(name=Class, ...) -> ``manager`` with those environments registered too
+    (until the test ends)."""
+    added: list[str] = []
+
+    def _register(**environments: type) -> PluginManager:
+        name = f"test-environments-{len(added)}"
+        manager.register(_Environments(environments), name=name)
+        added.append(name)
+        return manager
+
+    yield _register
+    for name in added:
+        manager.unregister(name=name)
+
+
 @pytest.fixture
 def write(tmp_path: Path):
     """write(text, name="exp.yaml") -> path of a new experiment file."""

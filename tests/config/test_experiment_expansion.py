@@ -11,8 +11,6 @@ from pydantic import Field
 from arena.config import list_overrides, load_experiment, load_experiment_dict
 from arena.envs.base import Environment, EnvironmentConfig
 from arena.errors import ConfigError
-from arena.hookspecs import hookimpl
-from arena.plugins import PluginManager
 
 
 class SuiteEnvConfig(EnvironmentConfig):
@@ -45,18 +43,9 @@ class LoopingEnv(Environment):
     success_key = "success"
 
 
-class SuitePlugin:
-    @hookimpl
-    def arena_register_environments(self, register):
-        register("suite_env", SuiteEnv)
-        register("looping_env", LoopingEnv)
-
-
 @pytest.fixture
-def suite_manager(manager: PluginManager):
-    manager.register(SuitePlugin(), name="suite")
-    yield manager
-    manager.unregister(name="suite")
+def suite_manager(with_environments):
+    return with_environments(suite_env=SuiteEnv, looping_env=LoopingEnv)
 
 
 TEXT = """\

@@ -18,8 +18,6 @@ import yaml
 from arena.config import load_experiment, load_experiment_dict, write_snapshot
 from arena.envs.base import Environment, EnvironmentConfig
 from arena.errors import ConfigError
-from arena.hookspecs import hookimpl
-from arena.plugins import PluginManager
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKES = ROOT / "tests" / "rollout"
@@ -205,17 +203,9 @@ class _CfgEnv(Environment):
     success_key = "success"
 
 
-class _CfgPlugin:
-    @hookimpl
-    def arena_register_environments(self, register):
-        register("cfg_env", _CfgEnv)
-
-
 @pytest.fixture
-def cfg_manager(manager: PluginManager):
-    manager.register(_CfgPlugin(), name="cfg")
-    yield manager
-    manager.unregister(name="cfg")
+def cfg_manager(with_environments):
+    return with_environments(cfg_env=_CfgEnv)
 
 
 def _cfg_experiment(reference: str) -> dict:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import yaml
+
+from arena.testing.experiments import run_in_child
 
 pytestmark = pytest.mark.slow
 
@@ -40,14 +40,8 @@ def _run(tmp_path: Path, marker: Path, restarts: int, policy: dict) -> tuple[sub
             }
         },
     }
-    path = tmp_path / "exp.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
     out = tmp_path / "out"
-    result = subprocess.run(
-        [sys.executable, "-m", "arena", "run", str(path), "--output-dir", str(out)],
-        capture_output=True, text=True, timeout=240,
-    )
-    return result, out
+    return run_in_child(doc, tmp_path / "exp.yaml", out, timeout_s=240), out
 
 
 def test_a_server_killed_mid_episode_is_restarted_and_every_episode_is_recorded(tmp_path: Path) -> None:

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from arena.testing.experiments import run_in_child
+
 pytestmark = pytest.mark.slow
 
 REACH = {"type": "metaworld", "task": "reach-v3"}
@@ -32,13 +34,8 @@ def test_a_reason_with_brackets_is_printed_literally_and_the_run_ends_normally(t
             "fine": {"environment": REACH, "policy": {"type": "zero_action"}},
         },
     }
-    path = tmp_path / "exp.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
     out = tmp_path / "out[/x]"
-    run = subprocess.run(
-        [sys.executable, "-m", "arena", "run", str(path), "--output-dir", str(out)],
-        capture_output=True, text=True, timeout=300,
-    )
+    run = run_in_child(doc, tmp_path / "exp.yaml", out, timeout_s=300)
     console = run.stdout + run.stderr
     assert run.returncode == 3, console  # a failed run, not arena crashing (exit 1)
     assert "MarkupError" not in console

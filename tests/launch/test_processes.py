@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -61,27 +63,33 @@ def _kill_all(pids: list[int]) -> None:
             os.kill(pid, 9)
 
 
-def test_sigkill_of_the_spawner_stops_children_and_grandchildren(tmp_path):
-    pid_file = tmp_path / "pids"
-    forker = tmp_path / "forker.py"
-    forker.write_text(_FORKER)
-    stand_in = (  # stands in for arena: spawns the forking server, then waits to be killed
-        "import sys, time\n"
-        "from arena.processes import spawn\n"
-        f"spawn([sys.executable, {str(forker)!r}, {str(pid_file)!r}], None)\n"
-        "time.sleep(120)\n"
-    )
+@contextlib.contextmanager
+def _killed_stand_in(starts: str, pid_file: Path) -> Iterator[list[int]]:
+    """A process standing in for arena runs ``starts`` (Python, with ``os``, ``subprocess`` and
+    ``sys`` imported), then waits; the body gets the pids the started tree wrote to
+    ``pid_file``; then the stand-in is SIGKILLed and everything it started must be gone."""
+    stand_in = f"import os, subprocess, sys, time\n{starts}time.sleep(120)\n"
     arena = subprocess.Popen([sys.executable, "-c", stand_in])
     pids: list[int] = []
     try:
         pids = [int(p) for p in _wait_for(pid_file).split()]
-        assert all(_alive(p) for p in pids)
+        yield pids
         arena.kill()
         arena.wait(timeout=10)
         assert _all_gone(pids) == []
     finally:
         arena.kill()
         _kill_all(pids)
+
+
+def test_sigkill_of_the_spawner_stops_children_and_grandchildren(tmp_path):
+    pid_file = tmp_path / "pids"
+    forker = tmp_path / "forker.py"
+    forker.write_text(_FORKER)
+    # stands in for arena: spawns the forking server
+    starts = f"from arena.processes import spawn\nspawn([sys.executable, {str(forker)!r}, {str(pid_file)!r}], None)\n"
+    with _killed_stand_in(starts, pid_file) as pids:
+        assert all(_alive(p) for p in pids)
 
 
 def test_a_child_spawned_from_a_thread_that_exits_lives_on():
@@ -167,23 +175,13 @@ def test_a_grandchild_that_left_the_session_is_stopped_with_its_parent_not_after
     pid_file = tmp_path / "pids"
     stubborn = tmp_path / "stubborn.py"
     stubborn.write_text(_STUBBORN)
-    stand_in = (  # stands in for arena: the keeper with a 1 s grace, then waits to be killed
-        "import os, subprocess, sys, time\n"
+    # stands in for arena: the keeper with a 1 s grace
+    starts = (
         f"subprocess.Popen([sys.executable, '-I', '-S', {keeper.__file__!r}, str(os.getpid()), '1.0', "
         f"sys.executable, {str(stubborn)!r}, {str(pid_file)!r}], start_new_session=True)\n"
-        "time.sleep(120)\n"
     )
-    arena = subprocess.Popen([sys.executable, "-c", stand_in])
-    pids: list[int] = []
-    try:
-        pids = [int(p) for p in _wait_for(pid_file).split()]
+    with _killed_stand_in(starts, pid_file) as pids:
         server, grandchild = pids
-        arena.kill()
-        arena.wait(timeout=10)
-        assert _all_gone(pids) == []
-        note = Path(f"{pid_file}.term")
-        assert note.exists(), "the grandchild never got SIGTERM: it was found only after its parent died"
-        assert int(note.read_text()) == server, "the grandchild got SIGTERM only after its parent had died"
-    finally:
-        arena.kill()
-        _kill_all(pids)
+    note = Path(f"{pid_file}.term")
+    assert note.exists(), "the grandchild never got SIGTERM: it was found only after its parent died"
+    assert int(note.read_text()) == server, "the grandchild got SIGTERM only after its parent had died"

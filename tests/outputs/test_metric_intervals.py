@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from arena.outputs.metrics import betting_interval, metric_interval, summarize_metrics
-from arena.outputs.stats import wilson_interval
+from arena.outputs.run_stats import wilson_interval
 from arena.sinks import experiment_metrics, rate_metrics
 
 

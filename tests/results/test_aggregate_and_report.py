@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from arena.results.aggregate import build_experiment_result, collect_run_records
+from arena.results.aggregate import build_experiment_result
+from arena.results.run_summary import collect_run_records
 from arena.results.report import write_report
 from arena.outputs.records import EpisodeRecord, RecordWriter, write_json_atomic
 

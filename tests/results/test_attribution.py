@@ -171,7 +171,7 @@ def test_a_sweep_is_not_reported_as_a_suite(sweep_run):
 
 def test_compare_refuses_a_perturbed_run_against_a_nominal_one_unless_forced(tmp_path):
     from arena.results.compare import compare_experiments
-    from arena.results.comparison import check_comparable
+    from arena.results.compare import check_comparable
     from arena.testing import run_tiny_experiment
     from arena.errors import ConfigError
 

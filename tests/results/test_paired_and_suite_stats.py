@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arena.results.paired import (
+from arena.results.difference_stats import (
     compare_rates,
     fisher_exact,
     holm,
@@ -18,7 +18,7 @@ from arena.results.paired import (
     newcombe_paired_difference,
     pair_outcomes,
 )
-from arena.results.suite import stratified_wilson, suite_difference, suite_rates
+from arena.results.suite_stats import stratified_wilson, suite_difference, suite_rates
 
 
 def test_newcombe_paired_matches_newcombe_1998_paired_table_ii():

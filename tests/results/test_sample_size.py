@@ -11,9 +11,9 @@ import yaml
 from typer.testing import CliRunner
 
 from arena.cli import app
-from arena.results.paired import mcnemar_exact
+from arena.results.difference_stats import mcnemar_exact
 from arena.results.sample_size import detect_warning, episodes_paired, episodes_unpaired
-from arena.results.stats import newcombe_difference
+from arena.results.difference_stats import newcombe_difference
 
 
 def test_formulas_as_written_in_their_sources():

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from arena.outputs.stats import success_rate, wilson_interval
-from arena.results.stats import newcombe_difference
+from arena.outputs.run_stats import success_rate, wilson_interval
+from arena.results.difference_stats import newcombe_difference
 
 # anchors.md section 5.1 (percent, one decimal)
 WILSON_TABLE = [

@@ -10,6 +10,8 @@ episode's outcome depends only on its seed.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -235,3 +237,21 @@ def expected_outcome(seed: int, max_steps: int = 6) -> str:
         if seed % 7 == 3 and step >= 2:
             return "failure"
     return "timeout"
+
+
+#: This folder: ``arena`` subprocesses import the fakes from it (``rollout_fakes:CounterEnv``).
+FAKES_DIR = Path(__file__).resolve().parent
+
+
+def fakes_env() -> dict[str, str]:
+    """This process's environment with :data:`FAKES_DIR` first on ``PYTHONPATH``, for an
+    ``arena`` subprocess whose runs name these fakes."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(FAKES_DIR), os.environ.get("PYTHONPATH", "")])}
+
+
+def count_lines(path: Path) -> int:
+    """Lines written to ``path`` so far (0 while it does not exist): a running run's records."""
+    try:
+        return path.read_bytes().count(b"\n")
+    except FileNotFoundError:
+        return 0

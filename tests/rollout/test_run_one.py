@@ -174,17 +174,24 @@ def test_server_endpoint_comes_from_arguments_or_environment(tmp_path, manager, 
     assert _read(tmp_path / "b")[1]["server"] == {"task": "fake", "host": "node12", "port": 8123}
 
 
-def test_sigterm_cancels_and_keeps_finished_records(tmp_path, manager, monkeypatch):
+def _signal_at_step_12(monkeypatch, signum: int, before=lambda: None) -> None:
+    """The policy's 12th action request sends ``signum`` to this process (after ``before()``),
+    as a scheduler or the node supervisor would mid-run."""
     calls = {"n": 0}
     original = CoinFlipPolicy.get_action
 
     def get_action(self, env, observation):
         calls["n"] += 1
         if calls["n"] == 12:
-            os.kill(os.getpid(), signal.SIGTERM)
+            before()
+            os.kill(os.getpid(), signum)
         return original(self, env, observation)
 
     monkeypatch.setattr(CoinFlipPolicy, "get_action", get_action)
+
+
+def test_sigterm_cancels_and_keeps_finished_records(tmp_path, manager, monkeypatch):
+    _signal_at_step_12(monkeypatch, signal.SIGTERM)
     snap = _snapshot(tmp_path / "e.yaml", num_episodes=50, num_envs=1)
     before = signal.getsignal(signal.SIGTERM)
     assert run_one(snap, "count", tmp_path / "out", manager=manager) == 3
@@ -196,16 +203,7 @@ def test_sigterm_cancels_and_keeps_finished_records(tmp_path, manager, monkeypat
 
 
 def test_sigusr1_stops_at_the_time_limit_as_failed_naming_the_limit_and_keeps_records(tmp_path, manager, monkeypatch):
-    calls = {"n": 0}
-    original = CoinFlipPolicy.get_action
-
-    def get_action(self, env, observation):
-        calls["n"] += 1
-        if calls["n"] == 12:
-            os.kill(os.getpid(), signal.SIGUSR1)  # what Slurm's --signal sends before the time limit
-        return original(self, env, observation)
-
-    monkeypatch.setattr(CoinFlipPolicy, "get_action", get_action)
+    _signal_at_step_12(monkeypatch, signal.SIGUSR1)  # what Slurm's --signal sends before the time limit
     monkeypatch.setenv("ARENA_TIME_LIMIT", "launch.slurm.time=00:10:00")
     snap = _snapshot(tmp_path / "e.yaml", num_episodes=50, num_envs=1)
     before = signal.getsignal(signal.SIGUSR1)
@@ -220,18 +218,9 @@ def test_sigusr1_stops_at_the_time_limit_as_failed_naming_the_limit_and_keeps_re
 
 
 def test_sigusr1_after_a_backend_wrote_its_reason_fails_the_run_with_that_reason(tmp_path, manager, monkeypatch):
-    calls = {"n": 0}
-    original = CoinFlipPolicy.get_action
     reason = "policy server 'x' exited (code 137) and was restarted 2 time(s): Killed"
-
-    def get_action(self, env, observation):
-        calls["n"] += 1
-        if calls["n"] == 12:  # what a Slurm job does when the server it watches is gone for good
-            (tmp_path / "out" / "count" / "stop_reason").write_text(reason + "\n")
-            os.kill(os.getpid(), signal.SIGUSR1)
-        return original(self, env, observation)
-
-    monkeypatch.setattr(CoinFlipPolicy, "get_action", get_action)
+    # what a Slurm job does when the server it watches is gone for good
+    _signal_at_step_12(monkeypatch, signal.SIGUSR1, lambda: (tmp_path / "out" / "count" / "stop_reason").write_text(reason + "\n"))
     snap = _snapshot(tmp_path / "e.yaml", num_episodes=50, num_envs=1)
     (tmp_path / "out" / "count").mkdir(parents=True)
     (tmp_path / "out" / "count" / "stop_reason").write_text("a stale reason of an earlier attempt")

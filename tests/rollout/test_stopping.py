@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arena.results.stats import wilson_interval
+from arena.outputs.run_stats import wilson_interval
 from arena.outputs.stopping import (
     TRUNCATION,
     BettingConfidenceSequence,

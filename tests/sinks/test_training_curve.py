@@ -10,7 +10,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +21,8 @@ pytest.importorskip("wandb")
 pytest.importorskip("mlflow")
 
 from arena_wandb.offline import offline_runs  # noqa: E402
+
+from arena.testing.experiments import run_in_session  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 STEPS = (100, 200, 300)
@@ -49,13 +50,8 @@ def watched(tmp_path_factory) -> dict:
     argv = [sys.executable, "-m", "arena", "watch", str(ckpts), "--experiment", str(exp), "runs.toy.environment.task={checkpoint}",
             "--output-dir", str(out), "--settle", "0.5", "--poll", "0.3", "--max-evaluations", "3", "--pattern", r"ckpt_(?P<step>\d+)"]
     env = {**os.environ, "WANDB_SILENT": "true"}
-    proc = subprocess.Popen(argv, cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
-        output, _ = proc.communicate(timeout=400)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 0, output
+    code, output = run_in_session(argv, cwd=tmp, env=env, timeout_s=400)
+    assert code == 0, output
     return {"tmp": tmp, "out": out, "uri": uri, "output": output}
 
 

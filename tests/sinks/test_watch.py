@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 import arena
+from arena.testing.experiments import run_in_session
 from arena.testing.sinks import read_events
 from arena.watch import DEFAULT_PATTERN, Checkpoint, compile_pattern, fill, scan
 
@@ -200,13 +201,8 @@ def test_a_failed_evaluation_is_recorded_retried_and_listed(tmp_path: Path) -> N
     argv = [sys.executable, "-m", "arena", "watch", str(ckpts), "--experiment", str(exp), "runs.toy.environment.task={checkpoint}",
             "--output-dir", str(out), "--settle", "0.5", "--poll", "0.5", "--max-evaluations", "2", "--retries", "1",
             "--pattern", r"ckpt_(?P<step>\d+)", "--allow-import", "flaky_env"]
-    proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
-        output, _ = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 3, output
+    code, output = run_in_session(argv, cwd=tmp_path, env=env, timeout_s=300)
+    assert code == 3, output
     assert "arena watch: ckpt_100 (step 100) FAILED (exit 3, attempt 1): run toy:" in output, output
     assert "simulator could not be built" in output and "trying ckpt_100 again (attempt 2 of 2" in output
     state = _state(out)

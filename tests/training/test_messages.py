@@ -11,8 +11,8 @@ from pathlib import Path
 from rich.console import Console
 
 from arena.config import load_experiment
-from arena.results.aggregate import model_differences, models_differ
-from arena.results.comparison import notes
+from arena.results.labels import model_differences, models_differ
+from arena.results.compare import notes
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -47,7 +47,7 @@ def _lines(path: Path) -> int:
 
 
 def _outcomes(out: Path, run_name: str) -> list[tuple]:
-    from arena.results.aggregate import collect_run_records
+    from arena.results.run_summary import collect_run_records
 
     return [(r.episode_index, r.seed, r.outcome, r.steps, round(r.return_, 6)) for r in collect_run_records(out / run_name)]
 

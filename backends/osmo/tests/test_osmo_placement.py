@@ -43,27 +43,23 @@ def test_undescribed_pool_is_refused_with_how_to_describe_it(fake_models):
         render(exp)
 
 
-def test_missing_pool_is_refused(fake_models):
-    exp = experiment({"pi": run("fake_openpi")}, osmo=osmo_options(pool=None))
-    with pytest.raises(ConfigError, match="set launch.osmo.pool=POOL"):
-        render(exp)
-
-
-def test_runner_too_big_for_every_platform_is_refused(fake_models):
-    exp = experiment({"zero": run("zero_action")}, ["launch.osmo.runner.memory_gb=4096"])
-    with pytest.raises(ConfigError, match="no platform of pool 'gpu-pool' can run the runner"):
-        render(exp)
-
-
-def test_placement_key_naming_nothing_is_refused(fake_models):
-    exp = experiment({"pi": run("fake_openpi")}, ["launch.osmo.placement.typo.pool=h100-pool"])
-    with pytest.raises(ConfigError, match="placement key 'typo' names neither a run"):
-        render(exp)
-
-
-def test_server_platform_for_a_run_without_server_is_refused(fake_models):
-    exp = experiment({"zero": run("zero_action")}, ["launch.osmo.placement.zero.platform=dgx-h100"])
-    with pytest.raises(ConfigError, match="run 'zero' has none"):
+@pytest.mark.parametrize(
+    ("runs", "overrides", "osmo", "refusal"),
+    [
+        ({"pi": "fake_openpi"}, [], {"pool": None}, "set launch.osmo.pool=POOL"),
+        ({"zero": "zero_action"}, ["launch.osmo.runner.memory_gb=4096"], None,
+         "no platform of pool 'gpu-pool' can run the runner"),
+        ({"pi": "fake_openpi"}, ["launch.osmo.placement.typo.pool=h100-pool"], None,
+         "placement key 'typo' names neither a run"),
+        ({"zero": "zero_action"}, ["launch.osmo.placement.zero.platform=dgx-h100"], None, "run 'zero' has none"),
+    ],
+    ids=["missing pool", "runner too big for every platform", "placement key naming nothing",
+         "server platform for a run without server"],
+)
+def test_impossible_placement_is_refused(fake_models, runs, overrides, osmo, refusal):
+    exp = experiment({name: run(policy) for name, policy in runs.items()}, overrides,
+                     osmo=osmo_options(**osmo) if osmo is not None else None)
+    with pytest.raises(ConfigError, match=refusal):
         render(exp)
 
 

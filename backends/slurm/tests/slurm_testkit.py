@@ -56,7 +56,7 @@ def arena(*args: str, timeout: float = 400) -> subprocess.CompletedProcess:
 
 
 def outcomes(out: Path, run: str) -> list[tuple]:
-    from arena.results.aggregate import collect_run_records
+    from arena.results.run_summary import collect_run_records
 
     return [
         (r.episode_index, r.seed, r.outcome, r.steps, round(r.return_, 6))

@@ -89,9 +89,33 @@ def expand_matrix(
     if not isinstance(matrix, Mapping) or set(matrix) - {"runs", "axes"}:
         raise ConfigError("matrix holds `axes` and optionally `runs`", file=source, key="matrix")
     axes = _axes(matrix, source)
-    chosen = matrix.get("runs", list(runs))
+    variants = [
+        ("-".join(label for label, _ in combo), [(path, value) for (_, path, _), (_, value) in zip(axes, combo)])
+        for combo in itertools.product(*(pairs for _, _, pairs in axes))
+    ]
+    return expand_runs(runs, overrides, matrix, variants, source=source, key="matrix",
+                       dotted="and cannot be expanded by the matrix", expander="the matrix")
+
+
+def expand_runs(
+    runs: dict[str, Any], overrides: Sequence[Override], section: Mapping[str, Any],
+    variants: Sequence[tuple[str, Sequence[tuple[tuple[str, ...], Any]]]], *,
+    source: str | None, key: str, dotted: str, expander: str,
+) -> tuple[dict[str, Any], list[Override]]:
+    """Each run ``section["runs"]`` names (default: every run) replaced in place by one run per
+    variant ``(suffix, [(path, value)…])``, named ``<run>.<suffix>`` and set at each ``path``;
+    ``overrides`` fanned out to them (:func:`fan_out_overrides`). The matrix and perturbation
+    sweeps expand runs through it. ``key``: the section's key (``matrix``), ``dotted``: why a run
+    already expanded (``name.suffix``) cannot be, ``expander``: who expands, for the errors.
+
+    Raises:
+        ConfigError: ``runs`` names a run that does not exist or one already expanded, or an
+            expanded name is already a run; naming the key.
+    """
+    chosen = section.get("runs", list(runs))
     if not isinstance(chosen, list) or any(name not in runs for name in chosen):
-        raise ConfigError(f"matrix.runs must list runs of the experiment (runs: {', '.join(runs)})", file=source, key="matrix.runs")
+        raise ConfigError(f"{key}.runs must list runs of the experiment (runs: {', '.join(runs)})", file=source,
+                          key=f"{key}.runs")
     out: dict[str, Any] = {}
     children: dict[str, list[str]] = {}
     for name, body in runs.items():
@@ -99,15 +123,16 @@ def expand_matrix(
             out[name] = body
             continue
         if "." in name:
-            raise ConfigError(f"run '{name}' already has a '.suffix' and cannot be expanded by the matrix", file=source, key="matrix.runs")
-        for combo in itertools.product(*(pairs for _, _, pairs in axes)):
-            child = f"{name}." + "-".join(label for label, _ in combo)
+            raise ConfigError(f"run '{name}' already has a '.suffix' {dotted}", file=source, key=f"{key}.runs")
+        for suffix, settings in variants:
+            child = f"{name}.{suffix}"
             data = dict(body or {}) if isinstance(body, Mapping) else body
             if isinstance(data, dict):
-                for (_, path, _), (_, value) in zip(axes, combo):
+                for path, value in settings:
                     data = set_path(data, path, value)
             if child in runs or child in out:
-                raise ConfigError(f"the matrix expands run '{name}' into '{child}', which is already a run", file=source, key="matrix")
+                raise ConfigError(f"{expander} expands run '{name}' into '{child}', which is already a run", file=source,
+                                  key=key)
             out[child] = data
             children.setdefault(name, []).append(child)
     return out, fan_out_overrides(overrides, children)

@@ -36,8 +36,7 @@ import itertools
 from collections.abc import Mapping
 from typing import Any
 
-from arena.config.matrix import _label, fan_out_overrides
-from arena.config.merge import set_path
+from arena.config.matrix import _label, expand_runs
 from arena.config.overrides import Override
 from arena.errors import ConfigError
 
@@ -114,28 +113,9 @@ def expand_sweep(
     if design == "half_fraction" and (len(factors) < 3 or any(len(pairs) != 1 for _, pairs in factors)):
         raise ConfigError("half_fraction takes three or more factors of one level each (a 2^(k-1) design)",
                           file=source, key="perturbations.design")
-    chosen = section.get("runs", list(runs))
-    if not isinstance(chosen, list) or any(name not in runs for name in chosen):
-        raise ConfigError(f"perturbations.runs must list runs of the experiment (runs: {', '.join(runs)})",
-                          file=source, key="perturbations.runs")
-    out: dict[str, Any] = {}
-    children: dict[str, list[str]] = {}
-    for name, body in runs.items():
-        if name not in chosen:
-            out[name] = body
-            continue
-        if "." in name:
-            raise ConfigError(f"run '{name}' already has a '.suffix' (a matrix expanded it) and cannot be swept",
-                              file=source, key="perturbations.runs")
-        for suffix, levels in combinations(factors, design):
-            child = f"{name}.{suffix}"
-            data = dict(body or {}) if isinstance(body, Mapping) else body
-            if isinstance(data, dict):
-                for factor, value in levels.items():
-                    data = set_path(data, ("environment", "perturbations", factor), value)
-            if child in runs or child in out:
-                raise ConfigError(f"the sweep expands run '{name}' into '{child}', which is already a run",
-                                  file=source, key="perturbations")
-            out[child] = data
-            children.setdefault(name, []).append(child)
-    return out, fan_out_overrides(overrides, children)
+    variants = [
+        (suffix, [(("environment", "perturbations", factor), value) for factor, value in levels.items()])
+        for suffix, levels in combinations(factors, design)
+    ]
+    return expand_runs(runs, overrides, section, variants, source=source, key="perturbations",
+                       dotted="(a matrix expanded it) and cannot be swept", expander="the sweep")

@@ -43,6 +43,7 @@ import gymnasium as gym
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from arena.checks import Check
 from arena.errors import SuccessSignalError
 from arena.outputs.fingerprint import PROTOCOL_KEY
 
@@ -349,10 +350,10 @@ class Environment:
     # Every member below has a working default; override what your simulator needs.
 
     @classmethod
-    def venv_checks(cls, python: Path) -> Sequence[Any]:
+    def venv_checks(cls, python: Path) -> Sequence[Check]:
         """``arena doctor``'s checks of this environment inside its benchmark venv, whose
         interpreter is ``python`` (e.g. ManiSkill's Vulkan device, which only the venv's
-        SAPIEN can probe): a list of :class:`arena.doctor.Check`. Called only for classes
+        SAPIEN can probe): a list of :class:`arena.checks.Check`. Called only for classes
         with a :attr:`default_venv`, whose venv exists; a check that raises is reported as a
         ``fail`` naming the error. Default: none (``()``)."""
         return ()

@@ -33,8 +33,8 @@ from arena.launch.exposure import GENERATED_KEY_ENV, Exposure, decide_exposure, 
 from arena.launch.gpus import GpuPool, cuda_device_order, discover_gpus
 from arena.launch.server_process import LocalServer
 from arena.outputs.layout import EXPERIMENT_FILE, RUNNER_LOG, SERVER_LOG, SERVERS_DIR, run_dir
-from arena.outputs.records import LIVE_STATES, read_run_statuses, write_run_result
-from arena.outputs.runstate import final_state, finish_unfinished, update_status
+from arena.outputs.records import LIVE_STATES, read_run_statuses
+from arena.outputs.runstate import finish_after_runner, update_status
 from arena.processes import signal_group, spawn, terminate
 from arena.rollout.invocation import RunOneInvocation, server_task_identity
 
@@ -83,10 +83,7 @@ class LocalBackend(LaunchBackend):
     name = "local"
     Config = LocalOptions
     can_resume = True
-
-    def __init__(self, options: LocalOptions) -> None:
-        super().__init__(options)
-        self.options: LocalOptions = options
+    options: LocalOptions  # set by LaunchBackend.__init__ from Config
 
     # -- planning ------------------------------------------------------------------------------
     def check(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan]) -> None:
@@ -320,7 +317,7 @@ class _Scheduler:
             inst = self.by_run.get(name)
             self.slots[name] = _RunSlot(name=name, instance=inst)
             if inst is not None and inst.server is not None:
-                _write_status(self.output_dir, name, "starting_server")
+                update_status(run_dir(self.output_dir, name), "starting_server")
                 if inst.server.state == "pending":
                     self._start_server(inst)
 
@@ -410,13 +407,21 @@ class _Scheduler:
                 elif state in ("failed", "stopped"):
                     reason = server.error or f"server '{server.task.name}' is not running"
                     self.say(f"[red]run {escape(name)} failed[/]: {escape(reason)}")
-                    _write_failed_result(self.output_dir, name, reason, server, slot.instance.exposure if slot.instance else None)
+                    exposure = slot.instance.exposure if slot.instance else None
+                    finish_after_runner(self.output_dir, name, state="failed", error=reason,
+                                        server=_server_info(server, exposure), runner_started=False)
                     self._finish(slot)
             elif slot.proc.poll() is not None:
                 code = slot.proc.returncode
-                _ensure_final_state(self.output_dir, name, code)
+                self._runner_ended(name, code)
                 self.say(escape(f"run {name} finished (exit {code})"))
                 self._finish(slot)
+
+    def _runner_ended(self, name: str, code: int | None, cancelled: bool = False) -> None:
+        """The final state of a run whose runner exited without writing one: the records', or
+        why it ended (:func:`arena.outputs.runstate.finish_after_runner`, as the node supervisor)."""
+        reason = "cancelled" if cancelled else f"the runner exited with code {code} without finishing (see {RUNNER_LOG})"
+        finish_after_runner(self.output_dir, name, state="cancelled" if cancelled else "failed", error=reason)
 
     def _launch_runner(self, slot: _RunSlot, server: LocalServer | None) -> None:
         inst = slot.instance
@@ -455,7 +460,7 @@ class _Scheduler:
     def _cancel_everything(self) -> None:
         for name in self.pending:  # never started: none of its episodes ran
             total = self.experiment.runs[name].rollout_limit.num_episodes
-            _write_status(self.output_dir, name, "cancelled", episodes_total=total)
+            update_status(run_dir(self.output_dir, name), "cancelled", episodes_total=total)
         self.pending = []
         for slot in self.slots.values():  # all at once, so their grace periods overlap
             if slot.proc is not None and slot.proc.poll() is None:
@@ -463,9 +468,9 @@ class _Scheduler:
         for name, slot in list(self.slots.items()):
             if slot.proc is not None:
                 terminate(slot.proc, grace_s=10.0)
-                _ensure_final_state(self.output_dir, name, slot.proc.returncode, cancelled=True)
+                self._runner_ended(name, slot.proc.returncode, cancelled=True)
             else:
-                _write_status(self.output_dir, name, "cancelled")
+                update_status(run_dir(self.output_dir, name), "cancelled")
             self._finish(slot)
 
     def _stop_server(self, inst: _Instance) -> None:
@@ -485,20 +490,7 @@ def mark_resumed(output_dir: Path, runs: list[str]) -> None:
     """Before a local resume: the runs' ``status.json`` still say how the earlier attempt
     ended (``cancelled``, ``failed``); they are ``pending`` again until their runner starts."""
     for run in runs:
-        _write_status(output_dir, run, "pending", error=None)
-
-
-def _write_status(output_dir: Path, run: str, state: str, **fields: Any) -> None:
-    update_status(run_dir(output_dir, run), state, **fields)
-
-
-def _write_failed_result(
-    output_dir: Path, run: str, reason: str, server: LocalServer | None, exposure: Exposure | None
-) -> None:
-    """A run that never started: failed status and run_result, no episode records."""
-    _write_status(output_dir, run, "failed", error=reason)
-    server_info = _server_info(server, exposure) if server is not None else None
-    write_run_result(run_dir(output_dir, run), run=run, state="failed", error=reason, server=server_info)
+        update_status(run_dir(output_dir, run), "pending", error=None)
 
 
 def _server_info(server: LocalServer, exposure: Exposure | None) -> dict[str, Any]:
@@ -513,16 +505,3 @@ def _server_info(server: LocalServer, exposure: Exposure | None) -> dict[str, An
     if server.gpus is not None:
         info["gpus"] = list(server.gpus)
     return info
-
-
-def _ensure_final_state(output_dir: Path, run: str, code: int | None, cancelled: bool = False) -> None:
-    """After a runner exits: if it died without writing a final state, record why — or, when
-    it had recorded every work item, that the run completed (:mod:`arena.outputs.completion`)."""
-    if final_state(run_dir(output_dir, run)) is not None:
-        return
-    from arena.outputs.completion import complete_recorded_run
-
-    if complete_recorded_run(output_dir, run) is not None:  # every work item recorded: the records decide
-        return
-    reason = "cancelled" if cancelled else f"the runner exited with code {code} without finishing (see {RUNNER_LOG})"
-    finish_unfinished(run_dir(output_dir, run), run=run, state="cancelled" if cancelled else "failed", error=reason)

@@ -15,7 +15,7 @@ the backend renders ``SPEC`` (a :class:`NodeSpec`, JSON) next to its job script.
 3. stops the runner with the reason when the server is gone for good (the reason in
    ``stop_reason`` and SIGUSR1: run-one ends ``failed`` with it);
 4. stops the server once the runner has ended, and writes the final state when the runner
-   could not (:func:`arena.outputs.runstate.finish_unfinished`), with why: the server's failure,
+   could not (:func:`arena.outputs.runstate.finish_after_runner`), with why: the server's failure,
    the time limit, a cancellation, or the runner's exit code.
 
 Signals: SIGTERM / SIGINT (``scancel``, OSMO's cancel, Ctrl-C) mark the run cancelled and are
@@ -45,7 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from arena.launch.server_process import LocalServer
 from arena.outputs.layout import EXPERIMENT_FILE, RUNNER_LOG, SERVER_LOG, STOP_REASON_FILE, work_dir
-from arena.outputs.runstate import final_state, finish_unfinished, update_status
+from arena.outputs.runstate import finish_after_runner, update_status
 from arena.processes import signal_group, spawn
 from arena.rollout.invocation import (
     SERVER_HOST_ENV,
@@ -302,14 +302,13 @@ class NodeSupervisor:
             state, error = "cancelled", "cancelled before the run finished"
         else:
             state, error = "failed", message
-        if self.runner is not None and self.shard is None and final_state(self.work_dir) is None:
-            from arena.outputs.completion import complete_recorded_run
-
-            if complete_recorded_run(self.output_dir, self.spec.run) is not None:  # every item recorded: completed
-                self.say(f"run {self.spec.run}: completed (every work item was recorded)")
-                return code
-        if finish_unfinished(self.work_dir, run=self.spec.run, state=state, error=error, shard=self.shard,
-                             server=self._server_info(), **{k: v for k, v in self.fields.items() if k not in ("run", "shard")}):
+        written = finish_after_runner(
+            self.output_dir, self.spec.run, state=state, error=error, shard=self.shard, server=self._server_info(),
+            runner_started=self.runner is not None, **{k: v for k, v in self.fields.items() if k not in ("run", "shard")},
+        )
+        if written == "completed":
+            self.say(f"run {self.spec.run}: completed (every work item was recorded)")
+        elif written is not None:
             self.say(f"run {self.spec.run}: {state}: {error}")
         return code
 

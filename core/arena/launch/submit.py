@@ -252,7 +252,7 @@ def remaining_work(output_dir: Path, keep_errors: bool = False) -> dict[str, lis
     Raises:
         ConfigError: the directory has no readable manifest.json.
     """
-    from arena.results.aggregate import collect_run_records, read_stop
+    from arena.results.run_summary import collect_run_records, read_stop
 
     manifest = read_json(output_dir / MANIFEST_FILE)
     if not isinstance(manifest, dict) or not isinstance(manifest.get("runs"), dict):

@@ -10,5 +10,5 @@ machine) or measured (the simulator paced by the wall clock at ``control_hz``, r
 flight on a background thread). Modules: :mod:`~arena.live.config` (the run's section),
 :mod:`~arena.live.schedule` (which action runs at each step, pure), :mod:`~arena.live.chunks`
 (how a chunk is obtained from any policy), :mod:`~arena.live.policy` (the wrapper the rollout
-drives), :mod:`~arena.live.stats` (per-episode records).
+drives), :mod:`~arena.live.episode_stats` (per-episode records).
 """

@@ -36,7 +36,7 @@ import numpy as np
 from arena.live.chunks import ChunkSource, prepare
 from arena.live.config import ExecutionConfig
 from arena.live.schedule import DelaySampler, EnvSchedule
-from arena.live.stats import episode_live
+from arena.live.episode_stats import episode_live
 from arena.policies.base import PolicyBase
 
 
@@ -234,7 +234,7 @@ class LivePolicy(PolicyBase):
 
     # -- records -------------------------------------------------------------------------------
     def episode_info(self, env_id: int) -> dict[str, Any]:
-        """The wrapped policy's extras, plus ``live`` and the live ``metrics`` (:mod:`arena.live.stats`)."""
+        """The wrapped policy's extras, plus ``live`` and the live ``metrics`` (:mod:`arena.live.episode_stats`)."""
         info = dict(self.inner.episode_info(env_id) or {})
         if not 0 <= env_id < len(self.schedules):
             return info

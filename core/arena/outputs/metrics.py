@@ -26,7 +26,7 @@ episodes: success, failure, timeout — infrastructure errors are excluded as fr
 rate):
 
 - ``wilson`` — a boolean metric (every episode's value a JSON boolean): the Wilson score
-  interval of ``k/n``, the interval of the success rate (:func:`arena.outputs.stats.wilson_interval`).
+  interval of ``k/n``, the interval of the success rate (:func:`arena.outputs.run_stats.wilson_interval`).
 - ``betting-bounded-mean`` — a metric with declared bounds ``[low, high]`` (every value inside
   them): the hedged betting confidence interval for the mean of a bounded random variable of
   Waudby-Smith & Ramdas (2023), "Estimating means of bounded random variables by betting",
@@ -51,7 +51,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from arena.outputs.stats import wilson_interval
+from arena.outputs.run_stats import wilson_interval
 
 Reduction = Literal["max", "min", "last", "mean"]
 #: The reductions an environment may declare for an episode metric.

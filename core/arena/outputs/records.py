@@ -39,7 +39,7 @@ from arena.fsutil import write_text_atomic
 from arena.outputs.fingerprint import common_fingerprint
 from arena.outputs.layout import EPISODES_FILE, EXPERIMENT_FILE, RUN_RESULT_FILE, STATUS_FILE, run_dir, run_names
 from arena.outputs.metrics import summarize_metrics
-from arena.outputs.stats import success_rate, wilson_interval
+from arena.outputs.run_stats import success_rate, wilson_interval
 
 FORMAT_VERSION = 1
 #: Record format versions this arena reads (``arena report`` rebuilds from any of them).
@@ -174,20 +174,17 @@ def _decode_at(data: Any, keys: list[str]) -> None:
     (copying the containers on the way, so the caller's input is not changed)."""
     key, rest = keys[0], keys[1:]
     if isinstance(data, dict) and key in data:
-        if rest:
-            if isinstance(data[key], (dict, list)):
-                data[key] = type(data[key])(data[key])
-                _decode_at(data[key], rest)
-        elif isinstance(data[key], str) and data[key] in NON_FINITE_TEXT:
-            data[key] = NON_FINITE_TEXT[data[key]]
+        at: Any = key
     elif isinstance(data, list) and key.isdigit() and int(key) < len(data):
-        index = int(key)
-        if rest:
-            if isinstance(data[index], (dict, list)):
-                data[index] = type(data[index])(data[index])
-                _decode_at(data[index], rest)
-        elif isinstance(data[index], str) and data[index] in NON_FINITE_TEXT:
-            data[index] = NON_FINITE_TEXT[data[index]]
+        at = int(key)
+    else:
+        return
+    if rest:
+        if isinstance(data[at], (dict, list)):
+            data[at] = type(data[at])(data[at])
+            _decode_at(data[at], rest)
+    elif isinstance(data[at], str) and data[at] in NON_FINITE_TEXT:
+        data[at] = NON_FINITE_TEXT[data[at]]
 
 
 def non_finite_episodes(records: Iterable[EpisodeRecord]) -> list[dict[str, Any]]:

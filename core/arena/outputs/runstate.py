@@ -5,8 +5,9 @@ runner could not, the final state (``status.json`` and ``run_result.json``).
 it, whoever launches it — the local backend's scheduler, the node supervisor of a Slurm job or
 an OSMO task (:mod:`arena.launch.node`), a backend that finds a job gone — writes the states
 the runner cannot: ``pending``, ``starting_server``, and a final state for a runner that never
-started or died without writing one. They all go through these two functions, so the file's
-name, its atomic rewrite and its fields are written in one place.
+started or died without writing one (:func:`finish_after_runner`: the records decide first).
+They all go through these functions, so the file's name, its atomic rewrite, its fields and
+the rule for a runner that ended without a final state are written in one place.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from arena.outputs.layout import STATUS_FILE
+from arena.outputs.layout import STATUS_FILE, work_dir
 from arena.outputs.records import FINAL_STATES, StatusWriter, read_json, write_run_result
 
-__all__ = ["final_state", "finish_unfinished", "update_status"]
+__all__ = ["final_state", "finish_after_runner", "finish_unfinished", "update_status"]
 
 
 def update_status(work_dir: str | os.PathLike[str], state: str, **fields: Any) -> dict[str, Any]:
@@ -70,3 +71,30 @@ def finish_unfinished(
     update_status(work_dir, state, error=error, **fields)
     write_run_result(work_dir, run=run, state=state, error=error, server=server, shard=shard)
     return True
+
+
+def finish_after_runner(
+    output_dir: str | os.PathLike[str], run: str, *, state: str, error: str, runner_started: bool = True, **fields: Any
+) -> str | None:
+    """The final state of a run (or of shard ``fields["shard"]``, ``(K, N)``) whose runner has
+    ended, or never started, written when the runner did not write one: ``completed`` when the
+    runner had started and every work item of the (unsharded) run is recorded
+    (:func:`arena.outputs.completion.complete_recorded_run`: the records decide), else ``state``
+    with ``error`` and ``fields`` (``shard``, ``server`` and status fields:
+    :func:`finish_unfinished`). Returns the state written, ``None`` when the runner's own final
+    state stands.
+
+    Raises:
+        ValueError: ``state`` is not a final state.
+        OSError: the files cannot be written.
+    """
+    shard = fields.get("shard")
+    directory = work_dir(output_dir, run, shard[0] if shard else None)
+    if final_state(directory) is not None:
+        return None
+    if runner_started and not shard:
+        from arena.outputs.completion import complete_recorded_run
+
+        if complete_recorded_run(output_dir, run) is not None:
+            return "completed"
+    return state if finish_unfinished(directory, run=run, state=state, error=error, **fields) else None

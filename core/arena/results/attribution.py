@@ -7,7 +7,7 @@ A *sweep* is a group of runs ``NAME.<suffix>`` (:mod:`arena.config.sweep`) holdi
 
 - **Paired differences** (:func:`level_rows`): each level's run against the nominal run on the
   seeds both played: McNemar's exact test and Newcombe's paired interval
-  (:func:`arena.results.paired.compare_rates`, as ``arena compare``), the difference being
+  (:func:`arena.results.difference_stats.compare_rates`, as ``arena compare``), the difference being
   *level − nominal* (negative: the perturbation hurts). Holm's adjustment runs over every level
   of every sweep of the experiment. A run whose setup differs from the nominal in more than its
   perturbations is compared unpaired, saying why.
@@ -37,8 +37,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from arena.outputs.stats import success_rate, wilson_interval
-from arena.results.paired import compare_rates, holm, pair_outcomes
+from arena.outputs.run_stats import success_rate, wilson_interval
+from arena.results.difference_stats import compare_rates, holm, pair_outcomes
 
 #: The suffix of a sweep's unperturbed run (:data:`arena.config.sweep.NOMINAL`).
 NOMINAL = "nominal"
@@ -111,11 +111,11 @@ def level_rows(sweep: Mapping[str, Any], records_of: Mapping[str, list[Any]],
                setups: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """One row per perturbed run of ``sweep``: its ``factors`` ``{factor: level}``, its rate
     (``k``, ``n``, ``success_rate``, Wilson ``rate_ci95``) and
-    :func:`arena.results.paired.compare_rates`' figures against the nominal run (``difference``
+    :func:`arena.results.difference_stats.compare_rates`' figures against the nominal run (``difference``
     level − nominal with its ``ci95``, ``p_value``, ...; ``lost`` / ``gained`` seeds) (paired on the
     episode indices both played when their seeds agree and their setups differ only in
     ``environment.perturbations``)."""
-    from arena.results.paired import pairing_differences
+    from arena.results.difference_stats import pairing_differences
 
     nominal = sweep["nominal"]
     base = _outcomes(records_of.get(nominal, []))

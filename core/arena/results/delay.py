@@ -5,7 +5,7 @@ differ only in ``execution.delay`` (e.g. made by ``matrix: {runs: [eval], axes: 
 execution.delay.steps, values: [0, 1, 2, 3, 4]}}}``): the same environment setup (so the same
 episodes: :mod:`arena.results.setups`), policy label, hold rule, execute horizon and clock.
 Each run of a sweep is compared with its nominal run (delay 0) on the seeds both played, with
-the paired machinery :func:`arena.results.aggregate.compare_runs` gives ``arena compare``
+the paired machinery :func:`arena.results.task_comparisons.compare_runs` gives ``arena compare``
 (McNemar's exact test, Newcombe's paired interval), p-values Holm-adjusted within the sweep.
 ``experiment_result.json`` holds them as ``delay_sweeps``; the report draws each as a table and
 a plot (:func:`sweep_svg`).
@@ -13,10 +13,10 @@ a plot (:func:`sweep_svg`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from arena.results.setups import setup_differences
+from arena.results.task_comparisons import adjust_holm, compare_runs
 
 
 def _delay(execution: dict[str, Any]) -> tuple[float, str] | None:
@@ -35,14 +35,13 @@ def _delay(execution: dict[str, Any]) -> tuple[float, str] | None:
 
 def delay_sweeps(
     runs: dict[str, dict[str, Any]], snapshot_runs: dict[str, Any], records_of: dict[str, list[Any]],
-    setups: dict[str, Any], *, compare_runs: Callable[..., dict[str, Any]], adjust_holm: Callable[[list], str | None],
+    setups: dict[str, Any],
 ) -> list[dict[str, Any]]:
     """The experiment's delay sweeps (module docstring), each ``{task, policy, hold,
     execute_horizon, clock, unit, rows}``; a row: ``run``, ``delay``, ``delay_label``, ``k``,
     ``n``, ``success_rate``, ``ci95``, ``stale_ratio`` (the run's mean ``live_stale_ratio``)
     and ``vs_nominal`` (the comparison with the ``d = 0`` run, ``None`` for that run or when
-    the sweep has none). ``compare_runs`` and ``adjust_holm``: :mod:`arena.results.aggregate`'s
-    (passed in: that module builds the experiment result from this one)."""
+    the sweep has none), Holm-adjusted within the sweep (:func:`arena.results.task_comparisons.adjust_holm`)."""
     groups: dict[tuple, list[tuple[float, str, str]]] = {}
     for name, run in runs.items():
         snap = snapshot_runs.get(name) or {}

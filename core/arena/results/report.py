@@ -32,7 +32,8 @@ import markupsafe
 
 from arena.fsutil import write_text_atomic
 from arena.outputs.layout import EXPERIMENT_FILE, REPORT_FILE
-from arena.results.aggregate import build_experiment_result, collect_run_records
+from arena.results.aggregate import build_experiment_result
+from arena.results.run_summary import collect_run_records
 
 _OUTCOME_ORDER = {"error": 0, "failure": 1, "timeout": 2, "success": 3}
 #: arena's baseline policies (:mod:`arena.policies.simple`): compared with each other last.
@@ -117,7 +118,7 @@ def format_time(value: Any) -> str:
 
 
 def _policy_label(policy: Any) -> str:
-    from arena.results.aggregate import policy_label
+    from arena.results.labels import policy_label
 
     return policy_label(policy) if policy else "–"
 

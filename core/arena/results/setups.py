@@ -4,7 +4,7 @@ directory's snapshot (``experiment.yaml``) or, where there is none, its ``manife
 Two runs agree on their setup when the environment (type, task and every field but
 ``workers`` and ``python``, which cannot change a result), the episode seeds and the rollout
 limits agree. :mod:`arena.results.compare` refuses runs whose setups differ;
-:mod:`arena.results.paired` compares runs paired only when they agree.
+:mod:`arena.results.difference_stats` compares runs paired only when they agree.
 """
 
 from __future__ import annotations

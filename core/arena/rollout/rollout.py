@@ -413,7 +413,7 @@ class _Rollout:
         latency = extras.pop("latency", None)
         server_timing = extras.pop("server_timing", None)
         # numbers a policy measures per episode (live mode's delays, stale ratio, latency
-        # percentiles: arena.live.stats) join the environment's metrics, with their intervals
+        # percentiles: arena.live.episode_stats) join the environment's metrics, with their intervals
         policy_metrics = extras.pop("metrics", None)
         metrics = (episode.metrics.result() or None) if episode.metrics is not None else None
         if isinstance(policy_metrics, dict) and policy_metrics:

@@ -335,12 +335,12 @@ def read_trajectory(path: str | os.PathLike[str]) -> Trajectory:
 def recorded_episodes(run_directory: str | os.PathLike[str]) -> list[tuple[Any, Path]]:
     """``(record, trajectory path)`` of every counted episode of a run that has a trajectory,
     by episode index: the records of the run and its shards merged
-    (:func:`arena.results.aggregate.counted_run_records`), so a retried episode counts once
+    (:func:`arena.results.run_summary.counted_run_records`), so a retried episode counts once
     and a file no record names (a killed run's) never counts.
 
     A record whose file is missing is left out (the caller may say so by comparing with the
     records that name one)."""
-    from arena.results.aggregate import counted_run_records
+    from arena.results.run_summary import counted_run_records
 
     run_directory = Path(run_directory)
     found = []

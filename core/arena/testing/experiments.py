@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +24,7 @@ class ExperimentOutcome:
 
     def episodes(self, run: str) -> list[dict[str, Any]]:
         """The episode records of ``run``, ordered by episode_index."""
-        from arena.results.aggregate import collect_run_records
+        from arena.results.run_summary import collect_run_records
 
         records = collect_run_records(self.output_dir / run)
         return sorted((r if isinstance(r, dict) else r.model_dump(by_alias=True) for r in records), key=lambda r: r["episode_index"])
@@ -98,3 +102,41 @@ def run_tiny_experiment(
     result_path = output_dir / "experiment_result.json"
     result = json.loads(result_path.read_text()) if result_path.exists() else {}
     return ExperimentOutcome(exit_code=code, output_dir=output_dir, result=result)
+
+
+def run_in_child(
+    experiment: dict[str, Any], path: Path, output_dir: Path, *, timeout_s: float = 300
+) -> subprocess.CompletedProcess:
+    """Write ``experiment`` to ``path`` (YAML) and run ``python -m arena run PATH --output-dir
+    OUTPUT_DIR`` in a child process, as a user would: for what an in-process run cannot show
+    (the console, exit codes, processes left behind). Returns the finished process, its
+    stdout and stderr captured as text.
+
+    Raises:
+        subprocess.TimeoutExpired: it ran longer than ``timeout_s``.
+    """
+    path.write_text(yaml.safe_dump(experiment, sort_keys=False))
+    return subprocess.run(
+        [sys.executable, "-m", "arena", "run", str(path), "--output-dir", str(output_dir)],
+        capture_output=True, text=True, timeout=timeout_s,
+    )
+
+
+def run_in_session(
+    argv: list[str], *, cwd: Path, env: dict[str, str] | None = None, timeout_s: float = 300
+) -> tuple[int, str]:
+    """Run ``argv`` in a session of its own to its end and return ``(exit code, stdout and
+    stderr merged)``; whatever of its process group is left when it ends or times out is
+    SIGKILLed (a test's ``arena watch`` must not outlive it).
+
+    Raises:
+        subprocess.TimeoutExpired: it ran longer than ``timeout_s``.
+    """
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        output, _ = proc.communicate(timeout=timeout_s)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    return proc.returncode, output

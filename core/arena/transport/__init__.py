@@ -5,56 +5,19 @@ Protocol summary in docs/architecture.md ("The policy server"); the wire facts o
 
 from __future__ import annotations
 
+from arena.transport import errors as _errors
 from arena.transport.client import PolicyClient, endpoint_uri
 from arena.transport.codec import Packer, packb, unpackb
-from arena.transport.errors import (
-    CodecError,
-    ConnectionLost,
-    HandshakeError,
-    InternalServerError,
-    KeepaliveTimeout,
-    MissingMetadata,
-    NonMapReply,
-    NotReady,
-    ProtocolError,
-    ReadinessTimeout,
-    RemoteError,
-    RequestTimeout,
-    ServerError,
-    ServerTraceback,
-    ServerUnavailable,
-    StringReply,
-    TransportError,
-    Unauthorized,
-    UnexpectedTextFrame,
-)
+from arena.transport.errors import *  # noqa: F403 - every typed error of the wire is the package's (errors.__all__)
 from arena.transport.interface import WireClient
-from arena.transport.probe import probe_once, wait_until_ready
 from arena.transport.policy_server import PolicyServer, serve_model
+from arena.transport.probe import probe_once, wait_until_ready
 
 __all__ = [
-    "CodecError",
-    "ConnectionLost",
-    "HandshakeError",
-    "InternalServerError",
-    "KeepaliveTimeout",
-    "MissingMetadata",
-    "NonMapReply",
-    "NotReady",
+    *_errors.__all__,
     "Packer",
     "PolicyClient",
     "PolicyServer",
-    "ProtocolError",
-    "ReadinessTimeout",
-    "RemoteError",
-    "RequestTimeout",
-    "ServerError",
-    "ServerTraceback",
-    "ServerUnavailable",
-    "StringReply",
-    "TransportError",
-    "Unauthorized",
-    "UnexpectedTextFrame",
     "WireClient",
     "endpoint_uri",
     "packb",

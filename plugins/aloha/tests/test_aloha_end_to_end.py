@@ -19,7 +19,7 @@ EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 def test_quick_example_expert_transfers_the_cube_and_zero_actions_never_do(tmp_path):
     """Seeds 0-9, deterministic: the scripted expert succeeds on all ten; zero actions on none
     (three of them here: each is a full 300-step timeout)."""
-    from arena.results.aggregate import collect_run_records
+    from arena.results.run_summary import collect_run_records
 
     benchmark_python("aloha", "arena aloha setup")
     env = {**os.environ, "MUJOCO_GL": "osmesa", "PYOPENGL_PLATFORM": "osmesa"}

@@ -236,7 +236,7 @@ def _arena_run(server: Any, trace_dir: Path, out: Path) -> subprocess.CompletedP
 
 @pytest.fixture(scope="module")
 def both_sides(tmp_path_factory) -> dict[str, Any]:
-    from arena.results.aggregate import collect_run_records
+    from arena.results.run_summary import collect_run_records
     from arena.testing import OpenPIDouble, RecordingModel
     from arena_openpi.testing import METADATA, validate_aloha_request
 

@@ -23,7 +23,7 @@ def arena(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.slow
 def test_arena_run_cosmos_on_franka_kitchen_against_the_double(tmp_path):
-    from arena.results.aggregate import collect_run_records
+    from arena.results.run_summary import collect_run_records
 
     with cosmos_server_double() as server:
         experiment = {

@@ -1,5 +1,6 @@
 """The ``kinetix`` environment in its venv: equal to kinetix-env's own environment for the same
-seed and level, one compile reused across levels, and runs end to end (``arena run``).
+seed and level, one compile reused across levels, true to arena's Environment contract
+(:func:`arena.testing.environments.check_environment_in_venv`), and runs end to end (``arena run``).
 
 Needs the ``kinetix`` venv (``arena venv setup kinetix``; skipped without it, failed under CI).
 Kinetix compiles its step for 25-90 s on a CPU: every process here shares one persistent JAX
@@ -14,6 +15,7 @@ import subprocess
 
 import pytest
 
+from arena.testing.environments import check_environment_in_venv
 from arena.testing.venvs import benchmark_python
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -50,6 +52,17 @@ def test_matches_kinetix_envs_own_environment(kinetix_python):
     assert out["pixels_same"] and out["pixels_shape"] == [125, 125, 3]
     # another level with the same static parameters reuses the compiled step (no 25-90 s compile)
     assert out["other_level_first_step_s"] < 20, out
+
+
+def test_the_environment_contract_holds_in_the_kinetix_venv():
+    # arena.testing's conformance check, seeding across processes included; the level of the
+    # reference test above, so the compiled step comes from the module's cache
+    report = check_environment_in_venv(
+        "kinetix", "arena_kinetix.env:KinetixEnvironment", {"task": "grasp_easy"}, steps=2, timeout_s=900
+    )
+    assert report["success_key"] == "success" and report["action_dim"] == 6
+    assert report["observation"]["policy/state"] == [[2, 679], "float32"]
+    assert report["observation"]["policy/distance"] == [[2, 1], "float32"]
 
 
 def test_live_sweep_end_to_end(run_experiment, kinetix_python):

@@ -229,7 +229,7 @@ def _arena_run(server: Any, trace_dir: Path, out: Path) -> subprocess.CompletedP
 def both_sides(tmp_path_factory) -> dict[str, Any]:
     from openpi_client.websocket_client_policy import WebsocketClientPolicy
 
-    from arena.results.aggregate import collect_run_records
+    from arena.results.run_summary import collect_run_records
     from arena.testing import OpenPIDouble, RecordingModel
     from arena_openpi.testing import validate_libero_request
 

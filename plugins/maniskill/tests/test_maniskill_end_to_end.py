@@ -38,7 +38,7 @@ def quick_runs(tmp_path: Path, suffix: str) -> Path:
 
 
 def records(run_dir: Path) -> list:
-    from arena.results.aggregate import collect_run_records
+    from arena.results.run_summary import collect_run_records
 
     return sorted(collect_run_records(run_dir), key=lambda r: r.episode_index)
 

@@ -24,7 +24,7 @@ def arena(*args: str, env_extra: dict[str, str] | None = None, cwd: Path | None 
 
 @pytest.mark.slow
 def test_arena_run_pi0_on_franka_kitchen_against_the_double(tmp_path):
-    from arena.results.aggregate import collect_run_records
+    from arena.results.run_summary import collect_run_records
 
     with openpi_server_double("droid", "pi0") as server:
         experiment = {

@@ -23,7 +23,7 @@ CAMERAS = ["cam_high", "cam_left_wrist", "cam_right_wrist"]
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_vla_eval_and_oft_aloha_adapters_on_arenas_aloha_environment(tmp_path):
-    from arena.results.aggregate import collect_run_records
+    from arena.results.run_summary import collect_run_records
     from arena.testing.venvs import benchmark_python
 
     from arena_vla_eval.openvla.testing import DeployDouble

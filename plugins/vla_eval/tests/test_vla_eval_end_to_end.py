@@ -30,7 +30,7 @@ def arena(*args: str) -> subprocess.CompletedProcess:
 @pytest.mark.slow
 @pytest.mark.timeout(450)
 def test_arena_run_starts_a_vla_eval_server_and_compares_it_with_an_openpi_server(tmp_path):
-    from arena.results.aggregate import collect_run_records
+    from arena.results.run_summary import collect_run_records
 
     experiment = yaml.safe_load(EXAMPLE.read_text())
     experiment["shared"]["rollout_limit"] = {"num_episodes": 2, "max_episode_steps": STEPS}

@@ -28,7 +28,7 @@ OFT_STEPS = 10
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_vla_eval_and_oft_libero_adapters_on_arenas_libero_environment(tmp_path):
-    from arena.results.aggregate import collect_run_records
+    from arena.results.run_summary import collect_run_records
     from arena.testing.venvs import benchmark_python
 
     from arena_vla_eval.openvla.testing import DeployDouble

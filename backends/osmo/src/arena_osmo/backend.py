@@ -64,10 +64,7 @@ class OsmoBackend(LaunchBackend):
     name = "osmo"
     Config = OsmoOptions
     can_resume = True
-
-    def __init__(self, options: OsmoOptions) -> None:
-        super().__init__(options)
-        self.options: OsmoOptions = options
+    options: OsmoOptions  # set by LaunchBackend.__init__ from Config
 
     # -- planning ------------------------------------------------------------------------------
     def render(
@@ -297,7 +294,7 @@ def _drop_key_credential(submission: Submission) -> None:
 
 def _finished_records(output_dir: Path, experiment: ResolvedExperiment, resume: Resume) -> dict[str, bytes]:
     """Per run with finished episodes: their records, for its resumed runner to carry."""
-    from arena.results.aggregate import collect_run_records
+    from arena.results.run_summary import collect_run_records
 
     carried: dict[str, bytes] = {}
     for run in experiment.runs:

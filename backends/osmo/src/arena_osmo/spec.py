@@ -98,6 +98,19 @@ class InlineFile(_Strict):
     base64: bool = False  # contents are base64 of the file's bytes
 
 
+def _duration_or_seconds(value: Any, what: str, examples: str, *, named: bool = False) -> Any:
+    """``value`` when it is an OSMO duration (``'30m'``) or positive seconds (or ``None``).
+
+    Raises:
+        ValueError: a string that is no duration (naming ``what`` when ``named``), or seconds <= 0.
+    """
+    if isinstance(value, str) and not re.match(_DURATION, value):
+        raise ValueError(f"{what + ' ' if named else ''}{value!r} is not a duration such as {examples}")
+    if isinstance(value, int) and value <= 0:
+        raise ValueError(f"a {what} in seconds must be positive")
+    return value
+
+
 class Checkpoint(_Strict):
     path: str = Field(min_length=1)
     url: str = Field(min_length=1)
@@ -107,11 +120,7 @@ class Checkpoint(_Strict):
     @field_validator("frequency")
     @classmethod
     def _frequency(cls, value: str | int) -> str | int:
-        if isinstance(value, str) and not re.match(_DURATION, value):
-            raise ValueError(f"checkpoint frequency {value!r} is not a duration such as '30m'")
-        if isinstance(value, int) and value <= 0:
-            raise ValueError("a checkpoint frequency in seconds must be positive")
-        return value
+        return _duration_or_seconds(value, "checkpoint frequency", "'30m'", named=True)
 
 
 class LocalFile(_Strict):
@@ -197,11 +206,7 @@ class Timeout(_Strict):
     @field_validator("exec_timeout", "queue_timeout")
     @classmethod
     def _duration(cls, value: str | int | None) -> str | int | None:
-        if isinstance(value, str) and not re.match(_DURATION, value):
-            raise ValueError(f"{value!r} is not a duration such as '30m', '12h' or '1d'")
-        if isinstance(value, int) and value <= 0:
-            raise ValueError("a timeout in seconds must be positive")
-        return value
+        return _duration_or_seconds(value, "timeout", "'30m', '12h' or '1d'")
 
 
 class WorkflowSpec(_Strict):

@@ -52,10 +52,7 @@ class SlurmBackend(LaunchBackend):
     name = "slurm"
     Config = SlurmOptions
     can_resume = True
-
-    def __init__(self, options: SlurmOptions) -> None:
-        super().__init__(options)
-        self.options: SlurmOptions = options
+    options: SlurmOptions  # set by LaunchBackend.__init__ from Config
 
     # -- planning ------------------------------------------------------------------------------
     def check(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan]) -> None:
@@ -303,7 +300,7 @@ class SlurmBackend(LaunchBackend):
     # -- later commands ------------------------------------------------------------------------
     def status(self, submission: Submission) -> dict[str, dict[str, Any]]:
         """Per run: state (shards merged), episode counts from the records, job ids and errors."""
-        from arena.results.aggregate import summarize_run
+        from arena.results.run_summary import summarize_run
 
         _adopt_submitted(submission)
         output_dir = Path(submission.output_dir)

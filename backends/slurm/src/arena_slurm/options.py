@@ -44,6 +44,17 @@ def time_seconds(value: str | None) -> int | None:
     return ((int(days or 0) * 24 + h) * 60 + m) * 60 + sec
 
 
+
+def _matching(value: str | None, pattern: re.Pattern[str], message: str) -> str | None:
+    """``value`` when it is ``None`` or all of it matches ``pattern``.
+
+    Raises:
+        ValueError: ``message`` with the value (shortened) in place of ``{}``.
+    """
+    if value is not None and not pattern.fullmatch(value):
+        raise ValueError(message.format(short_repr(value)))
+    return value
+
 class SlurmOptions(BackendOptions):
     """Options of the ``slurm`` launch backend (``launch.slurm`` in the experiment file)."""
 
@@ -115,23 +126,18 @@ class SlurmOptions(BackendOptions):
     @classmethod
     def _one_word(cls, value: str | None) -> str | None:
         # these become `#SBATCH --partition=VALUE` lines: a space or a line break would start another
-        if value is not None and not _WORD.fullmatch(value):
-            raise ValueError(f"{short_repr(value)} is not a Slurm name (letters, digits and _ . , : + - only)")
-        return value
+        return _matching(value, _WORD, "{} is not a Slurm name (letters, digits and _ . , : + - only)")
 
     @field_validator("time")
     @classmethod
     def _slurm_time(cls, value: str | None) -> str | None:
-        if value is not None and not _TIME.match(value):
-            raise ValueError(f"time {short_repr(value)} is not a Slurm time limit (minutes, H:M:S or D-H:M:S)")
-        return value
+        return _matching(value, _TIME, "time {} is not a Slurm time limit (minutes, H:M:S or D-H:M:S)")
 
     @field_validator("container_mounts")
     @classmethod
     def _mounts(cls, value: list[str]) -> list[str]:
         for mount in value:
-            if not _MOUNT.match(mount):
-                raise ValueError(f"container mount {short_repr(mount)} is not SRC[:DST[:FLAGS]] (one mount per item)")
+            _matching(mount, _MOUNT, "container mount {} is not SRC[:DST[:FLAGS]] (one mount per item)")
         return value
 
     @field_validator("extra_sbatch")

@@ -307,7 +307,7 @@ def _text(value: Any) -> str:
 
 
 def _records(output_dir: Path, result: dict[str, Any]) -> list[dict[str, Any]]:
-    from arena.results.aggregate import collect_run_records
+    from arena.results.run_summary import collect_run_records
 
     out = []
     for run in result.get("runs") or {}:

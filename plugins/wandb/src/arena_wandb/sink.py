@@ -184,7 +184,7 @@ def _row(run: str, record: dict[str, Any]) -> list[Any]:
 
 
 def _records(output_dir: Path, result: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    from arena.results.aggregate import collect_run_records
+    from arena.results.run_summary import collect_run_records
 
     out = {}
     for run in result.get("runs") or {}:

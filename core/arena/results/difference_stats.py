@@ -1,4 +1,6 @@
-"""Two success rates compared: paired when both runs played the same episodes, else unpaired.
+"""Statistics of the difference between two runs' success rates: paired when both runs played
+the same episodes, else unpaired. (One run's rate and interval: :mod:`arena.outputs.run_stats`;
+a suite's: :mod:`arena.results.suite_stats`.)
 
 Two runs are *paired* when they share the environment, the task, the init states and the seed
 of every episode index (:func:`pairing_differences` says where they do not): episode ``i`` of
@@ -13,8 +15,9 @@ carry more information than the two rates alone. Paired figures (pure Python, no
   difference between binomial proportions based on paired data", *Stat. Med.* 17:2635–2650,
   method 10).
 
-Unpaired figures: :func:`arena.results.stats.newcombe_difference` (Newcombe 1998, *Stat. Med.*
-17:873–890, method 10) and :func:`fisher_exact` (Fisher's exact test, two-sided).
+Unpaired figures: :func:`newcombe_difference`, the hybrid score interval of a difference of two
+independent proportions built from their two Wilson intervals (Newcombe 1998, *Stat. Med.*
+17:873–890, method 10), and :func:`fisher_exact` (Fisher's exact test, two-sided).
 :func:`compare_rates` chooses the design and returns every figure with its method name.
 """
 
@@ -23,7 +26,7 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable
 
-from arena.results.stats import Z95, newcombe_difference, wilson_interval
+from arena.outputs.run_stats import Z95, wilson_interval
 
 PAIRED = "paired"
 UNPAIRED = "unpaired"
@@ -36,6 +39,26 @@ def _binom_cdf_half(k: int, n: int) -> float:
     if k >= n:
         return 1.0
     return sum(math.comb(n, i) for i in range(k + 1)) / 2**n
+
+
+def newcombe_difference(k1: int, n1: int, k2: int, n2: int, z: float = Z95) -> tuple[float, float, float]:
+    """Difference ``p1 - p2`` of two success rates with its Newcombe hybrid score interval.
+
+    Returns ``(diff, low, high)`` as fractions in ``[-1, 1]``. Example (Newcombe 1998,
+    Table II): 9/10 vs 3/10 gives ``0.60 [0.17, 0.81]``.
+
+    Raises:
+        ValueError: ``n1`` or ``n2`` is 0, or a count is out of range.
+    """
+    if n1 <= 0 or n2 <= 0:
+        raise ValueError(f"a difference of rates needs episodes on both sides (n1={n1}, n2={n2})")
+    l1, u1 = wilson_interval(k1, n1, z)
+    l2, u2 = wilson_interval(k2, n2, z)
+    p1, p2 = k1 / n1, k2 / n2
+    diff = p1 - p2
+    low = diff - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)
+    high = diff + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
+    return diff, max(-1.0, low), min(1.0, high)
 
 
 def mcnemar_exact(only_1: int, only_2: int) -> float:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from arena.results.stats import Z95
+from arena.outputs.run_stats import Z95
 
 STRATIFIED_METHOD = "stratified-wilson-effective-n"
 DIFFERENCE_METHOD = "stratified-adjusted-wald-per-task"
@@ -105,7 +105,7 @@ def suite_rates(ks: Sequence[int], ns: Sequence[int], z: float = Z95) -> dict[st
 def task_difference_variance(row: dict[str, Any]) -> float:
     """The adjusted variance of one task's difference (second − first) from its counts.
 
-    ``row``: ``{design, k_1, n_1, k_2, n_2, pairs}`` (``pairs``: :func:`arena.results.paired.pair_outcomes`).
+    ``row``: ``{design, k_1, n_1, k_2, n_2, pairs}`` (``pairs``: :func:`arena.results.difference_stats.pair_outcomes`).
     """
     if row["design"] == "paired":
         p = row["pairs"]

@@ -1,5 +1,6 @@
 """The statistics a run's records carry (``run_result.json``): its success rate and the Wilson
-interval around it (stdlib only). Comparisons between runs are :mod:`arena.results.stats`.
+interval around it (stdlib only). Differences between runs are
+:mod:`arena.results.difference_stats`; a suite's rates :mod:`arena.results.suite_stats`.
 
 - :func:`wilson_interval`: the Wilson score interval of one binomial proportion ``k/n``;
   it stays inside ``[0, 1]`` and covers well at small ``n`` and near 0 % / 100 %
