@@ -206,11 +206,9 @@ class PluginManager:
                     f"'{type_name}' is not a registered {label}, and importing the module it names needs the "
                     "caller's opt-in (allow_import=True; arena's commands: --allow-import)"
                 )
-            module_name, _, attr = type_name.partition(":")
+            module_name = type_name.partition(":")[0]
             try:
-                obj: Any = importlib.import_module(module_name)
-                for part in attr.split("."):
-                    obj = getattr(obj, part)
+                obj = load_reference(type_name)
             except (ImportError, AttributeError) as exc:
                 hint = ""
                 if isinstance(exc, ModuleNotFoundError) and exc.name == module_name.split(".")[0]:
@@ -335,3 +333,140 @@ def get_plugin_manager() -> PluginManager:
 def get_registry() -> Registry:
     """The registry of the process-wide plugin manager."""
     return get_plugin_manager().registry
+
+
+# -- declaring a plugin's hooks ------------------------------------------------------------------
+#: The ``name -> value`` kinds :func:`declare` takes, each the suffix of its hook's name.
+NAMED_KINDS = ("policies", "environments", "server_tasks", "servers", "launch_backends", "result_sinks")
+
+
+@dataclass(frozen=True)
+class VenvGroup:
+    """A command group ``arena NAME`` holding only ``setup`` for a benchmark venv
+    (:func:`arena.venvcli.alias_app`): ``spec`` is the ``"module:attribute"`` of its
+    :class:`arena.venvs.VenvSpec`, ``help`` the group's help line."""
+
+    spec: str
+    help: str
+
+
+def load_reference(reference: str) -> Any:
+    """The object a ``"package.module:attribute"`` reference names (dots in the attribute
+    walk into it, ``"mod:Class.attr"``), imported now.
+
+    Raises:
+        PluginError: the reference has no ``:``.
+        ImportError, AttributeError: the module or the attribute is missing (raised inside a
+            hook, they become the registry's ``PluginError`` naming the plugin and the hook).
+    """
+    module_name, sep, attr = reference.partition(":")
+    if not sep or not module_name or not attr:
+        raise PluginError(f"'{reference}' is not a 'package.module:attribute' reference")
+    obj: Any = importlib.import_module(module_name)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def declare(
+    module_name: str,
+    *,
+    policies: Any = (),
+    environments: Any = (),
+    server_tasks: Any = (),
+    servers: Any = (),
+    launch_backends: Any = (),
+    result_sinks: Any = (),
+    adapters: dict[Any, str] | None = None,
+    commands: dict[str, str | VenvGroup] | None = None,
+    exporters: dict[str, str] | None = None,
+) -> None:
+    """Give the plugin module ``module_name`` (pass ``__name__``) one ``@hookimpl`` per kind it
+    declares, so its ``plugin.py`` is a table of what it registers, not a page of hooks.
+
+    Every value is a ``"package.module:attribute"`` reference, imported only when its hook runs
+    (the registry is built, or the CLI adds commands), so ``arena --help`` and ``arena plugins``
+    stay fast and a missing dependency fails only that hook, named in the error, as before.
+
+    - ``policies``, ``environments``, ``server_tasks``, ``servers``, ``launch_backends``,
+      ``result_sinks``: a dict ``{name: reference}``, or a list of references to classes that
+      carry their registered name as ``cls.name``;
+    - ``adapters``: ``{(family, name): reference to the adapter class}``, or
+      ``{family: reference to a dict {name: adapter class}}``;
+    - ``commands``: ``{group name: reference to a typer app}`` or ``{group name: VenvGroup}``;
+    - ``exporters``: ``{name: reference to a function}``, added as ``arena export NAME``
+      (:func:`arena.exporters.export_group`).
+
+    A hook the module defines itself under the same attribute name would be replaced, so that
+    is refused; a second implementation of one hook is written with pluggy's ``specname``.
+
+    Raises:
+        PluginError: the module already has an ``arena_register_<kind>`` attribute, or an
+            argument has the wrong form.
+    """
+    from arena.hookspecs import hookimpl
+
+    hooks: dict[str, Callable] = {}
+    named = {
+        "policies": policies, "environments": environments, "server_tasks": server_tasks, "servers": servers,
+        "launch_backends": launch_backends, "result_sinks": result_sinks,
+    }
+    for kind, table in named.items():
+        if table:
+            hooks[f"arena_register_{kind}"] = _named_hook(table)
+    if adapters:
+        hooks["arena_register_embodiment_adapters"] = _adapters_hook(adapters)
+    if commands or exporters:
+        hooks["arena_register_commands"] = _commands_hook(dict(commands or {}), dict(exporters or {}))
+    module = importlib.import_module(module_name)
+    for attr, function in hooks.items():
+        if hasattr(module, attr):
+            raise PluginError(f"{module_name}.{attr} exists already; declare() would replace it")
+        function.__name__ = function.__qualname__ = attr
+        function.__module__ = module_name
+        setattr(module, attr, hookimpl(function))
+
+
+def _named_hook(table: Any) -> Callable:
+    if isinstance(table, str):
+        raise PluginError(f"expected a dict or a list of references, got the string '{table}'")
+    entries = list(table.items()) if isinstance(table, dict) else [(None, ref) for ref in table]
+
+    def hook(register: Callable) -> None:
+        for name, reference in entries:
+            value = load_reference(reference)
+            register(value.name if name is None else name, value)
+
+    return hook
+
+
+def _adapters_hook(adapters: dict[Any, str]) -> Callable:
+    def hook(register: Callable) -> None:
+        for key, reference in adapters.items():
+            value = load_reference(reference)
+            if isinstance(key, tuple):
+                register(*key, value)
+            else:  # a family's whole table
+                for name, cls in value.items():
+                    register(key, name, cls)
+
+    return hook
+
+
+def _commands_hook(commands: dict[str, str | VenvGroup], exporters: dict[str, str]) -> Callable:
+    def hook(app: Any) -> None:
+        for name, target in commands.items():
+            if isinstance(target, VenvGroup):
+                from arena.venvcli import alias_app
+
+                app.add_typer(alias_app(load_reference(target.spec), target.help), name=name)
+            else:
+                app.add_typer(load_reference(target), name=name)
+        if exporters:
+            from arena.exporters import export_group
+
+            group = export_group(app)
+            for name, reference in exporters.items():
+                group.command(name)(load_reference(reference))
+
+    return hook
