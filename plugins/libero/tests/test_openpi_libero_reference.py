@@ -38,6 +38,7 @@ import numpy as np
 import pytest
 import yaml
 
+from arena.testing.plugin_tests import robosuite_quat2axisangle  # main.py's _quat2axisangle
 from arena.testing.frames import read_frame, read_frame_files, write_frame
 from arena.testing.venvs import benchmark_python
 
@@ -54,18 +55,6 @@ ENV = {"MUJOCO_GL": "osmesa", "PYOPENGL_PLATFORM": "osmesa"}
 
 
 # -- openpi's client, written out from examples/libero/main.py ------------------------------
-
-
-def _quat2axisangle(quat):
-    """main.py's ``_quat2axisangle`` (copied there from robosuite), as written."""
-    if quat[3] > 1.0:
-        quat[3] = 1.0
-    elif quat[3] < -1.0:
-        quat[3] = -1.0
-    den = np.sqrt(1.0 - quat[3] * quat[3])
-    if math.isclose(den, 0.0):
-        return np.zeros(3)
-    return (quat[:3] * 2.0 * math.acos(quat[3])) / den
 
 
 class RawLibero:
@@ -123,7 +112,7 @@ def openpi_libero_episodes(sim: RawLibero, client: Any, init_states: tuple[int, 
                     "observation/image": img,
                     "observation/wrist_image": wrist_img,
                     "observation/state": np.concatenate(
-                        (obs["robot0_eef_pos"], _quat2axisangle(obs["robot0_eef_quat"]), obs["robot0_gripper_qpos"])
+                        (obs["robot0_eef_pos"], robosuite_quat2axisangle(obs["robot0_eef_quat"]), obs["robot0_gripper_qpos"])
                     ),
                     "prompt": str(task_description),
                 }
