@@ -5,7 +5,11 @@ and the checks every plugin's tests make of how arena lists and requires it.
   (it modifies its argument), the reference that openpi's LIBERO example, OpenVLA-OFT's LIBERO
   client and vla-eval's LIBERO benchmark copy; :func:`arena.rotations.quat_to_axis_angle` is
   checked bit for bit against it.
+- :func:`run_arena`: the ``arena`` command in a fresh interpreter (:data:`OSMESA` for MuJoCo
+  without a display).
+- :func:`arena_run`: ``arena run`` on an experiment given as a dict.
 - :func:`listed_plugin`: one plugin's entry of ``arena plugins --json``.
+- :func:`refused_by_validate`: ``arena validate`` refuses an experiment; its message, flattened.
 - :func:`without_distribution`: make ``requires:`` see one distribution as not installed.
 """
 
@@ -13,14 +17,21 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-__all__ = ["listed_plugin", "robosuite_quat2axisangle", "without_distribution"]
+__all__ = [
+    "OSMESA", "arena_run", "listed_plugin", "refused_by_validate", "robosuite_quat2axisangle", "run_arena", "without_distribution",
+]
+
+#: MuJoCo (and PyOpenGL) render with OSMesa: no display, no GPU needed.
+OSMESA = {"MUJOCO_GL": "osmesa", "PYOPENGL_PLATFORM": "osmesa"}
 
 
 def robosuite_quat2axisangle(quat: np.ndarray) -> np.ndarray:
@@ -38,21 +49,70 @@ def robosuite_quat2axisangle(quat: np.ndarray) -> np.ndarray:
     return (quat[:3] * 2.0 * math.acos(quat[3])) / den
 
 
+def run_arena(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 240.0
+) -> subprocess.CompletedProcess:
+    """``python -m arena ARGS`` in a fresh interpreter: text ``stdout``/``stderr``, never raises
+    on a failing exit code. ``env`` adds variables to this process's; with ``cwd``, ``TMPDIR`` is
+    ``cwd`` too (a Slurm dry-run writes its scripts to a temporary directory).
+
+    Raises:
+        subprocess.TimeoutExpired: it ran longer than ``timeout`` seconds.
+    """
+    full_env = {**os.environ, **(env or {})}
+    if cwd is not None:
+        full_env["TMPDIR"] = str(cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "arena", *args], capture_output=True, text=True, env=full_env, cwd=cwd, timeout=timeout
+    )
+
+
+def arena_run(
+    experiment: dict[str, Any], out: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 240.0
+) -> subprocess.CompletedProcess:
+    """Write ``experiment`` to ``out.parent / "experiment.yaml"`` and run ``arena run`` on it
+    with ``--output-dir out`` and ``args`` (e.g. ``"--allow-import", "pkg.testing"``), through
+    :func:`run_arena` (``env``, ``timeout``).
+
+    Raises:
+        subprocess.TimeoutExpired: it ran longer than ``timeout`` seconds.
+    """
+    import yaml
+
+    path = out.parent / "experiment.yaml"
+    path.write_text(yaml.safe_dump(experiment, sort_keys=False))
+    return run_arena("run", str(path), "--output-dir", str(out), *args, env=env, timeout=timeout)
+
+
 def listed_plugin(name: str, *, timeout: float = 300.0) -> dict[str, Any]:
-    """The entry of plugin ``name`` in ``arena plugins --json``, run in a fresh interpreter
-    (so entry points load as a user's do): ``distribution``, ``version``, ``hooks``,
-    ``registered`` (``{kind: sorted names}``).
+    """The entry of plugin ``name`` in ``arena plugins --json`` (:func:`run_arena`, so entry
+    points load as a user's do): ``distribution``, ``version``, ``hooks``, ``registered``
+    (``{kind: sorted names}``).
 
     Raises:
         AssertionError: the command fails, or lists no plugin ``name``.
     """
-    result = subprocess.run(
-        [sys.executable, "-m", "arena", "plugins", "--json"], capture_output=True, text=True, timeout=timeout
-    )
+    result = run_arena("plugins", "--json", timeout=timeout)
     assert result.returncode == 0, result.stderr
     plugins = {p["name"]: p for p in json.loads(result.stdout)["plugins"]}
     assert name in plugins, f"plugin '{name}' not listed (listed: {sorted(plugins)})"
     return plugins[name]
+
+
+def refused_by_validate(tmp_path: Path, experiment: dict[str, Any]) -> str:
+    """Write ``experiment`` to ``tmp_path / "exp.yaml"``, run ``arena validate`` on it and return
+    its stderr with white space folded to single spaces (rich wraps long lines).
+
+    Raises:
+        AssertionError: validate did not exit with 2 (the experiment was not refused).
+    """
+    import yaml
+
+    path = tmp_path / "exp.yaml"
+    path.write_text(yaml.safe_dump(experiment))
+    result = run_arena("validate", str(path))
+    assert result.returncode == 2, result.stdout + result.stderr
+    return " ".join(result.stderr.split())
 
 
 def without_distribution(monkeypatch: pytest.MonkeyPatch, distribution: str) -> None:

@@ -28,15 +28,14 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-import yaml
 
 from arena.testing.frames import read_frame, read_frame_files, write_frame
+from arena.testing.plugin_tests import arena_run
 from arena.testing.venvs import benchmark_python
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
@@ -226,12 +225,7 @@ def _arena_run(server: Any, trace_dir: Path, out: Path) -> subprocess.CompletedP
         "shared": {"rollout_limit": {"num_episodes": 1, "max_episode_steps": EPISODE_STEPS}},
         "runs": {f"episode{i}": run(seed) for i, seed in enumerate(SEEDS)},
     }
-    path = out.parent / "experiment.yaml"
-    path.write_text(yaml.safe_dump(experiment, sort_keys=False))
-    return subprocess.run(
-        [sys.executable, "-m", "arena", "run", str(path), "--output-dir", str(out), "--allow-import", "arena_aloha.testing"],
-        capture_output=True, text=True, env={**os.environ, **ENV}, timeout=1800,
-    )
+    return arena_run(experiment, out, "--allow-import", "arena_aloha.testing", env=ENV, timeout=1800)
 
 
 @pytest.fixture(scope="module")

@@ -30,7 +30,6 @@ import collections
 import math
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +37,8 @@ import numpy as np
 import pytest
 import yaml
 
-from arena.testing.plugin_tests import robosuite_quat2axisangle  # main.py's _quat2axisangle
 from arena.testing.frames import read_frame, read_frame_files, write_frame
+from arena.testing.plugin_tests import arena_run, robosuite_quat2axisangle  # main.py's _quat2axisangle
 from arena.testing.venvs import benchmark_python
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3000)]
@@ -206,12 +205,7 @@ def _arena_run(server: Any, trace_dir: Path, out: Path) -> subprocess.CompletedP
             }
         },
     }
-    path = out.parent / "experiment.yaml"
-    path.write_text(yaml.safe_dump(experiment))
-    return subprocess.run(
-        [sys.executable, "-m", "arena", "run", str(path), "--output-dir", str(out), "--allow-import", "arena_libero.testing"],
-        capture_output=True, text=True, env={**os.environ, **ENV}, timeout=2400,
-    )
+    return arena_run(experiment, out, "--allow-import", "arena_libero.testing", env=ENV, timeout=2400)
 
 
 @pytest.fixture(scope="module")
