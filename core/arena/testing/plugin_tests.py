@@ -5,6 +5,8 @@ and the checks every plugin's tests make of how arena lists and requires it.
   (it modifies its argument), the reference that openpi's LIBERO example, OpenVLA-OFT's LIBERO
   client and vla-eval's LIBERO benchmark copy; :func:`arena.rotations.quat_to_axis_angle` is
   checked bit for bit against it.
+- :func:`record_expert_actions`: a scripted expert's actions from given seeds, recorded in a
+  benchmark venv's interpreter (the reference side of the plugins' peer-client tests).
 - :func:`run_arena`: the ``arena`` command in a fresh interpreter (:data:`OSMESA` for MuJoCo
   without a display).
 - :func:`arena_run`: ``arena run`` on an experiment given as a dict.
@@ -27,7 +29,7 @@ import numpy as np
 import pytest
 
 __all__ = [
-    "OSMESA", "arena_run", "listed_plugin", "refused_by_validate", "robosuite_quat2axisangle", "run_arena", "without_distribution",
+    "OSMESA", "arena_run", "listed_plugin", "record_expert_actions", "refused_by_validate", "robosuite_quat2axisangle", "run_arena", "without_distribution",
 ]
 
 #: MuJoCo (and PyOpenGL) render with OSMesa: no display, no GPU needed.
@@ -47,6 +49,51 @@ def robosuite_quat2axisangle(quat: np.ndarray) -> np.ndarray:
     if math.isclose(den, 0.0):
         return np.zeros(3)
     return (quat[:3] * 2.0 * math.acos(quat[3])) / den
+
+
+_EXPERT_ROLLOUT = """
+import sys
+import numpy as np
+
+out, steps, seeds = sys.argv[1], int(sys.argv[2]), [int(s) for s in sys.argv[3:]]
+actions = {}
+for seed in seeds:
+    obs = env.reset_envs([0], [seed])
+    reset_expert(seed)
+    rows = []
+    for _ in range(steps):
+        a = expert.get_action(env, obs)
+        rows.append(np.asarray(a[0], np.float64))
+        obs = env.step(a)[0]
+    actions[str(seed)] = np.stack(rows)
+env.close()
+np.savez(out, **actions)
+"""
+
+
+def record_expert_actions(
+    python: Path, setup: str, seeds: list[int], steps: int, out: Path, *,
+    env: dict[str, str] | None = None, timeout: float = 900.0,
+) -> dict[int, np.ndarray]:
+    """A scripted expert's actions, ``{seed: float64 (steps, action_dim)}``, recorded by
+    ``python`` (a benchmark venv's interpreter, which has the simulator arena's has not).
+
+    ``setup`` is Python source run there first; it defines ``env`` (an arena environment with
+    one env), ``expert`` (a policy: ``get_action(env, obs)``) and ``reset_expert(seed)``. For
+    each seed the env is reset with it, ``reset_expert(seed)`` is called, and the expert steps
+    ``steps`` times. ``out`` is the ``.npz`` file the actions travel through; ``env`` adds
+    environment variables.
+
+    Raises:
+        AssertionError: the interpreter exits with an error (its stderr's end is the message).
+    """
+    done = subprocess.run(
+        [str(python), "-c", setup + _EXPERT_ROLLOUT, str(out), str(steps), *map(str, seeds)],
+        capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=timeout,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    with np.load(out) as data:
+        return {int(k): data[k] for k in data.files}
 
 
 def run_arena(

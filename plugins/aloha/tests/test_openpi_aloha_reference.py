@@ -35,7 +35,7 @@ import numpy as np
 import pytest
 
 from arena.testing.frames import read_frame, read_frame_files, write_frame
-from arena.testing.plugin_tests import arena_run
+from arena.testing.plugin_tests import arena_run, record_expert_actions
 from arena.testing.venvs import benchmark_python
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
@@ -153,40 +153,24 @@ def openpi_aloha_sim_episodes(gym: RawGymAloha, host: str, port: int) -> list[di
     return finished
 
 
-EXPERT_PROBE = r"""
-import sys
-import numpy as np
+EXPERT_SETUP = """
 from arena_aloha.config import AlohaConfig
 from arena_aloha.env import AlohaEnvironment
 from arena_aloha.expert import AlohaTransferCubeExpert, AlohaTransferCubeExpertConfig
 
-out, steps, seeds = sys.argv[1], int(sys.argv[2]), [int(s) for s in sys.argv[3:]]
 env = AlohaEnvironment(AlohaConfig(task="transfer_cube", cameras=[]), num_envs=1)
 expert = AlohaTransferCubeExpert(AlohaTransferCubeExpertConfig())
-actions = {}
-for seed in seeds:
-    obs = env.reset_envs([0], [seed])
+
+
+def reset_expert(seed):
     expert.reset([0], [seed])
-    rows = []
-    for _ in range(steps):
-        a = expert.get_action(env, obs)
-        rows.append(np.asarray(a[0], np.float64))
-        obs = env.step(a)[0]
-    actions[str(seed)] = np.stack(rows)
-env.close()
-np.savez(out, **actions)
 """
 
 
 def _expert_actions(python: Path, tmp: Path) -> dict[int, np.ndarray]:
-    out = tmp / "expert.npz"
     steps = -(-EPISODE_STEPS // ACTION_HORIZON) * ACTION_HORIZON
     seeds = [SEEDS[i] for i in EXPERT_EPISODES]
-    done = subprocess.run([str(python), "-c", EXPERT_PROBE, str(out), str(steps), *map(str, seeds)],
-                          capture_output=True, text=True, env={**os.environ, **ENV}, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
-    with np.load(out) as data:
-        return {int(k): data[k] for k in data.files}
+    return record_expert_actions(python, EXPERT_SETUP, seeds, steps, tmp / "expert.npz", env=ENV, timeout=900)
 
 
 def _reply_factory(expert: dict[int, np.ndarray], model: Any):

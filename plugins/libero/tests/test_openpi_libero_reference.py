@@ -38,7 +38,8 @@ import pytest
 import yaml
 
 from arena.testing.frames import read_frame, read_frame_files, write_frame
-from arena.testing.plugin_tests import arena_run, robosuite_quat2axisangle  # main.py's _quat2axisangle
+# robosuite_quat2axisangle: main.py's _quat2axisangle is robosuite's, as written
+from arena.testing.plugin_tests import arena_run, record_expert_actions, robosuite_quat2axisangle
 from arena.testing.venvs import benchmark_python
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3000)]
@@ -132,40 +133,26 @@ def openpi_libero_episodes(sim: RawLibero, client: Any, init_states: tuple[int, 
 
 # -- the shared server ----------------------------------------------------------------------
 
-EXPERT_PROBE = r"""
-import sys
-import numpy as np
+EXPERT_SETUP = """
 from arena_libero.env import LiberoConfig, LiberoEnvironment
 from arena_libero.expert import LiberoExpertConfig, LiberoPickPlaceExpert
 
-out, steps, states = sys.argv[1], int(sys.argv[2]), [int(s) for s in sys.argv[3:]]
 env = LiberoEnvironment(LiberoConfig(suite="libero_spatial", task=0, cameras=False), num_envs=1)
 expert = LiberoPickPlaceExpert(LiberoExpertConfig())
 expert.start(env)
-actions = {}
-for k in states:
-    obs = env.reset_envs([0], [k])
+
+
+def reset_expert(init_state):
     expert.reset([0])
-    rows = []
-    for _ in range(steps):
-        a = expert.get_action(env, obs)
-        rows.append(np.asarray(a[0], np.float64))
-        obs = env.step(a)[0]
-    actions[str(k)] = np.stack(rows)
-env.close()
-np.savez(out, **actions)
 """
 
 
 def _expert_actions(python: Path, tmp: Path) -> dict[int, np.ndarray]:
     """The scripted expert's first steps on each of ``EXPERT_INIT_STATES`` (reference seeding)."""
-    out = tmp / "expert.npz"
     steps = math.ceil(MAX_STEPS / REPLAN_STEPS) * REPLAN_STEPS + CHUNK_ROWS
-    done = subprocess.run([str(python), "-c", EXPERT_PROBE, str(out), str(steps), *map(str, EXPERT_INIT_STATES)],
-                          capture_output=True, text=True, env={**os.environ, **ENV}, timeout=1500)
-    assert done.returncode == 0, done.stderr[-3000:]
-    with np.load(out) as data:
-        return {int(k): data[k] for k in data.files}
+    return record_expert_actions(
+        python, EXPERT_SETUP, list(EXPERT_INIT_STATES), steps, tmp / "expert.npz", env=ENV, timeout=1500
+    )
 
 
 def _chunks(expert: dict[int, np.ndarray]) -> list[np.ndarray]:
