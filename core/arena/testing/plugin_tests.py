@@ -7,6 +7,8 @@ and the checks every plugin's tests make of how arena lists and requires it.
   checked bit for bit against it.
 - :func:`record_expert_actions`: a scripted expert's actions from given seeds, recorded in a
   benchmark venv's interpreter (the reference side of the plugins' peer-client tests).
+- :class:`RawSimulator`: the calling side of :func:`arena.testing.frames.serve_calls`, a plain
+  simulator served from a benchmark venv to a reference client's loop.
 - :func:`run_arena`: the ``arena`` command in a fresh interpreter (:data:`OSMESA` for MuJoCo
   without a display).
 - :func:`arena_run`: ``arena run`` on an experiment given as a dict.
@@ -28,8 +30,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from arena.testing.frames import read_frame, write_frame
+
 __all__ = [
-    "OSMESA", "arena_run", "listed_plugin", "record_expert_actions", "refused_by_validate", "robosuite_quat2axisangle", "run_arena", "without_distribution",
+    "OSMESA", "RawSimulator", "arena_run", "listed_plugin", "record_expert_actions", "refused_by_validate",
+    "robosuite_quat2axisangle", "run_arena", "without_distribution",
 ]
 
 #: MuJoCo (and PyOpenGL) render with OSMesa: no display, no GPU needed.
@@ -49,6 +54,42 @@ def robosuite_quat2axisangle(quat: np.ndarray) -> np.ndarray:
     if math.isclose(den, 0.0):
         return np.zeros(3)
     return (quat[:3] * 2.0 * math.acos(quat[3])) / den
+
+
+class RawSimulator:
+    """A plain simulator in another interpreter, called as ``sim("method", *args)``: runs
+    ``python -m module`` (a module whose main is :func:`arena.testing.frames.serve_calls`, e.g.
+    ``arena_libero.testing`` under the LIBERO venv) and exchanges codec frames with it over
+    stdin/stdout (no pickle). ``label`` names the simulator in errors; ``env`` adds environment
+    variables. Returned arrays are writable (a reference loop may write into observations, as
+    openpi's examples do).
+    """
+
+    def __init__(self, python: Path, module: str, label: str, env: dict[str, str] | None = None) -> None:
+        self.label = label
+        self.proc = subprocess.Popen(
+            [str(python), "-m", module], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            env={**os.environ, **(env or {})},
+        )
+
+    def __call__(self, method: str, *args: Any) -> Any:
+        """The result of ``method(*args)`` there.
+
+        Raises:
+            RuntimeError: the call failed there (its message names ``label`` and ``method``).
+        """
+        write_frame(self.proc.stdin, [method, list(args)])
+        status, result = read_frame(self.proc.stdout, writable=True)
+        if status != "ok":
+            raise RuntimeError(f"{self.label} {method}: {result}")
+        return result
+
+    def close(self) -> None:
+        """Call ``close`` there and wait (60 s at most) for the process to end."""
+        try:
+            self("close")
+        finally:
+            self.proc.wait(timeout=60)
 
 
 _EXPERT_ROLLOUT = """

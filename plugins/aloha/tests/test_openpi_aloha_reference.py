@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from arena.testing.frames import read_frame, read_frame_files, write_frame
-from arena.testing.plugin_tests import arena_run, record_expert_actions
+from arena.testing.frames import read_frame_files
+from arena.testing.plugin_tests import RawSimulator, arena_run, record_expert_actions
 from arena.testing.venvs import benchmark_python
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
@@ -58,28 +58,7 @@ def openpi_seeds(n: int) -> list[int]:
 SEEDS = openpi_seeds(EPISODES)
 
 
-class RawGymAloha:
-    """Plain gym-aloha in the ALOHA venv (:func:`arena_aloha.testing.raw_gym_aloha_server`)."""
-
-    def __init__(self, python: Path) -> None:
-        self.proc = subprocess.Popen([str(python), "-m", "arena_aloha.testing"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, env={**os.environ, **ENV})
-
-    def __call__(self, method: str, *args: Any) -> Any:
-        write_frame(self.proc.stdin, [method, list(args)])
-        status, result = read_frame(self.proc.stdout, writable=True)  # the loop writes into obs, as openpi's does
-        if status != "ok":
-            raise RuntimeError(f"gym-aloha {method}: {result}")
-        return result
-
-    def close(self) -> None:
-        try:
-            self("close")
-        finally:
-            self.proc.wait(timeout=60)
-
-
-def openpi_aloha_sim_episodes(gym: RawGymAloha, host: str, port: int) -> list[dict[str, Any]]:
+def openpi_aloha_sim_episodes(gym: RawSimulator, host: str, port: int) -> list[dict[str, Any]]:
     """openpi's ``examples/aloha_sim`` for ``EPISODES`` episodes; per episode its seed, the
     applied actions, physics states, step count and whether it succeeded."""
     from openpi_client import action_chunk_broker, image_tools
@@ -224,7 +203,7 @@ def both_sides(tmp_path_factory) -> dict[str, Any]:
     model = RecordingModel(lambda request: reply(request), validate_aloha_request, metadata=METADATA["aloha"])
     reply = _reply_factory(expert, model)
     with OpenPIDouble(model) as server:
-        gym = RawGymAloha(python)
+        gym = RawSimulator(python, "arena_aloha.testing", "gym-aloha", env=ENV)
         try:
             reference = openpi_aloha_sim_episodes(gym, server.host, server.port)
         finally:

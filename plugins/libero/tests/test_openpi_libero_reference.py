@@ -37,9 +37,9 @@ import numpy as np
 import pytest
 import yaml
 
-from arena.testing.frames import read_frame, read_frame_files, write_frame
+from arena.testing.frames import read_frame_files
 # robosuite_quat2axisangle: main.py's _quat2axisangle is robosuite's, as written
-from arena.testing.plugin_tests import arena_run, record_expert_actions, robosuite_quat2axisangle
+from arena.testing.plugin_tests import RawSimulator, arena_run, record_expert_actions, robosuite_quat2axisangle
 from arena.testing.venvs import benchmark_python
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3000)]
@@ -57,30 +57,7 @@ ENV = {"MUJOCO_GL": "osmesa", "PYOPENGL_PLATFORM": "osmesa"}
 # -- openpi's client, written out from examples/libero/main.py ------------------------------
 
 
-class RawLibero:
-    """Plain LIBERO in the LIBERO venv (:func:`arena_libero.testing.raw_libero_server`)."""
-
-    def __init__(self, python: Path) -> None:
-        self.proc = subprocess.Popen(
-            [str(python), "-m", "arena_libero.testing"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            env={**os.environ, **ENV},
-        )
-
-    def __call__(self, method: str, *args: Any) -> Any:
-        write_frame(self.proc.stdin, [method, list(args)])
-        status, result = read_frame(self.proc.stdout, writable=True)  # the loop writes into obs, as openpi's does
-        if status != "ok":
-            raise RuntimeError(f"LIBERO {method}: {result}")
-        return result
-
-    def close(self) -> None:
-        try:
-            self("close")
-        finally:
-            self.proc.wait(timeout=60)
-
-
-def openpi_libero_episodes(sim: RawLibero, client: Any, init_states: tuple[int, ...]) -> list[dict[str, Any]]:
+def openpi_libero_episodes(sim: RawSimulator, client: Any, init_states: tuple[int, ...]) -> list[dict[str, Any]]:
     """openpi's ``eval_libero`` for one task, episodes on ``init_states`` in order; per episode
     the applied actions, the simulator state after the wait steps and after each step, the
     step count and whether it succeeded."""
@@ -112,7 +89,11 @@ def openpi_libero_episodes(sim: RawLibero, client: Any, init_states: tuple[int, 
                     "observation/image": img,
                     "observation/wrist_image": wrist_img,
                     "observation/state": np.concatenate(
-                        (obs["robot0_eef_pos"], robosuite_quat2axisangle(obs["robot0_eef_quat"]), obs["robot0_gripper_qpos"])
+                        (
+                            obs["robot0_eef_pos"],
+                            robosuite_quat2axisangle(obs["robot0_eef_quat"]),
+                            obs["robot0_gripper_qpos"],
+                        )
                     ),
                     "prompt": str(task_description),
                 }
@@ -210,7 +191,7 @@ def both_sides(tmp_path_factory) -> dict[str, Any]:
         lambda request: {"actions": chunks[len(model.requests) - 1]}, validate_libero_request
     )
     with OpenPIDouble(model) as server:
-        sim = RawLibero(python)
+        sim = RawSimulator(python, "arena_libero.testing", "LIBERO", env=ENV)
         try:
             reference = openpi_libero_episodes(sim, WebsocketClientPolicy(server.host, server.port), INIT_STATES)
         finally:
