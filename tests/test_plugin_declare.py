@@ -1,4 +1,4 @@
-"""``arena.plugins.declare``: a plugin module's hooks written from a table of references, imported
+"""``arena.declare.declare``: a plugin module's hooks written from a table of references, imported
 only when a hook runs, registering exactly what hand-written hooks would."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import pytest
 import typer
 
 from arena.errors import PluginError
-from arena.plugins import PluginManager, VenvGroup, declare, load_reference
+from arena.declare import VenvGroup, declare
+from arena.plugins import PluginManager, load_reference
 
 PARTS = '''
 import typer
@@ -133,4 +134,4 @@ def test_declare_refuses_to_replace_a_hook_and_wrong_forms(plugin_module):
         declare(plugin_module("other_demo").__name__, servers="m:Model")
     with pytest.raises(PluginError, match="not a 'package.module:attribute' reference"):
         load_reference("arena.plugins")
-    assert load_reference("arena.plugins:VenvGroup.__name__") == "VenvGroup"
+    assert load_reference("arena.declare:VenvGroup.__name__") == "VenvGroup"

@@ -1,6 +1,6 @@
 """Entry point ``aloha`` of group ``arena``: the environment, the scripted expert, ``arena aloha``."""
 
-from arena.plugins import VenvGroup, declare
+from arena.declare import VenvGroup, declare
 
 declare(
     __name__,

@@ -1,6 +1,6 @@
 """Entry point ``cosmos`` of group ``arena``: wires the policy, adapter and server task."""
 
-from arena.plugins import declare
+from arena.declare import declare
 
 declare(
     __name__,

@@ -1,6 +1,6 @@
 """Registers the GR00T client, its DROID adapter and its server task."""
 
-from arena.plugins import declare
+from arena.declare import declare
 
 declare(
     __name__,

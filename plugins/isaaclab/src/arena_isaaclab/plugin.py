@@ -1,6 +1,6 @@
 """Entry point ``isaaclab`` of group ``arena``: the environment, the reach expert, ``arena isaaclab``."""
 
-from arena.plugins import VenvGroup, declare
+from arena.declare import VenvGroup, declare
 
 declare(
     __name__,

@@ -1,6 +1,6 @@
 """Entry point ``kinetix`` of group ``arena``: the environment, its baseline, ``arena kinetix``."""
 
-from arena.plugins import VenvGroup, declare
+from arena.declare import VenvGroup, declare
 
 declare(
     __name__,

@@ -9,7 +9,7 @@ LeRobot environment bridge, the LeRobot embodiment adapters, export.
 - ``arena export lerobot`` (``arena_lerobot.export``): recorded episodes as a LeRobotDataset.
 """
 
-from arena.plugins import declare
+from arena.declare import declare
 
 declare(
     __name__,

@@ -1,6 +1,6 @@
 """Entry point ``libero`` of group ``arena``: the environment, the scripted expert, ``arena libero``."""
 
-from arena.plugins import declare
+from arena.declare import declare
 
 declare(
     __name__,

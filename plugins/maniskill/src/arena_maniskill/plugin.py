@@ -2,7 +2,7 @@
 state policy and model, the motion-planning expert, the DROID adapter path, ``arena maniskill``."""
 
 from arena.hookspecs import hookimpl
-from arena.plugins import VenvGroup, declare
+from arena.declare import VenvGroup, declare
 
 declare(
     __name__,

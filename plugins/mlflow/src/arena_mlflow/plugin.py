@@ -1,5 +1,5 @@
 """Entry point ``mlflow`` of group ``arena``: registers the ``mlflow`` result sink."""
 
-from arena.plugins import declare
+from arena.declare import declare
 
 declare(__name__, result_sinks={"mlflow": "arena_mlflow.sink:MlflowSink"})

@@ -1,6 +1,6 @@
 """Entry point ``openpi`` of group ``arena``: wires the policy, adapters and server task."""
 
-from arena.plugins import declare
+from arena.declare import declare
 
 declare(
     __name__,

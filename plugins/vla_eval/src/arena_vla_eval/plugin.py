@@ -4,7 +4,7 @@
 ``/act`` contract of OpenVLA's and OpenVLA-OFT's deploy servers (:mod:`arena_vla_eval.openvla`).
 """
 
-from arena.plugins import declare
+from arena.declare import declare
 
 declare(
     __name__,

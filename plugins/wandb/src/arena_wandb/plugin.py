@@ -1,5 +1,5 @@
 """Entry point ``wandb`` of group ``arena``: registers the ``wandb`` result sink."""
 
-from arena.plugins import declare
+from arena.declare import declare
 
 declare(__name__, result_sinks={"wandb": "arena_wandb.sink:WandbSink"})
