@@ -9,9 +9,12 @@ and the checks every plugin's tests make of how arena lists and requires it.
   benchmark venv's interpreter (the reference side of the plugins' peer-client tests).
 - :class:`RawSimulator`: the calling side of :func:`arena.testing.frames.serve_calls`, a plain
   simulator served from a benchmark venv to a reference client's loop.
+- :func:`traced_episodes` and :func:`assert_same_steps`: episodes of a traced environment's
+  trace file, compared step for step with a reference client's.
 - :func:`run_arena`: the ``arena`` command in a fresh interpreter (:data:`OSMESA` for MuJoCo
   without a display).
-- :func:`arena_run`: ``arena run`` on an experiment given as a dict.
+- :func:`arena_run`: ``arena run`` on an experiment given as a dict;
+  :func:`experiment_against` builds one whose policy talks to a server the test started.
 - :func:`listed_plugin`: one plugin's entry of ``arena plugins --json``.
 - :func:`refused_by_validate`: ``arena validate`` refuses an experiment; its message, flattened.
 - :func:`without_distribution`: make ``requires:`` see one distribution as not installed.
@@ -25,6 +28,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -33,8 +37,8 @@ import pytest
 from arena.testing.frames import read_frame, write_frame
 
 __all__ = [
-    "OSMESA", "RawSimulator", "arena_run", "listed_plugin", "record_expert_actions", "refused_by_validate",
-    "robosuite_quat2axisangle", "run_arena", "without_distribution",
+    "OSMESA", "RawSimulator", "arena_run", "assert_same_steps", "experiment_against", "listed_plugin", "record_expert_actions", "refused_by_validate",
+    "robosuite_quat2axisangle", "run_arena", "traced_episodes", "without_distribution",
 ]
 
 #: MuJoCo (and PyOpenGL) render with OSMesa: no display, no GPU needed.
@@ -90,6 +94,36 @@ class RawSimulator:
             self("close")
         finally:
             self.proc.wait(timeout=60)
+
+
+def traced_episodes(trace: Iterable[dict[str, Any]], keep: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The episodes of one env's trace file (a traced environment's ``{"op": "reset", "state",
+    ...}`` and ``{"op": "step", "action", "state", ...}`` entries, in order): per reset, the
+    entry's ``keep`` keys, ``start`` (its state) and the ``actions`` and ``states`` of the steps
+    after it."""
+    episodes: list[dict[str, Any]] = []
+    for entry in trace:
+        if entry["op"] == "reset":
+            episodes.append({**{k: entry[k] for k in keep}, "start": entry["state"], "actions": [], "states": []})
+        else:
+            episodes[-1]["actions"].append(entry["action"])
+            episodes[-1]["states"].append(entry["state"])
+    return episodes
+
+
+def assert_same_steps(ours: dict[str, Any], theirs: dict[str, Any], where: str) -> None:
+    """Two episodes (:func:`traced_episodes`' layout) are the same to the bit: the state at the
+    start, every applied action (``float64``, as many) and every state after a step.
+
+    Raises:
+        AssertionError: the first difference, with ``where`` and the step.
+    """
+    assert ours["start"].tobytes() == theirs["start"].tobytes(), f"{where}: state at the start"
+    assert len(ours["actions"]) == len(theirs["actions"]), f"{where}: number of steps"
+    for t, (x, y) in enumerate(zip(ours["actions"], theirs["actions"])):
+        assert x.dtype == y.dtype == np.float64 and x.tobytes() == y.tobytes(), f"{where}, step {t}: action"
+    for t, (x, y) in enumerate(zip(ours["states"], theirs["states"])):
+        assert x.tobytes() == y.tobytes(), f"{where}, step {t}: state"
 
 
 _EXPERT_ROLLOUT = """
@@ -170,6 +204,16 @@ def arena_run(
     path = out.parent / "experiment.yaml"
     path.write_text(yaml.safe_dump(experiment, sort_keys=False))
     return run_arena("run", str(path), "--output-dir", str(out), *args, env=env, timeout=timeout)
+
+
+def experiment_against(policy: dict[str, Any], server: Any, requires: dict[str, str], **tiny: Any) -> dict[str, Any]:
+    """:func:`arena.testing.tiny_experiment` (keywords ``tiny``) whose run's ``policy`` talks to
+    the ``server`` the test started (``.host``, ``.port``; ``server: {external: true}``), with
+    ``requires: requires`` (``{distribution: specifier}``)."""
+    from arena.testing.experiments import tiny_experiment
+
+    remote = {**policy, "remote_host": server.host, "remote_port": server.port}
+    return {"requires": dict(requires), **tiny_experiment(remote, external_server=True, **tiny)}
 
 
 def listed_plugin(name: str, *, timeout: float = 300.0) -> dict[str, Any]:

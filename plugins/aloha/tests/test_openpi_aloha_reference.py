@@ -35,7 +35,9 @@ import numpy as np
 import pytest
 
 from arena.testing.frames import read_frame_files
-from arena.testing.plugin_tests import RawSimulator, arena_run, record_expert_actions
+from arena.testing.plugin_tests import (
+    RawSimulator, arena_run, assert_same_steps, record_expert_actions, traced_episodes,
+)
 from arena.testing.venvs import benchmark_python
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
@@ -213,14 +215,8 @@ def both_sides(tmp_path_factory) -> dict[str, Any]:
         result = _arena_run(server, tmp / "trace", tmp / "out")
         arena_requests = list(model.requests)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    episodes: list[dict[str, Any]] = []
-    for trace in sorted(read_frame_files(tmp / "trace"), key=lambda t: SEEDS.index(t[0]["seed"])):
-        for entry in trace:
-            if entry["op"] == "reset":
-                episodes.append({"seed": entry["seed"], "start": entry["state"], "actions": [], "states": []})
-            else:
-                episodes[-1]["actions"].append(entry["action"])
-                episodes[-1]["states"].append(entry["state"])
+    traces = sorted(read_frame_files(tmp / "trace"), key=lambda t: SEEDS.index(t[0]["seed"]))
+    episodes = [episode for trace in traces for episode in traced_episodes(trace, keep=("seed",))]
     records = [collect_run_records(tmp / "out" / f"episode{i}")[0] for i in range(EPISODES)]
     return {"reference": reference, "reference_requests": reference_requests, "arena": episodes,
             "arena_requests": arena_requests, "records": records}
@@ -243,12 +239,8 @@ def test_applied_actions_and_physics_states_are_identical(both_sides):
     assert [e["seed"] for e in ours] == [e["seed"] for e in theirs] == SEEDS
     assert SEEDS[0] == 3653403230
     for a, b in zip(ours, theirs):
-        assert a["start"].tobytes() == b["start"].tobytes(), f"seed {b['seed']}: reset state"
         assert len(a["actions"]) == len(b["actions"]) == EPISODE_STEPS
-        for t, (x, y) in enumerate(zip(a["actions"], b["actions"])):
-            assert x.dtype == y.dtype == np.float64 and x.tobytes() == y.tobytes(), f"seed {b['seed']}, step {t}: action"
-        for t, (x, y) in enumerate(zip(a["states"], b["states"])):
-            assert x.tobytes() == y.tobytes(), f"seed {b['seed']}, step {t}: physics state"
+        assert_same_steps(a, b, f"seed {b['seed']}")  # the reset state, actions, physics states
 
 
 def test_episode_lengths_and_outcomes_are_identical(both_sides):

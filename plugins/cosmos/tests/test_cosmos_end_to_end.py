@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from arena.testing import tiny_experiment
-from arena.testing.plugin_tests import OSMESA, arena_run, listed_plugin, run_arena, without_distribution
+from arena.testing.plugin_tests import OSMESA, arena_run, experiment_against, listed_plugin, run_arena, without_distribution
 from arena_cosmos.testing import cosmos_server_double
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "cosmos_droid_kitchen.yaml"
@@ -22,15 +21,11 @@ def test_arena_run_cosmos_on_franka_kitchen_against_the_double(tmp_path):
     from arena.results.aggregate import collect_run_records
 
     with cosmos_server_double() as server:
-        policy = {
-            "type": "cosmos_remote", "cosmos_embodiment_adapter": "droid", "open_loop_horizon": 4,
-            "remote_host": server.host, "remote_port": server.port,
-        }
-        experiment = tiny_experiment(
-            policy, environment={"type": "franka_kitchen", "task": "kettle", "image_height": 36, "image_width": 64},
-            episodes=2, num_envs=2, max_episode_steps=5, run="kettle_cosmos", external_server=True,
+        experiment = experiment_against(
+            {"type": "cosmos_remote", "cosmos_embodiment_adapter": "droid", "open_loop_horizon": 4}, server,
+            {"arena-plugin-cosmos": ">=0.1"}, run="kettle_cosmos", episodes=2, num_envs=2, max_episode_steps=5,
+            environment={"type": "franka_kitchen", "task": "kettle", "image_height": 36, "image_width": 64},
         )
-        experiment["requires"] = {"arena-plugin-cosmos": ">=0.1"}
         result = arena_run(experiment, tmp_path / "out", env=OSMESA)
         requests = list(server.model.requests)
     records = collect_run_records(tmp_path / "out" / "kettle_cosmos")

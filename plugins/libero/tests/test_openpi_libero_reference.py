@@ -39,7 +39,9 @@ import yaml
 
 from arena.testing.frames import read_frame_files
 # robosuite_quat2axisangle: main.py's _quat2axisangle is robosuite's, as written
-from arena.testing.plugin_tests import RawSimulator, arena_run, record_expert_actions, robosuite_quat2axisangle
+from arena.testing.plugin_tests import (
+    RawSimulator, arena_run, assert_same_steps, record_expert_actions, robosuite_quat2axisangle, traced_episodes,
+)
 from arena.testing.venvs import benchmark_python
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3000)]
@@ -202,14 +204,7 @@ def both_sides(tmp_path_factory) -> dict[str, Any]:
         arena_requests = list(model.requests)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     (trace,) = read_frame_files(tmp / "trace")
-    episodes: list[dict[str, Any]] = []
-    for entry in trace:
-        if entry["op"] == "reset":
-            episodes.append({"init_state": entry["init_state"], "start": entry["state"], "body_pos": entry["body_pos"],
-                             "actions": [], "states": []})
-        else:
-            episodes[-1]["actions"].append(entry["action"])
-            episodes[-1]["states"].append(entry["state"])
+    episodes = traced_episodes(trace, keep=("init_state", "body_pos"))
     records = sorted(collect_run_records(tmp / "out" / "reference"), key=lambda r: r.episode_index)
     return {"reference": reference, "reference_requests": reference_requests, "arena": episodes,
             "arena_requests": arena_requests, "records": records}
@@ -239,14 +234,10 @@ def test_applied_actions_and_simulator_states_are_identical(both_sides):
     assert [e["init_state"] for e in ours] == [e["init_state"] for e in theirs] == list(INIT_STATES)
     for a, b in zip(ours, theirs):
         k = b["init_state"]
-        assert a["start"].tobytes() == b["start"].tobytes(), f"init state {k}: state after the wait steps"
         # The seeding shows here (and in the images), not in the state: fixtures are model bodies.
         assert a["body_pos"].tobytes() == b["body_pos"].tobytes(), f"init state {k}: fixture placement"
-        assert len(a["actions"]) == len(b["actions"]), f"init state {k}"
-        for t, (x, y) in enumerate(zip(a["actions"], b["actions"])):
-            assert x.dtype == y.dtype == np.float64 and x.tobytes() == y.tobytes(), f"init state {k}, step {t}: action"
-        for t, (x, y) in enumerate(zip(a["states"], b["states"])):
-            assert x.tobytes() == y.tobytes(), f"init state {k}, step {t}: simulator state"
+        # the state after the wait steps, the actions, the simulator states
+        assert_same_steps(a, b, f"init state {k}")
 
 
 def test_episode_lengths_and_outcomes_are_identical(both_sides):

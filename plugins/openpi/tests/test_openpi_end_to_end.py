@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from arena.testing import tiny_experiment
-from arena.testing.plugin_tests import OSMESA, arena_run, listed_plugin, run_arena, without_distribution
+from arena.testing.plugin_tests import OSMESA, arena_run, experiment_against, listed_plugin, run_arena, without_distribution
 from arena_openpi.testing import openpi_server_double
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "pi05_droid_kitchen.yaml"
@@ -23,15 +22,11 @@ def test_arena_run_pi0_on_franka_kitchen_against_the_double(tmp_path):
     from arena.results.aggregate import collect_run_records
 
     with openpi_server_double("droid", "pi0") as server:
-        policy = {
-            "type": "pi0_remote", "policy_variant": "pi0", "openpi_embodiment_adapter": "droid",
-            "remote_host": server.host, "remote_port": server.port,
-        }
-        experiment = tiny_experiment(
-            policy, environment={"type": "franka_kitchen", "task": "microwave", "image_height": 48, "image_width": 64},
-            episodes=2, num_envs=1, max_episode_steps=12, run="microwave_pi0", external_server=True,
+        experiment = experiment_against(
+            {"type": "pi0_remote", "policy_variant": "pi0", "openpi_embodiment_adapter": "droid"}, server,
+            {"arena-plugin-openpi": ">=0.1"}, run="microwave_pi0", episodes=2, num_envs=1, max_episode_steps=12,
+            environment={"type": "franka_kitchen", "task": "microwave", "image_height": 48, "image_width": 64},
         )
-        experiment["requires"] = {"arena-plugin-openpi": ">=0.1"}
         result = arena_run(experiment, tmp_path / "out", env=OSMESA)
         requests = list(server.model.requests)
     records = collect_run_records(tmp_path / "out" / "microwave_pi0")
