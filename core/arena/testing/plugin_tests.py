@@ -65,7 +65,7 @@ class RawSimulator:
     ``python -m module`` (a module whose main is :func:`arena.testing.frames.serve_calls`, e.g.
     ``arena_libero.testing`` under the LIBERO venv) and exchanges codec frames with it over
     stdin/stdout (no pickle). ``label`` names the simulator in errors; ``env`` adds environment
-    variables. Returned arrays are writable (a reference loop may write into observations, as
+    variables; as a context manager it is closed on leaving. Returned arrays are writable (a reference loop may write into observations, as
     openpi's examples do).
     """
 
@@ -94,6 +94,12 @@ class RawSimulator:
             self("close")
         finally:
             self.proc.wait(timeout=60)
+
+    def __enter__(self) -> RawSimulator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def traced_episodes(trace: Iterable[dict[str, Any]], keep: tuple[str, ...]) -> list[dict[str, Any]]:

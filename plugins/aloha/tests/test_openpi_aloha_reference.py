@@ -205,11 +205,8 @@ def both_sides(tmp_path_factory) -> dict[str, Any]:
     model = RecordingModel(lambda request: reply(request), validate_aloha_request, metadata=METADATA["aloha"])
     reply = _reply_factory(expert, model)
     with OpenPIDouble(model) as server:
-        gym = RawSimulator(python, "arena_aloha.testing", "gym-aloha", env=ENV)
-        try:
+        with RawSimulator(python, "arena_aloha.testing", "gym-aloha", env=ENV) as gym:
             reference = openpi_aloha_sim_episodes(gym, server.host, server.port)
-        finally:
-            gym.close()
         reference_requests = list(model.requests)
         model.requests.clear()
         result = _arena_run(server, tmp / "trace", tmp / "out")

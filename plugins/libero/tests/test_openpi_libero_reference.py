@@ -193,11 +193,8 @@ def both_sides(tmp_path_factory) -> dict[str, Any]:
         lambda request: {"actions": chunks[len(model.requests) - 1]}, validate_libero_request
     )
     with OpenPIDouble(model) as server:
-        sim = RawSimulator(python, "arena_libero.testing", "LIBERO", env=ENV)
-        try:
+        with RawSimulator(python, "arena_libero.testing", "LIBERO", env=ENV) as sim:
             reference = openpi_libero_episodes(sim, WebsocketClientPolicy(server.host, server.port), INIT_STATES)
-        finally:
-            sim.close()
         reference_requests = list(model.requests)
         model.requests.clear()
         result = _arena_run(server, tmp / "trace", tmp / "out")
