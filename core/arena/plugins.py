@@ -206,11 +206,9 @@ class PluginManager:
                     f"'{type_name}' is not a registered {label}, and importing the module it names needs the "
                     "caller's opt-in (allow_import=True; arena's commands: --allow-import)"
                 )
-            module_name, _, attr = type_name.partition(":")
+            module_name = type_name.partition(":")[0]
             try:
-                obj: Any = importlib.import_module(module_name)
-                for part in attr.split("."):
-                    obj = getattr(obj, part)
+                obj = load_reference(type_name)
             except (ImportError, AttributeError) as exc:
                 hint = ""
                 if isinstance(exc, ModuleNotFoundError) and exc.name == module_name.split(".")[0]:
@@ -335,3 +333,22 @@ def get_plugin_manager() -> PluginManager:
 def get_registry() -> Registry:
     """The registry of the process-wide plugin manager."""
     return get_plugin_manager().registry
+
+
+# -- references --------------------------------------------------------------------------------
+def load_reference(reference: str) -> Any:
+    """The object a ``"package.module:attribute"`` reference names (dots in the attribute
+    walk into it, ``"mod:Class.attr"``), imported now.
+
+    Raises:
+        PluginError: the reference has no ``:``.
+        ImportError, AttributeError: the module or the attribute is missing (raised inside a
+            hook, they become the registry's ``PluginError`` naming the plugin and the hook).
+    """
+    module_name, sep, attr = reference.partition(":")
+    if not sep or not module_name or not attr:
+        raise PluginError(f"'{reference}' is not a 'package.module:attribute' reference")
+    obj: Any = importlib.import_module(module_name)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
-import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +12,7 @@ import pytest
 import yaml
 
 from arena.errors import ConfigError
+from arena.testing.plugin_tests import OSMESA, listed_plugin, refused_by_validate, run_arena
 from arena_aloha import kinematics as kin
 from arena_aloha.config import AlohaConfig
 from arena_aloha.expert import AlohaTransferCubeExpert, AlohaTransferCubeExpertConfig
@@ -22,11 +20,7 @@ from arena_aloha.expert import AlohaTransferCubeExpert, AlohaTransferCubeExpertC
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
-def arena(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "MUJOCO_GL": "osmesa", "PYOPENGL_PLATFORM": "osmesa"}
-    if cwd is not None:
-        env["TMPDIR"] = str(cwd)  # a Slurm dry-run writes its scripts to a temporary directory
-    return subprocess.run([sys.executable, "-m", "arena", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=240)
+arena = functools.partial(run_arena, env=OSMESA)
 
 
 def test_task_accepts_gym_aloha_ids_and_names_the_closest_task():
@@ -75,11 +69,7 @@ def test_the_transfer_cube_expert_on_another_task_is_refused_by_validate(tmp_pat
     experiment = {
         "runs": {"peg": {"environment": {"type": "aloha", "task": "insertion"}, "policy": {"type": "aloha_transfer_cube_expert"}}}
     }
-    path = tmp_path / "exp.yaml"
-    path.write_text(yaml.safe_dump(experiment))
-    result = arena("validate", str(path))
-    assert result.returncode == 2, result.stdout + result.stderr
-    flat = " ".join(result.stderr.split())
+    flat = refused_by_validate(tmp_path, experiment)
     assert "exp.yaml" in flat and "'peg'" in flat and "key policy" in flat
     assert "solves transfer_cube only, not environment.task 'insertion'" in flat
 
@@ -113,9 +103,7 @@ def test_examples_validate_and_dry_run_everywhere_without_gym_aloha(tmp_path):
 
 
 def test_plugin_registers_the_environment_the_expert_and_its_command():
-    result = arena("plugins", "--json")
-    assert result.returncode == 0, result.stderr
-    plugin = {p["name"]: p for p in json.loads(result.stdout)["plugins"]}["aloha"]
+    plugin = listed_plugin("aloha")
     assert plugin["distribution"] == "arena-plugin-aloha"
     assert plugin["registered"]["environments"] == ["aloha"]
     assert plugin["registered"]["policies"] == ["aloha_transfer_cube_expert"]

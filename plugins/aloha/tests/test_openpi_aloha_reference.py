@@ -28,15 +28,16 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-import yaml
 
-from arena.testing.frames import read_frame, read_frame_files, write_frame
+from arena.testing.frames import read_frame_files
+from arena.testing.plugin_tests import (
+    RawSimulator, arena_run, assert_same_steps, record_expert_actions, traced_episodes,
+)
 from arena.testing.venvs import benchmark_python
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
@@ -59,28 +60,7 @@ def openpi_seeds(n: int) -> list[int]:
 SEEDS = openpi_seeds(EPISODES)
 
 
-class RawGymAloha:
-    """Plain gym-aloha in the ALOHA venv (:func:`arena_aloha.testing.raw_gym_aloha_server`)."""
-
-    def __init__(self, python: Path) -> None:
-        self.proc = subprocess.Popen([str(python), "-m", "arena_aloha.testing"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, env={**os.environ, **ENV})
-
-    def __call__(self, method: str, *args: Any) -> Any:
-        write_frame(self.proc.stdin, [method, list(args)])
-        status, result = read_frame(self.proc.stdout, writable=True)  # the loop writes into obs, as openpi's does
-        if status != "ok":
-            raise RuntimeError(f"gym-aloha {method}: {result}")
-        return result
-
-    def close(self) -> None:
-        try:
-            self("close")
-        finally:
-            self.proc.wait(timeout=60)
-
-
-def openpi_aloha_sim_episodes(gym: RawGymAloha, host: str, port: int) -> list[dict[str, Any]]:
+def openpi_aloha_sim_episodes(gym: RawSimulator, host: str, port: int) -> list[dict[str, Any]]:
     """openpi's ``examples/aloha_sim`` for ``EPISODES`` episodes; per episode its seed, the
     applied actions, physics states, step count and whether it succeeded."""
     from openpi_client import action_chunk_broker, image_tools
@@ -154,40 +134,24 @@ def openpi_aloha_sim_episodes(gym: RawGymAloha, host: str, port: int) -> list[di
     return finished
 
 
-EXPERT_PROBE = r"""
-import sys
-import numpy as np
+EXPERT_SETUP = """
 from arena_aloha.config import AlohaConfig
 from arena_aloha.env import AlohaEnvironment
 from arena_aloha.expert import AlohaTransferCubeExpert, AlohaTransferCubeExpertConfig
 
-out, steps, seeds = sys.argv[1], int(sys.argv[2]), [int(s) for s in sys.argv[3:]]
 env = AlohaEnvironment(AlohaConfig(task="transfer_cube", cameras=[]), num_envs=1)
 expert = AlohaTransferCubeExpert(AlohaTransferCubeExpertConfig())
-actions = {}
-for seed in seeds:
-    obs = env.reset_envs([0], [seed])
+
+
+def reset_expert(seed):
     expert.reset([0], [seed])
-    rows = []
-    for _ in range(steps):
-        a = expert.get_action(env, obs)
-        rows.append(np.asarray(a[0], np.float64))
-        obs = env.step(a)[0]
-    actions[str(seed)] = np.stack(rows)
-env.close()
-np.savez(out, **actions)
 """
 
 
 def _expert_actions(python: Path, tmp: Path) -> dict[int, np.ndarray]:
-    out = tmp / "expert.npz"
     steps = -(-EPISODE_STEPS // ACTION_HORIZON) * ACTION_HORIZON
     seeds = [SEEDS[i] for i in EXPERT_EPISODES]
-    done = subprocess.run([str(python), "-c", EXPERT_PROBE, str(out), str(steps), *map(str, seeds)],
-                          capture_output=True, text=True, env={**os.environ, **ENV}, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
-    with np.load(out) as data:
-        return {int(k): data[k] for k in data.files}
+    return record_expert_actions(python, EXPERT_SETUP, seeds, steps, tmp / "expert.npz", env=ENV, timeout=900)
 
 
 def _reply_factory(expert: dict[int, np.ndarray], model: Any):
@@ -226,12 +190,7 @@ def _arena_run(server: Any, trace_dir: Path, out: Path) -> subprocess.CompletedP
         "shared": {"rollout_limit": {"num_episodes": 1, "max_episode_steps": EPISODE_STEPS}},
         "runs": {f"episode{i}": run(seed) for i, seed in enumerate(SEEDS)},
     }
-    path = out.parent / "experiment.yaml"
-    path.write_text(yaml.safe_dump(experiment, sort_keys=False))
-    return subprocess.run(
-        [sys.executable, "-m", "arena", "run", str(path), "--output-dir", str(out), "--allow-import", "arena_aloha.testing"],
-        capture_output=True, text=True, env={**os.environ, **ENV}, timeout=1800,
-    )
+    return arena_run(experiment, out, "--allow-import", "arena_aloha.testing", env=ENV, timeout=1800)
 
 
 @pytest.fixture(scope="module")
@@ -246,24 +205,15 @@ def both_sides(tmp_path_factory) -> dict[str, Any]:
     model = RecordingModel(lambda request: reply(request), validate_aloha_request, metadata=METADATA["aloha"])
     reply = _reply_factory(expert, model)
     with OpenPIDouble(model) as server:
-        gym = RawGymAloha(python)
-        try:
+        with RawSimulator(python, "arena_aloha.testing", "gym-aloha", env=ENV) as gym:
             reference = openpi_aloha_sim_episodes(gym, server.host, server.port)
-        finally:
-            gym.close()
         reference_requests = list(model.requests)
         model.requests.clear()
         result = _arena_run(server, tmp / "trace", tmp / "out")
         arena_requests = list(model.requests)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    episodes: list[dict[str, Any]] = []
-    for trace in sorted(read_frame_files(tmp / "trace"), key=lambda t: SEEDS.index(t[0]["seed"])):
-        for entry in trace:
-            if entry["op"] == "reset":
-                episodes.append({"seed": entry["seed"], "start": entry["state"], "actions": [], "states": []})
-            else:
-                episodes[-1]["actions"].append(entry["action"])
-                episodes[-1]["states"].append(entry["state"])
+    traces = sorted(read_frame_files(tmp / "trace"), key=lambda t: SEEDS.index(t[0]["seed"]))
+    episodes = [episode for trace in traces for episode in traced_episodes(trace, keep=("seed",))]
     records = [collect_run_records(tmp / "out" / f"episode{i}")[0] for i in range(EPISODES)]
     return {"reference": reference, "reference_requests": reference_requests, "arena": episodes,
             "arena_requests": arena_requests, "records": records}
@@ -286,12 +236,8 @@ def test_applied_actions_and_physics_states_are_identical(both_sides):
     assert [e["seed"] for e in ours] == [e["seed"] for e in theirs] == SEEDS
     assert SEEDS[0] == 3653403230
     for a, b in zip(ours, theirs):
-        assert a["start"].tobytes() == b["start"].tobytes(), f"seed {b['seed']}: reset state"
         assert len(a["actions"]) == len(b["actions"]) == EPISODE_STEPS
-        for t, (x, y) in enumerate(zip(a["actions"], b["actions"])):
-            assert x.dtype == y.dtype == np.float64 and x.tobytes() == y.tobytes(), f"seed {b['seed']}, step {t}: action"
-        for t, (x, y) in enumerate(zip(a["states"], b["states"])):
-            assert x.tobytes() == y.tobytes(), f"seed {b['seed']}, step {t}: physics state"
+        assert_same_steps(a, b, f"seed {b['seed']}")  # the reset state, actions, physics states
 
 
 def test_episode_lengths_and_outcomes_are_identical(both_sides):

@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
+import functools
 from pathlib import Path
 
 import pytest
-import yaml
 
+from arena.testing.plugin_tests import OSMESA, arena_run, experiment_against, listed_plugin, run_arena, without_distribution
 from arena_cosmos.testing import cosmos_server_double
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "cosmos_droid_kitchen.yaml"
 
 
-def arena(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "MUJOCO_GL": "osmesa", "PYOPENGL_PLATFORM": "osmesa"}
-    return subprocess.run([sys.executable, "-m", "arena", *args], capture_output=True, text=True, env=env, timeout=240)
+arena = functools.partial(run_arena, env=OSMESA)
 
 
 @pytest.mark.slow
@@ -26,31 +21,14 @@ def test_arena_run_cosmos_on_franka_kitchen_against_the_double(tmp_path):
     from arena.results.run_summary import collect_run_records
 
     with cosmos_server_double() as server:
-        experiment = {
-            "requires": {"arena-plugin-cosmos": ">=0.1"},
-            "shared": {
-                "environment_builder": {"num_envs": 2, "seed": 0},
-                "rollout_limit": {"num_episodes": 2, "max_episode_steps": 5},
-            },
-            "runs": {
-                "kettle_cosmos": {
-                    "environment": {"type": "franka_kitchen", "task": "kettle", "image_height": 36, "image_width": 64},
-                    "policy": {
-                        "type": "cosmos_remote",
-                        "cosmos_embodiment_adapter": "droid",
-                        "open_loop_horizon": 4,
-                        "remote_host": server.host,
-                        "remote_port": server.port,
-                    },
-                    "server": {"external": True},
-                }
-            },
-        }
-        path = tmp_path / "exp.yaml"
-        path.write_text(yaml.safe_dump(experiment))
-        result = arena("run", str(path), "--output-dir", str(tmp_path / "out"))
+        experiment = experiment_against(
+            {"type": "cosmos_remote", "cosmos_embodiment_adapter": "droid", "open_loop_horizon": 4}, server,
+            {"arena-plugin-cosmos": ">=0.1"}, run="kettle_cosmos", episodes=2, num_envs=2, max_episode_steps=5,
+            environment={"type": "franka_kitchen", "task": "kettle", "image_height": 36, "image_width": 64},
+        )
+        result = arena_run(experiment, tmp_path / "out", env=OSMESA)
         requests = list(server.model.requests)
-    records = sorted(collect_run_records(tmp_path / "out" / "kettle_cosmos"), key=lambda r: r.episode_index)
+    records = collect_run_records(tmp_path / "out" / "kettle_cosmos")
     assert [r.episode_index for r in records] == [0, 1]
     for record in records:
         assert record.error is None and record.outcome == "timeout" and record.steps == 5
@@ -64,10 +42,7 @@ def test_arena_run_cosmos_on_franka_kitchen_against_the_double(tmp_path):
 
 
 def test_cosmos_plugin_is_listed_with_what_it_registers():
-    result = arena("plugins", "--json")
-    assert result.returncode == 0, result.stderr
-    plugins = {p["name"]: p for p in json.loads(result.stdout)["plugins"]}
-    cosmos = plugins["cosmos"]
+    cosmos = listed_plugin("cosmos")
     assert cosmos["distribution"] == "arena-plugin-cosmos"
     assert cosmos["registered"] == {
         "policies": ["cosmos_remote"],
@@ -77,20 +52,10 @@ def test_cosmos_plugin_is_listed_with_what_it_registers():
 
 
 def test_experiment_requiring_cosmos_fails_before_starting_when_it_is_not_installed(monkeypatch):
-    import importlib.metadata
-
     from arena.config import load_experiment
-    from arena.config import requires as requires_module
     from arena.errors import ConfigError
 
-    real_version = importlib.metadata.version
-
-    def version(dist: str) -> str:
-        if dist == "arena-plugin-cosmos":
-            raise importlib.metadata.PackageNotFoundError(dist)
-        return real_version(dist)
-
-    monkeypatch.setattr(requires_module, "version", version)
+    without_distribution(monkeypatch, "arena-plugin-cosmos")
     with pytest.raises(ConfigError, match=r"arena-plugin-cosmos>=0.1, which is not installed: pip install"):
         load_experiment(EXAMPLE)
 
@@ -100,8 +65,7 @@ def test_example_validates_and_dry_runs(tmp_path):
     validated = arena("validate", str(EXAMPLE))
     assert validated.returncode == 0, validated.stdout + validated.stderr
     assert "2 run(s)" in validated.stdout
-    dry = subprocess.run([sys.executable, "-m", "arena", "run", str(EXAMPLE), "--dry-run", "--output-dir", str(tmp_path / "out")],
-                         capture_output=True, text=True, cwd=tmp_path, timeout=240)
+    dry = run_arena("run", str(EXAMPLE), "--dry-run", "--output-dir", str(tmp_path / "out"), cwd=tmp_path)
     assert dry.returncode == 0, dry.stdout + dry.stderr
     assert "microwave_cosmos" in dry.stdout and "kettle_cosmos" in dry.stdout
     assert "action_policy_server_robolab" in dry.stdout

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 from pydantic import ValidationError
 
 from arena import venvs
+from arena.testing.plugin_tests import run_arena
 from arena_isaaclab.config import IsaacLabConfig
 from arena_isaaclab.venv import ISAACLAB_REQUIREMENT, VENV
 from arena_isaaclab.expert import FOREARM, SHOULDER_HEIGHT, UPPER_ARM, ReachExpertModel, reach
@@ -46,8 +46,7 @@ def test_env_cfg_is_a_code_reference_and_device_is_checked():
 
 
 def _arena(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "TMPDIR": str(cwd)}  # a Slurm dry-run writes its scripts to a temporary directory
-    return subprocess.run([sys.executable, "-m", "arena", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
+    return run_arena(*args, cwd=cwd, timeout=300)  # with cwd, TMPDIR: a Slurm dry-run writes scripts there
 
 
 @pytest.mark.parametrize("backend", ["local", "slurm", "osmo"])

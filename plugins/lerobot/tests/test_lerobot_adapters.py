@@ -4,9 +4,6 @@ actions both ways. Equality with LeRobot's own processing: test_lerobot_adapters
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 
 from types import SimpleNamespace
 
@@ -15,6 +12,7 @@ import pytest
 
 from arena.errors import ObservationError
 from arena.plugins import get_registry
+from arena.testing.plugin_tests import listed_plugin
 from arena.policies.adapters import ProtocolViolation
 from arena_lerobot.adapters import (
     ADAPTERS,
@@ -44,9 +42,7 @@ def test_every_adapter_is_registered_under_the_lerobot_family():
 
 
 def test_arena_plugins_lists_the_adapters():
-    done = subprocess.run([sys.executable, "-m", "arena", "plugins", "--json"], capture_output=True, text=True, timeout=240)
-    assert done.returncode == 0, done.stderr
-    plugin = {p["name"]: p for p in json.loads(done.stdout)["plugins"]}["lerobot"]
+    plugin = listed_plugin("lerobot")
     assert plugin["distribution"] == "arena-plugin-lerobot"
     listed = plugin["registered"]["embodiment_adapters"]
     assert {f"lerobot/{name}" for name in ADAPTERS} <= set(listed), listed

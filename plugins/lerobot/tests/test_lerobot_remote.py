@@ -61,18 +61,25 @@ def _adapter_plugin(site: Path) -> Path:
     return site
 
 
-def test_arena_run_serves_a_random_act_checkpoint_on_metaworld(tmp_path, monkeypatch):
+def _checkpoint_and_adapter(kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A random checkpoint ``kind`` (``serving_reference.py build``, in the lerobot venv) and the
+    test adapter plugin on ``PYTHONPATH``, one torch thread, for an ``arena run``."""
     python = benchmark_python("lerobot")
     checkpoint = tmp_path / "pretrained_model"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     done = subprocess.run(
-        [str(python), str(HERE / "serving_reference.py"), "build", "act-metaworld-state", str(checkpoint)],
+        [str(python), str(HERE / "serving_reference.py"), "build", kind, str(checkpoint)],
         capture_output=True, text=True, timeout=600, env=env,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     site = _adapter_plugin(tmp_path / "site")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    return checkpoint
+
+
+def test_arena_run_serves_a_random_act_checkpoint_on_metaworld(tmp_path, monkeypatch):
+    checkpoint = _checkpoint_and_adapter("act-metaworld-state", tmp_path, monkeypatch)
 
     policy = {"type": "lerobot_remote", "policy_path": str(checkpoint), "embodiment": "test-metaworld-state", "device": "cpu"}
     outcome = run_tiny_experiment(
@@ -103,17 +110,7 @@ def test_a_server_that_drops_running_episodes_states_tells_the_records_and_the_r
     """Issue 38 item 6: with fewer per-env states (``max_states``) than envs, the step-served
     ACT's temporal ensembler of a running episode is dropped; the reply says so, the episode's
     record counts it and the run's warnings name it."""
-    python = benchmark_python("lerobot")
-    checkpoint = tmp_path / "pretrained_model"
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(
-        [str(python), str(HERE / "serving_reference.py"), "build", "act-ensemble-state", str(checkpoint)],
-        capture_output=True, text=True, timeout=600, env=env,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    site = _adapter_plugin(tmp_path / "site")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    checkpoint = _checkpoint_and_adapter("act-ensemble-state", tmp_path, monkeypatch)
     policy = {
         "type": "lerobot_remote", "policy_path": str(checkpoint), "embodiment": "test-metaworld-state", "device": "cpu",
         "max_states": 1,

@@ -3,16 +3,13 @@ example's validation and dry-run, the venv declaration, the expert's geometry an
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 
+from arena.testing.plugin_tests import listed_plugin, refused_by_validate
+from arena.testing.plugin_tests import run_arena as arena
 from arena_lerobot.pusht.config import PushTConfig
 from arena_lerobot.pusht.expert import (
     DISC_RADIUS,
@@ -26,17 +23,8 @@ from arena_lerobot.pusht.expert import (
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
-def arena(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    if cwd is not None:
-        env["TMPDIR"] = str(cwd)
-    return subprocess.run([sys.executable, "-m", "arena", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=240)
-
-
 def test_plugin_registers_the_environment_and_the_expert_and_the_venv_is_declared():
-    result = arena("plugins", "--json")
-    assert result.returncode == 0, result.stderr
-    plugin = {p["name"]: p for p in json.loads(result.stdout)["plugins"]}["lerobot"]
+    plugin = listed_plugin("lerobot")
     assert plugin["distribution"] == "arena-plugin-lerobot"
     assert "pusht" in plugin["registered"]["environments"]
     assert "pusht_expert" in plugin["registered"]["policies"]
@@ -51,21 +39,13 @@ def test_config_defaults_are_gym_pushts_and_unknown_obs_types_are_refused(tmp_pa
     assert (config.obs_type, config.observation_width, config.observation_height) == ("pixels_agent_pos", 96, 96)
     assert config.task_name() == "PushT-v0" and config.has_pixels and not PushTConfig(obs_type="state").has_pixels
     experiment = {"runs": {"push": {"environment": {"type": "pusht", "obs_type": "keypoints"}, "policy": {"type": "zero_action"}}}}
-    path = tmp_path / "exp.yaml"
-    path.write_text(yaml.safe_dump(experiment))
-    result = arena("validate", str(path))
-    assert result.returncode == 2, result.stdout + result.stderr
-    flat = " ".join(result.stderr.split())
+    flat = refused_by_validate(tmp_path, experiment)
     assert "exp.yaml" in flat and "'push'" in flat and "obs_type" in flat and "pixels_agent_pos" in flat
 
 
 def test_the_expert_on_another_environment_is_refused_by_validate(tmp_path):
     experiment = {"runs": {"kitchen": {"environment": {"type": "franka_kitchen", "task": "microwave"}, "policy": {"type": "pusht_expert"}}}}
-    path = tmp_path / "exp.yaml"
-    path.write_text(yaml.safe_dump(experiment))
-    result = arena("validate", str(path))
-    assert result.returncode == 2, result.stdout + result.stderr
-    flat = " ".join(result.stderr.split())
+    flat = refused_by_validate(tmp_path, experiment)
     assert "exp.yaml" in flat and "'kitchen'" in flat and "pusht_expert drives the 'pusht' environment only" in flat
 
 

@@ -30,7 +30,6 @@ import collections
 import math
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +37,11 @@ import numpy as np
 import pytest
 import yaml
 
-from arena.testing.frames import read_frame, read_frame_files, write_frame
+from arena.testing.frames import read_frame_files
+# robosuite_quat2axisangle: main.py's _quat2axisangle is robosuite's, as written
+from arena.testing.plugin_tests import (
+    RawSimulator, arena_run, assert_same_steps, record_expert_actions, robosuite_quat2axisangle, traced_episodes,
+)
 from arena.testing.venvs import benchmark_python
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3000)]
@@ -56,42 +59,7 @@ ENV = {"MUJOCO_GL": "osmesa", "PYOPENGL_PLATFORM": "osmesa"}
 # -- openpi's client, written out from examples/libero/main.py ------------------------------
 
 
-def _quat2axisangle(quat):
-    """main.py's ``_quat2axisangle`` (copied there from robosuite), as written."""
-    if quat[3] > 1.0:
-        quat[3] = 1.0
-    elif quat[3] < -1.0:
-        quat[3] = -1.0
-    den = np.sqrt(1.0 - quat[3] * quat[3])
-    if math.isclose(den, 0.0):
-        return np.zeros(3)
-    return (quat[:3] * 2.0 * math.acos(quat[3])) / den
-
-
-class RawLibero:
-    """Plain LIBERO in the LIBERO venv (:func:`arena_libero.testing.raw_libero_server`)."""
-
-    def __init__(self, python: Path) -> None:
-        self.proc = subprocess.Popen(
-            [str(python), "-m", "arena_libero.testing"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            env={**os.environ, **ENV},
-        )
-
-    def __call__(self, method: str, *args: Any) -> Any:
-        write_frame(self.proc.stdin, [method, list(args)])
-        status, result = read_frame(self.proc.stdout, writable=True)  # the loop writes into obs, as openpi's does
-        if status != "ok":
-            raise RuntimeError(f"LIBERO {method}: {result}")
-        return result
-
-    def close(self) -> None:
-        try:
-            self("close")
-        finally:
-            self.proc.wait(timeout=60)
-
-
-def openpi_libero_episodes(sim: RawLibero, client: Any, init_states: tuple[int, ...]) -> list[dict[str, Any]]:
+def openpi_libero_episodes(sim: RawSimulator, client: Any, init_states: tuple[int, ...]) -> list[dict[str, Any]]:
     """openpi's ``eval_libero`` for one task, episodes on ``init_states`` in order; per episode
     the applied actions, the simulator state after the wait steps and after each step, the
     step count and whether it succeeded."""
@@ -123,7 +91,11 @@ def openpi_libero_episodes(sim: RawLibero, client: Any, init_states: tuple[int, 
                     "observation/image": img,
                     "observation/wrist_image": wrist_img,
                     "observation/state": np.concatenate(
-                        (obs["robot0_eef_pos"], _quat2axisangle(obs["robot0_eef_quat"]), obs["robot0_gripper_qpos"])
+                        (
+                            obs["robot0_eef_pos"],
+                            robosuite_quat2axisangle(obs["robot0_eef_quat"]),
+                            obs["robot0_gripper_qpos"],
+                        )
                     ),
                     "prompt": str(task_description),
                 }
@@ -144,40 +116,26 @@ def openpi_libero_episodes(sim: RawLibero, client: Any, init_states: tuple[int, 
 
 # -- the shared server ----------------------------------------------------------------------
 
-EXPERT_PROBE = r"""
-import sys
-import numpy as np
+EXPERT_SETUP = """
 from arena_libero.env import LiberoConfig, LiberoEnvironment
 from arena_libero.expert import LiberoExpertConfig, LiberoPickPlaceExpert
 
-out, steps, states = sys.argv[1], int(sys.argv[2]), [int(s) for s in sys.argv[3:]]
 env = LiberoEnvironment(LiberoConfig(suite="libero_spatial", task=0, cameras=False), num_envs=1)
 expert = LiberoPickPlaceExpert(LiberoExpertConfig())
 expert.start(env)
-actions = {}
-for k in states:
-    obs = env.reset_envs([0], [k])
+
+
+def reset_expert(init_state):
     expert.reset([0])
-    rows = []
-    for _ in range(steps):
-        a = expert.get_action(env, obs)
-        rows.append(np.asarray(a[0], np.float64))
-        obs = env.step(a)[0]
-    actions[str(k)] = np.stack(rows)
-env.close()
-np.savez(out, **actions)
 """
 
 
 def _expert_actions(python: Path, tmp: Path) -> dict[int, np.ndarray]:
     """The scripted expert's first steps on each of ``EXPERT_INIT_STATES`` (reference seeding)."""
-    out = tmp / "expert.npz"
     steps = math.ceil(MAX_STEPS / REPLAN_STEPS) * REPLAN_STEPS + CHUNK_ROWS
-    done = subprocess.run([str(python), "-c", EXPERT_PROBE, str(out), str(steps), *map(str, EXPERT_INIT_STATES)],
-                          capture_output=True, text=True, env={**os.environ, **ENV}, timeout=1500)
-    assert done.returncode == 0, done.stderr[-3000:]
-    with np.load(out) as data:
-        return {int(k): data[k] for k in data.files}
+    return record_expert_actions(
+        python, EXPERT_SETUP, list(EXPERT_INIT_STATES), steps, tmp / "expert.npz", env=ENV, timeout=1500
+    )
 
 
 def _chunks(expert: dict[int, np.ndarray]) -> list[np.ndarray]:
@@ -217,12 +175,7 @@ def _arena_run(server: Any, trace_dir: Path, out: Path) -> subprocess.CompletedP
             }
         },
     }
-    path = out.parent / "experiment.yaml"
-    path.write_text(yaml.safe_dump(experiment))
-    return subprocess.run(
-        [sys.executable, "-m", "arena", "run", str(path), "--output-dir", str(out), "--allow-import", "arena_libero.testing"],
-        capture_output=True, text=True, env={**os.environ, **ENV}, timeout=2400,
-    )
+    return arena_run(experiment, out, "--allow-import", "arena_libero.testing", env=ENV, timeout=2400)
 
 
 @pytest.fixture(scope="module")
@@ -240,25 +193,15 @@ def both_sides(tmp_path_factory) -> dict[str, Any]:
         lambda request: {"actions": chunks[len(model.requests) - 1]}, validate_libero_request
     )
     with OpenPIDouble(model) as server:
-        sim = RawLibero(python)
-        try:
+        with RawSimulator(python, "arena_libero.testing", "LIBERO", env=ENV) as sim:
             reference = openpi_libero_episodes(sim, WebsocketClientPolicy(server.host, server.port), INIT_STATES)
-        finally:
-            sim.close()
         reference_requests = list(model.requests)
         model.requests.clear()
         result = _arena_run(server, tmp / "trace", tmp / "out")
         arena_requests = list(model.requests)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     (trace,) = read_frame_files(tmp / "trace")
-    episodes: list[dict[str, Any]] = []
-    for entry in trace:
-        if entry["op"] == "reset":
-            episodes.append({"init_state": entry["init_state"], "start": entry["state"], "body_pos": entry["body_pos"],
-                             "actions": [], "states": []})
-        else:
-            episodes[-1]["actions"].append(entry["action"])
-            episodes[-1]["states"].append(entry["state"])
+    episodes = traced_episodes(trace, keep=("init_state", "body_pos"))
     records = sorted(collect_run_records(tmp / "out" / "reference"), key=lambda r: r.episode_index)
     return {"reference": reference, "reference_requests": reference_requests, "arena": episodes,
             "arena_requests": arena_requests, "records": records}
@@ -288,14 +231,10 @@ def test_applied_actions_and_simulator_states_are_identical(both_sides):
     assert [e["init_state"] for e in ours] == [e["init_state"] for e in theirs] == list(INIT_STATES)
     for a, b in zip(ours, theirs):
         k = b["init_state"]
-        assert a["start"].tobytes() == b["start"].tobytes(), f"init state {k}: state after the wait steps"
         # The seeding shows here (and in the images), not in the state: fixtures are model bodies.
         assert a["body_pos"].tobytes() == b["body_pos"].tobytes(), f"init state {k}: fixture placement"
-        assert len(a["actions"]) == len(b["actions"]), f"init state {k}"
-        for t, (x, y) in enumerate(zip(a["actions"], b["actions"])):
-            assert x.dtype == y.dtype == np.float64 and x.tobytes() == y.tobytes(), f"init state {k}, step {t}: action"
-        for t, (x, y) in enumerate(zip(a["states"], b["states"])):
-            assert x.tobytes() == y.tobytes(), f"init state {k}, step {t}: simulator state"
+        # the state after the wait steps, the actions, the simulator states
+        assert_same_steps(a, b, f"init state {k}")
 
 
 def test_episode_lengths_and_outcomes_are_identical(both_sides):

@@ -9,17 +9,14 @@ arena's own interpreter, which has no ManiSkill.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 
 from arena.config import load_experiment_dict
 from arena.errors import ConfigError
+from arena.testing.plugin_tests import listed_plugin
 from arena.testing.venvs import run_in_venv
 from arena_maniskill.expert import MotionPlannerConfig, MotionPlannerExpert
 from arena_maniskill.planner import EXPERT_STEPS, Plan, check_config
@@ -153,9 +150,7 @@ def test_the_environment_hands_the_plan_to_the_expert():
 
 
 def test_the_plugin_lists_the_expert_and_the_droid_adapter():
-    done = subprocess.run([sys.executable, "-m", "arena", "plugins", "--json"], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    registered = {p["name"]: p for p in json.loads(done.stdout)["plugins"]}["maniskill"]["registered"]
+    registered = listed_plugin("maniskill", timeout=120)["registered"]
     assert "maniskill_motion_planner" in registered["policies"]
     assert "openpi/maniskill_droid" in registered["embodiment_adapters"]
 

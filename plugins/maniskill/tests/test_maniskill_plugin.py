@@ -3,9 +3,6 @@ examples, the doctor's Vulkan check, the PushCube controller."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +12,7 @@ import yaml
 from arena.config import load_experiment
 from arena.envs.workers.layout import plan_workers
 from arena.launch.submit import run_experiment
+from arena.testing.plugin_tests import run_arena as arena
 from arena_maniskill.catalog import OFFLINE_TASKS, TASKS, check_task_id
 from arena_maniskill.config import ManiSkillConfig
 from arena_maniskill.doctor import vulkan_check
@@ -22,13 +20,6 @@ from arena_maniskill.env import ManiSkillEnvironment
 from arena_maniskill.pushcube import PushCubeModel, push_cube_action
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
-
-
-def arena(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    if cwd is not None:
-        env["TMPDIR"] = str(cwd)  # a Slurm dry-run writes its scripts to a temporary directory
-    return subprocess.run([sys.executable, "-m", "arena", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=240)
 
 
 def write(tmp_path: Path, experiment: dict) -> Path:

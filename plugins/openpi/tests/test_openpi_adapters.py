@@ -15,6 +15,7 @@ from arena_openpi.adapters import (
     quat_to_axis_angle,
 )
 from arena.images import resize_with_pad
+from arena.testing.plugin_tests import robosuite_quat2axisangle
 from arena_openpi.policy import Pi0RemoteConfig, Pi0RemotePolicy
 from arena_openpi.server import openpi_server_task
 from arena_openpi.testing import VALIDATORS, RequestRejected, reply_factory
@@ -142,20 +143,6 @@ def test_quat_to_axis_angle():
     assert quat_to_axis_angle([0, 0, 0, 1]).tolist() == [0, 0, 0]
 
 
-def _openpi_quat2axisangle(quat):
-    """openpi ``examples/libero/main.py`` 199-214 (15a9616), as written there."""
-    import math
-
-    if quat[3] > 1.0:
-        quat[3] = 1.0
-    elif quat[3] < -1.0:
-        quat[3] = -1.0
-    den = np.sqrt(1.0 - quat[3] * quat[3])
-    if math.isclose(den, 0.0):
-        return np.zeros(3)
-    return (quat[:3] * 2.0 * math.acos(quat[3])) / den
-
-
 unit = st.floats(-1.0, 1.0, allow_nan=False, allow_subnormal=True)
 
 
@@ -165,7 +152,7 @@ def test_quat_to_axis_angle_is_bit_for_bit_openpis(components, near_identity):
     quat /= np.linalg.norm(quat)
     if near_identity:  # the 1-2 ulp cases of issue 23: w within rounding of 1
         quat = np.array([quat[0] * 1e-9, quat[1] * 1e-9, quat[2] * 1e-9, 1.0 - 1e-17])
-    theirs = _openpi_quat2axisangle(quat.copy())
+    theirs = robosuite_quat2axisangle(quat.copy())  # openpi's _quat2axisangle is robosuite's
     ours = quat_to_axis_angle(quat)
     assert ours.dtype == theirs.dtype == np.float64 and ours.tobytes() == theirs.tobytes()
 

@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
+from arena.testing.plugin_tests import OSMESA, arena_run, experiment_against, listed_plugin, run_arena, without_distribution
 from arena_openpi.testing import openpi_server_double
 
-ARENA = [sys.executable, "-m", "arena"]
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "pi05_droid_kitchen.yaml"
 
 
-def arena(*args: str, env_extra: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "MUJOCO_GL": "osmesa", "PYOPENGL_PLATFORM": "osmesa", **(env_extra or {})}
-    return subprocess.run([*ARENA, *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=240)
+arena = functools.partial(run_arena, env=OSMESA)
 
 
 @pytest.mark.slow
@@ -27,31 +22,14 @@ def test_arena_run_pi0_on_franka_kitchen_against_the_double(tmp_path):
     from arena.results.run_summary import collect_run_records
 
     with openpi_server_double("droid", "pi0") as server:
-        experiment = {
-            "requires": {"arena-plugin-openpi": ">=0.1"},
-            "shared": {
-                "environment_builder": {"num_envs": 1, "seed": 0},
-                "rollout_limit": {"num_episodes": 2, "max_episode_steps": 12},
-            },
-            "runs": {
-                "microwave_pi0": {
-                    "environment": {"type": "franka_kitchen", "task": "microwave", "image_height": 48, "image_width": 64},
-                    "policy": {
-                        "type": "pi0_remote",
-                        "policy_variant": "pi0",
-                        "openpi_embodiment_adapter": "droid",
-                        "remote_host": server.host,
-                        "remote_port": server.port,
-                    },
-                    "server": {"external": True},
-                }
-            },
-        }
-        path = tmp_path / "exp.yaml"
-        path.write_text(yaml.safe_dump(experiment))
-        result = arena("run", str(path), "--output-dir", str(tmp_path / "out"))
+        experiment = experiment_against(
+            {"type": "pi0_remote", "policy_variant": "pi0", "openpi_embodiment_adapter": "droid"}, server,
+            {"arena-plugin-openpi": ">=0.1"}, run="microwave_pi0", episodes=2, num_envs=1, max_episode_steps=12,
+            environment={"type": "franka_kitchen", "task": "microwave", "image_height": 48, "image_width": 64},
+        )
+        result = arena_run(experiment, tmp_path / "out", env=OSMESA)
         requests = list(server.model.requests)
-    records = sorted(collect_run_records(tmp_path / "out" / "microwave_pi0"), key=lambda r: r.episode_index)
+    records = collect_run_records(tmp_path / "out" / "microwave_pi0")
     assert [r.episode_index for r in records] == [0, 1]
     for record in records:
         assert record.error is None and record.outcome == "timeout" and record.steps == 12
@@ -68,10 +46,7 @@ def test_arena_run_pi0_on_franka_kitchen_against_the_double(tmp_path):
 
 
 def test_openpi_plugin_is_listed_with_what_it_registers():
-    result = arena("plugins", "--json")
-    assert result.returncode == 0, result.stderr
-    plugins = {p["name"]: p for p in json.loads(result.stdout)["plugins"]}
-    openpi = plugins["openpi"]
+    openpi = listed_plugin("openpi")
     assert openpi["distribution"] == "arena-plugin-openpi"
     assert openpi["registered"]["policies"] == ["pi0_remote"]
     assert openpi["registered"]["embodiment_adapters"] == ["openpi/aloha", "openpi/droid", "openpi/libero"]
@@ -80,20 +55,10 @@ def test_openpi_plugin_is_listed_with_what_it_registers():
 
 def test_experiment_requiring_openpi_fails_before_starting_when_it_is_not_installed(tmp_path, monkeypatch):
     """With the distribution absent, `requires:` names it (and how to install it) before any run."""
-    import importlib.metadata
-
     from arena.config import load_experiment
-    from arena.config import requires as requires_module
     from arena.errors import ConfigError
 
-    real_version = importlib.metadata.version
-
-    def version(dist: str) -> str:
-        if dist == "arena-plugin-openpi":
-            raise importlib.metadata.PackageNotFoundError(dist)
-        return real_version(dist)
-
-    monkeypatch.setattr(requires_module, "version", version)
+    without_distribution(monkeypatch, "arena-plugin-openpi")
     with pytest.raises(ConfigError, match=r"arena-plugin-openpi>=0.1, which is not installed: pip install"):
         load_experiment(EXAMPLE)
     assert not (tmp_path / "outputs").exists()

@@ -6,13 +6,13 @@ per request (OpenVLA), action chunks replayed open loop (OFT LIBERO 8 x 7, ALOHA
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 import numpy as np
 import pytest
 
 from arena.errors import ConfigError, PolicyError
+from arena.testing.plugin_tests import robosuite_quat2axisangle  # OFT's quat2axisangle is robosuite's
 from arena.transport.interface import WireClient
 
 pytest.importorskip("fastapi")
@@ -153,24 +153,12 @@ def test_bodies_are_json_numpy_and_refuse_object_arrays():
         decode_json_numpy('{"__numpy__": "", "dtype": "|O", "shape": [0]}')
 
 
-def _oft_quat2axisangle(quat):
-    """OFT ``experiments/robot/libero/libero_utils.py`` l.63-86 (robosuite's), as written."""
-    if quat[3] > 1.0:
-        quat[3] = 1.0
-    elif quat[3] < -1.0:
-        quat[3] = -1.0
-    den = np.sqrt(1.0 - quat[3] * quat[3])
-    if math.isclose(den, 0.0):
-        return np.zeros(3)
-    return (quat[:3] * 2.0 * math.acos(quat[3])) / den
-
-
 def test_the_libero_adapters_follow_the_oft_client():
     rng = np.random.default_rng(2)
     for _ in range(50):
         q = rng.normal(size=4)
         q /= np.linalg.norm(q)
-        assert np.array_equal(quat2axisangle(q), _oft_quat2axisangle(q.copy()))
+        assert np.array_equal(quat2axisangle(q), robosuite_quat2axisangle(q.copy()))
     obs = _libero_obs(size=224)
     y, x = np.mgrid[0:224, 0:224]
     smooth = np.stack([x, y, (x + y) // 2], axis=-1).astype(np.uint8)  # JPEG keeps smooth images closely

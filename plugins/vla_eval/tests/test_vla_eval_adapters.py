@@ -5,6 +5,7 @@ needed for them), Meta-World and ALOHA checked against vla-eval's documented con
 from __future__ import annotations
 
 import os
+import sys
 from types import SimpleNamespace
 from typing import Any
 
@@ -20,6 +21,7 @@ from arena_vla_eval.adapters import (
     VlaEvalLiberoAdapter,
     VlaEvalMetaWorldAdapter,
     quat_to_axisangle,
+    quat_to_axisangle_robosuite,
 )
 
 pytest.importorskip("vla_eval")
@@ -117,6 +119,21 @@ def test_quat_to_axisangle_is_vla_evals():
         q /= np.linalg.norm(q)
         assert np.array_equal(quat_to_axisangle(q), theirs(q))
     assert np.array_equal(quat_to_axisangle(np.array([0, 0, 0, 1.0])), theirs(np.array([0, 0, 0, 1.0])))
+
+
+def test_quat_to_axisangle_robosuite_is_vla_evals(libero_benchmark_cls):
+    """Arena's one robosuite formula (arena.rotations), cast as vla-eval's LIBERO benchmark
+    does, equals vla-eval's ``_quat_to_axisangle_robosuite`` for float64 and float32 input."""
+    theirs = sys.modules[libero_benchmark_cls.__module__]._quat_to_axisangle_robosuite
+    rng = np.random.default_rng(6)
+    for dtype in (np.float64, np.float32):
+        for _ in range(100):
+            q = rng.normal(size=4)
+            q = (q / np.linalg.norm(q)).astype(dtype)
+            ours = quat_to_axisangle_robosuite(q)
+            assert ours.dtype == np.float32 and ours.tobytes() == theirs(q).tobytes()
+        identity = np.array([0, 0, 0, 1], dtype)
+        assert quat_to_axisangle_robosuite(identity).tobytes() == theirs(identity).tobytes()
 
 
 def test_metaworld_sends_every_rendered_camera_and_the_39_dim_state():

@@ -6,14 +6,14 @@ whose model fails at step 4 (its second inference), shows an ERROR reply becomin
 
 from __future__ import annotations
 
+import functools
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+
+from arena.testing.plugin_tests import OSMESA, arena_run, listed_plugin, run_arena
 
 pytest.importorskip("vla_eval")
 
@@ -22,9 +22,7 @@ EXAMPLE = REPO / "examples" / "vla_eval_metaworld.yaml"
 STEPS = 12
 
 
-def arena(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "MUJOCO_GL": "osmesa", "PYOPENGL_PLATFORM": "osmesa"}
-    return subprocess.run([sys.executable, "-m", "arena", *args], capture_output=True, text=True, env=env, timeout=400)
+arena = functools.partial(run_arena, env=OSMESA, timeout=400)
 
 
 @pytest.mark.slow
@@ -38,12 +36,10 @@ def test_arena_run_starts_a_vla_eval_server_and_compares_it_with_an_openpi_serve
     failing = json.loads(json.dumps(experiment["runs"]["reach_vla_eval"]))
     failing["policy"]["server_args"] = {"chunk_size": 4, "fail_at_step": 4}
     experiment["runs"]["reach_vla_eval_failing"] = failing
-    path = tmp_path / "exp.yaml"
-    path.write_text(yaml.safe_dump(experiment))
     out = tmp_path / "out"
-    result = arena("run", str(path), "--output-dir", str(out))
+    result = arena_run(experiment, out, env=OSMESA, timeout=400)
 
-    records = sorted(collect_run_records(out / "reach_vla_eval"), key=lambda r: r.episode_index)
+    records = collect_run_records(out / "reach_vla_eval")
     assert [(r.outcome, r.steps, r.error) for r in records] == [("timeout", STEPS, None)] * 2
     for r in records:
         assert r.latency["requests"] == STEPS  # step-served: one request per step
@@ -72,10 +68,7 @@ def test_arena_run_starts_a_vla_eval_server_and_compares_it_with_an_openpi_serve
 
 
 def test_arena_plugins_lists_both_clients_and_their_server_tasks():
-    result = arena("plugins", "--json")
-    assert result.returncode == 0, result.stderr
-    plugins = {p["name"]: p for p in json.loads(result.stdout)["plugins"]}
-    vla_eval = plugins["vla_eval"]
+    vla_eval = listed_plugin("vla_eval")
     assert vla_eval["distribution"] == "arena-plugin-vla-eval"
     assert vla_eval["registered"]["policies"] == ["openvla_remote", "vla_eval_remote"]
     assert vla_eval["registered"]["server_tasks"] == ["openvla_remote", "vla_eval_remote"]

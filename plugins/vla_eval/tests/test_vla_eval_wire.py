@@ -5,8 +5,10 @@ a killed server. Each dummy action says where it came from: ``[0.01 * step at in
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import msgpack
@@ -180,8 +182,11 @@ def test_a_server_that_stays_down_makes_the_episode_an_error_within_the_reconnec
     assert elapsed < 10
 
 
-def test_an_action_for_another_seq_is_refused_as_out_of_step():
-    """A server that answers with a stale ``seq`` (vla-eval's own client only logs a warning)."""
+@contextlib.contextmanager
+def _scripted_server(model_server: str, replies: dict[Any, Any]) -> Iterator[VlaEvalClient]:
+    """A websocket server built on vla-eval's own message code: HELLO answered as
+    ``model_server``, a message of each other type in ``replies`` with ``replies[type](msg)``;
+    yields a connected client."""
     from websockets.sync.server import serve
 
     from vla_eval.protocol.messages import Message, MessageType, make_hello_payload, pack_message, unpack_message
@@ -190,45 +195,47 @@ def test_an_action_for_another_seq_is_refused_as_out_of_step():
         for raw in ws:
             msg = unpack_message(raw)
             if msg.type == MessageType.HELLO:
-                ws.send(pack_message(Message(MessageType.HELLO, make_hello_payload(model_server="Stale"), seq=msg.seq)))
-            elif msg.type == MessageType.OBSERVATION:
-                reply = {"actions": np.zeros(4, np.float32)}
-                ws.send(pack_message(Message(MessageType.ACTION, reply, seq=msg.seq - 1)))
+                ws.send(pack_message(Message(MessageType.HELLO, make_hello_payload(model_server=model_server), seq=msg.seq)))
+            elif msg.type in replies:
+                ws.send(pack_message(replies[msg.type](msg)))
 
     with serve(handler, "127.0.0.1", 0) as server:
         threading.Thread(target=server.serve_forever, daemon=True).start()
         client = VlaEvalClient("127.0.0.1", server.socket.getsockname()[1], connect_timeout_s=10)
         client.connect()
+        try:
+            yield client
+        finally:
+            server.shutdown()
+
+
+def test_an_action_for_another_seq_is_refused_as_out_of_step():
+    """A server that answers with a stale ``seq`` (vla-eval's own client only logs a warning)."""
+    from vla_eval.protocol.messages import Message, MessageType
+
+    def stale(msg):
+        return Message(MessageType.ACTION, {"actions": np.zeros(4, np.float32)}, seq=msg.seq - 1)
+
+    with _scripted_server("Stale", {MessageType.OBSERVATION: stale}) as client:
         with pytest.raises(ProtocolError, match="out of step"):
             client.infer(_observation())
         assert not client.connected
-        server.shutdown()
 
 
 def test_an_error_answering_an_earlier_episode_start_drops_the_connection():
-    from websockets.sync.server import serve
+    from vla_eval.protocol.messages import Message, MessageType
 
-    from vla_eval.protocol.messages import Message, MessageType, make_hello_payload, pack_message, unpack_message
+    def refuse(msg):
+        return Message(MessageType.ERROR, {"error": "episode_start_failed: KeyError: 'suite'"}, seq=msg.seq)
 
-    def handler(ws):
-        for raw in ws:
-            msg = unpack_message(raw)
-            if msg.type == MessageType.HELLO:
-                ws.send(pack_message(Message(MessageType.HELLO, make_hello_payload(model_server="Picky"), seq=msg.seq)))
-            elif msg.type == MessageType.EPISODE_START:
-                ws.send(pack_message(Message(MessageType.ERROR, {"error": "episode_start_failed: KeyError: 'suite'"}, seq=msg.seq)))
-            elif msg.type == MessageType.OBSERVATION:
-                ws.send(pack_message(Message(MessageType.ACTION, {"actions": np.zeros(4, np.float32)}, seq=msg.seq)))
+    def act(msg):
+        return Message(MessageType.ACTION, {"actions": np.zeros(4, np.float32)}, seq=msg.seq)
 
-    with serve(handler, "127.0.0.1", 0) as server:
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        client = VlaEvalClient("127.0.0.1", server.socket.getsockname()[1], connect_timeout_s=10)
-        client.connect()
+    with _scripted_server("Picky", {MessageType.EPISODE_START: refuse, MessageType.OBSERVATION: act}) as client:
         client.start_episode(0, {"task": {"name": "x"}})
         with pytest.raises(RemoteError, match="episode_start_failed"):
             client.infer(_observation())
         assert not client.connected
-        server.shutdown()
 
 
 def test_observation_frames_decode_with_vla_evals_own_unpack_message():

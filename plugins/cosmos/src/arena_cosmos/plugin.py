@@ -1,25 +1,10 @@
 """Entry point ``cosmos`` of group ``arena``: wires the policy, adapter and server task."""
 
-from arena.hookspecs import hookimpl
+from arena.declare import declare
 
-
-@hookimpl
-def arena_register_policies(register):
-    from arena_cosmos.policy import CosmosRemotePolicy
-
-    register(CosmosRemotePolicy.name, CosmosRemotePolicy)
-
-
-@hookimpl
-def arena_register_embodiment_adapters(register):
-    from arena_cosmos.adapters import CosmosDroidAdapter
-
-    register("cosmos", "droid", CosmosDroidAdapter)
-
-
-@hookimpl
-def arena_register_server_tasks(register):
-    from arena_cosmos.policy import CosmosRemotePolicy
-    from arena_cosmos.server import cosmos_server_task
-
-    register(CosmosRemotePolicy.name, cosmos_server_task)
+declare(
+    __name__,
+    policies=["arena_cosmos.policy:CosmosRemotePolicy"],
+    adapters={("cosmos", "droid"): "arena_cosmos.adapters:CosmosDroidAdapter"},
+    server_tasks={"cosmos_remote": "arena_cosmos.server:cosmos_server_task"},
+)

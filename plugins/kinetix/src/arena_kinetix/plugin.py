@@ -1,25 +1,10 @@
 """Entry point ``kinetix`` of group ``arena``: the environment, its baseline, ``arena kinetix``."""
 
-from arena.hookspecs import hookimpl
+from arena.declare import VenvGroup, declare
 
-
-@hookimpl
-def arena_register_environments(register):
-    from arena_kinetix.env import KinetixEnvironment
-
-    register(KinetixEnvironment.name, KinetixEnvironment)
-
-
-@hookimpl
-def arena_register_policies(register):
-    from arena_kinetix.baseline import KinetixHillClimb
-
-    register(KinetixHillClimb.name, KinetixHillClimb)
-
-
-@hookimpl
-def arena_register_commands(app):
-    from arena.venvcli import alias_app
-    from arena_kinetix.venv import VENV
-
-    app.add_typer(alias_app(VENV, "Kinetix (kinetix-env, CPU JAX): its venv."), name="kinetix")
+declare(
+    __name__,
+    environments=["arena_kinetix.env:KinetixEnvironment"],
+    policies=["arena_kinetix.baseline:KinetixHillClimb"],
+    commands={"kinetix": VenvGroup("arena_kinetix.venv:VENV", "Kinetix (kinetix-env, CPU JAX): its venv.")},
+)

@@ -1,81 +1,22 @@
 """Entry point ``lerobot`` of group ``arena``: LeRobot serving, the PushT environment, the
-LeRobot embodiment adapters, export.
+LeRobot environment bridge, the LeRobot embodiment adapters, export.
 
-Each part of the plugin registers under a named hookimpl (``specname``), so the parts sit
-beside each other (two plain functions of one hook name in one module would replace each other).
+- serving (``arena_lerobot.model``, ``.policy``, ``.servertask``): ``arena serve lerobot``,
+  the policy ``lerobot_remote``;
+- PushT (``arena_lerobot.pusht``): the environment ``pusht`` and its scripted expert;
+- the environment bridge (``arena_lerobot.bridge``): ``lerobot_env``;
+- embodiment adapters (``arena_lerobot.adapters``): family ``lerobot``;
+- ``arena export lerobot`` (``arena_lerobot.export``): recorded episodes as a LeRobotDataset.
 """
 
-from arena.hookspecs import hookimpl
+from arena.declare import declare
 
-# -- serving (arena_lerobot.model, .policy, .servertask): `arena serve lerobot`, `lerobot_remote`
-
-
-@hookimpl(specname="arena_register_servers")
-def register_lerobot_server(register):
-    from arena_lerobot.model import LeRobotModel
-
-    register("lerobot", LeRobotModel)
-
-
-@hookimpl(specname="arena_register_policies")
-def register_lerobot_remote(register):
-    from arena_lerobot.policy import LeRobotRemotePolicy
-
-    register(LeRobotRemotePolicy.name, LeRobotRemotePolicy)
-
-
-@hookimpl(specname="arena_register_server_tasks")
-def register_lerobot_remote_server_task(register):
-    from arena_lerobot.policy import LeRobotRemotePolicy
-    from arena_lerobot.servertask import lerobot_server_task
-
-    register(LeRobotRemotePolicy.name, lerobot_server_task)
-
-
-# -- PushT (arena_lerobot.pusht): the environment `pusht`, its scripted expert -----------------
-
-
-@hookimpl(specname="arena_register_environments")
-def register_pusht_environment(register):
-    from arena_lerobot.pusht.env import PushTEnvironment
-
-    register(PushTEnvironment.name, PushTEnvironment)
-
-
-@hookimpl(specname="arena_register_policies")
-def register_pusht_expert(register):
-    from arena_lerobot.pusht.expert import PushTExpert
-
-    register(PushTExpert.name, PushTExpert)
-
-
-# -- the LeRobot environment bridge (arena_lerobot.bridge): `lerobot_env` ----------------------
-
-
-@hookimpl(specname="arena_register_environments")
-def register_lerobot_env_bridge(register):
-    from arena_lerobot.bridge import LeRobotEnvironment
-
-    register(LeRobotEnvironment.name, LeRobotEnvironment)
-
-
-# -- embodiment adapters (arena_lerobot.adapters): family `lerobot` --------------------------
-
-
-@hookimpl(specname="arena_register_embodiment_adapters")
-def register_lerobot_adapters(register):
-    from arena_lerobot.adapters import ADAPTERS, FAMILY
-
-    for name, cls in ADAPTERS.items():
-        register(FAMILY, name, cls)
-
-
-# -- arena export lerobot (arena_lerobot.export): recorded episodes as a LeRobotDataset ----------
-
-
-@hookimpl(specname="arena_register_commands")
-def register_export_command(app):
-    from arena.exporters import export_group
-    from arena_lerobot.exportcli import export_lerobot
-
-    export_group(app).command("lerobot")(export_lerobot)
+declare(
+    __name__,
+    servers={"lerobot": "arena_lerobot.model:LeRobotModel"},
+    policies=["arena_lerobot.policy:LeRobotRemotePolicy", "arena_lerobot.pusht.expert:PushTExpert"],
+    server_tasks={"lerobot_remote": "arena_lerobot.servertask:lerobot_server_task"},
+    environments=["arena_lerobot.pusht.env:PushTEnvironment", "arena_lerobot.bridge:LeRobotEnvironment"],
+    adapters={"lerobot": "arena_lerobot.adapters:ADAPTERS"},
+    exporters={"lerobot": "arena_lerobot.exportcli:export_lerobot"},
+)

@@ -95,31 +95,14 @@ def make_policy_checkpoint(
     return save_checkpoint(policy, directory, seed)
 
 
-def make_act_checkpoint(
-    directory: str | Path,
-    *,
-    cameras: dict[str, tuple[int, int]],
-    state_dim: int,
-    action_dim: int,
-    environment_state_dim: int | None = None,
-    seed: int = 0,
-    **overrides: Any,
-) -> Path:
-    """A random ACT checkpoint (``pretrained_backbone_weights=None``) for ``cameras`` ``{name: (H, W)}``
-    (none: ``environment_state_dim`` must be given, ACT needs an image or an environment state).
-
-    ``overrides``: further ``ACTConfig`` fields (e.g. ``chunk_size=20, n_action_steps=10``).
+def make_act_checkpoint(directory: str | Path, **options: Any) -> Path:
+    """A random ACT checkpoint: :func:`make_policy_checkpoint` of type ``act`` (so
+    ``pretrained_backbone_weights=None``) with the same keywords: ``cameras`` ``{name: (H, W)}``
+    (none: ``environment_state_dim`` must be given, ACT needs an image or an environment state),
+    ``state_dim``, ``action_dim``, ``seed`` and further ``ACTConfig`` fields (e.g.
+    ``chunk_size=20, n_action_steps=10``).
     """
-    import torch
-    from lerobot.policies.act.configuration_act import ACTConfig
-    from lerobot.policies.act.modeling_act import ACTPolicy
-
-    torch.manual_seed(seed)
-    inputs, outputs = _features(cameras, state_dim, action_dim, environment_state_dim)
-    config = ACTConfig(
-        input_features=inputs, output_features=outputs, device="cpu", pretrained_backbone_weights=None, **overrides
-    )
-    return save_checkpoint(ACTPolicy(config), directory, seed)
+    return make_policy_checkpoint("act", directory, **options)
 
 
 def make_diffusion_checkpoint(

@@ -1,10 +1,5 @@
 """Entry point ``mlflow`` of group ``arena``: registers the ``mlflow`` result sink."""
 
-from arena.hookspecs import hookimpl
+from arena.declare import declare
 
-
-@hookimpl
-def arena_register_result_sinks(register):
-    from arena_mlflow.sink import MlflowSink
-
-    register("mlflow", MlflowSink)
+declare(__name__, result_sinks={"mlflow": "arena_mlflow.sink:MlflowSink"})

@@ -31,13 +31,16 @@ Arena-layout observations each adapter reads (``N = num_envs``):
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
 from arena.images import resize_with_pad, to_uint8
+
+# openpi's _quat2axisangle (examples/libero/main.py 199-214 at 15a9616) is robosuite's formula,
+# which the vla_eval plugin's LIBERO adapters use too.
+from arena.rotations import quat_to_axis_angle
 
 # The openpi adapter base, its image size and the DROID adapter are shared with the ManiSkill
 # plugin, so they live in core (arena.policies.droid); imported here under their names.
@@ -62,26 +65,6 @@ class LiberoFrame:
     eef_pos: np.ndarray
     eef_quat: np.ndarray
     gripper_qpos: np.ndarray
-
-
-def quat_to_axis_angle(quat: np.ndarray) -> np.ndarray:
-    """Axis-angle ``float64 (3,)`` (axis times angle, rad) of a unit quaternion ``(x, y, z, w)``.
-
-    Bit for bit openpi's ``_quat2axisangle`` (``examples/libero/main.py`` 199-214 at 15a9616,
-    copied there from robosuite's ``transform_utils.quat2axisangle``): ``w`` clipped to
-    ``[-1, 1]``, ``den = sqrt(1 - w * w)``, zero when ``math.isclose(den, 0.0)`` (with its
-    default tolerances: only ``den == 0``), else ``(xyz * 2.0 * acos(w)) / den`` in that
-    operation order. The argument is not modified (openpi clips it in place).
-    """
-    q = np.array(quat, np.float64).reshape(4)
-    if q[3] > 1.0:
-        q[3] = 1.0
-    elif q[3] < -1.0:
-        q[3] = -1.0
-    den = np.sqrt(1.0 - q[3] * q[3])
-    if math.isclose(den, 0.0):
-        return np.zeros(3)
-    return (q[:3] * 2.0 * math.acos(q[3])) / den
 
 
 class OpenPILiberoAdapter(OpenPIAdapter):

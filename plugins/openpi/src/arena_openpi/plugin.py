@@ -1,27 +1,14 @@
 """Entry point ``openpi`` of group ``arena``: wires the policy, adapters and server task."""
 
-from arena.hookspecs import hookimpl
+from arena.declare import declare
 
-
-@hookimpl
-def arena_register_policies(register):
-    from arena_openpi.policy import Pi0RemotePolicy
-
-    register(Pi0RemotePolicy.name, Pi0RemotePolicy)
-
-
-@hookimpl
-def arena_register_embodiment_adapters(register):
-    from arena_openpi.adapters import OpenPIAlohaAdapter, OpenPIDroidAdapter, OpenPILiberoAdapter
-
-    register("openpi", "droid", OpenPIDroidAdapter)
-    register("openpi", "libero", OpenPILiberoAdapter)
-    register("openpi", "aloha", OpenPIAlohaAdapter)
-
-
-@hookimpl
-def arena_register_server_tasks(register):
-    from arena_openpi.policy import Pi0RemotePolicy
-    from arena_openpi.server import openpi_server_task
-
-    register(Pi0RemotePolicy.name, openpi_server_task)
+declare(
+    __name__,
+    policies=["arena_openpi.policy:Pi0RemotePolicy"],
+    adapters={
+        ("openpi", "droid"): "arena_openpi.adapters:OpenPIDroidAdapter",
+        ("openpi", "libero"): "arena_openpi.adapters:OpenPILiberoAdapter",
+        ("openpi", "aloha"): "arena_openpi.adapters:OpenPIAlohaAdapter",
+    },
+    server_tasks={"pi0_remote": "arena_openpi.server:openpi_server_task"},
+)

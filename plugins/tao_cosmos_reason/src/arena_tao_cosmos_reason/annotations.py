@@ -5,11 +5,10 @@ No branch here looks at a project, benchmark, folder or file name: only at JSON 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from arena_tao_cosmos_reason.errors import CosmosPlanError
-from arena_tao_cosmos_reason.hashing import stable_hash
+from arena_tao_cosmos_reason.hashing import read_json_file, stable_hash
 
 CONVERSATION = "video_conversation"
 TASK_AWARE = "task_aware_video_reasoning"
@@ -24,13 +23,9 @@ def load_annotation(path: str) -> tuple[list[dict], dict]:
 
     Accepts a JSON array of objects or ``{items: [...], metadata?: {...}}``.
     """
-    file = Path(path).expanduser()
-    if not file.is_file():
-        raise CosmosPlanError(f"annotation path is inaccessible: {path}")
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise CosmosPlanError(f"cannot read annotation {path}: {exc}") from None
+    data = read_json_file(
+        Path(path).expanduser(), f"annotation path is inaccessible: {path}", f"cannot read annotation {path}"
+    )
     metadata: dict = {}
     if isinstance(data, list):
         items = data

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from arena_tao_cosmos_reason.credentials import find_credentials
 from arena_tao_cosmos_reason.errors import CosmosPlanError
-from arena_tao_cosmos_reason.hashing import atomic_write_text, pretty_json, stable_hash
+from arena_tao_cosmos_reason.hashing import atomic_write_text, pretty_json, read_json_file, stable_hash
 
 ENVELOPE_VERSION = 1
 
@@ -59,13 +59,10 @@ def save(plan: dict, path: str) -> dict:
 
 def load(path: str) -> dict:
     """Load and verify: local path, JSON object, envelope version, checksum, planner request."""
-    target = _check_local(path)
-    if not target.is_file():
-        raise CosmosPlanError(f"approved plan artifact is inaccessible: {path}")
-    try:
-        plan = json.loads(target.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise CosmosPlanError(f"approved plan artifact must contain a JSON object: {exc}") from None
+    plan = read_json_file(
+        _check_local(path), f"approved plan artifact is inaccessible: {path}",
+        "approved plan artifact must contain a JSON object",
+    )
     if not isinstance(plan, dict):
         raise CosmosPlanError("approved plan artifact must contain a JSON object")
     envelope = plan.get("plan_artifact") if isinstance(plan.get("plan_artifact"), dict) else {}

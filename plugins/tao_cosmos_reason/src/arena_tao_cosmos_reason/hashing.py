@@ -1,4 +1,4 @@
-"""Stable hashing and atomic file writes (spec §4.8, §5.2, §5.5).
+"""Stable hashing, atomic file writes and JSON file reads (spec §4.8, §5.2, §5.5).
 
 The stable hash is SHA-256 over UTF-8 JSON with sorted keys, compact separators and
 non-ASCII characters kept, so a value hashes the same however it was indented or ordered.
@@ -69,3 +69,21 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, mode: int | No
 def atomic_write_text(path: str | os.PathLike[str], text: str, mode: int | None = None) -> Path:
     """:func:`atomic_write_bytes` of UTF-8 ``text``."""
     return atomic_write_bytes(path, text.encode("utf-8"), mode)
+
+
+def read_json_file(path: str | os.PathLike[str], missing: str, invalid: str) -> Any:
+    """The JSON value in the file ``path`` (UTF-8).
+
+    Raises:
+        CosmosPlanError: ``missing`` when ``path`` is not a file; ``"{invalid}: {reason}"`` when
+            it cannot be read or is not JSON.
+    """
+    from arena_tao_cosmos_reason.errors import CosmosPlanError
+
+    file = Path(path)
+    if not file.is_file():
+        raise CosmosPlanError(missing)
+    try:
+        return json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CosmosPlanError(f"{invalid}: {exc}") from None

@@ -8,7 +8,7 @@ import json
 from pathlib import Path, PurePosixPath
 
 from arena_tao_cosmos_reason.errors import CosmosPlanError
-from arena_tao_cosmos_reason.hashing import sha256_file, stable_hash
+from arena_tao_cosmos_reason.hashing import read_json_file, sha256_file, stable_hash
 
 METADATA_FILES = (
     "config.json",
@@ -32,13 +32,9 @@ def read_config(folder: str | Path) -> dict:
     Raises:
         CosmosPlanError: missing or invalid JSON.
     """
-    path = Path(folder) / "config.json"
-    if not path.is_file():
-        raise CosmosPlanError(f"base model is missing config.json: {folder}")
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise CosmosPlanError(f"base model config.json is invalid: {exc}") from None
+    config = read_json_file(
+        Path(folder) / "config.json", f"base model is missing config.json: {folder}", "base model config.json is invalid"
+    )
     if not isinstance(config, dict):
         raise CosmosPlanError("base model config.json is invalid: not a JSON object")
     return config
@@ -109,27 +105,26 @@ def inspect_uri_model(uri: str, revision: str | None) -> dict:
     """
     if not revision:
         raise CosmosPlanError("base_model_revision is required for a model URI/identifier so a clean run is immutable")
-    return {
-        "kind": "uri",
-        "path": uri,
-        "format": "unresolved",
-        "config": {"model_type": None},
-        "inventory": [],
-        "fingerprint": stable_hash({"uri": uri, "revision": revision}),
-        "fingerprint_mode": "uri_and_revision",
-    }
+    return _unresolved("uri", uri, stable_hash({"uri": uri, "revision": revision}), "uri_and_revision")
 
 
 def inspect_target_compute_model(path: str) -> dict:
     """Identity of a compute-frame path the controller cannot see (fingerprinted remotely)."""
+    return _unresolved(
+        "target_compute", path, stable_hash({"target_compute_path": path}), "target_compute_content_fingerprint"
+    )
+
+
+def _unresolved(kind: str, path: str, fingerprint: str, fingerprint_mode: str) -> dict:
+    """A model identity whose format and files the controller has not seen."""
     return {
-        "kind": "target_compute",
+        "kind": kind,
         "path": path,
         "format": "unresolved",
         "config": {"model_type": None},
         "inventory": [],
-        "fingerprint": stable_hash({"target_compute_path": path}),
-        "fingerprint_mode": "target_compute_content_fingerprint",
+        "fingerprint": fingerprint,
+        "fingerprint_mode": fingerprint_mode,
     }
 
 

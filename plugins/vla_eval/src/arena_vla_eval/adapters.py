@@ -28,6 +28,7 @@ import numpy as np
 
 from arena.images import to_uint8
 from arena.policies.adapters import EmbodimentAdapter, ProtocolViolation
+from arena.rotations import quat_to_axis_angle
 
 __all__ = [
     "VlaEvalAdapter",
@@ -162,18 +163,9 @@ def quat_to_axisangle(quat: np.ndarray) -> np.ndarray:
 
 def quat_to_axisangle_robosuite(quat: np.ndarray) -> np.ndarray:
     """vla-eval's LIBERO ``_quat_to_axisangle_robosuite`` (``quat_no_antipodal: true``):
-    robosuite's formula without the flip, ``float32 (3,)``."""
-    import math
-
-    q = np.array(quat, copy=True)
-    if q[3] > 1.0:
-        q[3] = 1.0
-    elif q[3] < -1.0:
-        q[3] = -1.0
-    den = np.sqrt(1.0 - q[3] * q[3])
-    if math.isclose(den, 0.0):
-        return np.zeros(3, dtype=np.float32)
-    return (q[:3] * 2.0 * math.acos(q[3]) / den).astype(np.float32)
+    robosuite's formula without the flip (:func:`arena.rotations.quat_to_axis_angle`, computed
+    in the quaternion's own dtype as vla-eval does), ``float32 (3,)``."""
+    return quat_to_axis_angle(quat, np.asarray(quat).dtype).astype(np.float32)
 
 
 class VlaEvalLiberoAdapter(VlaEvalAdapter):

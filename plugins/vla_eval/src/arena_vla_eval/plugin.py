@@ -4,36 +4,19 @@
 ``/act`` contract of OpenVLA's and OpenVLA-OFT's deploy servers (:mod:`arena_vla_eval.openvla`).
 """
 
-from arena.hookspecs import hookimpl
+from arena.declare import declare
 
-
-@hookimpl
-def arena_register_policies(register):
-    from arena_vla_eval.openvla.policy import OpenVLARemotePolicy
-    from arena_vla_eval.policy import VlaEvalRemotePolicy
-
-    register(VlaEvalRemotePolicy.name, VlaEvalRemotePolicy)
-    register(OpenVLARemotePolicy.name, OpenVLARemotePolicy)
-
-
-@hookimpl
-def arena_register_embodiment_adapters(register):
-    from arena_vla_eval.adapters import VlaEvalAlohaAdapter, VlaEvalLiberoAdapter, VlaEvalMetaWorldAdapter
-    from arena_vla_eval.openvla.policy import ADAPTERS
-
-    register("vla_eval", "metaworld", VlaEvalMetaWorldAdapter)
-    register("vla_eval", "libero", VlaEvalLiberoAdapter)
-    register("vla_eval", "aloha", VlaEvalAlohaAdapter)
-    for name, adapter in ADAPTERS.items():
-        register("openvla", name, adapter)
-
-
-@hookimpl
-def arena_register_server_tasks(register):
-    from arena_vla_eval.openvla.policy import OpenVLARemotePolicy
-    from arena_vla_eval.openvla.servertask import openvla_server_task
-    from arena_vla_eval.policy import VlaEvalRemotePolicy
-    from arena_vla_eval.servertask import vla_eval_server_task
-
-    register(VlaEvalRemotePolicy.name, vla_eval_server_task)
-    register(OpenVLARemotePolicy.name, openvla_server_task)
+declare(
+    __name__,
+    policies=["arena_vla_eval.policy:VlaEvalRemotePolicy", "arena_vla_eval.openvla.policy:OpenVLARemotePolicy"],
+    adapters={
+        ("vla_eval", "metaworld"): "arena_vla_eval.adapters:VlaEvalMetaWorldAdapter",
+        ("vla_eval", "libero"): "arena_vla_eval.adapters:VlaEvalLiberoAdapter",
+        ("vla_eval", "aloha"): "arena_vla_eval.adapters:VlaEvalAlohaAdapter",
+        "openvla": "arena_vla_eval.openvla.policy:ADAPTERS",
+    },
+    server_tasks={
+        "vla_eval_remote": "arena_vla_eval.servertask:vla_eval_server_task",
+        "openvla_remote": "arena_vla_eval.openvla.servertask:openvla_server_task",
+    },
+)

@@ -1,10 +1,5 @@
 """Entry point ``wandb`` of group ``arena``: registers the ``wandb`` result sink."""
 
-from arena.hookspecs import hookimpl
+from arena.declare import declare
 
-
-@hookimpl
-def arena_register_result_sinks(register):
-    from arena_wandb.sink import WandbSink
-
-    register("wandb", WandbSink)
+declare(__name__, result_sinks={"wandb": "arena_wandb.sink:WandbSink"})

@@ -28,13 +28,15 @@ Sources (file @ commit, lines):
 from __future__ import annotations
 
 import io
-import math
 from typing import Any, ClassVar
 
 import numpy as np
 
 from arena.images import to_uint8
 from arena.policies.adapters import EmbodimentAdapter
+
+# OFT's quat2axisangle (libero_utils.py l.63-86) is robosuite's formula, written once in core.
+from arena.rotations import quat_to_axis_angle as quat2axisangle
 
 __all__ = [
     "OpenVLAAdapter",
@@ -67,20 +69,6 @@ def _bicubic(image: np.ndarray, size: int) -> np.ndarray:
     from PIL import Image
 
     return np.asarray(Image.fromarray(np.ascontiguousarray(image)).resize((size, size), resample=Image.BICUBIC))
-
-
-def quat2axisangle(quat: np.ndarray) -> np.ndarray:
-    """OFT's ``quat2axisangle`` (robosuite's): ``(x, y, z, w)`` -> axis-angle ``float64 (3,)``,
-    the argument left unmodified (OFT clips it in place)."""
-    q = np.array(quat, np.float64).reshape(4)
-    if q[3] > 1.0:
-        q[3] = 1.0
-    elif q[3] < -1.0:
-        q[3] = -1.0
-    den = np.sqrt(1.0 - q[3] * q[3])
-    if math.isclose(den, 0.0):
-        return np.zeros(3)
-    return (q[:3] * 2.0 * math.acos(q[3])) / den
 
 
 def _camera(observation: dict[str, Any], key: str, env_id: int) -> np.ndarray:
