@@ -15,7 +15,9 @@ Observation (Arena layout)::
 ``camera_pose: lerobot`` (with ``camera: corner2``) renders from LeRobot's pose of that camera
 (:data:`LEROBOT_CORNER2_POS`); with ``image_size: 480`` and ``upright: true`` the frame is the
 one LeRobot's Meta-World env gives for the same physical state (plugins/lerobot/README.md,
-"lerobot-eval-exact options", states the measured difference).
+"lerobot-eval-exact options", states the measured difference). ``scenes: lerobot`` samples
+scenes as LeRobot 0.6's env does (the episode seed seeds the env's own generator, which draws
+the object/goal vector), so with both options the seed's episode is LeRobot's.
 
 Actions are ``float32 (num_envs, 4)`` in ``[-1, 1]``: end-effector xyz deltas and gripper
 effort. Meta-World never terminates an episode itself and its own 500-step limit is lifted;
