@@ -3,9 +3,9 @@ gives the very episodes ``lerobot-eval`` 0.6 gives.
 
 A random ACT checkpoint (deterministic: no VAE sampling at inference) is evaluated on LeRobot's
 PushT env config (``{type: pusht, episode_length: 40}``; on Meta-World's reach-v3, 8 steps an
-episode, with one env and two (two runs of one experiment); and on lerobot-env-so101's ``so101`` and ALOHA's transfer cube,
-two envs each) twice: by LeRobot's own ``eval_policy``
-as ``lerobot-eval`` calls it (``bridge_reference.py``, batch size 1, seeds 1000..), and by
+episode, with one env and two (two runs of one experiment); and on lerobot-env-so101's
+``so101`` and ALOHA's transfer cube, two envs each) twice: by LeRobot's own ``eval_policy`` as
+``lerobot-eval`` calls it (``bridge_reference.py``, batch size 1, seeds 1000..), and by
 ``arena run`` (environment ``lerobot_env`` in the lerobot venv's env workers, ``lerobot_remote``
 served by ``arena serve lerobot``, seed 1000) with one env and with two env workers. Per
 episode the seed, every action, the length, success, ``sum_reward`` (the record's ``return``)
