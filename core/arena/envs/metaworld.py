@@ -12,6 +12,13 @@ Observation (Arena layout)::
      "camera_obs": {CAMERA: uint8 (num_envs, S, S, 3)},    # only when cameras are on
      "task":       list[str] of num_envs task names}
 
+``camera_pose: lerobot`` (with ``camera: corner2``) renders from LeRobot's pose of that camera
+(:data:`LEROBOT_CORNER2_POS`); with ``image_size: 480`` and ``upright: true`` the frame is the
+one LeRobot's Meta-World env gives for the same physical state (plugins/lerobot/README.md,
+"lerobot-eval-exact options", states the measured difference). ``scenes: lerobot`` samples
+scenes as LeRobot 0.6's env does (the episode seed seeds the env's own generator, which draws
+the object/goal vector), so with both options the seed's episode is LeRobot's.
+
 Actions are ``float32 (num_envs, 4)`` in ``[-1, 1]``: end-effector xyz deltas and gripper
 effort. Meta-World never terminates an episode itself and its own 500-step limit is lifted;
 the rollout decides timeouts (``default_max_episode_steps = 500``, Meta-World's horizon).
@@ -37,7 +44,7 @@ from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from arena.envs.base import EnvironmentConfig
 from arena.envs.perturbations import MUJOCO
@@ -113,6 +120,16 @@ CameraName = Literal[
 #: Cameras that Meta-World renders upside down (rotated 180 degrees).
 _UPSIDE_DOWN_CAMERAS = frozenset({"corner", "corner2", "corner3", "corner4"})
 
+#: Where LeRobot puts the ``corner2`` camera (``lerobot/envs/metaworld.py`` l.154-155, 0.6.1;
+#: 0.4.4 the same): ``model.cam_pos`` only, orientation and fovy kept. Meta-World 3.1's own
+#: ``corner4`` is this very pose (``xyz_base.xml``: same position, quaternion and fovy 60 as
+#: ``corner2``; Meta-World 3.0.0, LeRobot's pin, has no ``corner4``).
+LEROBOT_CORNER2_POS = (0.75, 0.075, 0.7)
+
+#: Seed of the MT1 benchmark LeRobot's Meta-World env takes its first task from
+#: (``lerobot/envs/metaworld.py`` l.151, 0.6.1), for ``scenes: lerobot``.
+LEROBOT_MT1_SEED = 42
+
 #: Seed of the MT1 benchmark whose 50 goal variations episodes choose from. Fixed, so a
 #: seed means the same episode in every process and every run.
 GOAL_SET_SEED = 0
@@ -149,10 +166,33 @@ class MetaWorldConfig(EnvironmentConfig):
         description="rotate frames of the corner cameras by 180 degrees so the table is at "
         "the bottom (Meta-World renders them upside down); false keeps its raw frames",
     )
+    camera_pose: Literal["metaworld", "lerobot"] = Field(
+        "metaworld",
+        description="'lerobot': move the corner2 camera where LeRobot's Meta-World env puts it "
+        "(cam_pos 0.75, 0.075, 0.7; Meta-World 3.1's corner4), to render what lerobot-eval's "
+        "policies saw in training (with camera: corner2, image_size: 480, upright: true); "
+        "'metaworld': Meta-World's own pose",
+    )
+
+    scenes: Literal["goal_variations", "lerobot"] = Field(
+        "goal_variations",
+        description="how an episode seed sets the object/goal positions: 'goal_variations', one of MT1's 50 "
+        "(arena's, see GOAL_SET_SEED); 'lerobot', as LeRobot 0.6's Meta-World env, a vector drawn from "
+        "the env's own generator seeded with the episode seed (the same seed, the same scene as lerobot-eval)",
+    )
+
     @field_validator("task")
     @classmethod
     def _known_task(cls, value: str) -> str:
         return check_task_name(value)
+
+    @model_validator(mode="after")
+    def _lerobot_pose_is_corner2(self) -> "MetaWorldConfig":
+        if self.camera_pose == "lerobot" and self.camera != "corner2":
+            raise ValueError(
+                f"camera_pose: lerobot moves the corner2 camera (LeRobot's), not {self.camera!r}: set camera: corner2"
+            )
+        return self
 
     def validate_run(self, run: Any) -> None:
         """Image perturbations need ``cameras: true`` (without, the perturbed run would equal the
@@ -162,6 +202,13 @@ class MetaWorldConfig(EnvironmentConfig):
         images = [k for k in IMAGE_PERTURBATIONS if k in self.perturbations and not GENERIC[k].is_nominal(self.perturbations[k])]
         if images and not self.cameras:
             raise ValueError(f"image perturbations ({', '.join(images)}) need camera images: set environment.cameras: true")
+
+
+@functools.lru_cache(maxsize=None)
+def _lerobot_first_task(task: str) -> Any:
+    """The MT1 task LeRobot's env sets before it unfreezes the scene sampling (its
+    ``MT1(task, seed=42).train_tasks[0]``)."""
+    return import_metaworld().MT1(task, seed=LEROBOT_MT1_SEED).train_tasks[0]
 
 
 @functools.lru_cache(maxsize=None)
@@ -216,13 +263,17 @@ class MetaWorldEnvironment(SerialEnvironment):
         self.action_space = gym.spaces.Box(-1.0, 1.0, (ACTION_DIM,), np.float32)
         self.task_description = TASK_DESCRIPTIONS[config.task]
         self._rotate = config.upright and config.camera in _UPSIDE_DOWN_CAMERAS
-        self._goals = _goal_variations(config.task)
+        self._goals = _goal_variations(config.task) if config.scenes != "lerobot" else ()
         env_cls = metaworld.env_dict.ALL_V3_ENVIRONMENTS[config.task]
         size = config.image_size
         self._envs = []
         for _ in range(num_envs):
             env = env_cls(render_mode="rgb_array", camera_name=config.camera, width=size, height=size)
             env.max_path_length = _NO_PATH_LIMIT
+            if config.camera_pose == "lerobot":  # before the perturbers read the nominal pose
+                env.model.camera("corner2").pos[:] = LEROBOT_CORNER2_POS
+            if config.scenes == "lerobot":
+                self._sample_scenes_as_lerobot(env)
             self._envs.append(env)
         self._perturbers = self._make_perturbers(config)
         self._state = np.zeros((num_envs, STATE_DIM), np.float64)
@@ -231,11 +282,24 @@ class MetaWorldEnvironment(SerialEnvironment):
 
     # -- Environment API ---------------------------------------------------------------------
 
+    def _sample_scenes_as_lerobot(self, env: Any) -> None:
+        """Set ``env`` up as LeRobot 0.6.1's ``MetaworldEnv._ensure_env`` does
+        (``lerobot/envs/metaworld.py`` l.151-158): MT1 seed 42's first task, one reset, then
+        scenes drawn at each reset from the env's own ``np_random`` (``seeded_rand_vec``,
+        Meta-World's ``sawyer_xyz_env.py`` ``_get_state_rand_vec``), which :meth:`_reset_one`
+        seeds with the episode seed as LeRobot's ``reset`` does (l.224-226)."""
+        env.set_task(_lerobot_first_task(self.config.task))
+        env.reset()
+        env._freeze_rand_vec = False
+        env.seeded_rand_vec = True
+
     def _reset_one(self, e: int, seed: int) -> None:
-        """Seed ``seed`` (an int >= 0) picks the goal variation, then seeds and resets the env."""
+        """Seed ``seed`` (an int >= 0) picks the goal variation (``scenes: lerobot``: seeds the
+        env's scene sampling), then seeds and resets the env."""
         env = self._envs[e]
-        goal = int(np.random.default_rng(seed).integers(len(self._goals)))
-        env.set_task(self._goals[goal])
+        if self.config.scenes != "lerobot":
+            goal = int(np.random.default_rng(seed).integers(len(self._goals)))
+            env.set_task(self._goals[goal])
         env.seed(seed)
         obs, _ = env.reset(seed=seed)
         if self._perturbers is not None:
@@ -276,13 +340,16 @@ class MetaWorldEnvironment(SerialEnvironment):
             "suite": "MT1",
             "suite_version": versions["metaworld"],
             "simulators": versions,
-            "init_states": {"source": f"MT1({self.config.task!r}, seed={GOAL_SET_SEED}).train_tasks", "count": len(self._goals)},
-            "seeding": "episode seed: goal variation and reset(seed)",
+            "init_states": {"source": f"MT1({self.config.task!r}, seed={GOAL_SET_SEED}).train_tasks", "count": len(self._goals)}
+            if self.config.scenes != "lerobot"
+            else {"source": f"seeded_rand_vec after MT1({self.config.task!r}, seed={LEROBOT_MT1_SEED}).train_tasks[0] (LeRobot's)"},
+            "seeding": "episode seed: goal variation and reset(seed)" if self.config.scenes != "lerobot"
+            else "episode seed: env.seed(seed) and reset, scenes from the env's seeded generator (LeRobot's)",
             "cameras": [self.config.camera] if self._frames is not None else [],
             "image_size": [self.config.image_size] * 2 if self._frames is not None else None,
             "settle_steps": 0,
             "step_limit": self.default_max_episode_steps,
-        }
+        } | ({"camera_pose": "lerobot"} if self.config.camera_pose == "lerobot" else {})
 
     # -- perturbations (arena.envs.mujoco_perturb) ----------------------------------------
 

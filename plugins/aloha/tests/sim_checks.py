@@ -49,6 +49,47 @@ def parity(steps: int = 15) -> dict:
     return out
 
 
+def float32_actions(steps: int = 8) -> dict:
+    """``action_dtype`` against gym-aloha stepped as each client steps it: float32 rows, as
+    lerobot-eval 0.6 hands a LeRobot policy's action over (``scripts/lerobot_eval.py``
+    l.303-307; ``SyncVectorEnv`` passes the rows on unchanged), and float64 rows, as openpi's
+    client does. The actions are float32 values (what a LeRobot policy outputs), so the two
+    dtypes differ only in gym-aloha's own arithmetic (the gripper targets). Per step: the
+    actuator targets it set (``physics.data.ctrl``) and the joints."""
+    import gymnasium as gym
+    import gym_aloha  # noqa: F401  (registers the envs)
+
+    from arena_aloha.config import AlohaConfig
+    from arena_aloha.env import AlohaEnvironment
+
+    seed = 3
+    envs = {dtype: AlohaEnvironment(AlohaConfig(task="transfer_cube", cameras=[], action_dtype=dtype), num_envs=1)
+            for dtype in ("float64", "float32")}
+    refs = {dtype: gym.make("gym_aloha/AlohaTransferCube-v0", obs_type="pixels_agent_pos") for dtype in envs}
+    equal = {dtype: True for dtype in envs}
+    ctrl_differs = False
+    for dtype in envs:
+        obs = envs[dtype].reset_envs([0], [seed])
+        refs[dtype].reset(seed=seed)
+    start = obs["policy"]["joint_pos"][0]
+    rng = np.random.default_rng(seed)
+    for _ in range(steps):
+        action = (start + rng.normal(0.0, 0.1, 14)).astype(np.float32)
+        ctrl = {}
+        for dtype, env in envs.items():
+            obs, *_ = env.step(action[None].astype(np.float64))  # a server's float32 values, widened
+            ref, *_ = refs[dtype].step(action.astype(dtype))
+            ctrl[dtype] = env._envs[0].physics.data.ctrl.copy()
+            theirs = refs[dtype].unwrapped._env.physics.data.ctrl
+            equal[dtype] &= ctrl[dtype].tobytes() == theirs.tobytes()
+            equal[dtype] &= obs["policy"]["joint_pos"][0].tobytes() == np.asarray(ref["agent_pos"], np.float64).tobytes()
+        ctrl_differs |= ctrl["float32"].tobytes() != ctrl["float64"].tobytes()
+    for dtype in envs:
+        envs[dtype].close()
+        refs[dtype].close()
+    return {"equal_to_gym_aloha": equal, "float32_changes_ctrl": ctrl_differs}
+
+
 def kinematics() -> dict:
     """:mod:`arena_aloha.kinematics` against MuJoCo's poses of the scene's gripper links."""
     import mujoco
@@ -134,5 +175,6 @@ def perturbations() -> dict:
 
 if __name__ == "__main__":
     check, *args = sys.argv[1:]
-    checks = {"parity": parity, "kinematics": kinematics, "cameras": cameras, "perturbations": perturbations}
+    checks = {"parity": parity, "kinematics": kinematics, "cameras": cameras, "perturbations": perturbations,
+              "float32_actions": float32_actions}
     print(json.dumps(checks[check](*args)))

@@ -43,6 +43,15 @@ def test_env_steps_bit_for_bit_like_gym_aloha_for_both_tasks():
 
 
 @pytest.mark.slow
+def test_action_dtype_float32_steps_gym_aloha_as_lerobot_eval_does():
+    """``action_dtype: float32`` sets the actuator targets and joints gym-aloha gets from
+    lerobot-eval's float32 rows, bit for bit; the default those of float64 rows (today's); on
+    float32-valued actions the two differ (gym-aloha's gripper targets in the action's dtype)."""
+    result = sim_check("float32_actions")
+    assert result == {"equal_to_gym_aloha": {"float64": True, "float32": True}, "float32_changes_ctrl": True}
+
+
+@pytest.mark.slow
 def test_expert_kinematics_match_mujoco_poses_of_the_scene():
     result = sim_check("kinematics")
     assert result["pos_max_abs_diff_m"] < 1e-4  # the scene turns the right arm by 3.1416, not pi

@@ -2,8 +2,9 @@
 own evaluation of a checkpoint on a LeRobot env config.
 
     python bridge_reference.py build DIR ENV_JSON # a random ACT checkpoint for that env's observation
-    python bridge_reference.py eval DIR ENV_JSON N_EPISODES BATCH SEED OUT.json
-    python bridge_reference.py both DIR ENV_JSON N_EPISODES BATCH SEED OUT.json   # build, then eval (one import of torch)
+    python bridge_reference.py eval DIR ENV_JSON N_EPISODES BATCH SEED OUT.json [MAX_STEPS]
+    python bridge_reference.py both DIR ENV_JSON N_EPISODES BATCH SEED OUT.json [MAX_STEPS]  # build, then eval
+                                                                     # (one import of torch, one env build)
 
 ``eval`` is ``lerobot-eval``'s ``eval_main`` (``lerobot/scripts/lerobot_eval.py``, 0.6.1) without
 its CLI: ``make_env(cfg, n_envs=BATCH, use_async_envs=False)``, ``make_policy(cfg, env_cfg=...,
@@ -13,6 +14,17 @@ The vector env's ``step`` is wrapped to log the actions it receives and what it 
 that OUT.json holds per episode: ``seed``, ``sum_reward``, ``max_reward``, ``success`` (from
 ``eval_policy``'s ``per_episode``), ``steps`` (up to the env's first terminated or truncated)
 and ``actions`` (those steps' actions, float32 values as lists).
+
+``MAX_STEPS`` shortens the rollout as lerobot-eval's ``rollout`` reads its limit
+(``env.call("_max_episode_steps")[0]``, ``scripts/lerobot_eval.py`` l.263): LeRobot's
+Meta-World ignores its config's ``episode_length`` and always runs 500 steps
+(``envs/metaworld.py`` l.104), which no test can afford; the arena side then sets
+``rollout_limit.max_episode_steps`` to the same number.
+
+For ``metaworld``, OUT.json also holds ``scenes``: the object/goal vector (``_last_rand_vec``)
+each episode seed gets at batch size 1, at batch size 2 with the seeds swapped, and again after
+the global ``numpy`` generator was re-seeded (LeRobot 0.6.1 draws it from the env's own seeded
+generator, not the global one: the three must be equal).
 """
 
 from __future__ import annotations
@@ -23,24 +35,33 @@ import sys
 import numpy as np
 
 
-def build(directory: str, env_json: str) -> None:
-    """A random ACT for the features the env's observation has (one reset, renamed as
-    ``preprocess_observation`` renames it): its cameras, ``observation.state`` and
-    ``observation.environment_state``, and its action width."""
-    from lerobot.envs.factory import make_env, make_env_config
+def _first_env(env_cfg, n_envs: int):
+    from lerobot.envs.factory import make_env
+
+    return next(iter(next(iter(make_env(env_cfg, n_envs=n_envs, use_async_envs=False).values())).values()))
+
+
+def build(directory: str, env_json: str, vec=None) -> None:
+    """A random ACT for the features the env's observation has (one reset of ``vec``, else of a
+    new env, renamed as ``preprocess_observation`` renames it): its cameras,
+    ``observation.state`` and ``observation.environment_state``, and its action width."""
+    from lerobot.envs.factory import make_env_config
     from lerobot.utils.import_utils import register_third_party_plugins
 
     from arena_lerobot.bridge import lerobot_observation
     from arena_lerobot.testing import make_act_checkpoint
 
     register_third_party_plugins()
-    fields = json.loads(env_json)
-    vec = next(iter(next(iter(make_env(make_env_config(fields.pop("type"), **fields), n_envs=1).values())).values()))
+    own = vec is None
+    if own:
+        fields = json.loads(env_json)
+        vec = _first_env(make_env_config(fields.pop("type"), **fields), 1)
     try:
         observation = lerobot_observation(vec.reset(seed=[0])[0])
         action_dim = int(np.prod(vec.single_action_space.shape))
     finally:
-        vec.close()
+        if own:
+            vec.close()
     cameras = {k: tuple(v.shape[:2]) for k, v in observation["camera_obs"].items()}
     policy = observation["policy"]
     extra = set(policy) - {"observation.state", "observation.environment_state"}
@@ -54,10 +75,15 @@ def build(directory: str, env_json: str) -> None:
     )
 
 
-def evaluate(directory: str, env_json: str, n_episodes: int, batch: int, seed: int, out: str) -> None:
+def evaluate(
+    directory: str, env_json: str, n_episodes: int, batch: int, seed: int, out: str, max_steps: int | None = None,
+    build_first: bool = False,
+) -> None:
+    """LeRobot's ``eval_policy`` (see the module docstring); ``build_first``: make the
+    checkpoint first from this same env (one env build)."""
     import torch
     from lerobot.configs.policies import PreTrainedConfig
-    from lerobot.envs.factory import make_env, make_env_config, make_env_pre_post_processors
+    from lerobot.envs.factory import make_env_config, make_env_pre_post_processors
     from lerobot.policies.factory import make_policy, make_pre_post_processors
     from lerobot.scripts.lerobot_eval import eval_policy
     from lerobot.utils.import_utils import register_third_party_plugins
@@ -65,11 +91,14 @@ def evaluate(directory: str, env_json: str, n_episodes: int, batch: int, seed: i
     register_third_party_plugins()
     fields = json.loads(env_json)
     env_cfg = make_env_config(fields.pop("type"), **fields)
+    vec = _first_env(env_cfg, batch)
+    if build_first:
+        build(directory, env_json, vec)
+    if max_steps is not None:
+        vec.set_attr("_max_episode_steps", max_steps)
     policy_cfg = PreTrainedConfig.from_pretrained(directory)
     policy_cfg.pretrained_path = directory
     policy_cfg.device = "cpu"
-    envs = make_env(env_cfg, n_envs=batch, use_async_envs=False)
-    vec = next(iter(next(iter(envs.values())).values()))
     log: list[tuple[np.ndarray, np.ndarray]] = []
     step = vec.step
 
@@ -115,14 +144,43 @@ def evaluate(directory: str, env_json: str, n_episodes: int, batch: int, seed: i
                 "success": bool(item["success"]), "steps": steps,
                 "actions": [rollout[k][0][b].astype(np.float32).tolist() for k in range(steps)],
             })
+    result = {"episodes": episodes, "aggregated": info["aggregated"]}
+    if env_cfg.type == "metaworld":
+        result["scenes"] = metaworld_scenes(vec, env_cfg, [e["seed"] for e in episodes[:2]])
+    vec.close()
     with open(out, "w") as handle:
-        json.dump({"episodes": episodes, "aggregated": info["aggregated"]}, handle)
+        json.dump(result, handle)
+
+
+def metaworld_scenes(vec, env_cfg, seeds: list[int]) -> dict[str, list]:
+    """The object/goal vector LeRobot's Meta-World gives ``seeds`` at batch size 1 (``vec``),
+    at batch size 2 in the reverse order, and at batch size 1 again after the global generator
+    was re-seeded and drawn from: ``{"batch1": [...], "batch2_swapped": [...], "global_reseeded": [...]}``."""
+
+    def scene(env, index: int = 0) -> list[float]:
+        return np.asarray(env.envs[index].unwrapped._env._last_rand_vec, np.float64).tolist()
+
+    batch1 = []
+    for s in seeds:
+        vec.reset(seed=[s])
+        batch1.append(scene(vec))
+    pair = _first_env(env_cfg, 2)
+    pair.reset(seed=list(reversed(seeds)))
+    swapped = [scene(pair, 1), scene(pair, 0)]
+    pair.close()
+    np.random.seed(12345)
+    np.random.uniform(size=17)
+    again = []
+    for s in seeds:
+        vec.reset(seed=[s])
+        again.append(scene(vec))
+    return {"batch1": batch1, "batch2_swapped": swapped, "global_reseeded": again}
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "build":
         build(sys.argv[2], sys.argv[3])
     else:
-        if sys.argv[1] == "both":
-            build(sys.argv[2], sys.argv[3])
-        evaluate(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), sys.argv[7])
+        limit = int(sys.argv[8]) if len(sys.argv) > 8 else None
+        evaluate(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), sys.argv[7], limit,
+                 build_first=sys.argv[1] == "both")

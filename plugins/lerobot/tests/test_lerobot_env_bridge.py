@@ -2,9 +2,10 @@
 gives the very episodes ``lerobot-eval`` 0.6 gives.
 
 A random ACT checkpoint (deterministic: no VAE sampling at inference) is evaluated on LeRobot's
-PushT env config (``{type: pusht, episode_length: 40}``; and on lerobot-env-so101's ``so101``
-and ALOHA's transfer cube, two envs each) twice: by LeRobot's own ``eval_policy``
-as ``lerobot-eval`` calls it (``bridge_reference.py``, batch size 1, seeds 1000..), and by
+PushT env config (``{type: pusht, episode_length: 40}``; on Meta-World's reach-v3, 8 steps an
+episode, with one env and two (two runs of one experiment); and on lerobot-env-so101's
+``so101`` and ALOHA's transfer cube, two envs each) twice: by LeRobot's own ``eval_policy`` as
+``lerobot-eval`` calls it (``bridge_reference.py``, batch size 1, seeds 1000..), and by
 ``arena run`` (environment ``lerobot_env`` in the lerobot venv's env workers, ``lerobot_remote``
 served by ``arena serve lerobot``, seed 1000) with one env and with two env workers. Per
 episode the seed, every action, the length, success, ``sum_reward`` (the record's ``return``)
@@ -38,19 +39,30 @@ ENV = {"type": "pusht", "episode_length": 40}
 SO101 = {"type": "so101", "episode_length": 30}
 #: gym-aloha's transfer cube (480x640 top camera + 14-dim qpos, 14 joint targets), short episodes.
 ALOHA = {"type": "aloha", "task": "AlohaTransferCube-v0", "episode_length": 20}
+#: LeRobot's Meta-World (metaworld==3.0.0 in the lerobot venv): 480x480 corner2 camera + 4-dim
+#: agent_pos, 4 actions. Its episodes are 500 steps whatever ``episode_length`` says, so both
+#: sides stop at METAWORLD_STEPS (lerobot-eval's limit is the env's ``_max_episode_steps``).
+METAWORLD = {"type": "metaworld", "task": "metaworld-reach-v3"}
+METAWORLD_STEPS = 8
 EPISODES = 3
 SEED = 1000
 
 
-def _reference(root: Path, env_config: dict) -> tuple[Path, list[dict]]:
+def _reference(root: Path, env_config: dict, max_steps: int | None = None) -> tuple[Path, list[dict]]:
+    checkpoint, result = _reference_result(root, env_config, max_steps)
+    return checkpoint, result["episodes"]
+
+
+def _reference_result(root: Path, env_config: dict, max_steps: int | None = None) -> tuple[Path, dict]:
     python = benchmark_python("lerobot")
     checkpoint = root / "pretrained_model"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     text = json.dumps(env_config)
     args = ["both", str(checkpoint), text, str(EPISODES), "1", str(SEED), str(root / "ref.json")]
+    args += [str(max_steps)] if max_steps is not None else []
     done = subprocess.run([str(python), str(HERE / "bridge_reference.py"), *args], capture_output=True, text=True, timeout=900, env=env)
     assert done.returncode == 0, done.stderr[-4000:]
-    return checkpoint, json.loads((root / "ref.json").read_text())["episodes"]
+    return checkpoint, json.loads((root / "ref.json").read_text())
 
 
 @pytest.fixture(scope="module")
@@ -76,31 +88,68 @@ def test_lerobot_env_aloha_equals_lerobot_eval_with_two_envs(tmp_path, monkeypat
     _check_equal(ALOHA, 2, _reference(tmp_path / "ref", ALOHA), tmp_path, monkeypatch, rewards_vary=False)
 
 
+@pytest.fixture(scope="module")
+def metaworld_reference(tmp_path_factory) -> tuple[Path, dict]:
+    return _reference_result(tmp_path_factory.mktemp("metaworld"), METAWORLD, METAWORLD_STEPS)
+
+
+def test_lerobot_metaworld_seed_fixes_the_scene(metaworld_reference):
+    """LeRobot 0.6.1's Meta-World draws each scene from the env's own generator, seeded by the
+    episode seed (``envs/metaworld.py`` l.157-158, 225-226: ``seeded_rand_vec``): the same seed
+    gives the same object/goal vector at batch size 1, in another slot of a batch of two and
+    after the global numpy generator moved; two seeds give two scenes."""
+    scenes = metaworld_reference[1]["scenes"]
+    first, second = scenes["batch1"]
+    assert not np.allclose(first, second)
+    np.testing.assert_array_equal(scenes["batch2_swapped"], scenes["batch1"])
+    np.testing.assert_array_equal(scenes["global_reseeded"], scenes["batch1"])
+
+
+def test_lerobot_env_metaworld_equals_lerobot_eval_with_one_env_and_two(metaworld_reference, tmp_path, monkeypatch):
+    """Meta-World reach-v3 (the corner2 camera at LeRobot's pose, 480x480), 8 steps an episode
+    on both sides; a random ACT earns reach's dense reward, which varies with the scene. One
+    experiment of two runs (one env, two env workers) sharing one policy server."""
+    checkpoint, result = metaworld_reference
+    _check_equal(METAWORLD, (1, 2), (checkpoint, result["episodes"]), tmp_path, monkeypatch,
+                 max_episode_steps=METAWORLD_STEPS)
+
+
 def _check_equal(
-    env_config: dict, num_envs: int, reference, tmp_path: Path, monkeypatch, rewards_vary: bool = True,
-    lerobot_eval_counts_missing_success: bool = False,
+    env_config: dict, num_envs: int | tuple[int, ...], reference, tmp_path: Path, monkeypatch, rewards_vary: bool = True,
+    lerobot_eval_counts_missing_success: bool = False, max_episode_steps: int | None = None,
 ) -> None:
+    """``arena run`` of ``env_config`` against the reference episodes: one run ``bridge`` of
+    ``num_envs`` envs, or (a tuple) one run ``bridge_<n>`` per count, in one experiment."""
     checkpoint, expected = reference
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    counts = {"bridge": num_envs} if isinstance(num_envs, int) else {f"bridge_{n}": n for n in num_envs}
+    limit = {"num_episodes": EPISODES} | ({"max_episode_steps": max_episode_steps} if max_episode_steps else {})
+    policy = {"type": "lerobot_remote", "policy_path": str(checkpoint), "device": "cpu", "max_batch_size": 1}
     experiment = {
         "runs": {
-            "bridge": {
+            name: {
                 "environment": {"type": "lerobot_env", "env": env_config},
-                "policy": {"type": "lerobot_remote", "policy_path": str(checkpoint), "device": "cpu", "max_batch_size": 1},
-                "environment_builder": {"num_envs": num_envs, "seed": SEED},
-                "rollout_limit": {"num_episodes": EPISODES},
+                "policy": policy,
+                "environment_builder": {"num_envs": n, "seed": SEED},
+                "rollout_limit": limit,
                 "trajectories": {"enabled": True},
             }
+            for name, n in counts.items()
         }
     }
     outcome = run_tiny_experiment(experiment, tmp_path / "out")
     assert outcome.exit_code == 0, outcome.explain()
-    records = sorted(outcome.episodes("bridge"), key=lambda r: r["episode_index"])
-    assert len(records) == EPISODES
     if rewards_vary:
         assert any(e["sum_reward"] > 0 for e in expected)  # the comparison of rewards can fail
+    for run in counts:
+        _check_run(outcome, run, env_config, expected, lerobot_eval_counts_missing_success)
+
+
+def _check_run(outcome, run: str, env_config: dict, expected: list[dict], lerobot_eval_counts_missing_success: bool) -> None:
+    records = sorted(outcome.episodes(run), key=lambda r: r["episode_index"])
+    assert len(records) == EPISODES, run
     for record, ref in zip(records, expected, strict=True):
-        where = f"episode {record['episode_index']} (seed {record['seed']})"
+        where = f"{run}: episode {record['episode_index']} (seed {record['seed']})"
         assert record["seed"] == ref["seed"], where
         assert record["steps"] == ref["steps"], where
         if lerobot_eval_counts_missing_success:
@@ -109,10 +158,11 @@ def _check_equal(
             assert (record["outcome"] == "success") == ref["success"], where
         assert record["return"] == pytest.approx(ref["sum_reward"], abs=1e-9), where
         assert record["metrics"]["reward"] == pytest.approx(ref["max_reward"], abs=1e-9), where
-        trajectory = read_trajectory(outcome.output_dir / "bridge" / record["trajectory"])
+        trajectory = read_trajectory(outcome.output_dir / run / record["trajectory"])
         np.testing.assert_array_equal(
             np.asarray(trajectory.action, np.float32), np.asarray(ref["actions"], np.float32), err_msg=where
         )
     first = records[0]
     assert first["protocol"]["benchmark"] == f"lerobot_env:{env_config['type']}"
-    assert first["protocol"]["env_config"]["episode_length"] == env_config["episode_length"]
+    if "episode_length" in env_config:
+        assert first["protocol"]["env_config"]["episode_length"] == env_config["episode_length"]

@@ -161,6 +161,21 @@ runs:
     assert record["video"] and (tmp_path / "out" / "spatial" / record["video"]).exists()
 
 
+@pytest.mark.timeout(900)
+def test_action_dtype_float32_hands_libero_lerobot_evals_float32_rows():
+    """``action_dtype: float32``: LIBERO's ``step`` receives each row as float32, byte for byte
+    the row lerobot-eval hands LeRobot's LiberoEnv (float64 actions rounded as it rounds them);
+    the fingerprint says so. The default float64 path is openpi's, pinned bit for bit by
+    test_openpi_libero_reference.py. One env, no camera (~20 s, most of it LIBERO's build)."""
+    from arena.testing.venvs import run_in_venv
+
+    checks = Path(__file__).with_name("libero_checks.py")
+    result = run_in_venv("libero", str(checks), "float32_actions", setup_command="arena libero setup", timeout_s=800)
+    assert result == {"dtypes": ["float32", "float32"], "equal_to_lerobot_row": True, "rounded": True,
+                      "protocol_action_dtype": "float32"}
+    assert LiberoConfig(suite="libero_spatial", task=0).action_dtype == "float64"
+
+
 @pytest.mark.timeout(1200)
 def test_simulator_perturbations_move_the_agentview_camera_and_the_objects_only():
     from arena.envs.perturbed import wrap

@@ -7,6 +7,7 @@ Importable without the simulator: arena's own interpreter validates and plans AL
 from __future__ import annotations
 
 import difflib
+from typing import Literal
 
 from pydantic import Field, field_validator
 
@@ -75,6 +76,12 @@ class AlohaConfig(EnvironmentConfig):
     image_width: int = Field(640, ge=16, le=3840, description="camera image width in pixels (gym-aloha's 640)")
     instruction: str | None = Field(
         None, description="language instruction sent to the policy (default: 'Transfer cube' / 'Insert the peg into the socket')"
+    )
+    action_dtype: Literal["float64", "float32"] = Field(
+        "float64",
+        description="dtype the actions reach gym-aloha in: float64 as openpi's ALOHA client hands them; float32 as "
+        "lerobot-eval does (its policy's float32 tensor as numpy), for LeRobot-trained policies: gym-aloha computes "
+        "the gripper targets in the action's dtype, so the two differ in the last bits",
     )
 
     @field_validator("task")

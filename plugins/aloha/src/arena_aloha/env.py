@@ -24,7 +24,10 @@ scripted experts, which policies trained on images ignore. ``H, W`` default to 4
 Actions: ``(N, 14)`` absolute targets in the same layout as ``joint_pos``, handed to the
 simulator as float64 (openpi's ALOHA sim client, ``examples/aloha_sim/env.py`` line 42,
 passes the float64 chunk row it received; gym-aloha then computes the gripper targets in
-float64 too, where float32 input would round them from step 0). gym-aloha
+float64 too, where float32 input would round them from step 0). ``action_dtype: float32``
+hands them over as float32, as ``lerobot-eval`` 0.6 does (``scripts/lerobot_eval.py`` l.303-307:
+the policy's float32 action as numpy, whose rows gymnasium's ``SyncVectorEnv`` passes on
+unchanged), so gym-aloha's gripper targets are LeRobot's, for LeRobot-trained policies. gym-aloha
 declares ``Box(-1, 1)``, which is wrong; :attr:`AlohaEnvironment.action_space` holds the real
 bounds, read from the model's actuators (joint control ranges; the finger range normalized like
 the gripper). The simulator clamps targets to them; this class does not clip.
@@ -228,15 +231,16 @@ class AlohaEnvironment(SerialEnvironment):
     def step(
         self, actions: np.ndarray
     ) -> tuple[dict[str, Any], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """Apply ``(N, 14)`` absolute joint + gripper targets, as float64 (module docstring).
+        """Apply ``(N, 14)`` absolute joint + gripper targets, as float64 (``action_dtype``; module docstring).
 
         Returns the observation, the staged reward ``(N,)`` float (0-4), ``terminated (N,)``
         (reward 4, as gym-aloha), ``truncated`` (all false: arena owns step limits) and
         ``info`` with ``success`` and gym-aloha's ``is_success``, both ``(N,)`` bool.
         """
-        # float64, as openpi's client hands them over: gym-aloha derives the gripper targets
-        # from the action in its own dtype, so a float32 cast would change them.
-        actions = self.check_actions(actions, ACTION_DIM, np.float64)
+        # float64, as openpi's client hands them over (``action_dtype: float32``: as lerobot-eval
+        # does): gym-aloha derives the gripper targets from the action in its own dtype, so the
+        # dtype changes them.
+        actions = self.check_actions(actions, ACTION_DIM, np.dtype(self.config.action_dtype))
         for e, env in enumerate(self._envs):
             time_step = env.step(actions[e])
             self._reward[e] = float(time_step.reward)
@@ -271,7 +275,7 @@ class AlohaEnvironment(SerialEnvironment):
             "image_size": [self.config.image_height, self.config.image_width] if self._camera_keys else None,
             "settle_steps": 0,
             "step_limit": self.default_max_episode_steps,
-        }
+        } | ({"action_dtype": "float32"} if self.config.action_dtype == "float32" else {})
 
     def render(self, env_id: int) -> np.ndarray:
         """``uint8 (H, W, 3)`` frame of env ``env_id``'s ``top`` camera (for videos)."""

@@ -31,6 +31,17 @@ which is also :attr:`default_max_episode_steps`). The record's ``return`` is ler
 ``sum_reward`` and the episode metric ``reward`` (``max``) its ``max_reward``; the task string
 is what ``lerobot-eval`` sends: the env's ``task_description``, else its ``task``, else ``""``.
 
+Meta-World (``{type: metaworld, task: metaworld-<name>-v3}``, LeRobot's pin ``metaworld==3.0.0``
+in the lerobot venv) needs nothing of its own here. Its scene is fixed by the episode seed:
+LeRobot 0.6.1's ``MetaworldEnv`` sets ``seeded_rand_vec = True`` (``lerobot/envs/metaworld.py``
+l.157-158) and calls ``self._env.seed(seed)`` before each seeded reset (l.224-226), so
+Meta-World draws the object/goal vector from the env's own ``np_random`` (``metaworld/
+sawyer_xyz_env.py`` l.702-710), not from the global ``np.random`` (l.711-718, the branch older
+LeRobot envs took); one env per worker reset with seed ``s`` is therefore the scene
+``lerobot-eval`` gives seed ``s`` in any slot of any batch, whatever its ``set_seed`` did to the
+global generator (tests/test_lerobot_env_bridge.py checks both). Its episodes are 500 steps
+whatever the config's ``episode_length`` (l.104), as in ``lerobot-eval``.
+
 Observation: LeRobot's raw env observation renamed as ``preprocess_observation`` renames it, the
 values kept as numpy (the policy server stacks and converts them exactly as
 ``preprocess_observation`` does, :func:`arena_lerobot.features.to_policy_batch`)::

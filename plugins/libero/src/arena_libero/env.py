@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
@@ -91,6 +91,12 @@ class LiberoConfig(EnvironmentConfig):
     num_steps_wait: int = Field(10, ge=0, description="dummy-action steps at each episode start, not counted")
     max_episode_steps: int | None = Field(
         None, ge=1, description="steps before a timeout; null: the suite's standard limit (220/280/300/520/400)"
+    )
+    action_dtype: Literal["float64", "float32"] = Field(
+        "float64",
+        description="dtype each action row reaches LIBERO's step in: float64 as openpi's example hands it "
+        "(action.tolist()); float32 as lerobot-eval does (its policy's float32 tensor as numpy), for "
+        "LeRobot-trained policies whose actions arrive as float64 (float32 values are then unchanged)",
     )
     seeding: Seeding = Field(
         "reference",
@@ -182,13 +188,16 @@ class LiberoEnvironment(SerialEnvironment):
     # -- Environment API ---------------------------------------------------------------------
 
     def step(self, actions: np.ndarray) -> tuple[dict[str, Any], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """Apply ``(num_envs, 7)`` actions, handed to LIBERO as float64.
+        """Apply ``(num_envs, 7)`` actions, handed to LIBERO as float64 (``action_dtype``).
 
         openpi's example passes ``action.tolist()`` (Python floats, i.e. float64) unclipped;
         so does this method: float32 actions become float64 exactly, float64 ones are not
-        rounded, and robosuite's controllers clip to ``[-1, 1]`` themselves.
+        rounded, and robosuite's controllers clip to ``[-1, 1]`` themselves. With
+        ``action_dtype: float32`` each env's row reaches LIBERO's ``step`` as float32, as
+        lerobot-eval 0.6 hands it over (``scripts/lerobot_eval.py`` l.303-307, then LeRobot's
+        ``LiberoEnv.step``, ``envs/libero.py`` l.366-374, passes it on unchanged).
         """
-        actions = self.check_actions(actions, ACTION_DIM, np.float64, finite=False)
+        actions = self.check_actions(actions, ACTION_DIM, np.dtype(self.config.action_dtype), finite=False)
         success = np.zeros(self.num_envs, bool)
         for i, sim in enumerate(self._sims):
             self._obs[i], _, _, _ = sim.step(actions[i])
@@ -232,6 +241,8 @@ class LiberoEnvironment(SerialEnvironment):
                 "settle_steps": self.config.num_steps_wait,
                 "step_limit": self.default_max_episode_steps,
             }
+            if self.config.action_dtype == "float32":
+                self._protocol["action_dtype"] = "float32"
         return self._protocol
 
     def _release(self) -> None:
