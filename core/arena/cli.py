@@ -162,6 +162,11 @@ def _print_run_warnings(exp) -> None:
     for name, run_cfg in exp.runs.items():
         if warning := success_warning(run_cfg.environment_cls):
             err.print(f"[yellow]warning:[/] {escape(f'run {name}: {warning}')}", highlight=False)
+        execution = getattr(run_cfg, "execution", None)
+        if execution is not None and (ignored := execution.ignored_keys()):
+            keys = ", ".join(f"execution.{k}" for k in ignored)
+            err.print(f"[yellow]warning:[/] {escape(f'run {name}: {keys} ignored: execution.mode is sync (set execution.mode: live)')}",
+                      highlight=False)
     for name, warning in ignored_endpoints(exp):
         err.print(f"[yellow]warning:[/] {escape(f'run {name}: {warning}')}", highlight=False)
     from arena.results.sample_size import detect_warning
