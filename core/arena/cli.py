@@ -415,7 +415,7 @@ def run_one(
 
 @app.command()
 def node(
-    spec: Annotated[str, typer.Argument(help="the node spec a backend rendered (JSON; $VARs expanded)")],
+    spec: Annotated[str, typer.Argument(help="path of the node spec file (JSON) a backend rendered; $VARs in the path are expanded")],
     shard: Annotated[Optional[str], typer.Option("--shard", help="K/N: shard K of the run")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="skip work items that already have a finished record")] = False,
     keep_errors: Annotated[bool, typer.Option("--keep-errors", help="with --resume: do not retry `error` episodes")] = False,
@@ -434,6 +434,9 @@ def node(
     """
     from arena.launch.node import main as node_main
 
+    if spec.lstrip().startswith("{"):
+        raise _fail(ConfigError("SPEC is the path of the node spec file a backend rendered, not its JSON text: "
+                                "write the JSON to a file and pass its path"))
     try:
         code = node_main(spec, shard, resume, keep_errors, signalled or ())
     except ValueError as exc:
