@@ -96,3 +96,13 @@ def test_arena_version_prints_the_installed_arena_core():
     result = CliRunner().invoke(app, ["--version"])
     assert result.exit_code == 0 and result.output.strip() == f"arena-core {__version__}"
     assert "<bool>" not in CliRunner().invoke(app, ["--help"]).output
+
+
+def test_arena_node_given_json_text_says_spec_is_a_file_path():
+    """`arena node '{"run": ...}'`: its help said "(JSON; $VARs expanded)", so a user passes the
+    JSON itself; the error says SPEC is the path of a file instead of "No such file or directory"."""
+    result = CliRunner().invoke(app, ["node", '{"run": "r", "output_dir": "/tmp/x"}'])
+    assert result.exit_code == 2, result.output
+    assert "SPEC is the path of the node spec file" in " ".join(result.output.split())
+    help_text = " ".join(CliRunner().invoke(app, ["node", "--help"], terminal_width=200).output.split())
+    assert "path of the node spec file (JSON)" in help_text

@@ -41,3 +41,24 @@ def test_the_readme_links_the_architecture_page_and_lists_every_command():
     for command in app.registered_commands:
         name = command.name or command.callback.__name__.replace("_", "-")
         assert re.search(rf"`arena (\S+\\\|)*{re.escape(name)}\b", table), f"arena {name} is not in the README's table"
+
+
+def test_the_readme_names_every_environment_with_simulator_perturbations():
+    """`arena plugins --json` lists each environment's simulator perturbations; the README's
+    "Perturbations" paragraph names every environment that has some (a user reading that the
+    others take the generic ones only would not sweep ALOHA's or LIBERO's cameras)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from arena.cli import app
+
+    result = CliRunner().invoke(app, ["plugins", "--json"])
+    assert result.exit_code == 0, result.output
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    paragraph = readme[readme.index("Perturbations: why a policy fails."):]
+    paragraph = paragraph[: paragraph.index("the other environments take the generic ones only")]
+    shown = {"metaworld": "Meta-World", "franka_kitchen": "Franka Kitchen", "libero": "LIBERO", "aloha": "ALOHA"}
+    for env, supported in json.loads(result.output)["perturbations"].items():
+        if any(p["where"] == "simulator" for p in supported):
+            assert shown.get(env, env) in paragraph, f"README's perturbation paragraph does not name {env}"

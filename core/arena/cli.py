@@ -162,6 +162,11 @@ def _print_run_warnings(exp) -> None:
     for name, run_cfg in exp.runs.items():
         if warning := success_warning(run_cfg.environment_cls):
             err.print(f"[yellow]warning:[/] {escape(f'run {name}: {warning}')}", highlight=False)
+        execution = getattr(run_cfg, "execution", None)
+        if execution is not None and (ignored := execution.ignored_keys()):
+            keys = ", ".join(f"execution.{k}" for k in ignored)
+            err.print(f"[yellow]warning:[/] {escape(f'run {name}: {keys} ignored: execution.mode is sync (set execution.mode: live)')}",
+                      highlight=False)
     for name, warning in ignored_endpoints(exp):
         err.print(f"[yellow]warning:[/] {escape(f'run {name}: {warning}')}", highlight=False)
     from arena.results.sample_size import detect_warning
@@ -410,7 +415,7 @@ def run_one(
 
 @app.command()
 def node(
-    spec: Annotated[str, typer.Argument(help="the node spec a backend rendered (JSON; $VARs expanded)")],
+    spec: Annotated[str, typer.Argument(help="path of the node spec file (JSON) a backend rendered; $VARs in the path are expanded")],
     shard: Annotated[Optional[str], typer.Option("--shard", help="K/N: shard K of the run")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="skip work items that already have a finished record")] = False,
     keep_errors: Annotated[bool, typer.Option("--keep-errors", help="with --resume: do not retry `error` episodes")] = False,
@@ -429,6 +434,9 @@ def node(
     """
     from arena.launch.node import main as node_main
 
+    if spec.lstrip().startswith("{"):
+        raise _fail(ConfigError("SPEC is the path of the node spec file a backend rendered, not its JSON text: "
+                                "write the JSON to a file and pass its path"))
     try:
         code = node_main(spec, shard, resume, keep_errors, signalled or ())
     except ValueError as exc:

@@ -44,3 +44,23 @@ def test_meta_world_null_action_keeps_the_gripper():
 def test_maniskill_delta_control_only_continues_the_chunk():
     with pytest.raises(ConfigError, match="execution.hold.*valid: continue_chunk"):
         run_of("maniskill", {"task": "PickCube-v1", "control_mode": "pd_ee_delta_pose"}, {"hold": "repeat_last"})
+
+
+def test_live_keys_without_live_mode_are_a_warning_naming_them(tmp_path):
+    """`execution: {delay: {steps: 3}}` without `mode: live` runs synchronously: `arena validate`
+    says so instead of accepting the delay silently (a sync run scored as if it were delayed)."""
+    import yaml
+    from typer.testing import CliRunner
+
+    from arena.cli import app
+
+    run = {"environment": {"type": "metaworld", "task": "reach-v3"}, "policy": {"type": "zero_action"}}
+    path = tmp_path / "exp.yaml"
+    path.write_text(yaml.safe_dump({"runs": {"forgot": {**run, "execution": {"delay": {"steps": 3}, "execute_horizon": 4}},
+                                             "sync": {**run, "execution": {"mode": "sync"}},
+                                             "live": {**run, "execution": {"mode": "live", "delay": {"steps": 3}}}}}))
+    result = CliRunner().invoke(app, ["validate", str(path)])
+    output = " ".join(result.output.split())
+    assert result.exit_code == 0, result.output
+    assert "run forgot: execution.delay, execution.execute_horizon ignored: execution.mode is sync" in output
+    assert "run sync:" not in output and "run live:" not in output

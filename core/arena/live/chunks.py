@@ -11,7 +11,8 @@ Three kinds of policy, one call (:meth:`ChunkSource.request`):
 - a local policy with ``get_action_chunk(env, observation) -> (num_envs, H, A)`` (rows for
   active envs; e.g. the Kinetix baseline): called as is;
 - any other local policy: its one action per env, repeated for ``rows`` rows (a policy that
-  replans every ``execute_horizon`` steps, holding its target in between).
+  replans every ``execute_horizon`` steps, holding its target in between); so is a remote
+  server's chunk of one row (a server that answers one action per observation).
 
 The policy is told that only the requesting envs are active for the call
 (:meth:`~arena.policies.base.PolicyBase.set_active`), so it computes (and advances per-env
@@ -110,7 +111,11 @@ class ChunkSource:
                     finally:
                         if fields and adapter is not None:
                             policy.adapter = adapter
-                    return {e: np.array(broker.rows[e, : broker.length[e]], np.float64) for e in env_ids}
+                    chunks = {e: np.array(broker.rows[e, : broker.length[e]], np.float64) for e in env_ids}
+                    # a server answering one action per observation (Meta-World's expert, vla-eval,
+                    # OpenVLA) is a per-step policy: its action is held for the chunk, as a local
+                    # one's is; a one-row chunk would leave nothing for rows d .. s-1 to execute
+                    return {e: np.repeat(c, self.rows, axis=0) if len(c) == 1 else c for e, c in chunks.items()}
                 chunk_fn = getattr(policy, "get_action_chunk", None)
                 if callable(chunk_fn):
                     chunks = np.asarray(chunk_fn(env, observation), np.float64)

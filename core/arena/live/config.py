@@ -104,6 +104,13 @@ class ExecutionConfig(BaseModel):
     def live(self) -> bool:
         return self.mode == "live"
 
+    def ignored_keys(self) -> list[str]:
+        """The keys set in this section that sync mode ignores (every key but ``mode``): a run
+        that gives ``delay`` or ``execute_horizon`` without ``mode: live`` runs synchronously."""
+        if self.live:
+            return []
+        return sorted(k for k in self.model_fields_set if k != "mode")
+
     def resolve_hold(self, env_cls: type, env_config: Any) -> HoldRule:
         """The hold rule of this run on ``env_cls`` (the configured one, else the environment's first).
 
