@@ -190,6 +190,26 @@ def test_compare_refuses_a_perturbed_run_against_a_nominal_one_unless_forced(tmp
     assert check_comparable(data, nominal, noisy, force=True)
 
 
+def test_compare_pair_of_a_perturbed_run_and_its_nominal_one_agrees_with_the_attribution(sweep_run):
+    """`arena compare OUT OUT --pair toy.nominal:toy.action_delay-2` answers as the report's
+    "What drives failure" section does: paired on the same seeds, the same difference and p."""
+    from arena.results.compare import check_comparable, compare_experiments, notes
+
+    out = sweep_run.output_dir
+    data = compare_experiments(out, out, [("toy.nominal", "toy.action_delay-2")])
+    assert check_comparable(data, out, out, force=False) == []  # not refused, nothing forced
+    row = data["runs"][0]
+    assert row["design"] == "paired", row["design_reason"]
+    attribution = {r["run"]: r for r in sweep_run.result["attribution"]["sweeps"]["toy"]["rows"]}["toy.action_delay-2"]
+    assert row["difference"] == pytest.approx(attribution["difference"])
+    assert row["p_value"] == pytest.approx(attribution["p_value"])
+    assert any("measures the perturbation: environment.perturbations.action_delay" in line for line in notes(data))
+    # two perturbed levels of one sweep: the same seeds too
+    data = compare_experiments(out, out, [("toy.image_noise-40", "toy.action_delay-2")])
+    assert check_comparable(data, out, out, force=False) == []
+    assert data["runs"][0]["design"] == "paired"
+
+
 def test_full_factorial_model_has_one_term_per_level_and_curves_from_single_factor_runs(tmp_path):
     from arena.results.attribution import attribution
 

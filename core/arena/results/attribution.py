@@ -124,8 +124,7 @@ def level_rows(sweep: Mapping[str, Any], records_of: Mapping[str, list[Any]],
         own = _outcomes(records_of.get(name, []))
         why = None
         if setups is not None:
-            diffs = [d for d in pairing_differences(setups.get(name), setups.get(nominal))
-                     if not str(d.get("key", "")).startswith("environment.perturbations")]
+            diffs = pairing_differences(setups.get(name), setups.get(nominal))
             if diffs:
                 why = "setups differ in " + ", ".join(str(d["key"]) for d in diffs[:3])
         same_seeds = all(base[i][0] == own[i][0] for i in set(base) & set(own))

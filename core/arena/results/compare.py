@@ -20,7 +20,10 @@ on the records' protocol fingerprint (:mod:`arena.outputs.fingerprint`: simulato
 suite versions, init-state hash, seeding mode, image size, settle steps, step limit,
 adapter, the last only between runs of one policy type; keys ``protocol.*``).
 Where they differ, :func:`compare_experiments` lists the differences and the CLI refuses
-(exit 2) unless ``--force``. The policy may differ: that is what is being compared; when two
+(exit 2) unless ``--force`` — but for two runs named with ``--pair`` that differ only in their
+perturbations (``environment.perturbations``): a perturbed run and its nominal one play the
+same seeds, so they are compared paired (as a sweep's attribution compares them) and the
+notes name the perturbation. The policy may differ: that is what is being compared; when two
 runs of the same policy type were served by different models (checkpoint, revision, image,
 server metadata), the row says so (``models_differ``).
 
@@ -49,13 +52,13 @@ from rich.markup import escape
 from arena.errors import ConfigError
 from arena.outputs.fingerprint import common_fingerprint, fingerprint_differences
 from arena.results.aggregate import build_experiment_result
-from arena.results.difference_stats import pairing_differences
+from arena.results.difference_stats import is_perturbation, pairing_differences
 from arena.results.groups import suite_comparison
 from arena.results.labels import MODEL_IDENTITY_FIELDS, model_differences, models_differ
 from arena.results.methods import METHODS
 from arena.results.run_summary import counted_run_records
 from arena.results.task_comparisons import adjust_holm, compare_runs
-from arena.results.setups import run_setups
+from arena.results.setups import run_setups, setup_differences
 
 def compare_experiments(
     a: str | os.PathLike[str], b: str | os.PathLike[str], pairs: list[tuple[str, str]] | None = None
@@ -97,12 +100,14 @@ def compare_experiments(
         # B - A: compare_runs computes first - second, so B goes first.
         records_a, records_b = counted_run_records(a / name_a), counted_run_records(b / name_b)
         protocol = fingerprint_differences(
-            common_fingerprint(r.protocol for r in records_a), common_fingerprint(r.protocol for r in records_b)
+            _unperturbed(common_fingerprint(r.protocol for r in records_a)),
+            _unperturbed(common_fingerprint(r.protocol for r in records_b)),
         )
         if _policy_type(run_a) != _policy_type(run_b):  # the adapter belongs to the compared policy
             protocol = [d for d in protocol if not d["key"].startswith("protocol.adapter")]
-        setup = pairing_differences(setups_a.get(name_a), setups_b.get(name_b)) + protocol
-        row = compare_runs(name, run_b, name, run_a, records_b, records_a, setup)
+        setup = setup_differences(setups_a.get(name_a), setups_b.get(name_b)) + protocol
+        pairing = pairing_differences(setups_a.get(name_a), setups_b.get(name_b), protocol)
+        row = compare_runs(name, run_b, name, run_a, records_b, records_a, pairing)
         paired = row["paired"]
         if paired is not None:  # flip the labels back to A/B
             paired = {**paired, "only_a": paired["only_b"], "only_b": paired["only_a"]}
@@ -151,6 +156,15 @@ def compare_experiments(
         "suites": _suite_rows(result_a, result_b, rows) if pairs is None else [],
         "methods": METHODS,
     }
+
+
+def _unperturbed(fingerprint: Any) -> Any:
+    """A run's common fingerprint less its ``perturbations`` (compared as the setup's
+    ``environment.perturbations``): ``None`` when nothing else is left, as for a nominal run of
+    an environment that declares no fingerprint."""
+    if isinstance(fingerprint, dict) and "perturbations" in fingerprint:
+        return {k: v for k, v in fingerprint.items() if k != "perturbations"} or None
+    return fingerprint
 
 
 def _suite_rows(result_a: dict[str, Any], result_b: dict[str, Any], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -203,12 +217,14 @@ def describe_value(value: Any, limit: int = 80) -> str:
 HEADERS = ("run", "task", "A", "B", "B − A", "95% CI", "design", "p", "paired seeds: only A / only B")
 
 
-def setup_difference_lines(data: dict[str, Any]) -> list[str]:
-    """One line per setting that differs between two runs of one name."""
+def setup_difference_lines(data: dict[str, Any], perturbations: bool = True) -> list[str]:
+    """One line per setting that differs between two compared runs (``perturbations=False``:
+    leaving out the perturbations, :func:`arena.results.difference_stats.is_perturbation`)."""
     return [
         f"run {run}: {d['key']}: {describe_value(d['a'])} (A) vs {describe_value(d['b'])} (B)"
         for run, diffs in data["differences"].items()
         for d in diffs
+        if perturbations or not is_perturbation(str(d["key"]))
     ]
 
 
@@ -229,14 +245,15 @@ def check_comparable(data: dict[str, Any], a: Any, b: Any, force: bool) -> list[
         names_a = ", ".join(data["only_a"]) or "none"
         names_b = ", ".join(data["only_b"]) or "none"
         raise ConfigError(f"{a} and {b} have no run names in common (A: {names_a}; B: {names_b}); nothing to compare")
-    differences = setup_difference_lines(data)
-    if differences and not force:
+    refused = setup_difference_lines(data, perturbations=not data.get("pairs"))
+    if refused and not force:
         raise ConfigError(
             "these runs differ in their setup, so their success rates are not comparable:\n  "
-            + "\n  ".join(differences)
-            + "\n(--force compares them anyway)"
+            + "\n  ".join(refused)
+            + "\n(--force compares them anyway; a perturbed run and its nominal one, named with --pair, are compared "
+            "paired without it)"
         )
-    return differences
+    return refused
 
 
 def partial_lines(data: dict[str, Any]) -> list[str]:
@@ -325,6 +342,10 @@ def notes(data: dict[str, Any]) -> list[str]:
     for row in data["runs"]:
         if row.get("models_differ"):
             lines.append("[yellow]" + escape(model_note(row)) + "[/]")
+        perturbed = [d for d in row.get("setup_differences") or [] if is_perturbation(str(d["key"]))]
+        if perturbed:
+            described = ", ".join(f"{d['key']} (A {describe_value(d['a'])}, B {describe_value(d['b'])})" for d in perturbed)
+            lines.append(escape(f"run {row['run']}: the difference measures the perturbation: {described}"))
     lines.append("bold: the 95% interval excludes 0; p: "
                  + ("raw (Holm-adjusted in brackets)" if data.get("multiplicity") else "raw"))
     if data.get("multiplicity"):

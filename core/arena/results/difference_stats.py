@@ -24,6 +24,7 @@ independent proportions built from their two Wilson intervals (Newcombe 1998, *S
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any, Iterable
 
 from arena.outputs.run_stats import Z95, wilson_interval
@@ -174,17 +175,34 @@ def pair_outcomes(outcomes_1: dict[int, bool], outcomes_2: dict[int, bool]) -> d
     }
 
 
-def pairing_differences(setup_1: Any, setup_2: Any) -> list[dict[str, Any]]:
+#: Keys of settings and fingerprints that a perturbation changes: what the policy sees or what
+#: the simulator executes, never which situation episode ``i`` is (its seed, task and initial
+#: state are the nominal run's). Runs differing only in these stay paired, episode by episode.
+PERTURBATION_KEYS = ("environment.perturbations", "protocol.perturbations")
+
+
+def is_perturbation(key: str) -> bool:
+    """Whether a setup or fingerprint key (``environment.perturbations.image_noise``,
+    ``protocol.perturbations.action_delay``) names a perturbation (:data:`PERTURBATION_KEYS`)."""
+    return any(key == k or key.startswith(k + ".") for k in PERTURBATION_KEYS)
+
+
+def pairing_differences(
+    setup_1: Any, setup_2: Any, protocol: Sequence[dict[str, Any]] = ()
+) -> list[dict[str, Any]]:
     """What keeps two runs from being paired: ``[{key, a, b}]``, empty when they are paired.
 
-    The one place the pairing check is made, so that the check it calls
+    The one place the pairing check is made: the setups' differences
     (:func:`arena.results.setups.setup_differences` over ``environment.*``, ``rollout_limit.*``
-    and ``environment_builder.seed`` today) can be replaced by a protocol fingerprint in one
-    place. ``setup_*``: what :func:`arena.results.setups.run_setup` returns.
+    and ``environment_builder.seed``) and the records' fingerprint differences ``protocol``
+    (:func:`arena.outputs.fingerprint.fingerprint_differences`), less the perturbations
+    (:func:`is_perturbation`): a perturbed run and its nominal one play the same situations, so
+    ``arena compare --pair`` and a sweep's attribution both compare them paired.
+    ``setup_*``: what :func:`arena.results.setups.run_setup` returns.
     """
     from arena.results.setups import setup_differences
 
-    return setup_differences(setup_1, setup_2)
+    return [d for d in [*setup_differences(setup_1, setup_2), *protocol] if not is_perturbation(str(d["key"]))]
 
 
 def compare_rates(
