@@ -242,4 +242,6 @@ def test_a_server_always_going_away_is_missing_metadata_once_the_deadline_passes
         started = time.monotonic()
         with pytest.raises(MissingMetadata, match=r"code 1001: going away\) without sending the metadata frame"):
             _client(raw.port, connect_timeout_s=1).connect()
-        assert 1 <= time.monotonic() - started < 4
+        # bounded: it gave up after its 1 s deadline, not at once and not never (the upper bound is
+        # generous, a check that it ends, not of speed: a loaded CI machine is slow)
+        assert 1 <= time.monotonic() - started < 30

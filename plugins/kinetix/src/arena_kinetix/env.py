@@ -180,14 +180,17 @@ class KinetixEnvironment(SerialEnvironment):
             distance[e] = float(info["distance"])
         return self._observation(), reward, terminated, truncated, {"success": success, "distance": distance}
 
-    def episode_info(self, env_id: int) -> dict[str, Any]:
+    def protocol(self) -> dict[str, Any]:
+        """The protocol fingerprint (:mod:`arena.outputs.fingerprint`): kinetix-env's and JAX's
+        versions, the level file, observation type, action noise, frame skip and step limit; the
+        default :meth:`episode_info` puts it in every record."""
         from importlib import metadata
 
-        return {"protocol": {
+        return {
             "benchmark": "kinetix", "kinetix_env": metadata.version("kinetix-env"), "jax": metadata.version("jax"),
             "level": self.level_path, "obs_type": self.config.obs_type, "action_noise": self.config.action_noise,
             "frame_skip": self.config.frame_skip, "max_timesteps": int(self._params.max_timesteps),
-        }}
+        }
 
     def render(self, env_id: int) -> np.ndarray:
         if self.config.obs_type == "pixels":
