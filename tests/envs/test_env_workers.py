@@ -184,10 +184,15 @@ class BrokenEnv(ToyReachEnv):
         raise RuntimeError("the simulator's assets are missing")
 
 
-def test_a_worker_that_cannot_build_its_environment_fails_with_its_traceback():
+def test_a_worker_that_cannot_build_its_environment_fails_with_its_traceback(capfd):
     with pytest.raises(WorkerError) as err:
         build_environment(BrokenEnv, _BrokenConfig(workers=1), num_envs=1)
-    assert "could not build" in str(err.value) and "the simulator's assets are missing" in str(err.value)
+    message = str(err.value)
+    assert "could not build" in message and "RuntimeError: the simulator's assets are missing" in message
+    # one line (it is the run's failure reason in the summary); the traceback goes to the log
+    assert "\n" not in message and "traceback in the run's log" in message
+    logged = capfd.readouterr().err
+    assert "Traceback (most recent call last)" in logged and "raise RuntimeError" in logged
 
 
 def test_a_class_defined_in_a_function_cannot_go_to_a_worker():

@@ -339,9 +339,12 @@ class WorkerEnvironment(Environment):
         except WorkerGone:
             raise WorkerError(f"could not build its environment: {worker.death()}") from None
         if not reply.get("ok"):
+            # The traceback goes to stderr (the run's runner.log); the error, which becomes the
+            # run's failure reason in summaries and reports, stays one line.
+            self._report(worker, "build its environment", reply)
             raise WorkerError(
                 f"{worker.label} could not build '{self._build_message['env_class']}' under {worker.python}: "
-                f"{reply.get('error')}\n{reply.get('traceback', '')}".rstrip()
+                f"{reply.get('error')}" + (" (traceback in the run's log)" if reply.get("traceback") else "")
             )
         return reply
 
