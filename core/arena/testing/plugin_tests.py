@@ -198,7 +198,8 @@ def run_arena(
 def arena_run(
     experiment: dict[str, Any], out: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 240.0
 ) -> subprocess.CompletedProcess:
-    """Write ``experiment`` to ``out.parent / "experiment.yaml"`` and run ``arena run`` on it
+    """Write ``experiment`` to ``out.parent / f"{out.name}-experiment.yaml"`` (as
+    :func:`arena.testing.run_tiny_experiment` names its input) and run ``arena run`` on it
     with ``--output-dir out`` and ``args`` (e.g. ``"--allow-import", "pkg.testing"``), through
     :func:`run_arena` (``env``, ``timeout``).
 
@@ -207,7 +208,7 @@ def arena_run(
     """
     import yaml
 
-    path = out.parent / "experiment.yaml"
+    path = out.parent / f"{out.name}-experiment.yaml"
     path.write_text(yaml.safe_dump(experiment, sort_keys=False))
     return run_arena("run", str(path), "--output-dir", str(out), *args, env=env, timeout=timeout)
 
