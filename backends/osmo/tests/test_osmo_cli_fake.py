@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from osmo_testkit import dry_run_files, fake_models, fake_osmo, node_spec_of, osmo_options, run, runner_output, task  # noqa: F401
+from osmo_testkit import dry_run_files, node_spec_of, osmo_options, run, runner_output, task
 from typer.testing import CliRunner
 
 from arena.cli import app

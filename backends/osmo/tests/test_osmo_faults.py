@@ -14,17 +14,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from osmo_testkit import (  # noqa: F401
+from osmo_testkit import (
     dry_run_files,
     dry_run_text,
     execute_task,
     experiment,
-    fake_models,
-    fake_osmo,
     osmo_options,
     render,
     run,
-    snapshot_of,
     submitted_spec,
     task,
     tasks_of,

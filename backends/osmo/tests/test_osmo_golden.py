@@ -8,10 +8,9 @@ checked by loading them back.
 from __future__ import annotations
 
 import yaml
-from osmo_testkit import (  # noqa: F401
+from osmo_testkit import (
     assert_golden,
     experiment,
-    fake_models,
     node_spec_of,
     normalized_text,
     osmo_options,

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from osmo_testkit import (  # noqa: F401
+from osmo_testkit import (
     PLATFORMS,
     experiment,
-    fake_models,
     node_spec_of,
     normalized_text,
     osmo_options,

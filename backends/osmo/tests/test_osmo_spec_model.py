@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from osmo_testkit import experiment, fake_models, render, run  # noqa: F401
+from osmo_testkit import experiment, render, run
 from pydantic import ValidationError
 
 from arena_osmo.spec import validate_workflow

@@ -335,21 +335,28 @@ class MetaWorldEnvironment(SerialEnvironment):
         Meta-World's and MuJoCo's versions, the goal variations episodes draw from (MT1's train
         tasks of :data:`GOAL_SET_SEED`), the camera and image size, the step limit."""
         versions = package_versions(("metaworld", "mujoco"))
-        return {
+        task = self.config.task
+        if self.config.scenes == "lerobot":
+            init_states = {"source": f"seeded_rand_vec after MT1({task!r}, seed={LEROBOT_MT1_SEED}).train_tasks[0] (LeRobot's)"}
+            seeding = "episode seed: env.seed(seed) and reset, scenes from the env's seeded generator (LeRobot's)"
+        else:
+            init_states = {"source": f"MT1({task!r}, seed={GOAL_SET_SEED}).train_tasks", "count": len(self._goals)}
+            seeding = "episode seed: goal variation and reset(seed)"
+        fingerprint = {
             "benchmark": "metaworld",
             "suite": "MT1",
             "suite_version": versions["metaworld"],
             "simulators": versions,
-            "init_states": {"source": f"MT1({self.config.task!r}, seed={GOAL_SET_SEED}).train_tasks", "count": len(self._goals)}
-            if self.config.scenes != "lerobot"
-            else {"source": f"seeded_rand_vec after MT1({self.config.task!r}, seed={LEROBOT_MT1_SEED}).train_tasks[0] (LeRobot's)"},
-            "seeding": "episode seed: goal variation and reset(seed)" if self.config.scenes != "lerobot"
-            else "episode seed: env.seed(seed) and reset, scenes from the env's seeded generator (LeRobot's)",
+            "init_states": init_states,
+            "seeding": seeding,
             "cameras": [self.config.camera] if self._frames is not None else [],
             "image_size": [self.config.image_size] * 2 if self._frames is not None else None,
             "settle_steps": 0,
             "step_limit": self.default_max_episode_steps,
-        } | ({"camera_pose": "lerobot"} if self.config.camera_pose == "lerobot" else {})
+        }
+        if self.config.camera_pose == "lerobot":  # absent otherwise: earlier records compare as before
+            fingerprint["camera_pose"] = "lerobot"
+        return fingerprint
 
     # -- perturbations (arena.envs.mujoco_perturb) ----------------------------------------
 

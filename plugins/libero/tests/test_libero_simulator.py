@@ -102,18 +102,18 @@ def test_expert_succeeds_and_zero_actions_never_do_through_arena_run(tmp_path):
     libero_python()  # no python key: the workers run under the environment's default venv
     experiment = tmp_path / "libero.yaml"
     experiment.write_text(
-        f"""
-launch: {{backend: local, local: {{jobs: 1}}}}
+        """
+launch: {backend: local, local: {jobs: 1}}
 shared:
-  environment: {{type: libero, suite: libero_spatial, task: 0, cameras: false}}
-  environment_builder: {{seed: 0}}
+  environment: {type: libero, suite: libero_spatial, task: 0, cameras: false}
+  environment_builder: {seed: 0}
 runs:
   expert:
-    policy: {{type: libero_pick_place_expert}}
-    rollout_limit: {{num_episodes: 2}}
+    policy: {type: libero_pick_place_expert}
+    rollout_limit: {num_episodes: 2}
   zero:
-    policy: {{type: zero_action}}
-    rollout_limit: {{num_episodes: 1, max_episode_steps: 25}}
+    policy: {type: zero_action}
+    rollout_limit: {num_episodes: 1, max_episode_steps: 25}
 """
     )
     done = _arena_run(experiment, tmp_path / "out")
