@@ -104,22 +104,38 @@ def run_tiny_experiment(
     return ExperimentOutcome(exit_code=code, output_dir=output_dir, result=result)
 
 
+def run_arena(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 240.0
+) -> subprocess.CompletedProcess:
+    """``python -m arena ARGS`` in a fresh interpreter: text ``stdout``/``stderr``, never raises
+    on a failing exit code. ``env`` adds variables to this process's; with ``cwd``, ``TMPDIR`` is
+    ``cwd`` too (a Slurm dry-run writes its scripts to a temporary directory).
+
+    Raises:
+        subprocess.TimeoutExpired: it ran longer than ``timeout`` seconds.
+    """
+    full_env = {**os.environ, **(env or {})}
+    if cwd is not None:
+        full_env["TMPDIR"] = str(cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "arena", *args], capture_output=True, text=True, env=full_env, cwd=cwd, timeout=timeout
+    )
+
+
 def run_in_child(
-    experiment: dict[str, Any], path: Path, output_dir: Path, *, timeout_s: float = 300
+    experiment: dict[str, Any], path: Path, output_dir: Path, *args: str,
+    env: dict[str, str] | None = None, timeout_s: float = 300,
 ) -> subprocess.CompletedProcess:
     """Write ``experiment`` to ``path`` (YAML) and run ``python -m arena run PATH --output-dir
-    OUTPUT_DIR`` in a child process, as a user would: for what an in-process run cannot show
-    (the console, exit codes, processes left behind). Returns the finished process, its
-    stdout and stderr captured as text.
+    OUTPUT_DIR ARGS`` in a child process (:func:`run_arena`, ``env`` added), as a user would:
+    for what an in-process run cannot show (the console, exit codes, processes left behind).
+    Returns the finished process, its stdout and stderr captured as text.
 
     Raises:
         subprocess.TimeoutExpired: it ran longer than ``timeout_s``.
     """
     path.write_text(yaml.safe_dump(experiment, sort_keys=False))
-    return subprocess.run(
-        [sys.executable, "-m", "arena", "run", str(path), "--output-dir", str(output_dir)],
-        capture_output=True, text=True, timeout=timeout_s,
-    )
+    return run_arena("run", str(path), "--output-dir", str(output_dir), *args, env=env, timeout=timeout_s)
 
 
 def run_in_session(

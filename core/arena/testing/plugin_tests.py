@@ -11,8 +11,8 @@ and the checks every plugin's tests make of how arena lists and requires it.
   simulator served from a benchmark venv to a reference client's loop.
 - :func:`traced_episodes` and :func:`assert_same_steps`: episodes of a traced environment's
   trace file, compared step for step with a reference client's.
-- :func:`run_arena`: the ``arena`` command in a fresh interpreter (:data:`OSMESA` for MuJoCo
-  without a display).
+- :func:`run_arena` (from :mod:`arena.testing.experiments`): the ``arena`` command in a fresh
+  interpreter (:data:`OSMESA` for MuJoCo without a display).
 - :func:`arena_run`: ``arena run`` on an experiment given as a dict;
   :func:`experiment_against` builds one whose policy talks to a server the test started.
 - :func:`listed_plugin`: one plugin's entry of ``arena plugins --json``.
@@ -26,7 +26,6 @@ import json
 import math
 import os
 import subprocess
-import sys
 from pathlib import Path
 from collections.abc import Iterable
 from typing import Any
@@ -34,6 +33,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from arena.testing.experiments import run_arena, run_in_child
 from arena.testing.frames import read_frame, write_frame
 
 __all__ = [
@@ -89,11 +89,16 @@ class RawSimulator:
         return result
 
     def close(self) -> None:
-        """Call ``close`` there and wait (60 s at most) for the process to end."""
+        """Call ``close`` there and wait (60 s at most) for the process to end; one still running
+        then is killed (it is this object's own child), so a test never leaves it behind."""
         try:
             self("close")
         finally:
-            self.proc.wait(timeout=60)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
 
     def __enter__(self) -> RawSimulator:
         return self
@@ -177,40 +182,18 @@ def record_expert_actions(
         return {int(k): data[k] for k in data.files}
 
 
-def run_arena(
-    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 240.0
-) -> subprocess.CompletedProcess:
-    """``python -m arena ARGS`` in a fresh interpreter: text ``stdout``/``stderr``, never raises
-    on a failing exit code. ``env`` adds variables to this process's; with ``cwd``, ``TMPDIR`` is
-    ``cwd`` too (a Slurm dry-run writes its scripts to a temporary directory).
-
-    Raises:
-        subprocess.TimeoutExpired: it ran longer than ``timeout`` seconds.
-    """
-    full_env = {**os.environ, **(env or {})}
-    if cwd is not None:
-        full_env["TMPDIR"] = str(cwd)
-    return subprocess.run(
-        [sys.executable, "-m", "arena", *args], capture_output=True, text=True, env=full_env, cwd=cwd, timeout=timeout
-    )
-
-
 def arena_run(
     experiment: dict[str, Any], out: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 240.0
 ) -> subprocess.CompletedProcess:
-    """Write ``experiment`` to ``out.parent / f"{out.name}-experiment.yaml"`` (as
-    :func:`arena.testing.run_tiny_experiment` names its input) and run ``arena run`` on it
-    with ``--output-dir out`` and ``args`` (e.g. ``"--allow-import", "pkg.testing"``), through
-    :func:`run_arena` (``env``, ``timeout``).
+    """``arena run`` on ``experiment`` written to ``out.parent / f"{out.name}-experiment.yaml"``
+    (as :func:`arena.testing.run_tiny_experiment` names its input), with ``--output-dir out``
+    and ``args`` (e.g. ``"--allow-import", "pkg.testing"``):
+    :func:`arena.testing.experiments.run_in_child` (``env``, ``timeout``).
 
     Raises:
         subprocess.TimeoutExpired: it ran longer than ``timeout`` seconds.
     """
-    import yaml
-
-    path = out.parent / f"{out.name}-experiment.yaml"
-    path.write_text(yaml.safe_dump(experiment, sort_keys=False))
-    return run_arena("run", str(path), "--output-dir", str(out), *args, env=env, timeout=timeout)
+    return run_in_child(experiment, out.parent / f"{out.name}-experiment.yaml", out, *args, env=env, timeout_s=timeout)
 
 
 def experiment_against(policy: dict[str, Any], server: Any, requires: dict[str, str], **tiny: Any) -> dict[str, Any]:
