@@ -140,10 +140,11 @@ def train_command(python: str, dataset: Path, out: Path, steps: int, batch_size:
 
 
 def load_average() -> list[float] | None:
-    """The 1-, 5- and 15-minute load averages (``/proc/loadavg``), or None where there is none."""
+    """The 1-, 5- and 15-minute load averages (``os.getloadavg``: ``/proc/loadavg`` on Linux),
+    or None where the system has none."""
     try:
-        return [float(field) for field in Path("/proc/loadavg").read_text().split()[:3]]
-    except (OSError, ValueError):
+        return [round(value, 2) for value in os.getloadavg()]
+    except OSError:
         return None
 
 
