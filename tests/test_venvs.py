@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -232,3 +233,41 @@ def test_setup_of_several_venvs_runs_jobs_at_a_time_and_reports_in_declaration_o
     running["most"] = 0
     setup_venvs(specs, jobs=1, if_possible=True)
     assert running["most"] == 1
+
+
+@pytest.mark.skipif(shutil.which("hardlink") is None, reason="util-linux's hardlink is not installed")
+def test_identical_files_of_venvs_are_linked_after_a_set_up_that_built_one(tmp_path, monkeypatch):
+    """The LeRobot and Isaac Lab venvs both hold torch's CUDA build: one copy on disk, not two.
+    Only files with the same name, mode and bytes are linked; nothing is linked when no venv changed."""
+    monkeypatch.setenv("ARENA_VENVS", str(tmp_path))
+    monkeypatch.setattr(sys, "prefix", sys.base_prefix)  # leave the running venv out of it
+    payload = bytes(range(256)) * 512  # 128 KiB, over the 64 KiB floor
+    built: list[str] = []
+
+    def fake_setup(spec, **_):
+        site = tmp_path / spec.name / "site-packages"
+        site.mkdir(parents=True, exist_ok=True)
+        (site / "libtorch.so").write_bytes(payload)
+        (site / "other-name.so").write_bytes(payload)
+        (site / "differs.so").write_bytes(payload[:-1] + bytes([spec.name == "b"]))
+        (tmp_path / spec.name / venvs.STAMP_NAME).write_text(spec.name)
+        built.append(spec.name)
+        return tmp_path / spec.name / "bin" / "python"
+
+    monkeypatch.setattr(venvs, "setup_venv", fake_setup)
+    said: list[str] = []
+    venvs.setup_venvs([venvs.VenvSpec(name="a"), venvs.VenvSpec(name="b")], say=said.append, jobs=2)
+    inode = {(v, f): (tmp_path / v / "site-packages" / f).stat().st_ino
+             for v in "ab" for f in ("libtorch.so", "other-name.so", "differs.so")}
+    assert inode["a", "libtorch.so"] == inode["b", "libtorch.so"]
+    assert inode["a", "other-name.so"] == inode["b", "other-name.so"] != inode["a", "libtorch.so"]
+    assert inode["a", "differs.so"] != inode["b", "differs.so"]
+    assert (tmp_path / "b" / "site-packages" / "libtorch.so").read_bytes() == payload
+    assert any(line.startswith("identical files of the venvs hard-linked:") for line in said)
+
+    monkeypatch.setattr(venvs, "setup_venv", lambda spec, **_: tmp_path / spec.name / "bin" / "python")
+    (tmp_path / "b" / "site-packages" / "late.so").write_bytes(payload)
+    (tmp_path / "a" / "site-packages" / "late.so").write_bytes(payload)
+    venvs.setup_venvs([venvs.VenvSpec(name="a"), venvs.VenvSpec(name="b")])  # no stamp changed
+    late = [(tmp_path / v / "site-packages" / "late.so").stat().st_ino for v in "ab"]
+    assert late[0] != late[1]
