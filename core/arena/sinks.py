@@ -423,18 +423,24 @@ def roles_of(output_dir: str | os.PathLike[str]) -> dict[str, str]:
 
 def with_returns(result: Mapping[str, Any], run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """``result`` (a run's entry) with ``returns``: the mean episode return over the run's
-    counted episodes with its interval (``{"mean", "ci_low", "ci_high", "episodes"}``, as
-    :func:`arena.outputs.metrics.summarize_metrics` gives episode metrics), read from the
-    run's records; ``result`` unchanged when there are none."""
-    from arena.outputs.metrics import summarize_metrics
+    counted episodes with its interval (:func:`arena.outputs.metrics.summarize_returns`, inside
+    the bounds the environment declared for it in the output's manifest), read from the run's
+    records; ``result`` unchanged when there are none."""
+    from arena.outputs.layout import MANIFEST_FILE
+    from arena.outputs.metrics import summarize_returns
     from arena.results.run_summary import counted_run_records
 
     try:
         records = counted_run_records(run_dir)
     except OSError:
         return dict(result)
-    summary = summarize_metrics([{"outcome": r.outcome, "metrics": {"return": r.return_}} for r in records])
-    return {**result, "returns": summary["return"]} if summary and "return" in summary else dict(result)
+    try:  # the run's entry of <output>/manifest.json (arena.rollout.workitems.write_manifest)
+        manifest = json.loads((Path(run_dir).parent / MANIFEST_FILE).read_text())
+        bounds = manifest["runs"][Path(run_dir).name].get("metric_bounds")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        bounds = None
+    summary = summarize_returns(records, bounds if isinstance(bounds, Mapping) else None)
+    return {**result, "returns": summary} if summary else dict(result)
 
 
 def videos_of(output_dir: str | os.PathLike[str]) -> list[Path]:

@@ -57,6 +57,11 @@ def test_live_expert_records_delays_stale_ratio_and_latency(run_experiment, refe
     assert [r["outcome"] for r in records] == ["success", "success"]  # reach survives 2 stale steps in 4
     summary = outcome.result["runs"]["run"]["metrics"]
     assert "live_stale_ratio" in summary
+    # latency cannot be negative: Student's t clipped at 0 ms; the stale ratio is a fraction
+    for key in ("live_latency_p50_ms", "live_latency_p99_ms", "live_control_hz", "live_delay_steps"):
+        assert summary[key]["method"] == "student-t-clipped" and summary[key]["bounds"] == [0.0, None]
+        assert 0.0 <= summary[key]["ci_low"] <= summary[key]["mean"] <= summary[key]["ci_high"]
+    assert summary["live_stale_ratio"]["method"] == "betting-bounded-mean"
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,6 @@
 """Episode-metric intervals stay inside the metric's range: Wilson for a boolean metric, the
-betting interval for one with declared bounds, Student's t otherwise — the same figures in
+betting interval for one with declared bounds, Student's t clipped at a one-sided bound (latency, a
+return of non-negative rewards), Student's t otherwise — the same figures in
 run_result.json, experiment_result.json, the report and what the result sinks are sent."""
 
 from __future__ import annotations
@@ -171,3 +172,86 @@ def _wandb_receives(tmp_path: Path, out: Path, experiment: dict, progress: dict)
     (run,) = wait_for_runs(tmp_path / "wb" / "wandb", 1)
     assert run.summary["reach/metrics/progress/ci95_low"] == pytest.approx(progress["ci_low"])
     assert run.summary["reach/metrics/progress/mean"] == pytest.approx(progress["mean"])
+
+
+# -- one-sided bounds: latency, control rate, a return of non-negative rewards ------------------
+
+
+def test_a_metric_bounded_below_gets_t_clipped_at_the_bound():
+    # three episodes' p50 latency (ms), one slow: plain t reaches below 0 ms
+    latency = [12.0, 15.0, 140.0]
+    mean, t_low, t_high, method = metric_interval(latency)
+    assert method == "student-t" and t_low < 0.0
+    clipped = metric_interval(latency, (0.0, None))
+    assert clipped == (mean, 0.0, t_high, "student-t-clipped")
+    # a bound the t interval does not reach leaves it as it is (same figures, named as clipped)
+    tight = [100.0, 101.0, 102.0, 103.0]
+    assert metric_interval(tight, (0.0, None))[1:3] == metric_interval(tight)[1:3]
+    # a bound above: mirrored
+    _, low, high, method = metric_interval([-12.0, -15.0, -140.0], (None, 0.0))
+    assert method == "student-t-clipped" and high == 0.0 and low == pytest.approx(-t_high)
+    # one episode: no interval either way
+    assert metric_interval([3.0], (0.0, None)) == (3.0, None, None, "student-t-clipped")
+    # a value past the bound: the declaration is wrong, so plain t (not hidden by clipping)
+    assert metric_interval([-1.0, 5.0, 9.0], (0.0, None))[3] == "student-t"
+
+
+def test_clipping_keeps_the_t_intervals_coverage():
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    true_mean = 1.0  # exponential latencies, skewed: t often reaches below 0 at n = 4
+    crossed = plain_hits = clipped_hits = 0
+    for _ in range(200):
+        x = list(rng.exponential(true_mean, size=4))
+        _, t_low, t_high, _ = metric_interval(x)
+        _, low, high, _ = metric_interval(x, (0.0, None))
+        crossed += t_low < 0.0
+        assert low >= 0.0 and high == t_high
+        plain_hits += t_low <= true_mean <= t_high
+        clipped_hits += low <= true_mean <= high
+    assert crossed > 20 and clipped_hits == plain_hits
+
+
+def test_one_sided_bounds_are_checked_and_infinity_reads_as_none():
+    from arena.outputs.metrics import check_bounds
+
+    assert check_bounds({"a": (0, None), "b": (float("-inf"), 3), "c": [0.0, float("inf")]}, "env x") == {
+        "a": (0.0, None), "b": (None, 3.0), "c": (0.0, None),
+    }
+    for bad in ((None, None), (float("nan"), None), (2.0, 1.0), (0.0,)):
+        with pytest.raises(ValueError, match="env x"):
+            check_bounds({"k": bad}, "env x")
+
+
+def test_live_metrics_have_bounds_without_the_environment_declaring_them():
+    from arena.live.episode_stats import LIVE_METRIC_BOUNDS, LIVE_METRICS
+
+    assert set(LIVE_METRIC_BOUNDS) == set(LIVE_METRICS)
+    rows = [{"live_latency_p50_ms": v, "live_stale_ratio": s, "live_control_hz": h}
+            for v, s, h in ((8.0, 0.0, 9.5), (9.0, 0.25, 9.9), (95.0, 0.5, 3.0))]
+    summary = summarize_metrics([{"outcome": "failure", "metrics": m} for m in rows])
+    latency = summary["live_latency_p50_ms"]
+    assert latency["method"] == "student-t-clipped" and latency["bounds"] == [0.0, None]
+    assert latency["ci_low"] == 0.0 < latency["mean"] < latency["ci_high"]
+    assert json.loads(json.dumps(latency)) == latency  # plain JSON: null, not Infinity
+    stale = summary["live_stale_ratio"]
+    assert stale["method"] == "betting-bounded-mean" and 0.0 <= stale["ci_low"] < stale["ci_high"] <= 1.0
+    assert summary["live_control_hz"]["ci_low"] >= 0.0
+    # an environment's declaration of the same key wins; JSON pairs with null read back
+    mine = summarize_metrics([{"outcome": "failure", "metrics": m} for m in rows], {"live_latency_p50_ms": [None, 500]})
+    mine = mine["live_latency_p50_ms"]
+    assert mine["method"] == "student-t-clipped" and mine["bounds"] == [None, 500.0] and mine["ci_low"] < 0.0
+
+
+def test_returns_use_the_bounds_declared_for_return():
+    from arena.outputs.metrics import RETURN_KEY, summarize_returns
+
+    records = [{"outcome": o, "return": r} for o, r in (("success", 40.0), ("failure", 0.5), ("failure", 1.0),
+                                                         ("error", -99.0))]
+    plain = summarize_returns(records)
+    assert plain["method"] == "student-t" and plain["ci_low"] < 0.0 and plain["episodes"] == 3
+    bounded = summarize_returns(records, {RETURN_KEY: [0.0, None], "reward": [0.0, 1.0]})
+    assert bounded["ci_low"] == 0.0 and bounded["ci_high"] == plain["ci_high"] and bounded["mean"] == plain["mean"]
+    assert bounded["method"] == "student-t-clipped" and bounded["bounds"] == [0.0, None]
+    assert summarize_returns([{"outcome": "error", "return": 1.0}]) is None

@@ -238,12 +238,14 @@ class Environment:
     #: ``{info key: (low, high)}``: the range each declared episode metric cannot leave (e.g.
     #: PushT's coverage ``(0.0, 1.0)``; a boolean metric is ``(0, 1)``). A metric with bounds
     #: gets an interval that stays inside them (:mod:`arena.outputs.metrics`: the betting
-    #: interval of Waudby-Smith & Ramdas 2023); one without keeps Student's t. A class whose
-    #: bounds depend on its config overrides :meth:`episode_metric_bounds_for`.
-    episode_metric_bounds: ClassVar[dict[str, tuple[float, float]]] = {}
+    #: interval of Waudby-Smith & Ramdas 2023); one without keeps Student's t. ``None`` on one
+    #: side declares a bound on the other only (``(0.0, None)``: non-negative; Student's t clipped
+    #: at it), and the key ``"return"`` bounds the episode return. A class whose bounds depend on
+    #: its config overrides :meth:`episode_metric_bounds_for`.
+    episode_metric_bounds: ClassVar[dict[str, tuple[float | None, float | None]]] = {}
 
     @classmethod
-    def episode_metric_bounds_for(cls, config: EnvironmentConfig) -> dict[str, tuple[float, float]]:
+    def episode_metric_bounds_for(cls, config: EnvironmentConfig) -> dict[str, tuple[float | None, float | None]]:
         """The bounds of the episode metrics of a run with ``config`` (see
         :attr:`episode_metric_bounds`, returned by default); keys need not all be declared
         metrics of this config (bounds of metrics a run does not have are unused)."""

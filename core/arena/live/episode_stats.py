@@ -12,6 +12,12 @@ An episode record in live mode carries (all JSON):
   (``(steps - 1) / elapsed_s``, ``elapsed_s`` from the first step's start to the last's: the
   effective control rate), ``live_latency_p50_ms``,
   ``live_latency_p95_ms``, ``live_latency_p99_ms``.
+
+Each of these metrics has known bounds (:data:`LIVE_METRIC_BOUNDS`), which the run's interval
+respects (:mod:`arena.outputs.metrics`): the stale ratio is a fraction of steps, in ``[0, 1]``
+(betting interval); a delay in control steps, a control rate and a latency cannot be negative
+and have no upper bound (Student's t clipped at 0, so a run of a few episodes does not report
+a negative latency).
 """
 
 from __future__ import annotations
@@ -20,11 +26,18 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from arena.outputs.metrics import KNOWN_BOUNDS
+
 #: The record ``metrics`` keys live mode adds, each reduced per episode already.
 LIVE_METRICS = (
     "live_delay_steps", "live_stale_ratio", "live_control_hz",
     "live_latency_p50_ms", "live_latency_p95_ms", "live_latency_p99_ms",
 )
+
+#: ``{metric: (low, high)}`` of :data:`LIVE_METRICS` (``None``: no bound on that side), from
+#: :data:`arena.outputs.metrics.KNOWN_BOUNDS`, where the reasons are; a live metric missing
+#: there fails this import.
+LIVE_METRIC_BOUNDS: dict[str, tuple[float | None, float | None]] = {key: KNOWN_BOUNDS[key] for key in LIVE_METRICS}
 
 
 def percentiles(samples: Sequence[float]) -> dict[str, float] | None:

@@ -38,9 +38,27 @@ rate):
   bounds at any ``n`` (no normality assumed), never leaves the bounds and never has zero width
   (five episodes at the upper bound give ``[0.31, 1]`` on ``[0, 1]``); with few episodes it is
   wider than a t interval, which is the price of not assuming normality.
+- ``student-t-clipped`` — a metric with only one declared bound (``(low, None)``: latency, a
+  control rate, a sum of non-negative rewards; or ``(None, high)``), every value on its side:
+  Student's t interval (below) with the end that crosses the bound moved onto it. No interval
+  of the mean of a variable bounded on one side only can be valid for every distribution at a
+  finite width (Bahadur & Savage 1956, Ann. Math. Stat. 27(4)), so the betting interval has no
+  one-sided counterpart and t, which assumes roughly normal episode values, stays; clipping is
+  the honest repair of its one impossible part: the true mean lies on the bound's side, so the
+  clipped interval contains it exactly when t's does (coverage unchanged), and it no longer
+  shows values the quantity cannot take (a negative latency). The clipped end at the bound
+  says "the data cannot rule out the bound". With one episode there is no interval.
 - ``student-t`` — any other metric: Student's t interval of the mean, its quantile from
   ``scipy.stats.t`` (the normal approximation is too narrow at the 10–50 episodes arena runs
   usually have). With one episode there is no interval (``ci_low``/``ci_high`` are ``None``).
+
+A declared bound that a value breaks is ignored for that run (the interval falls back to plain
+``student-t``): the declaration, not the data, is then wrong, and clipping at it would hide that.
+
+Bounds arena knows without the environment (:data:`KNOWN_BOUNDS`): live mode's metrics
+(:data:`arena.live.episode_stats.LIVE_METRIC_BOUNDS`); an environment's declaration of the same
+key wins. The episode return has no bounds unless the environment declares them under
+:data:`RETURN_KEY` (:func:`summarize_returns`).
 """
 
 from __future__ import annotations
@@ -59,6 +77,22 @@ REDUCTIONS: tuple[str, ...] = ("max", "min", "last", "mean")
 
 #: Interval methods of :func:`summarize_metrics` (the ``method`` of each summary entry).
 WILSON, BETTING, STUDENT_T = "wilson", "betting-bounded-mean", "student-t"
+#: Student's t clipped at a one-sided bound (module docstring).
+STUDENT_T_CLIPPED = "student-t-clipped"
+#: The key under which an environment declares the bounds of its episode return (the
+#: record's ``return``, the sum of the step rewards) in ``episode_metric_bounds``.
+RETURN_KEY = "return"
+#: ``(low, high)`` of a metric; ``None`` for a side without a bound.
+Bounds = tuple[float | None, float | None]
+#: Bounds of the metrics arena itself adds to records, whatever the environment: live mode's
+#: (:mod:`arena.live.episode_stats`, which checks at import that it lists each of its metrics;
+#: kept here so this module imports nothing above it). ``stale_steps <= steps``; delays are
+#: ``d >= 0`` (:meth:`arena.live.schedule.DelaySampler.next`; measured ones count elapsed steps);
+#: ``(steps - 1) / elapsed_s`` with ``elapsed_s > 0`` and a wall-clock latency are ``>= 0``.
+KNOWN_BOUNDS: dict[str, Bounds] = {
+    "live_delay_steps": (0.0, None), "live_stale_ratio": (0.0, 1.0), "live_control_hz": (0.0, None),
+    "live_latency_p50_ms": (0.0, None), "live_latency_p95_ms": (0.0, None), "live_latency_p99_ms": (0.0, None),
+}
 #: Candidate means (of the values rescaled to [0, 1]) the betting interval is evaluated on.
 BETTING_GRID = 2000
 #: Bets are truncated at ``BETTING_TRUNCATION / m`` (resp. ``/(1-m)``), as WSR 2023 suggest.
@@ -158,30 +192,39 @@ def declared_metrics(env: Any) -> dict[str, str]:
     return check_declaration(declare(config), f"environment {getattr(cls, 'name', '') or cls.__name__}")
 
 
-def check_bounds(bounds: Mapping[str, Any], owner: str) -> dict[str, tuple[float, float]]:
-    """``bounds`` (an environment's ``{info key: (low, high)}``) as a plain dict, checked.
+def check_bounds(bounds: Mapping[str, Any], owner: str) -> dict[str, Bounds]:
+    """``bounds`` (an environment's ``{info key: (low, high)}``) as a plain dict, checked; a
+    side without a bound is ``None`` (``(0.0, None)``: non-negative; an infinite side is read
+    as ``None``, so the result is plain JSON).
 
     Raises:
-        ValueError: a key is not a non-empty string, or a bound pair is not two finite numbers
-            with ``low < high`` (the message names ``owner`` and the key).
+        ValueError: a key is not a non-empty string, or a bound pair is not two numbers or
+            ``None`` with at least one finite and ``low < high`` (the message names ``owner``
+            and the key).
     """
     if not isinstance(bounds, Mapping):
         raise ValueError(f"{owner}: episode_metric_bounds must map info keys to (low, high), got {type(bounds).__name__}")
-    out: dict[str, tuple[float, float]] = {}
+    out: dict[str, Bounds] = {}
     for key, pair in bounds.items():
         if not isinstance(key, str) or not key:
             raise ValueError(f"{owner}: episode metric names must be non-empty strings, got {key!r}")
         try:
-            low, high = (float(v) for v in pair)
+            low, high = (None if v is None else float(v) for v in pair)
         except (TypeError, ValueError):
             raise ValueError(f"{owner}: episode metric {key!r} bounds must be (low, high), got {pair!r}") from None
-        if not (math.isfinite(low) and math.isfinite(high) and low < high):
-            raise ValueError(f"{owner}: episode metric {key!r} bounds must be finite with low < high, got {pair!r}")
+        low = None if low is not None and low == -math.inf else low
+        high = None if high is not None and high == math.inf else high
+        finite = [v for v in (low, high) if v is not None]
+        if not finite or not all(math.isfinite(v) for v in finite) or (len(finite) == 2 and not low < high):
+            raise ValueError(
+                f"{owner}: episode metric {key!r} bounds must be finite numbers or None (at least one a number) "
+                f"with low < high, got {pair!r}"
+            )
         out[key] = (low, high)
     return out
 
 
-def declared_bounds(env_cls: Any, config: Any) -> dict[str, tuple[float, float]]:
+def declared_bounds(env_cls: Any, config: Any) -> dict[str, Bounds]:
     """The bounds ``{info key: (low, high)}`` an environment class declares for a run with
     ``config`` (``episode_metric_bounds_for``; an env behind workers answers for the class its
     workers run); ``{}`` when it declares none.
@@ -288,11 +331,12 @@ def _metric_values(records: Iterable[Any]) -> dict[str, list[float | bool]]:
 
 
 def metric_interval(
-    values: list[float | bool], bounds: tuple[float, float] | None = None
+    values: list[float | bool], bounds: Bounds | None = None
 ) -> tuple[float, float | None, float | None, str]:
     """``(mean, ci_low, ci_high, method)`` of one metric's values over a run's episodes, by
     the rules of the module docstring (``wilson`` for booleans, ``betting-bounded-mean`` inside
-    ``bounds``, ``student-t`` otherwise; ``None`` bounds for t with one value).
+    two finite ``bounds``, ``student-t-clipped`` on the side of one bound (``(low, None)`` or
+    ``(None, high)``), ``student-t`` otherwise; ``None`` ends for t with one value).
 
     Raises:
         ValueError: ``values`` is empty.
@@ -305,16 +349,29 @@ def metric_interval(
     if all(isinstance(v, bool) for v in values):
         low, high = wilson_interval(sum(1 for v in values if v), n)
         return mean, low, high, WILSON
-    if bounds is not None and all(bounds[0] <= x <= bounds[1] for x in xs):
-        lo, hi = bounds
+    lo, hi = bounds if bounds is not None else (None, None)
+    inside = all((lo is None or lo <= x) and (hi is None or x <= hi) for x in xs)
+    if lo is not None and hi is not None and inside:
         low, high = betting_interval([(x - lo) / (hi - lo) for x in xs])
         # the interval never excludes the sample mean (float rounding of the grid aside)
         return mean, min(lo + low * (hi - lo), mean), max(lo + high * (hi - lo), mean), BETTING
+    clip = (lo is not None or hi is not None) and inside
+    method = STUDENT_T_CLIPPED if clip else STUDENT_T
     if n < 2:
-        return mean, None, None, STUDENT_T
+        return mean, None, None, method
     sd = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (n - 1))
     half = t_quantile_975(n - 1) * sd / math.sqrt(n)
-    return mean, mean - half, mean + half, STUDENT_T
+    low, high = mean - half, mean + half
+    if clip:  # the mean lies on the bound's side of it: moving the end there loses no coverage
+        low = low if lo is None else max(low, lo)
+        high = high if hi is None else min(high, hi)
+    return mean, low, high, method
+
+
+def _as_bounds(pair: Any) -> Bounds:
+    """A bound pair read back from JSON (``[low, high]``, ``null`` for a missing side)."""
+    low, high = pair
+    return (None if low is None else float(low), None if high is None else float(high))
 
 
 def summarize_metrics(
@@ -325,15 +382,16 @@ def summarize_metrics(
 
     ``records``: :class:`arena.outputs.records.EpisodeRecord` objects (or dicts) in episode
     order; error episodes and records without ``metrics`` are skipped. ``bounds``: the
-    environment's declared ``{key: (low, high)}`` (:func:`declared_bounds`; ``None``: none).
-    ``mean`` is over the episodes that have the key; the interval and its ``method`` follow the
-    module docstring; ``bounds`` is ``[low, high]`` or ``None``. Returns ``None`` when no
-    counted episode has a metric.
+    environment's declared ``{key: (low, high)}`` (:func:`declared_bounds`, or its JSON with
+    ``null`` for a missing side; ``None``: none), laid over :data:`KNOWN_BOUNDS`. ``mean`` is
+    over the episodes that have the key; the interval and its ``method`` follow the module
+    docstring; ``bounds`` is ``[low, high]`` (``None`` for a side without one) or ``None``.
+    Returns ``None`` when no counted episode has a metric.
     """
     values = _metric_values(records)
     if not values:
         return None
-    known = {str(k): (float(v[0]), float(v[1])) for k, v in (bounds or {}).items()}
+    known = {**KNOWN_BOUNDS, **{str(k): _as_bounds(v) for k, v in (bounds or {}).items()}}
     out: dict[str, dict[str, Any]] = {}
     for key, xs in values.items():
         mean, low, high, method = metric_interval(xs, known.get(key))
@@ -342,3 +400,18 @@ def summarize_metrics(
             "bounds": list(known[key]) if key in known else None,
         }
     return out
+
+
+def summarize_returns(records: Iterable[Any], bounds: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    """The mean episode return (the records' ``return``) over a run's counted episodes with its
+    interval, as :func:`summarize_metrics` gives an episode metric (``{"mean", "ci_low",
+    "ci_high", "episodes", "method", "bounds"}``), inside the environment's declared
+    ``bounds[RETURN_KEY]`` when it declares them; ``None`` when no episode counts."""
+    rows = []
+    for record in records:
+        outcome = record.get("outcome") if isinstance(record, dict) else getattr(record, "outcome", None)
+        value = record.get("return") if isinstance(record, dict) else getattr(record, "return_", None)
+        rows.append({"outcome": outcome, "metrics": {RETURN_KEY: value}})
+    declared = (bounds or {}).get(RETURN_KEY)
+    summary = summarize_metrics(rows, {RETURN_KEY: declared} if declared is not None else None)
+    return None if summary is None else summary.get(RETURN_KEY)

@@ -33,6 +33,9 @@ METHODS = {
     "betting-bounded-mean": "An episode metric with known bounds (declared by the environment): the hedged "
     "betting confidence interval for the mean of a bounded variable (Waudby-Smith & Ramdas 2023, JRSS-B 86(1), "
     "section 4); valid for any distribution inside the bounds, never outside them, never of zero width.",
+    "student-t-clipped": "An episode metric bounded on one side only (latency, a control rate, a return of "
+    "non-negative rewards): Student's t interval of the mean with the end past the bound moved onto it (the mean "
+    "cannot be past it, so coverage is unchanged); assumes roughly normal episode values.",
     "student-t": "An episode metric without known bounds: Student's t interval of the mean (quantile from "
     "scipy.stats.t); assumes roughly normal episode values.",
 }

@@ -89,3 +89,39 @@ def test_serve_lerobot_without_lerobot_says_where_to_run_it(tmp_path):
         LeRobotModel(policy_path=str(tmp_path)).load()
     with pytest.raises(ConfigError, match="policy_path"):
         LeRobotModel()
+
+
+def test_lerobot_env_pusht_bounds_reach_the_run_and_return_intervals(tmp_path):
+    """The bridge's pusht bounds (class method, no simulator) go through the manifest into
+    run_result.json (``reward``: betting inside [0, 1]) and the sinks' ``returns`` (clipped at 0)."""
+    import json
+    from types import SimpleNamespace
+
+    from arena.outputs.records import EpisodeRecord, RecordWriter, write_run_result
+    from arena.rollout.workitems import write_manifest
+    from arena.sinks import with_returns
+    from arena_lerobot.bridge import LeRobotEnvConfig, LeRobotEnvironment
+
+    pusht = LeRobotEnvConfig(env={"type": "pusht"})
+    assert LeRobotEnvironment.episode_metric_bounds_for(pusht) == {"reward": (0.0, 1.0), "return": (0.0, None)}
+    assert LeRobotEnvironment.episode_metric_bounds_for(LeRobotEnvConfig(env={"type": "aloha"}))["reward"] == (0.0, 4.0)
+    assert LeRobotEnvironment.episode_metric_bounds_for(LeRobotEnvConfig(env={"type": "metaworld"})) == {}
+    run = SimpleNamespace(
+        name="pusht", environment_type="lerobot_env", environment=pusht, environment_cls=LeRobotEnvironment,
+        policy_type="zero", policy=SimpleNamespace(variant=lambda: None),
+        environment_builder=SimpleNamespace(num_envs=1, seed=0), rollout_limit=SimpleNamespace(num_episodes=3),
+    )
+    manifest = json.loads(write_manifest(SimpleNamespace(name="exp", runs={"pusht": run}), tmp_path).read_text())
+    bounds = manifest["runs"]["pusht"]["metric_bounds"]
+    assert bounds == {"reward": [0.0, 1.0], "return": [0.0, None]}
+    # few PushT episodes, small and skewed: Student's t went below 0 for both
+    writer = RecordWriter(tmp_path / "pusht" / "episodes.jsonl")
+    for i, (best, total) in enumerate(((0.02, 0.3), (0.0, 0.0), (0.61, 9.0))):
+        writer.write(EpisodeRecord(run="pusht", episode_index=i, seed=i, outcome="timeout", steps=300,
+                                   **{"return": total}, metrics={"reward": best}))
+    writer.close()
+    result = write_run_result(tmp_path / "pusht", run="pusht", state="completed", metric_bounds=bounds)
+    reward = result["metrics"]["reward"]
+    assert reward["method"] == "betting-bounded-mean" and 0.0 <= reward["ci_low"] < reward["ci_high"] <= 1.0
+    returns = with_returns(result, tmp_path / "pusht")["returns"]
+    assert returns["method"] == "student-t-clipped" and returns["ci_low"] == 0.0 < returns["ci_high"]

@@ -75,6 +75,7 @@ from pydantic import Field, field_validator
 from arena.envs.base import EnvironmentConfig
 from arena.envs.serial import SerialEnvironment
 from arena.outputs.fingerprint import PROTOCOL_KEY, package_versions
+from arena.outputs.metrics import RETURN_KEY
 from arena_lerobot.venv import LEROBOT_VENV
 
 #: What each LeRobot env type needs installed in the lerobot venv (module, what to install).
@@ -89,6 +90,22 @@ ENV_PACKAGES: dict[str, tuple[str, str]] = {
     "robotwin": ("robotwin", "lerobot[robotwin]"),
     "robomme": ("robomme", "lerobot[robomme]"),
     "so101": ("lerobot_env_so101", "lerobot-env-so101"),
+}
+#: The bounds of the step reward of each LeRobot env type whose 0.6.1 sources prove them (paths
+#: in the lerobot venv's site-packages); the episode metric ``reward`` (its max) keeps them and
+#: the episode return (a sum of such rewards) is >= their low end. LeRobot's
+#: ``FreezeAfterEpisodeEnd`` replays a finished env with reward 0.0 (``lerobot/envs/utils.py``
+#: l.229-234), inside both. Types not listed (Meta-World: its ``evaluate_state`` docstring says
+#: "between 0 and 10", ``metaworld/sawyer_xyz_env.py`` l.650, but nothing enforces it for
+#: every task and reward version; LIBERO and the rest) declare nothing and keep Student's t.
+REWARD_BOUNDS: dict[str, tuple[float, float]] = {
+    # gym_pusht/envs/pusht.py l.257: reward = np.clip(coverage / self.success_threshold, 0.0, 1.0)
+    "pusht": (0.0, 1.0),
+    # gym_aloha/env.py l.177: the reward is the dm_control task's get_reward, which returns
+    # 0, 1, 2, 3 or 4 for the two tasks gym_aloha builds (gym_aloha/tasks/sim.py l.140-149
+    # TransferCubeTask, l.208-219 InsertionTask; the end-effector tasks raise
+    # NotImplementedError before they are built, gym_aloha/env.py l.121 and l.126).
+    "aloha": (0.0, 4.0),
 }
 #: Distributions whose versions can change an episode (the protocol fingerprint's).
 PACKAGES = ("lerobot", "gymnasium", "numpy", "gym-pusht", "pymunk", "gym-aloha", "mujoco", "dm-control",
@@ -160,6 +177,17 @@ class LeRobotEnvironment(SerialEnvironment):
     success_key: ClassVar[str | None] = "is_success"
     #: lerobot-eval's ``max_reward``: the best reward of the episode.
     episode_metrics: ClassVar[dict[str, str]] = {"reward": "max"}
+
+    @classmethod
+    def episode_metric_bounds_for(cls, config: LeRobotEnvConfig) -> dict[str, tuple[float | None, float | None]]:
+        """``reward`` inside the env type's step-reward bounds (:data:`REWARD_BOUNDS`) and the
+        episode return (``return``, a sum of those rewards) at or above their low end, with no
+        upper bound claimed (the step limit can change per run); ``{}`` for other types."""
+        bounds = REWARD_BOUNDS.get(str(config.env.get("type")))
+        if bounds is None:
+            return {}
+        low, high = bounds
+        return {"reward": (low, high), RETURN_KEY: (low, None)}
     #: One env per worker: several simulators keep process-wide state (gym-aloha), and one
     #: SyncVectorEnv of one per process is what lerobot-eval at batch size 1 steps.
     envs_per_worker: ClassVar[str] = "one"
