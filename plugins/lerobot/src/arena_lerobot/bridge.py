@@ -8,10 +8,23 @@
       # env: {type: aloha, task: AlohaTransferCube-v0}
       # env: {type: metaworld, task: metaworld-reach-v3}
       # env: {type: so101}                     # a third-party lerobot_env_* package's type
+      # env: {type: my_env, discover_packages_path: my_envs}   # another package's type
+
+Config: the ``env`` type and its fields are checked when the config is read, in arena's own
+interpreter without LeRobot (:mod:`arena_lerobot.envtypes`: LeRobot 0.6.1's types and fields,
+and lerobot-env-so101's, compared with LeRobot's registry by tests/test_lerobot_env_types.py):
+an unknown type, an unknown field, a field LeRobot accepts but never hands the env
+(:data:`arena_lerobot.envtypes.IGNORED_FIELDS`, e.g. Meta-World's ``episode_length``) and a type
+the bridge cannot run (LIBERO's, with env processors) are refused with the file, run and key
+(``environment.env.<key>``). A type another package registers is accepted when ``env`` names
+that package under ``discover_packages_path`` (lerobot-eval's ``--env.discover_packages_path``);
+its fields are LeRobot's to check, in the worker.
 
 Each env is what ``lerobot-eval`` 0.6 builds (``lerobot/scripts/lerobot_eval.py``, ``eval_main``
 and ``rollout``): ``register_third_party_plugins()`` (imports every installed
-``lerobot_env_*`` distribution), ``make_env_config(type, **fields)``, ``make_env(cfg, n_envs=1,
+``lerobot_env_*`` distribution), ``load_plugin(discover_packages_path)`` when set (as
+``lerobot/configs/parser.py`` does for ``--env.discover_packages_path``),
+``make_env_config(type, **fields)``, ``make_env(cfg, n_envs=1,
 use_async_envs=False)`` -> ``{suite: {task_id: vector env}}`` (the suite and task id chosen by
 ``suite`` / ``task_id``, else the only or first one), with LeRobot's own wrappers and step limit
 (``episode_length``). The envs are synchronous: LeRobot 0.6.1's default asynchronous vector envs
@@ -40,7 +53,8 @@ sawyer_xyz_env.py`` l.702-710), not from the global ``np.random`` (l.711-718, th
 LeRobot envs took); one env per worker reset with seed ``s`` is therefore the scene
 ``lerobot-eval`` gives seed ``s`` in any slot of any batch, whatever its ``set_seed`` did to the
 global generator (tests/test_lerobot_env_bridge.py checks both). Its episodes are 500 steps
-whatever the config's ``episode_length`` (l.104), as in ``lerobot-eval``.
+whatever the config's ``episode_length`` (l.104), as in ``lerobot-eval``; the config refuses
+that field (``rollout_limit.max_episode_steps`` ends episodes earlier).
 
 Observation: LeRobot's raw env observation renamed as ``preprocess_observation`` renames it, the
 values kept as numpy (the policy server stacks and converts them exactly as
@@ -54,8 +68,9 @@ values kept as numpy (the policy server stacks and converts them exactly as
      "task": list[str] of N}
 
 The ``lerobot/lerobot_env`` adapter sends these keys unchanged. LeRobot env processors
-(``make_env_pre_post_processors``: LIBERO's and IsaacLab Arena's) are not applied here: an env
-config that has one is refused, naming it.
+(``make_env_pre_post_processors``: LIBERO's and IsaacLab Arena's) are not applied here: those
+types are refused with the config, and a third-party env config that has one when the env is
+built, naming it.
 
 Missing packages: the env's build fails with :class:`ImportError` naming the LeRobot extra to
 install into the ``lerobot`` venv (:data:`ENV_PACKAGES`); the config itself validates anywhere.
@@ -70,12 +85,14 @@ from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 
 from arena.envs.base import EnvironmentConfig
 from arena.envs.serial import SerialEnvironment
 from arena.outputs.fingerprint import PROTOCOL_KEY, package_versions
 from arena.outputs.metrics import RETURN_KEY
+from arena_lerobot.envtypes import PLUGIN_KEY, check_env_config
 from arena_lerobot.venv import LEROBOT_VENV
 
 #: What each LeRobot env type needs installed in the lerobot venv (module, what to install).
@@ -83,8 +100,6 @@ ENV_PACKAGES: dict[str, tuple[str, str]] = {
     "pusht": ("gym_pusht", "lerobot[pusht] (gym-pusht)"),
     "aloha": ("gym_aloha", "lerobot[aloha] (gym-aloha)"),
     "metaworld": ("metaworld", "lerobot[metaworld] (metaworld==3.0.0)"),
-    "libero": ("libero", "lerobot[libero] (hf-libero and its assets)"),
-    "libero_plus": ("libero", "lerobot[libero_plus]"),
     "robocasa": ("robocasa", "lerobot[robocasa]"),
     "vlabench": ("VLABench", "lerobot[vlabench]"),
     "robotwin": ("robotwin", "lerobot[robotwin]"),
@@ -119,8 +134,9 @@ class LeRobotEnvConfig(EnvironmentConfig):
     """Options of ``environment: {type: lerobot_env, env: {type: ..., ...}}``."""
 
     env: dict[str, Any] = Field(
-        description="a LeRobot env config: `type` (pusht, aloha, metaworld, libero, ..., or a third-party "
-        "lerobot_env_* package's type) and that config's own fields, e.g. {type: aloha, task: AlohaInsertion-v0}"
+        description="a LeRobot env config: `type` (pusht, aloha, metaworld, ..., so101, or another package's type "
+        "with `discover_packages_path: PACKAGE`) and that config's own fields, e.g. {type: aloha, task: "
+        "AlohaInsertion-v0}; types and fields are checked against LeRobot 0.6.1's (arena_lerobot.envtypes)"
     )
     suite: str | None = Field(None, description="which suite of make_env's {suite: {task_id: env}}; null: the first")
     task_id: int | None = Field(None, ge=0, description="which task id of the suite; null: the first")
@@ -135,6 +151,13 @@ class LeRobotEnvConfig(EnvironmentConfig):
             json.dumps(value)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"env must hold plain values (it goes to LeRobot's make_env_config): {exc}") from None
+        problems = check_env_config(value)
+        if problems:  # located at environment.env.<key>
+            raise ValidationError.from_exception_data(cls.__name__, [
+                {"type": PydanticCustomError("arena_config", "{message}", {"message": message}), "loc": (key,),
+                 "input": value.get(key)}
+                for key, message in problems
+            ])
         return dict(value)
 
     def task_name(self) -> str | None:
@@ -144,12 +167,18 @@ class LeRobotEnvConfig(EnvironmentConfig):
 
     @property
     def fields(self) -> dict[str, Any]:
-        """The config's fields for ``make_env_config`` (``type`` left out)."""
-        return {k: v for k, v in self.env.items() if k != "type"}
+        """The config's fields for ``make_env_config`` (``type`` and ``discover_packages_path`` left out)."""
+        return {k: v for k, v in self.env.items() if k not in ("type", PLUGIN_KEY)}
 
 
-def _import_lerobot_envs() -> Any:
-    """LeRobot's env factory, with third-party ``lerobot_env_*`` packages registered."""
+def _import_lerobot_envs(plugin: str | None = None) -> Any:
+    """LeRobot's env factory, with third-party ``lerobot_env_*`` packages registered, and package
+    ``plugin`` with its submodules imported (``load_plugin``, lerobot-eval's
+    ``--env.discover_packages_path``) when given.
+
+    Raises:
+        ImportError: LeRobot is not importable, or ``plugin`` cannot be loaded.
+    """
     try:
         from lerobot.envs import factory
         from lerobot.utils.import_utils import register_third_party_plugins
@@ -159,6 +188,13 @@ def _import_lerobot_envs() -> Any:
             f"run `{LEROBOT_VENV.setup_command}` once (the envs then run in workers under that venv)"
         ) from exc
     register_third_party_plugins()
+    if plugin is not None:
+        from lerobot.configs.parser import PluginLoadError, load_plugin
+
+        try:
+            load_plugin(plugin)
+        except PluginLoadError as exc:
+            raise ImportError(f"env.{PLUGIN_KEY}: {exc} (install it into the lerobot venv)") from exc
     return factory
 
 
@@ -167,9 +203,13 @@ class LeRobotEnvironment(SerialEnvironment):
     (see the module docstring).
 
     Raises:
-        ImportError: LeRobot or the env type's package is missing (names what to install).
-        ValueError: an unknown env type or field (LeRobot's own message), a suite / task id
-            the config does not make, an env config with env processors, ``num_envs < 1``.
+        ImportError: LeRobot, the env type's package or the ``discover_packages_path`` package is
+            missing (names what to install).
+        ValueError: a type the ``discover_packages_path`` package did not register (LeRobot's
+            message, with the registered types), a suite / task id the config does not make, an
+            env config with env processors, ``num_envs < 1``.
+        TypeError: a field such a type's config does not have (LeRobot's dataclass). The types
+            :mod:`arena_lerobot.envtypes` knows are checked with the config instead.
     """
 
     name: ClassVar[str] = "lerobot_env"
@@ -196,7 +236,7 @@ class LeRobotEnvironment(SerialEnvironment):
 
     def __init__(self, config: LeRobotEnvConfig, *, num_envs: int, cameras: bool = False) -> None:
         super().__init__(config, num_envs=num_envs, cameras=cameras)
-        factory = _import_lerobot_envs()
+        factory = _import_lerobot_envs(config.env.get(PLUGIN_KEY))
         kind = config.env["type"]
         module, install = ENV_PACKAGES.get(kind, (None, None))
         if module is not None:
@@ -319,6 +359,7 @@ class LeRobotEnvironment(SerialEnvironment):
             "task_id": self.task_id,
             "simulators": package_versions(PACKAGES),
             "env_config": resolved,
+            **({PLUGIN_KEY: self.config.env[PLUGIN_KEY]} if PLUGIN_KEY in self.config.env else {}),
             "init_state_source": "the LeRobot env's reset(seed) (as lerobot-eval)",
             "max_episode_steps": self.default_max_episode_steps,
             "action_dtype": "float32",
