@@ -105,6 +105,23 @@ def test_matrix_runs_are_selected_by_name_parent_or_glob(tmp_path):
     assert "eval.s1-" not in dry.output and "baseline" not in dry.output
 
 
+def test_slurm_plans_only_the_selected_run_and_its_shards(tmp_path, monkeypatch):
+    import tempfile
+
+    pytest.importorskip("arena_slurm")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the dry-run's scripts go to a temporary directory
+    path = _experiment(tmp_path)
+    data = yaml.safe_load(path.read_text())
+    data["launch"] = {"backend": "slurm", "slurm": {"shards": {"first": 2, "second": 2}}}  # names a run left out
+    path.write_text(yaml.safe_dump(data))
+    dry = CliRunner().invoke(app, ["run", str(path), "--run", "second", "--dry-run", "--allow-import", "rollout_fakes"])
+    assert dry.exit_code == 0, dry.output
+    assert "1 of 3 runs selected" in dry.output
+    scripts = sorted(p.name for p in tmp_path.glob("arena-dry-run-*/*.sbatch"))
+    assert scripts == ["collect.sbatch", "second.sbatch"]
+    assert "--array=0-1" in (next(tmp_path.glob("arena-dry-run-*/second.sbatch"))).read_text()
+
+
 def test_selected_runs_then_resume_runs_only_the_rest_and_leaves_records_alone(tmp_path):
     path = _experiment(tmp_path)
     out = tmp_path / "out"

@@ -3,7 +3,6 @@ that owns the work (config, launch, rollout, results, transport)."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -325,7 +324,7 @@ def run(
             from arena.config.selection import select_runs
 
             runs = select_runs(exp.runs, runs, source=exp.source)
-            launched = dataclasses.replace(exp, runs={name: exp.runs[name] for name in runs})
+            launched = exp.only(runs)
         if exp.launch.backend == "local" and (refusals := _missing_venvs(launched)[0]):
             raise ConfigError("\n".join(refusals))  # before anything starts; --dry-run says it too
         _print_run_warnings(launched)

@@ -167,9 +167,7 @@ def _selected(experiment, runs: Sequence[str] | None, source: str | None) -> lis
 
 def _only(experiment, names: Sequence[str] | None):
     """``experiment`` with only the runs ``names`` (all when ``None``): what a backend launches."""
-    if names is None:
-        return experiment
-    return dataclasses.replace(experiment, runs={name: experiment.runs[name] for name in names})
+    return experiment if names is None else experiment.only(names)
 
 
 def _tracked(experiment, out: Path, submit, *, start: bool, reports: bool) -> int:
@@ -383,7 +381,7 @@ def resume_experiment(
     _complete_recorded(experiment, output_dir, [name for name in considered if name not in todo], console)
     left = sum(len(remaining[name]) for name in todo)
     _say(console, f"resuming [bold]{escape(experiment.name)}[/]: {left} episode(s) of {len(todo)} run(s): {escape(', '.join(todo))}")
-    sub = dataclasses.replace(experiment, runs=todo)
+    sub = experiment.only(todo)
     servers = plan_servers(sub)
     backend = make_backend(sub)
     backend.check(sub, servers)
@@ -561,7 +559,10 @@ def dry_run_summary(experiment, servers, backend: str, out: Path, exposures: dic
     (``40 runs (spatial.0 … long.9)``)."""
     from arena.launch.wording import count, run_list, run_names
 
-    lines = [f"experiment {experiment.name}: {count(len(experiment.runs), 'run')}, '{backend}' backend, output {out}"]
+    runs = count(len(experiment.runs), "run")
+    if len(experiment.all_runs) > len(experiment.runs):  # arena run --run: the others are not started
+        runs = f"{len(experiment.runs)} of {count(len(experiment.all_runs), 'run')} selected"
+    lines = [f"experiment {experiment.name}: {runs}, '{backend}' backend, output {out}"]
     users: dict[str, list[str]] = {}
     tasks = {}
     described: list[tuple[str, str, tuple[str, str]]] = []  # (run, its task, (environment, the rest))
