@@ -35,7 +35,8 @@ def _experiment(tmp_path: Path, roles: dict[str, str] | None = None) -> Path:
         "launch": {"backend": "local", "local": {"jobs": 1}},
         "shared": {"environment": {"type": "rollout_fakes:CounterEnv"}, "policy": {"type": "rollout_fakes:CoinFlipPolicy"},
                    "rollout_limit": {"num_episodes": EPISODES}},
-        "runs": {name: {"environment_builder": {"num_envs": 2, "seed": seed}, **({"role": roles[name]} if name in (roles or {}) else {})}
+        "runs": {name: {"environment_builder": {"num_envs": 2, "seed": seed},
+                        **({"role": roles[name]} if name in (roles or {}) else {})}
                  for name, seed in SEEDS.items()},
     }
     path = tmp_path / "exp.yaml"
@@ -122,6 +123,7 @@ def test_slurm_plans_only_the_selected_run_and_its_shards(tmp_path, monkeypatch)
     assert "--array=0-1" in (next(tmp_path.glob("arena-dry-run-*/second.sbatch"))).read_text()
 
 
+@pytest.mark.slow  # three arena processes, each starting its runners: about 12 s
 def test_selected_runs_then_resume_runs_only_the_rest_and_leaves_records_alone(tmp_path):
     path = _experiment(tmp_path)
     out = tmp_path / "out"
@@ -141,6 +143,11 @@ def test_selected_runs_then_resume_runs_only_the_rest_and_leaves_records_alone(t
     report = (out / "index.html").read_text()
     assert "pending" in report
     second = _files(out, "second")
+    # running another run into the same directory is a resume of it: said so, nothing written
+    taken = CliRunner().invoke(app, ["run", str(path), "--run", "first", "--output-dir", str(out),
+                                     "--allow-import", "rollout_fakes"])
+    assert taken.exit_code == 2 and f"arena run --resume {out} --run first" in " ".join(taken.output.split())
+    assert _files(out, "second") == second and not (out / "first").exists()
 
     # --run with --resume: only the selected run's work; the other run's files stay byte for byte
     more = _arena("run", "--resume", out, "--run", "first")
@@ -149,6 +156,10 @@ def test_selected_runs_then_resume_runs_only_the_rest_and_leaves_records_alone(t
     assert _files(out, "second") == second
     assert not (out / "third").exists() or not _records(out, "third")
     first = _files(out, "first")
+    middle = json.loads((out / "experiment_result.json").read_text())  # every run with records, the other pending
+    _assert_measured(out, "first", middle)
+    _assert_measured(out, "second", middle)
+    assert (middle["runs"]["third"]["state"], middle["runs"]["third"]["success_rate"]) == ("pending", None)
 
     # a plain resume finishes the experiment: the one run never started, and nothing else
     rest = _arena("run", "--resume", out)
@@ -160,10 +171,11 @@ def test_selected_runs_then_resume_runs_only_the_rest_and_leaves_records_alone(t
         _assert_measured(out, run, final)
     assert final["overall"]["states"] == {"completed": 3}
 
-    again = _arena("run", "--resume", out, "--run", "second")  # nothing left: says so, rebuilds, exit 0
-    assert again.returncode == 0 and "every work item of second has a finished record" in again.stdout
-    unknown = _arena("run", "--resume", out, "--run", "fourth")
-    assert unknown.returncode == 2 and "first, second, third" in unknown.stderr and "experiment.yaml" in unknown.stderr
+    again = CliRunner().invoke(app, ["run", "--resume", str(out), "--run", "second"])  # nothing left: says so, exit 0
+    assert again.exit_code == 0 and "every work item of second has a finished record" in again.output
+    unknown = CliRunner().invoke(app, ["run", "--resume", str(out), "--run", "fourth"])
+    assert unknown.exit_code == 2 and "first, second, third" in unknown.output and "experiment.yaml" in unknown.output
+    assert _files(out, "second") == second and _files(out, "first") == first
 
 
 def test_evaluate_runs_judges_and_reports_the_selected_runs_only(tmp_path, monkeypatch):
