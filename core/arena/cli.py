@@ -250,6 +250,15 @@ def run(
     experiment: Annotated[Optional[Path], typer.Argument(help="experiment YAML file (omit with --resume)")] = None,
     overrides: OverridesArg = None,
     output_dir: Annotated[Optional[Path], typer.Option("--output-dir", help="exact output directory")] = None,
+    runs: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--run",
+            metavar="NAME",
+            help="run only this run (repeatable): a run name, the name of a run that expanded (a matrix's: every "
+            "NAME.<suffix>), or a quoted glob ('eval.s1000-*'); the rest stay in the output for --resume",
+        ),
+    ] = None,
     resume: Annotated[
         Optional[Path],
         typer.Option("--resume", help="OUTPUT_DIR of an interrupted experiment: run only its unfinished work items"),
@@ -268,10 +277,12 @@ def run(
 
     `arena run --resume OUTPUT_DIR` continues an interrupted experiment from its snapshot: only work items without a finished record run (error episodes are retried unless --keep-errors); the report is rebuilt from all records.
 
+    `--run NAME` (repeatable, globs allowed; `arena validate FILE --list-runs` lists the names) runs only the runs it selects, into the output directory a full run would use; the report lists every run, those without records as pending, and `arena run --resume OUTPUT_DIR` later runs the rest. With --resume it limits the resume to the selected runs. The exit code judges the selected runs.
+
     Exit codes:
     0    every run completed without error episodes
          (a cluster backend without --wait: every run submitted)
-    2    a configuration error, or --output-dir is not empty
+    2    a configuration error, --output-dir is not empty, or --run selects no run
     3    a run failed or has error episodes, or the output could not be written
     130  interrupted (Ctrl-C); `arena run --resume OUTPUT_DIR` finishes it
     143  cancelled (SIGTERM: `arena cancel`, a scheduler); the same `--resume` finishes it
@@ -283,12 +294,12 @@ def run(
         if experiment is not None or overrides or output_dir is not None or backend or dry_run or allow_import:
             raise _fail(
                 ConfigError(
-                    "--resume OUTPUT_DIR takes no experiment file, overrides or other run options (but --jobs, "
+                    "--resume OUTPUT_DIR takes no experiment file, overrides or other run options (but --jobs, --run, "
                     "--keep-errors and --wait): it reuses the snapshot"
                 )
             )
         try:
-            code = resume_experiment(resume, keep_errors=keep_errors, wait=wait, console=out, jobs=jobs)
+            code = resume_experiment(resume, keep_errors=keep_errors, wait=wait, console=out, jobs=jobs, runs=runs)
         except ArenaError as exc:
             raise _fail(exc) from None
         except OSError as exc:
@@ -308,10 +319,16 @@ def run(
         if list_overrides:
             _print_overrides(exp)
             return
-        if exp.launch.backend == "local" and (refusals := _missing_venvs(exp)[0]):
+        launched = exp
+        if runs:  # the venvs and warnings of the runs that will run; run_experiment selects them again, by name
+            from arena.config.selection import select_runs
+
+            runs = select_runs(exp.runs, runs, source=exp.source)
+            launched = exp.only(runs)
+        if exp.launch.backend == "local" and (refusals := _missing_venvs(launched)[0]):
             raise ConfigError("\n".join(refusals))  # before anything starts; --dry-run says it too
-        _print_run_warnings(exp)
-        code = run_experiment(exp, output_dir=output_dir, wait=wait, dry_run=dry_run, console=out)
+        _print_run_warnings(launched)
+        code = run_experiment(exp, output_dir=output_dir, wait=wait, dry_run=dry_run, console=out, runs=runs)
     except ArenaError as exc:
         raise _fail(exc) from None
     except OSError as exc:  # the output directory cannot be written: one line, exit 3

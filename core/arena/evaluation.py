@@ -27,6 +27,7 @@ def evaluate(
     allow_imports: Sequence[str] = (),
     quiet: bool = True,
     check: bool = True,
+    runs: Sequence[str] | None = None,
 ) -> ExperimentResult:
     """Evaluate ``experiment`` (a YAML path, or its data as a mapping) and return its result.
 
@@ -43,6 +44,13 @@ def evaluate(
     ``check=False`` the result is returned as it is: then test ``result.ok`` (``False``) and
     ``result.failures`` (one line per such run) before using a number.
 
+    ``runs`` (``arena run --run``): evaluate only the runs these selectors select (a run's
+    name, the name of a run that expanded such as a matrix run, or a glob like ``"eval.*"``:
+    :mod:`arena.config.selection`). ``result.runs`` still lists every run, the others
+    ``pending`` with no numbers (``success_rate`` ``None``); ``check``, ``result.ok`` and
+    ``result.failures`` judge the selected runs, and the headline is a selected run's (a
+    ``role: evaluated`` run left out makes it raise ``AmbiguousResult``, never another run's rate).
+
     The headline ``result.success_rate`` (and ``result.ci95``) is that of the policy under
     evaluation: the run marked ``role: evaluated`` in the experiment, or its only run. It is
     never pooled over runs; with several runs and none marked it raises
@@ -54,7 +62,8 @@ def evaluate(
         completed without error episodes, 3 otherwise) and ``output_dir``.
 
     Raises:
-        arena.errors.ConfigError: the experiment or an override is wrong (``arena run`` exit 2).
+        arena.errors.ConfigError: the experiment or an override is wrong, or a selector of
+            ``runs`` selects no run (``arena run`` exit 2).
         arena.errors.EvaluationFailed: ``check`` and a run failed or has error episodes
             (``arena run`` exit 3), or no result was written.
         FileNotFoundError: ``check=False`` and no result was written (the run was interrupted).
@@ -73,6 +82,11 @@ def evaluate(
         import warnings
 
         warnings.warn(f"arena.evaluate: {warning}", UserWarning, stacklevel=2)
+    selected = None
+    if runs is not None:
+        from arena.config.selection import select_runs
+
+        selected = select_runs(exp.runs, [runs] if isinstance(runs, str) else list(runs), source=exp.source)
     console = None
     if not quiet:
         from rich.console import Console
@@ -86,9 +100,9 @@ def evaluate(
         # for run_experiment to claim again: the caller needs to know where the result is.
         out = claim_output_dir(exp, None)
         (out / EXPERIMENT_FILE).unlink()
-    code = run_experiment(exp, output_dir=out, wait=wait, console=console)
+    code = run_experiment(exp, output_dir=out, wait=wait, console=console, runs=selected)
     try:
-        result = ExperimentResult.read(out, exit_code=code)
+        result = ExperimentResult.read(out, exit_code=code, selected=selected)
     except FileNotFoundError:
         if not check:
             raise

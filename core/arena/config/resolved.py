@@ -110,6 +110,29 @@ class ResolvedExperiment:
     #: Caveats of the configuration that do not make it wrong (an override that changes no run),
     #: printed by ``arena validate`` and ``arena run``; not part of the snapshot.
     warnings: list[str] = field(default_factory=list, compare=False, repr=False)
+    #: Every run of the experiment, in order, when ``runs`` holds only those to launch (:meth:`only`);
+    #: empty when ``runs`` is every run. Read it through :attr:`all_runs`.
+    experiment_runs: tuple[str, ...] = field(default=(), compare=False, repr=False)
+
+    @property
+    def all_runs(self) -> tuple[str, ...]:
+        """Every run name of the experiment, also those :meth:`only` left out: what options that
+        name runs (``launch.slurm.shards``, ``launch.osmo.placement``) are checked against."""
+        return self.experiment_runs or tuple(self.runs)
+
+    def only(self, names) -> ResolvedExperiment:
+        """A copy whose ``runs`` are only ``names`` (runs of this experiment, kept in its order):
+        what a backend launches for ``arena run --run`` or a resume (:attr:`all_runs` unchanged).
+
+        Raises:
+            ConfigError: a name that is not a run of the experiment.
+        """
+        chosen = set(names)
+        if unknown := sorted(chosen - set(self.runs)):
+            raise ConfigError(f"no run {', '.join(unknown)} (runs: {', '.join(self.runs)})", file=self.source)
+        return dataclasses.replace(
+            self, runs={name: run for name, run in self.runs.items() if name in chosen}, experiment_runs=self.all_runs
+        )
 
     def __post_init__(self) -> None:
         secrets = self.tracking.secret_env_names() if self.tracking is not None else []

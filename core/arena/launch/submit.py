@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -106,19 +107,29 @@ def run_experiment(
     wait: bool = False,
     dry_run: bool = False,
     console: Console | None = None,
+    runs: Sequence[str] | None = None,
 ) -> int:
     """Execute ``experiment`` with its launch backend; returns the exit code of ``arena run``.
 
     0 when every run completed without ``error`` episodes, 3 otherwise, 130 when interrupted
     (Ctrl-C), 143 when cancelled (SIGTERM: ``arena cancel``, a scheduler).
 
+    ``runs`` (``arena run --run``): selectors of the runs to launch (names, the name of a run
+    that expanded, globs: :mod:`arena.config.selection`); the others are not started. The
+    snapshot and the manifest still hold every run, so ``arena run --resume OUTPUT_DIR`` runs
+    the rest into the same directory; the result and the report list every run (those without
+    records ``pending``, with no numbers), and the exit code judges the selected runs only.
+
     Raises:
-        ConfigError: the experiment cannot run as configured (exit code 2).
+        ConfigError: the experiment cannot run as configured, or a selector selects no run
+            (exit code 2).
     """
     from arena.config import write_snapshot
     from arena.rollout.workitems import write_manifest
 
-    servers = plan_servers(experiment)
+    selected = _selected(experiment, runs, experiment.source)
+    launched = _only(experiment, selected)
+    servers = plan_servers(launched)
     backend = make_backend(experiment)
     if output_dir is not None and re.search(r"[\x00-\x1f\x7f]", str(output_dir)):
         raise ConfigError(
@@ -128,20 +139,35 @@ def run_experiment(
         )
     if dry_run:
         out = Path(output_dir) if output_dir is not None else default_output_dir(experiment)
-        _print_dry_run(experiment, servers, backend, out, console)
+        _print_dry_run(launched, servers, backend, out, console)
         return EXIT_OK
     if output_dir is not None and Path(output_dir).is_dir() and any(Path(output_dir).iterdir()):
-        raise _not_empty(Path(output_dir), experiment.source)
-    backend.check(experiment, servers)
+        raise _not_empty(Path(output_dir), experiment.source, selected)
+    backend.check(launched, servers)
     out = claim_output_dir(experiment, output_dir)
-    write_snapshot(experiment, out / EXPERIMENT_FILE)
+    write_snapshot(experiment, out / EXPERIMENT_FILE)  # every run: a resume runs those not selected
     write_manifest(experiment, out)
-    _write_provenance(out, experiment.source, _exposure_dicts(backend, experiment, servers))
-    _say(console, f"experiment [bold]{escape(experiment.name)}[/]: {len(experiment.runs)} run(s) -> {escape(str(out))}")
+    _write_provenance(out, experiment.source, _exposure_dicts(backend, launched, servers))
+    which = f"{len(experiment.runs)} run(s)"
+    if selected is not None:
+        which = f"{len(selected)} of {len(experiment.runs)} run(s) selected ({', '.join(selected)})"
+    _say(console, f"experiment [bold]{escape(experiment.name)}[/]: {escape(which)} -> {escape(str(out))}")
     return _tracked(
-        experiment, out, lambda: _submit_and_report(experiment, servers, backend, out, wait, console, None),
+        experiment, out, lambda: _submit_and_report(launched, servers, backend, out, wait, console, None, selected),
         start=True, reports=backend.name == "local" or wait,
     )
+
+
+def _selected(experiment, runs: Sequence[str] | None, source: str | None) -> list[str] | None:
+    """The names ``runs`` selects (:func:`arena.config.selection.select_runs`); ``None``: every run."""
+    from arena.config.selection import select_runs
+
+    return None if runs is None else select_runs(experiment.runs, list(runs), source=source)
+
+
+def _only(experiment, names: Sequence[str] | None):
+    """``experiment`` with only the runs ``names`` (all when ``None``): what a backend launches."""
+    return experiment if names is None else experiment.only(names)
 
 
 def _tracked(experiment, out: Path, submit, *, start: bool, reports: bool) -> int:
@@ -159,16 +185,22 @@ def _tracked(experiment, out: Path, submit, *, start: bool, reports: bool) -> in
     return code
 
 
-def _not_empty(out: Path, source: str | None) -> ConfigError:
+def _not_empty(out: Path, source: str | None, selected: Sequence[str] | None = None) -> ConfigError:
     """The error for a non-empty ``--output-dir``; an earlier experiment's output gets the
-    ``--resume`` that finishes it."""
+    ``--resume`` that finishes it (of the ``selected`` runs, when ``--run`` chose some)."""
     message = f"output directory {out} is not empty; choose another --output-dir"
     if (out / EXPERIMENT_FILE).is_file() and (out / MANIFEST_FILE).is_file():
-        message += f", or finish the experiment it holds with: arena run --resume {out}"
+        runs = "".join(f" --run {name}" for name in selected or ())
+        message += f", or finish the experiment it holds with: arena run --resume {out}{runs}"
     return ConfigError(message, file=source)
 
 
-def _submit_and_report(experiment, servers, backend, out: Path, wait: bool, console, resume: Resume | None) -> int:
+def _submit_and_report(
+    experiment, servers, backend, out: Path, wait: bool, console, resume: Resume | None,
+    selected: Sequence[str] | None = None,
+) -> int:
+    """Submit ``experiment``'s runs, wait for a local backend (or ``wait``), then the report;
+    the exit code judges the ``selected`` runs (``None``: every run of the output)."""
     totals = {name: int(run.rollout_limit.num_episodes) for name, run in experiment.runs.items()}
     policies = {name: run.policy_type for name, run in experiment.runs.items()}
     try:
@@ -176,9 +208,9 @@ def _submit_and_report(experiment, servers, backend, out: Path, wait: bool, cons
             kwargs = {"resume": resume} if resume is not None else {}
             submission = backend.submit(experiment, servers, out, wait=wait, console=console, **kwargs)
     except KeyboardInterrupt as stop:
-        finished = _finish_report(out, console)
+        finished = _finish_report(out, console, selected)
         code = EXIT_TERMINATED if isinstance(stop, Terminated) else EXIT_INTERRUPTED
-        if backend.name == "local" and _all_completed(out):
+        if backend.name == "local" and _all_completed(out, selected):
             # the stop came once every run had recorded all its work (e.g. while an environment
             # was closing): the runs' states follow their records, so the experiment is complete
             _say(console, escape("stopped after every episode was recorded: the experiment is complete"))
@@ -197,24 +229,36 @@ def _submit_and_report(experiment, servers, backend, out: Path, wait: bool, cons
         _say(console, escape(f"submitted to {backend.name}; follow it with `arena status {out}`"))
         return EXIT_OK
     backend.collect(submission)
-    code = _finish_report(out, console)
-    states = {r.get("state") for r in _read_result_states(out)}
+    code = _finish_report(out, console, selected)
+    states = {r.get("state") for r in _read_result_states(out, selected)}
     if states & {"failed", "cancelled"}:
-        _say(console, escape(f"the unfinished work items (and error episodes) run again with: arena run --resume {out}"))
+        again = "".join(f" --run {name}" for name in selected or ())
+        _say(console, escape(f"the unfinished work items (and error episodes) run again with: arena run --resume {out}{again}"))
+    if selected is not None:
+        runs = _read_result_states_by_name(out)
+        left = [name for name, r in runs.items() if name not in selected and not r.get("episodes_recorded")]
+        if left:
+            _say(console, escape(f"not run (no records yet): {', '.join(left)}; run them with: arena run --resume {out}"))
     return code
 
 
-def _all_completed(out: Path) -> bool:
-    """Whether ``experiment_result.json`` lists runs and every one ``completed``."""
-    runs = _read_result_states(out)
+def _all_completed(out: Path, selected: Sequence[str] | None = None) -> bool:
+    """Whether ``experiment_result.json`` lists runs (of ``selected``) and every one ``completed``."""
+    runs = _read_result_states(out, selected)
     return bool(runs) and all(r.get("state") == "completed" for r in runs)
 
 
-def _read_result_states(out: Path) -> list[dict[str, Any]]:
-    """The runs of ``experiment_result.json`` (empty when it was not written)."""
+def _read_result_states(out: Path, selected: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """The runs of ``experiment_result.json`` (only ``selected`` ones, when given; empty when it
+    was not written)."""
+    runs = _read_result_states_by_name(out)
+    return [r for name, r in runs.items() if selected is None or name in selected]
+
+
+def _read_result_states_by_name(out: Path) -> dict[str, dict[str, Any]]:
     data = read_json(out / EXPERIMENT_RESULT_FILE)
     runs = data.get("runs") if isinstance(data, dict) else None
-    return list(runs.values()) if isinstance(runs, dict) else []
+    return {str(k): v for k, v in runs.items() if isinstance(v, dict)} if isinstance(runs, dict) else {}
 
 
 def _progress(backend, out: Path, runs: list[str], console, totals: dict[str, int], policies: dict[str, str]):
@@ -279,8 +323,13 @@ def resume_experiment(
     wait: bool = False,
     console: Console | None = None,
     jobs: int | None = None,
+    runs: Sequence[str] | None = None,
 ) -> int:
     """``arena run --resume OUTPUT_DIR``: run what an interrupted experiment left undone.
+
+    ``runs`` (``arena run --resume OUTPUT_DIR --run NAME``): only the unfinished work of the
+    runs these selectors select (:mod:`arena.config.selection`); the others' files are left
+    as they are, and the exit code judges the selected runs only.
 
     ``jobs`` replaces ``launch.local.jobs`` for this resume (how many runs at once; results do
     not depend on it); everything else comes from the snapshot.
@@ -293,7 +342,7 @@ def resume_experiment(
 
     Raises:
         ConfigError: ``output_dir`` is not an arena output directory, its submission is still
-            running, or its backend cannot resume.
+            running, its backend cannot resume, or a selector of ``runs`` selects no run.
         LaunchError: the earlier submission's scheduler cannot be asked what it holds.
     """
     from arena.config import load_experiment
@@ -305,6 +354,7 @@ def resume_experiment(
         raise ConfigError(f"{output_dir} has no experiment.yaml: is it an arena output directory?")
     overrides = [f"launch.local.jobs={int(jobs)}"] if jobs is not None else []
     experiment = load_experiment(snapshot, overrides, trust_snapshot=True)  # a snapshot arena wrote: its allow_imports hold
+    selected = _selected(experiment, runs, str(snapshot))
     backend = make_backend(experiment)
     if not backend.can_resume:
         raise ConfigError(
@@ -317,18 +367,21 @@ def resume_experiment(
     if manifest.get("experiment"):
         experiment = dataclasses.replace(experiment, name=str(manifest["experiment"]))
     remaining = remaining_work(output_dir, keep_errors)
-    todo = {name: run for name, run in experiment.runs.items() if remaining.get(name)}
+    considered = list(experiment.runs) if selected is None else selected
+    todo = {name: experiment.runs[name] for name in considered if remaining.get(name)}
     if not todo:
-        _say(console, escape(f"nothing to resume in {output_dir}: every work item has a finished record"))
+        of = "" if selected is None else f" of {', '.join(selected)}"
+        _say(console, escape(f"nothing to resume in {output_dir}: every work item{of} has a finished record"))
         # ... but its bookkeeping may be unfinished (a stop signal after the last record): the
         # runs' states follow their records, then the result, the report and the sinks' end.
         return _tracked(
-            experiment, output_dir, lambda: _finish_recorded(experiment, output_dir, console), start=False, reports=True
+            experiment, output_dir, lambda: _finish_recorded(experiment, output_dir, console, selected),
+            start=False, reports=True,
         )
-    _complete_recorded(experiment, output_dir, [name for name in experiment.runs if name not in todo], console)
+    _complete_recorded(experiment, output_dir, [name for name in considered if name not in todo], console)
     left = sum(len(remaining[name]) for name in todo)
     _say(console, f"resuming [bold]{escape(experiment.name)}[/]: {left} episode(s) of {len(todo)} run(s): {escape(', '.join(todo))}")
-    sub = dataclasses.replace(experiment, runs=todo)
+    sub = experiment.only(todo)
     servers = plan_servers(sub)
     backend = make_backend(sub)
     backend.check(sub, servers)
@@ -336,7 +389,7 @@ def resume_experiment(
     backend.prepare_resume(output_dir, list(todo))
     resume = Resume(remaining={name: remaining[name] for name in todo}, keep_errors=keep_errors)
     return _tracked(
-        sub, output_dir, lambda: _submit_and_report(sub, servers, backend, output_dir, wait, console, resume),
+        sub, output_dir, lambda: _submit_and_report(sub, servers, backend, output_dir, wait, console, resume, selected),
         start=False, reports=backend.name == "local" or wait,
     )
 
@@ -362,12 +415,12 @@ def _complete_recorded(experiment, output_dir: Path, names, console: Console | N
     return True
 
 
-def _finish_recorded(experiment, output_dir: Path, console: Console | None) -> int:
-    """A resume with nothing left to run: :func:`_complete_recorded` for every run, then the
-    result and the report; returns the exit code of :func:`_finish_report`."""
-    if not _complete_recorded(experiment, output_dir, list(experiment.runs), console):
+def _finish_recorded(experiment, output_dir: Path, console: Console | None, selected: Sequence[str] | None = None) -> int:
+    """A resume with nothing left to run: :func:`_complete_recorded` for every run (of
+    ``selected``), then the result and the report; returns the exit code of :func:`_finish_report`."""
+    if not _complete_recorded(experiment, output_dir, list(experiment.runs) if selected is None else selected, console):
         return EXIT_FAILED
-    return _finish_report(output_dir, console)
+    return _finish_report(output_dir, console, selected)
 
 
 def _refuse_if_running(output_dir: Path) -> None:
@@ -408,7 +461,9 @@ def _collect_published(output_dir: Path) -> None:
     _backend_for(submission).collect(submission)
 
 
-def _finish_report(out: Path, console: Console | None) -> int:
+def _finish_report(out: Path, console: Console | None, selected: Sequence[str] | None = None) -> int:
+    """Build the result and the report from every run's records on disk; the exit code judges
+    the ``selected`` runs (``None``: all): 0 when each completed without error episodes."""
     from arena.results.aggregate import build_experiment_result
     from arena.results.report import write_report
 
@@ -417,7 +472,8 @@ def _finish_report(out: Path, console: Console | None) -> int:
     result = build_experiment_result(out, write=False)
     if console is not None:
         _print_summary(result, console)
-    ok = all(r.get("state") == "completed" and not r.get("errors") for r in result["runs"].values())
+    judged = [r for name, r in result["runs"].items() if selected is None or name in selected]
+    ok = all(r.get("state") == "completed" and not r.get("errors") for r in judged)
     try:
         write_json_atomic(out / EXPERIMENT_RESULT_FILE, result)
         report = write_report(out, result)
@@ -503,7 +559,10 @@ def dry_run_summary(experiment, servers, backend: str, out: Path, exposures: dic
     (``40 runs (spatial.0 … long.9)``)."""
     from arena.launch.wording import count, run_list, run_names
 
-    lines = [f"experiment {experiment.name}: {count(len(experiment.runs), 'run')}, '{backend}' backend, output {out}"]
+    runs = count(len(experiment.runs), "run")
+    if len(experiment.all_runs) > len(experiment.runs):  # arena run --run: the others are not started
+        runs = f"{len(experiment.runs)} of {count(len(experiment.all_runs), 'run')} selected"
+    lines = [f"experiment {experiment.name}: {runs}, '{backend}' backend, output {out}"]
     users: dict[str, list[str]] = {}
     tasks = {}
     described: list[tuple[str, str, tuple[str, str]]] = []  # (run, its task, (environment, the rest))

@@ -74,15 +74,24 @@ class ExperimentResult(_View):
     output_dir: Path | None = Field(None, exclude=True)
     exit_code: int | None = Field(None, exclude=True)
     roles: dict[str, str] = Field(default_factory=dict, exclude=True, description="run name -> role, from the snapshot")
+    selected: list[str] | None = Field(
+        None, exclude=True,
+        description="the runs this evaluation ran (evaluate(runs=...)); None: every run. The others, listed in runs "
+        "with what is on disk (pending without records), are neither its failures nor its headline",
+    )
 
     @property
     def evaluated(self) -> list[str]:
         """The runs of the policy under evaluation: those marked ``role: evaluated`` (a matrix
-        run gives several), else the only run; empty when neither."""
-        marked = [name for name in self.runs if self.roles.get(name) == "evaluated"]
+        run gives several), else the only run; empty when neither. With :attr:`selected`, only
+        selected runs: empty when the marked runs were all left out."""
+        pool = list(self.runs) if self.selected is None else [name for name in self.runs if name in self.selected]
+        marked = [name for name in pool if self.roles.get(name) == "evaluated"]
         if marked:
             return marked
-        return list(self.runs) if len(self.runs) == 1 else []
+        if any(self.roles.get(name) == "evaluated" for name in self.runs):
+            return []  # the policy under evaluation was not selected: another run's rate is not its
+        return pool if len(pool) == 1 else []
 
     @property
     def headline(self) -> RunResult:
@@ -96,8 +105,12 @@ class ExperimentResult(_View):
         if len(chosen) == 1:
             return self.runs[chosen[0]]
         names = ", ".join(chosen or self.runs) or "none"
+        left_out = [n for n in self.runs if self.roles.get(n) == "evaluated" and n not in (self.selected or self.runs)]
         if chosen:
             why = f"several runs are marked `role: evaluated` ({names})"
+        elif left_out:
+            why = (f"the runs marked `role: evaluated` ({', '.join(left_out)}) were not among the runs evaluated "
+                   f"({', '.join(self.selected or ())})")
         else:
             why = f"experiment '{self.experiment}' has runs {names} and marks none `role: evaluated`"
         raise AmbiguousResult(
@@ -122,10 +135,13 @@ class ExperimentResult(_View):
 
     @property
     def failures(self) -> list[str]:
-        """One line per run that did not complete cleanly: failed or cancelled (with its
-        error), or with error episodes. Empty when every run is a clean measurement."""
+        """One line per run (of :attr:`selected`) that did not complete cleanly: failed or
+        cancelled (with its error), or with error episodes. Empty when every run is a clean
+        measurement."""
         out = []
         for name, run in self.runs.items():
+            if self.selected is not None and name not in self.selected:
+                continue  # not run by this evaluation
             if run.state != "completed":
                 out.append(f"run '{name}' {run.state}" + (f": {run.error}" if run.error else ""))
             elif run.errors:
@@ -148,8 +164,10 @@ class ExperimentResult(_View):
         return self.model_dump(mode="json")
 
     @classmethod
-    def read(cls, output_dir: str | os.PathLike[str], exit_code: int | None = None) -> ExperimentResult:
-        """Load ``<output_dir>/experiment_result.json``.
+    def read(
+        cls, output_dir: str | os.PathLike[str], exit_code: int | None = None, selected: list[str] | None = None
+    ) -> ExperimentResult:
+        """Load ``<output_dir>/experiment_result.json``; ``selected``: see :attr:`selected`.
 
         Raises:
             FileNotFoundError: the experiment's result was not written (e.g. a cluster
@@ -158,7 +176,9 @@ class ExperimentResult(_View):
         """
         out = Path(output_dir)
         data = json.loads((out / EXPERIMENT_RESULT_FILE).read_text())
-        return cls.model_validate({**data, "output_dir": out, "exit_code": exit_code, "roles": _roles(out)})
+        return cls.model_validate(
+            {**data, "output_dir": out, "exit_code": exit_code, "roles": _roles(out), "selected": selected}
+        )
 
 
 def _roles(output_dir: Path) -> dict[str, str]:

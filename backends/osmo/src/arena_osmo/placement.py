@@ -119,9 +119,9 @@ def place(
     source = experiment.source
     task_names = {p.task.name for p in servers.values() if p.task is not None}
     for key in options.placement:
-        if key not in experiment.runs and key not in task_names:
+        if key not in experiment.all_runs and key not in task_names:  # a resume launches some runs
             problems.add_invalid(ConfigError(
-                f"placement key '{key}' names neither a run ({', '.join(experiment.runs)}) nor a policy server task "
+                f"placement key '{key}' names neither a run ({', '.join(experiment.all_runs)}) nor a policy server task "
                 f"({', '.join(sorted(task_names)) or 'none'})",
                 file=source,
                 key=f"launch.osmo.placement.{key}",

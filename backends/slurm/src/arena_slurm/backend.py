@@ -106,7 +106,7 @@ class SlurmBackend(LaunchBackend):
                     key="launch.slurm.shards",
                 )
         if isinstance(self.options.shards, dict):
-            unknown = sorted(set(self.options.shards) - set(experiment.runs))
+            unknown = sorted(set(self.options.shards) - set(experiment.all_runs))  # a resume launches some
             if unknown:
                 raise ConfigError(
                     f"launch.slurm.shards names unknown run(s): {', '.join(unknown)}",
