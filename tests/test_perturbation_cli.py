@@ -46,3 +46,13 @@ def test_plan_episodes_for_a_sweep_tests_each_level_at_holms_first_step():
     connor = (za * math.sqrt(0.12) + zb * math.sqrt(0.12 - 0.01)) ** 2 / 0.01  # Connor (1987), eq. 3
     assert sweep["seeds_per_run"] == math.ceil(connor) and sweep["episodes_total"] == 6 * math.ceil(connor)
     assert sweep["per_test_confidence"] == pytest.approx(0.99)
+
+
+def test_validate_takes_a_perturbations_override_and_names_it_in_the_error(tmp_path):
+    exp = tmp_path / "exp.yaml"
+    exp.write_text("perturbations: {runs: [a], factors: {image_noise: [10]}}\n"
+                   "runs:\n  a: {environment: {type: metaworld, task: reach-v3, cameras: true}, policy: {type: zero_action}}\n")
+    done = _arena("validate", str(exp), "perturbations.factors.image_noise=[0,40]", "--list-runs")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"{exp}: key perturbations.factors.image_noise: level '0' (0) leaves image_noise at 0.0" in done.stderr
+    assert "(from override 'perturbations.factors.image_noise=[0,40]')" in done.stderr

@@ -100,7 +100,7 @@ AllowImportOpt = Annotated[
 
 OverridesArg = Annotated[
     Optional[list[str]],
-    typer.Argument(help="KEY=VALUE overrides: shared.<path>=V, runs.<name>.<path>=V, launch.<backend>.<path>=V"),
+    typer.Argument(help="KEY=VALUE overrides: shared.<path>=V, runs.<name>.<path>=V, launch.<backend>.<path>=V, tracking.<path>=V, perturbations.<path>=V"),
 ]
 
 

@@ -20,7 +20,8 @@ manifest and ``arena run-one --run NAME.<suffix>`` see them.
 Precedence, lowest first: field defaults < ``shared`` < ``shared.<path>=<value>`` overrides <
 the run's own values < ``runs.<name>.<path>=<value>`` overrides. Mappings merge key by key;
 any other value (a list included) replaces. ``launch.<path>=<value>`` overrides the file's
-``launch`` section.
+``launch`` section, ``perturbations.<path>=<value>`` its perturbation sweep (before the sweep
+expands; ``null`` removes a key, :mod:`arena.config.sweep`).
 
 **A different type drops the shared section.** When a run's ``environment.type`` (or
 ``policy.type``) differs from the one in ``shared`` (after overrides), none of ``shared``'s
@@ -39,15 +40,16 @@ Resolving one run, step by step, is :mod:`arena.config.runs`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from arena.config.imports import SNAPSHOT_KEY, ImportCheck, ImportPolicy
-from arena.config.merge import deep_merge, leaves
+from arena.config.merge import deep_merge, get_path, leaves
 from arena.config.models import LaunchConfig
 from arena.config.overrides import Override, apply_overrides, parse_override
 from arena.config.requires import check_requires as _check_requires
@@ -133,11 +135,15 @@ def load_experiment_dict(
     runs_raw = _runs(raw.get("runs"), source)
     parsed = [_expanded_target(parse_override(token, file=source)) for token in overrides]
     from arena.config.matrix import expand_matrix
+    from arena.config.sweep import check_distinct, expand_sweep, refuse_matrix_overlap
 
+    sweep_overrides = _scope(parsed, "perturbations")
+    sweep_raw = _sweep_section(raw.get("perturbations"), sweep_overrides, source)
+    with _noting_overrides(sweep_overrides):
+        refuse_matrix_overlap(raw.get("matrix"), sweep_raw, runs_raw, source=source)
     runs_raw, parsed = expand_matrix(raw.get("matrix"), runs_raw, parsed, source=source)
-    from arena.config.sweep import expand_sweep
-
-    runs_raw, parsed = expand_sweep(raw.get("perturbations"), runs_raw, parsed, source=source)
+    with _noting_overrides(sweep_overrides):
+        runs_raw, parsed, sweeps = expand_sweep(sweep_raw, runs_raw, parsed, source=source)
     for override in parsed:
         if override.scope == "runs" and override.run not in runs_raw and _parent(override.run) not in runs_raw:
             raise ConfigError(
@@ -186,6 +192,8 @@ def load_experiment_dict(
                     key=f"runs.{child_name}",
                 )
             runs[child_name] = child
+    with _noting_overrides(sweep_overrides):
+        check_distinct(sweeps, runs, source=source)
     for override in parsed:
         if override.scope == "runs" and override.run not in runs and override.run not in runs_raw:
             raise ConfigError(
@@ -348,6 +356,38 @@ def _mapping(value: Any, source: str | None, key: str | None, *, run: str | None
 
 def _scope(parsed: list[Override], scope: str) -> list[Override]:
     return [o for o in parsed if o.scope == scope]
+
+
+def _sweep_section(section: Any, overrides: list[Override], source: str | None) -> Any:
+    """The ``perturbations`` section with its ``perturbations.<path>=V`` overrides applied; a
+    ``null`` value removes its key (``perturbations.factors.NAME=null`` drops a factor)."""
+    if not overrides:
+        return section
+    out = apply_overrides(_mapping(section, source, "perturbations"), overrides, file=source)
+    for override in overrides:
+        if override.value is None:
+            parent = get_path(out, override.path[:-1], None) if len(override.path) > 1 else out
+            if isinstance(parent, dict):
+                parent.pop(override.path[-1], None)
+    return out
+
+
+@contextlib.contextmanager
+def _noting_overrides(overrides: list[Override]) -> Iterator[None]:
+    """A ConfigError raised inside, at a key an override set, says so: `` (from override 'TOKEN')``."""
+    from arena.config.sweep import KEYS as SWEEP_KEYS
+
+    try:
+        yield
+    except ConfigError as exc:
+        path = tuple((exc.key or "").split("."))[1:] if (exc.key or "").startswith("perturbations") else None
+        hits = [] if path is None else [
+            o for o in overrides
+            if o.path[: len(path)] == path[: len(o.path)] and (path or o.path[0] not in SWEEP_KEYS)
+        ]
+        if not hits:
+            raise
+        raise ConfigError(f"{exc.message} (from override '{hits[-1].token}')", file=exc.file, run=exc.run, key=exc.key) from None
 
 
 def _allow_list(value: Any, source: str | None) -> list[str]:

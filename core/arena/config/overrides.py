@@ -1,8 +1,9 @@
 """Command-line overrides ``KEY=VALUE`` of an experiment.
 
-``KEY`` is a dotted path starting with ``shared.``, ``runs.<name>.``, ``launch.`` or ``tracking.``, e.g.
+``KEY`` is a dotted path starting with ``shared.``, ``runs.<name>.``, ``launch.``, ``tracking.`` or
+``perturbations.`` (the perturbation sweep, :mod:`arena.config.sweep`), e.g.
 ``shared.rollout_limit.num_episodes=5``, ``runs.pick_place.policy.open_loop_horizon=4``,
-``launch.backend=slurm``, ``launch.slurm.partition=gpu``. ``VALUE`` is parsed as YAML
+``launch.backend=slurm``, ``launch.slurm.partition=gpu``, ``perturbations.factors.image_noise=[10,40]``. ``VALUE`` is parsed as YAML
 (``yaml.safe_load``): ``5`` is an int, ``true`` a bool, ``[1, 2]`` a list, ``null`` is
 ``None``, ``'5'`` the string ``"5"``; an empty value is the empty string. Overrides set one
 path each (creating mappings on the way) and cannot add runs.
@@ -20,11 +21,11 @@ import yaml
 from arena.config.merge import Path, deep_merge, get_path, set_path
 from arena.errors import ConfigError
 
-Scope = Literal["shared", "runs", "launch", "tracking"]
+Scope = Literal["shared", "runs", "launch", "tracking", "perturbations"]
 
 _SEGMENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")
-_SCOPES: tuple[Scope, ...] = ("shared", "runs", "launch", "tracking")
-_FORM = "expected KEY=VALUE with KEY starting 'shared.', 'runs.<name>.', 'launch.' or 'tracking.'"
+_SCOPES: tuple[Scope, ...] = ("shared", "runs", "launch", "tracking", "perturbations")
+_FORM = "expected KEY=VALUE with KEY starting 'shared.', 'runs.<name>.', 'launch.', 'tracking.' or 'perturbations.'"
 
 
 @dataclass(frozen=True)
