@@ -6,19 +6,33 @@ Every ``poll_s`` seconds the watch lists the entries (files or folders) directly
 *candidate* once its size and newest modification time (over every file below it) have not
 changed for ``settle_s`` seconds, so a checkpoint still being written is not read. Candidates
 are evaluated in order of step (then name), each once, at most ``jobs`` at a time, each by
-``arena run EXPERIMENT OVERRIDES --output-dir WATCH_DIR/<name>`` in its own process (the same
-code path as ``arena run``). In every override ``{checkpoint}`` becomes the entry's absolute
-path and ``{step}`` its step; ``tracking.step=<step>`` is added when the pattern gives one, so
+``arena run EXPERIMENT OVERRIDES --output-dir WATCH_DIR/<folder>`` in its own process (the same
+code path as ``arena run``). ``<folder>`` is the checkpoint's name less a file's extension
+(``ckpt_100.npz`` -> ``ckpt_100/``, so the listing does not show a folder as a file); a name
+another checkpoint's folder already has gets the extension back as ``_npz`` (``ckpt_100_npz/``),
+then ``-2``, ``-3``... (:func:`output_name`). A checkpoint is known by its name in
+``watch.json``, whose ``output_dir`` is used as written: an evaluation recorded by an earlier
+arena, whose folders kept the extension (``ckpt_100.npz/``), is neither redone nor moved, and
+is resumed or retried in its folder. In every override ``{checkpoint}`` becomes the entry's
+absolute path and ``{step}`` its step; ``tracking.step=<step>`` is added when the pattern gives one, so
 the result sinks log against it, with ``tracking.label=<name>`` and ``tracking.series=<the
 watch's id>`` (:func:`series_id`), so each tracker puts every checkpoint on one curve (W&B: one
 run; MLflow: one series run, a child per checkpoint; :mod:`arena.sinks`).
 
+Before a candidate is evaluated, :func:`unreadable` checks that its files are whole (an
+``.npz`` / ``.pt`` zip archive, ``.npy`` and ``.safetensors`` headers against the file's size,
+``.json`` parses; in a folder, every such file below it): a checkpoint that is not is ``failed``
+at once with the reason ``unreadable checkpoint <name>[/<file>]: <what is wrong>``, not
+evaluated and not retried, while the watch goes on; rewritten (its size or time changes), it
+is checked again.
+
 The state is ``WATCH_DIR/watch.json``: ``{"checkpoints": {NAME: {"step", "path",
 "output_dir", "state": "running" | "done" | "failed", "exit_code", "attempts", "reason",
-"started_at", "finished_at"}}}``, rewritten atomically at every change. An evaluation whose
-``arena run`` exits 0 is ``done``; any other exit is ``failed`` with its ``reason`` (the failed
-runs' errors from ``experiment_result.json``, the count of error episodes, else the last line
-of ``WATCH_DIR/<name>.log``). A failed evaluation is tried again (``arena run --resume``: its
+"started_at", "finished_at"}}}`` (an unreadable checkpoint: ``"unreadable": true``, its
+``fingerprint``, ``attempts`` 0, no ``output_dir``), rewritten atomically at every change. An
+evaluation whose ``arena run`` exits 0 is ``done``; any other exit is ``failed`` with its
+``reason`` (the failed runs' errors from ``experiment_result.json``, the error episodes' count
+and most common reason, else the last line of ``WATCH_DIR/<folder>.log``). A failed evaluation is tried again (``arena run --resume``: its
 finished episodes are kept, its error episodes run again) on the watch's next pass, or when the
 watch is started again, until it has had ``1 + retries`` attempts; a configuration error (exit
 2) is not retried. A watch started again on the same ``WATCH_DIR`` skips what is ``done`` (or
@@ -107,6 +121,141 @@ def fingerprint(path: Path) -> tuple[int, float, int]:
                 continue
             size, newest, count = size + st.st_size, max(newest, st.st_mtime), count + 1
     return (size, newest, count)
+
+
+#: Names in the watch's folder that are not an evaluation's.
+_RESERVED = {STATE_FILE, "index.html"}
+
+
+def output_name(checkpoint: Checkpoint, taken: set[str]) -> str:
+    """The folder (under the watch's) that ``checkpoint``'s evaluation writes: its name less a
+    file's extension (``ckpt_1.npz`` -> ``ckpt_1``; a folder's name as it is), else with the
+    extension written ``_npz``, else that with ``-2``, ``-3``...: the first not in ``taken``
+    (the folders of the other checkpoints in ``watch.json``)."""
+    name = checkpoint.name
+    suffix = Path(name).suffix if not checkpoint.path.is_dir() else ""
+    stem = name[: len(name) - len(suffix)] if suffix and len(suffix) < len(name) else name
+    candidates = [stem] + ([f"{stem}_{suffix[1:]}"] if stem != name else [])
+    for candidate in candidates:
+        if candidate not in taken and candidate not in _RESERVED:
+            return candidate
+    number = 2
+    while f"{candidates[-1]}-{number}" in taken:
+        number += 1
+    return f"{candidates[-1]}-{number}"
+
+
+#: How much of a zip archive :func:`unreadable` reads to check its members' CRCs; a larger
+#: archive has only its directory (at the end of the file: gone when truncated) checked.
+_ZIP_CRC_LIMIT = 256 * 2**20
+
+
+def unreadable(path: Path) -> str | None:
+    """What makes the checkpoint at ``path`` (a file, or a folder checked file by file, in name
+    order) unreadable, as ``"<name>[/<file>]: <what is wrong>"``, or ``None`` when nothing is
+    found. Looked at by extension: ``.npz`` (and a ``.pt`` / ``.pth`` / ``.ckpt`` / ``.bin`` /
+    ``.zip`` that starts as a zip archive) must open as a zip archive whose members' CRCs match
+    (up to 256 MiB); ``.npy``: NumPy's header, no Python objects (arena loads with
+    ``allow_pickle=False``), the data its shape and dtype need; ``.safetensors``: its 8-byte
+    little-endian header length, a JSON header, the tensors' byte ranges within the file;
+    ``.json``: parses. An empty checkpoint file, an empty file of those kinds in a folder, or a
+    folder holding no file is unreadable too. Other files are not opened (their loader judges
+    them)."""
+    path = Path(path)
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+        if not files:
+            return f"{path.name}/: the folder holds no file"
+        for file in files:
+            what = _file_problem(file, alone=False)
+            if what:
+                return f"{path.name}/{file.relative_to(path).as_posix()}: {what}"
+        return None
+    what = _file_problem(path, alone=True)
+    return f"{path.name}: {what}" if what else None
+
+
+#: The extensions :func:`unreadable` looks into.
+_CHECKED = (".npz", ".npy", ".safetensors", ".json", ".pt", ".pth", ".ckpt", ".bin", ".zip")
+
+
+def _file_problem(path: Path, alone: bool) -> str | None:
+    """Why one file of a checkpoint cannot be read (see :func:`unreadable`), or ``None``.
+    ``alone``: the file is the whole checkpoint (empty, it is unreadable whatever its name; in
+    a folder, an empty marker file such as ``_SUCCESS`` is fine)."""
+    try:
+        size = path.stat().st_size
+        suffix = path.suffix.lower()
+        if size == 0 and (alone or suffix in _CHECKED):
+            return "the file is empty (0 bytes)"
+        if size == 0:
+            return None
+        with open(path, "rb") as handle:
+            head = handle.read(8)
+        if suffix == ".npz" or (suffix in (".pt", ".pth", ".ckpt", ".bin", ".zip") and head.startswith(b"PK")):
+            return _zip_problem(path, size, suffix)
+        if suffix == ".npy":
+            return _npy_problem(path, size)
+        if suffix == ".safetensors":
+            return _safetensors_problem(path, size, head)
+        if suffix == ".json":
+            json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"cannot be read ({exc.strerror or exc})" if isinstance(exc, OSError) else f"is not UTF-8 text ({exc.reason})"
+    except ValueError as exc:
+        return f"is not valid JSON ({exc})"
+    return None
+
+
+def _zip_problem(path: Path, size: int, suffix: str) -> str | None:
+    import zipfile
+    import zlib
+
+    kind = "an .npz archive" if suffix == ".npz" else "a zip archive"
+    try:
+        with zipfile.ZipFile(path) as archive:
+            bad = archive.testzip() if size <= _ZIP_CRC_LIMIT else None
+    except (zipfile.BadZipFile, EOFError, zlib.error) as exc:
+        return f"is not a whole zip archive ({exc}): truncated or corrupt {size}-byte file, expected {kind}"
+    except (RuntimeError, NotImplementedError, zipfile.LargeZipFile) as exc:  # encrypted, unknown compression
+        return f"is {kind} that cannot be read ({exc})"
+    if bad is not None:
+        return f"member {bad} of {kind} fails its CRC check: the file is corrupt"
+    return None
+
+
+def _npy_problem(path: Path, size: int) -> str | None:
+    import numpy as np
+
+    with open(path, "rb") as handle:
+        try:
+            version = np.lib.format.read_magic(handle)
+            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, _fortran, dtype = read(handle)
+        except ValueError as exc:
+            return f"is not a NumPy .npy file ({exc})"
+        if dtype.hasobject:
+            return "holds Python objects (a pickled array), which arena does not load (allow_pickle=False)"
+        need = handle.tell() + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    return f"is truncated: its header needs {need} bytes, the file has {size}" if size < need else None
+
+
+def _safetensors_problem(path: Path, size: int, head: bytes) -> str | None:
+    if len(head) < 8:
+        return f"is truncated: {size} bytes, shorter than the 8-byte safetensors header length"
+    length = int.from_bytes(head, "little")
+    if 8 + length > size:
+        return f"is truncated: its header alone needs {8 + length} bytes, the file has {size}"
+    with open(path, "rb") as handle:
+        handle.seek(8)
+        try:
+            header = json.loads(handle.read(length).decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            return f"has an unreadable safetensors header ({exc})"
+    ends = [int(t["data_offsets"][1]) for k, t in header.items() if k != "__metadata__" and isinstance(t, dict) and "data_offsets" in t] \
+        if isinstance(header, dict) else []
+    need = 8 + length + max(ends, default=0)
+    return f"is truncated: its tensors need {need} bytes, the file has {size}" if size < need else None
 
 
 def fill(overrides: Sequence[str], checkpoint: Checkpoint, series: str | None = None) -> list[str]:
@@ -238,7 +387,8 @@ class Watch:
         raise KeyboardInterrupt
 
     def _can_retry(self, entry: dict[str, Any]) -> bool:
-        return entry.get("state") == "failed" and entry.get("exit_code") != 2 and int(entry.get("attempts") or 1) <= self.retries
+        return (entry.get("state") == "failed" and entry.get("exit_code") != 2 and not entry.get("unreadable")
+                and int(entry.get("attempts") or 1) <= self.retries)
 
     def _failed_for_good(self) -> list[str]:
         return [n for n, c in self.state.checkpoints.items() if c.get("state") == "failed" and not self._can_retry(c)]
@@ -263,11 +413,17 @@ class Watch:
         now = time.monotonic()
         ready = []
         for checkpoint in scan(self.checkpoint_dir, self.pattern):
-            if checkpoint.name in self.state.checkpoints or checkpoint.name in self.running:
-                continue
             try:
                 mark = fingerprint(checkpoint.path)
             except FileNotFoundError:
+                continue
+            entry = self.state.checkpoints.get(checkpoint.name)
+            if entry is not None and entry.get("unreadable") and entry.get("fingerprint") != list(mark):
+                self.say(f"arena watch: {checkpoint.name} was unreadable and has changed since: checking it again")
+                self.state.checkpoints.pop(checkpoint.name)
+                self.state.save()
+                self._write_page()
+            elif checkpoint.name in self.state.checkpoints or checkpoint.name in self.running:
                 continue
             seen = self.seen.get(checkpoint.name)
             if seen is None or seen[0] != mark:
@@ -283,11 +439,29 @@ class Watch:
                 "--output-dir", str(out), *self.extra_args]
 
     def _start(self, checkpoint: Checkpoint) -> None:
-        out = self.watch_dir / checkpoint.name
+        problem = unreadable(checkpoint.path)
+        if problem is not None:
+            self._refuse(checkpoint, problem)
+            return
+        taken = {Path(e["output_dir"]).name for n, e in self.state.checkpoints.items() if e.get("output_dir") and n != checkpoint.name}
+        out = self.watch_dir / output_name(checkpoint, taken)
         self.state.mark(checkpoint.name, step=checkpoint.step, path=str(checkpoint.path), output_dir=str(out),
                         state="running", exit_code=None, attempts=1, reason=None, started_at=_now(), finished_at=None)
         self.say(f"arena watch: evaluating {checkpoint.name}" + (f" (step {checkpoint.step})" if checkpoint.step is not None else "") + f" -> {out}")
         self._spawn(checkpoint.name, self._argv(checkpoint, out), out)
+
+    def _refuse(self, checkpoint: Checkpoint, problem: str) -> None:
+        """Record a checkpoint :func:`unreadable` found fault with as failed, not evaluated."""
+        try:
+            mark = list(fingerprint(checkpoint.path))
+        except FileNotFoundError:
+            mark = None
+        self.state.mark(checkpoint.name, step=checkpoint.step, path=str(checkpoint.path), output_dir=None, state="failed",
+                        exit_code=None, attempts=0, unreadable=True, fingerprint=mark, reason=f"unreadable checkpoint {problem}",
+                        started_at=_now(), finished_at=_now())
+        self.say(f"arena watch: {checkpoint.name} FAILED, not evaluated: {checkpoint.path} is unreadable: "
+                 f"{problem.split(': ', 1)[-1]} (the watch goes on; rewrite it and it is checked again)")
+        self._write_page()
 
     def _retry(self, name: str) -> None:
         """Try a failed evaluation again: ``arena run --resume`` where ``arena run`` got as far
@@ -307,7 +481,7 @@ class Watch:
             self._spawn(name, self._argv(Checkpoint(name, Path(entry["path"]), step), out), out)
 
     def _spawn(self, name: str, argv: list[str], out: Path) -> None:
-        log = open(self.watch_dir / f"{name}.log", "a")
+        log = open(_log_of(out), "a")
         try:
             self.running[name] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         finally:
@@ -338,7 +512,7 @@ class Watch:
             if code == 0:
                 self.state.mark(name, state="done", exit_code=0, reason=None, finished_at=_now())
             else:
-                self.state.mark(name, state="failed", exit_code=code, reason=failure_reason(out, self.watch_dir / f"{name}.log", code),
+                self.state.mark(name, state="failed", exit_code=code, reason=failure_reason(out, _log_of(out), code),
                                 finished_at=_now())
             self._tell(name)
             self._write_page()
@@ -392,9 +566,15 @@ class Watch:
                 proc.kill()
 
 
+def _log_of(out: Path) -> Path:
+    """The log of the evaluation writing ``out``: ``<out>.log`` beside it."""
+    return out.with_name(out.name + ".log")
+
+
 def failure_reason(out: Path, log: Path, code: int) -> str:
-    """Why an evaluation's ``arena run`` exited ``code``: its failed runs' errors, its error
-    episodes, else the last line of its log."""
+    """Why an evaluation's ``arena run`` exited ``code``: its failed runs' errors, its runs'
+    error episodes (their ``error_note``: count and most common reason), else the last line of
+    its log."""
     try:
         result = json.loads((out / "experiment_result.json").read_text())
     except (OSError, ValueError):
@@ -402,7 +582,7 @@ def failure_reason(out: Path, log: Path, code: int) -> str:
     if isinstance(result, dict):
         runs = result.get("runs") or {}
         failed = [f"run {r}: {d.get('error') or d.get('state')}" for r, d in runs.items() if d.get("state") not in ("completed", None)]
-        errors = [f"run {r}: {d.get('errors')} error episode(s)" for r, d in runs.items() if d.get("errors")]
+        errors = [f"run {r}: {d.get('error_note') or str(d.get('errors')) + ' error episode(s)'}" for r, d in runs.items() if d.get("errors")]
         if failed or errors:
             return "; ".join(failed + errors)
     try:

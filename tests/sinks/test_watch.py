@@ -219,3 +219,111 @@ def test_a_failed_evaluation_is_recorded_retried_and_listed(tmp_path: Path) -> N
     page = (out / "index.html").read_text()
     assert "success rate against training step" in page and "distance against training step" in page
     assert "ckpt_200 (step 200)" in page and "<script" not in page
+
+
+def test_an_unreadable_checkpoint_is_listed_as_failed_with_why_and_the_watch_goes_on(tmp_path: Path) -> None:
+    """A truncated .npz is failed at once with its path and what is wrong (not NumPy's pickle
+    message), not evaluated nor retried; the next is evaluated into a folder named without
+    the extension; an evaluation an earlier watch recorded in an old-style folder
+    (``ckpt_1.npz/``) is not redone."""
+    import numpy as np
+
+    ckpts, out, events = tmp_path / "ckpts", tmp_path / "watch", tmp_path / "events.jsonl"
+    ckpts.mkdir()
+    for step in (1, 2, 3):
+        np.savez(ckpts / f"ckpt_{step}.npz", weights=np.arange(4096, dtype=np.float32))
+    whole = (ckpts / "ckpt_2.npz").read_bytes()
+    (ckpts / "ckpt_2.npz").write_bytes(whole[: len(whole) // 2])  # a copy cut short
+    old = out / "ckpt_1.npz"  # evaluated by an earlier watch, whose folders kept the extension
+    old.mkdir(parents=True)
+    (out / "watch.json").write_text(json.dumps({"checkpoints": {"ckpt_1.npz": {
+        "step": 1, "path": str((ckpts / "ckpt_1.npz").resolve()), "output_dir": str(old), "state": "done", "exit_code": 0,
+        "attempts": 1, "reason": None}}}))
+    argv = [sys.executable, "-m", "arena", "watch", str(ckpts), "--experiment", str(_experiment(tmp_path, events)),
+            "runs.toy.environment.task={checkpoint}", "--output-dir", str(out), "--settle", "0.3", "--poll", "0.2",
+            "--max-evaluations", "3", "--pattern", r"ckpt_(?P<step>\d+)\.npz"]
+    code, output = run_in_session(argv, cwd=tmp_path, timeout_s=240)
+    assert code == 3, output  # an evaluation failed for good
+    assert "pickle" not in output, output
+    said = f"arena watch: ckpt_2.npz FAILED, not evaluated: {(ckpts / 'ckpt_2.npz').resolve()} is unreadable: is not a whole zip archive"
+    assert said in output and "truncated or corrupt" in output, output
+    state = _state(out)
+    assert state["ckpt_2.npz"]["state"] == "failed" and state["ckpt_2.npz"]["attempts"] == 0 and state["ckpt_2.npz"]["output_dir"] is None
+    assert state["ckpt_2.npz"]["reason"].startswith("unreadable checkpoint ckpt_2.npz: is not a whole zip archive")
+    assert state["ckpt_1.npz"]["output_dir"] == str(old) and "started_at" not in state["ckpt_1.npz"]  # not redone
+    assert state["ckpt_3.npz"]["state"] == "done" and Path(state["ckpt_3.npz"]["output_dir"]).name == "ckpt_3"
+    assert (out / "ckpt_3" / "experiment_result.json").exists() and (out / "ckpt_3.log").exists()
+    assert _started_steps(events) == [3]
+    tail = output[output.index("arena watch: summary"):]
+    assert "FAILED ckpt_2.npz (step 2): unreadable checkpoint ckpt_2.npz: is not a whole zip archive" in tail, tail
+    assert "; not evaluated" in tail, tail
+    assert "unreadable checkpoint ckpt_2.npz" in (out / "index.html").read_text()
+
+
+def test_unreadable_names_the_file_and_what_is_wrong(tmp_path: Path) -> None:
+    import numpy as np
+
+    from arena.watch import unreadable
+
+    np.save(tmp_path / "a.npy", np.zeros((8, 8), np.float32))
+    assert unreadable(tmp_path / "a.npy") is None
+    (tmp_path / "cut.npy").write_bytes((tmp_path / "a.npy").read_bytes()[:-10])
+    assert "cut.npy: is truncated: its header needs" in unreadable(tmp_path / "cut.npy")
+    np.save(tmp_path / "obj.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    assert "holds Python objects" in unreadable(tmp_path / "obj.npy")
+    (tmp_path / "empty.npz").write_bytes(b"")
+    assert unreadable(tmp_path / "empty.npz") == "empty.npz: the file is empty (0 bytes)"
+    (tmp_path / "marked").mkdir()
+    (tmp_path / "marked" / "_SUCCESS").write_bytes(b"")  # an empty marker in a folder is fine
+    assert unreadable(tmp_path / "marked") is None
+    # a LeRobot-style checkpoint folder whose weights were cut short
+    lerobot = tmp_path / "005000" / "pretrained_model"
+    lerobot.mkdir(parents=True)
+    (lerobot / "config.json").write_text(json.dumps({"type": "act"}))
+    header = json.dumps({"w": {"dtype": "F32", "shape": [64], "data_offsets": [0, 256]}}).encode()
+    (lerobot / "model.safetensors").write_bytes(len(header).to_bytes(8, "little") + header + bytes(256))
+    assert unreadable(tmp_path / "005000") is None
+    (lerobot / "model.safetensors").write_bytes(len(header).to_bytes(8, "little") + header + bytes(100))
+    assert unreadable(tmp_path / "005000") == (
+        f"005000/pretrained_model/model.safetensors: is truncated: its tensors need {8 + len(header) + 256} bytes, "
+        f"the file has {8 + len(header) + 100}")
+    (lerobot / "config.json").write_text("{not json")
+    assert unreadable(tmp_path / "005000").startswith("005000/pretrained_model/config.json: is not valid JSON")
+    (tmp_path / "new").mkdir()
+    assert unreadable(tmp_path / "new") == "new/: the folder holds no file"
+
+
+def test_output_folders_are_named_without_the_extension_and_kept_unique(tmp_path: Path) -> None:
+    from arena.watch import output_name
+
+    (tmp_path / "run.v2").mkdir()
+    (tmp_path / "ckpt_1.npz").write_bytes(b"x")
+    npz, pt = Checkpoint("ckpt_1.npz", tmp_path / "ckpt_1.npz", 1), Checkpoint("ckpt_1.pt", tmp_path / "ckpt_1.pt", 1)
+    assert output_name(npz, set()) == "ckpt_1"
+    assert output_name(pt, {"ckpt_1"}) == "ckpt_1_pt"
+    assert output_name(pt, {"ckpt_1", "ckpt_1_pt"}) == "ckpt_1_pt-2"
+    assert output_name(Checkpoint("ckpt_1.pt", tmp_path / "ckpt_1.pt", 1), set()) == "ckpt_1"
+    assert output_name(Checkpoint("run.v2", tmp_path / "run.v2", 2), set()) == "run.v2"  # a folder's name as it is
+
+
+def test_an_unreadable_checkpoint_rewritten_whole_is_checked_again(tmp_path: Path) -> None:
+    import numpy as np
+
+    from arena.watch import Watch
+
+    ckpts = tmp_path / "ckpts"
+    ckpts.mkdir()
+    (ckpts / "ckpt_5.npz").write_bytes(b"PK\x03\x04 cut short")
+    said: list[str] = []
+    watch = Watch(ckpts, _experiment(tmp_path, tmp_path / "e.jsonl"), ["runs.toy.environment.task={checkpoint}"], tmp_path / "w",
+                  settle_s=0.0, say=said.append)
+    assert watch._ready() == [] and [c.name for c in watch._ready()] == ["ckpt_5.npz"]  # seen, then settled
+    watch._start(watch._ready()[0])
+    entry = watch.state.checkpoints["ckpt_5.npz"]
+    assert entry["state"] == "failed" and entry["unreadable"] and not watch.running and not watch._retriable()
+    assert watch._failed_for_good() == ["ckpt_5.npz"] and watch._ready() == []  # not retried while unchanged
+    np.savez(ckpts / "ckpt_5.npz", weights=np.zeros(3))
+    os.utime(ckpts / "ckpt_5.npz", (1, 1))  # another size and time
+    assert watch._ready() == [] and "ckpt_5.npz" not in watch.state.checkpoints
+    assert [c.name for c in watch._ready()] == ["ckpt_5.npz"]
+    assert any("has changed since: checking it again" in line for line in said), said

@@ -636,7 +636,8 @@ def _print_summary(result: dict[str, Any], console: Console) -> None:
         rate = r.get("success_rate")
         ci = r.get("ci95") if r.get("n") else None  # no episode: no interval (not 0-100 %)
         stop = r.get("stop") if isinstance(r.get("stop"), dict) else None
-        notes = [f"[yellow]{escape(r['partial_note'])}[/]"] if r.get("partial_note") else []
+        note = r.get("note", r.get("partial_note"))  # with why its episodes errored (results written before: partial_note)
+        notes = [f"[{'red' if r.get('error_note') else 'yellow'}]{escape(note)}[/]"] if note else []
         if stop:  # after a data-dependent stop only the confidence sequence's interval is valid
             ci = stop.get("sequence_ci") or ci
             notes.insert(0, escape(f"stop_when: {_stop_words(stop)} after {stop.get('episodes_used')} episodes; "

@@ -49,7 +49,10 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
     ci95 [low, high], ci_method, errors, episodes_total, episodes_recorded,
     missing_episodes, partial (the run's numbers cover less than planned: not completed,
     episodes missing or error episodes), partial_note (why, see
-    :func:`arena.outputs.records.partial_note`), server, server_log, issues, latency, seeds,
+    :func:`arena.outputs.records.partial_note`), error_note (why its episodes errored, one
+    line with a count: :func:`arena.results.run_summary.error_note`), note (what the console
+    summary and the report show beside the run's numbers: partial_note, its error count
+    replaced by error_note), server, server_log, issues, latency, seeds,
     num_envs, videos, restarts, machine, warnings, model (what answered, see
     :func:`arena.rollout.run_one.model_record`), policy_label (see :func:`arena.results.labels.policy_labels`)}}``,
     ``by_task`` (task -> run names),

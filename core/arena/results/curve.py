@@ -108,9 +108,15 @@ def table_lines(curve: Curve) -> list[str]:
     widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header, *body]]
     for entry in curve.failed:
-        lines.append(f"FAILED {entry['checkpoint']} (step {entry.get('step')}): {entry.get('reason') or 'exit ' + str(entry.get('exit_code'))}"
-                     f" after {entry.get('attempts', 1)} attempt(s); output {entry.get('output_dir')}")
+        lines.append(f"FAILED {entry['checkpoint']} (step {entry.get('step')}): {_failure_text(entry)}"
+                     + ("" if entry.get("unreadable") else f"; output {entry.get('output_dir')}"))
     return lines
+
+
+def _failure_text(entry: dict[str, Any]) -> str:
+    """A failed evaluation's reason and attempts (an unreadable checkpoint: not evaluated)."""
+    reason = entry.get("reason") or "exit " + str(entry.get("exit_code"))
+    return f"{reason}; not evaluated" if entry.get("unreadable") else f"{reason} after {entry.get('attempts', 1)} attempt(s)"
 
 
 # -- the page ------------------------------------------------------------------------------------
@@ -198,9 +204,7 @@ def render_page(curve: Curve, title: str) -> str:
     if curve.failed:
         out.append('<h2>Failed evaluations</h2><ul class="failed">')
         for entry in curve.failed:
-            out.append(f"<li>{html.escape(entry['checkpoint'])} (step {entry.get('step')}): "
-                       f"{html.escape(str(entry.get('reason') or 'exit ' + str(entry.get('exit_code'))))}; "
-                       f"{entry.get('attempts', 1)} attempt(s)</li>")
+            out.append(f"<li>{html.escape(entry['checkpoint'])} (step {entry.get('step')}): {html.escape(_failure_text(entry))}</li>")
         out.append("</ul>")
     out.append("</body></html>")
     return "\n".join(out)

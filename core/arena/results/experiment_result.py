@@ -48,6 +48,7 @@ class RunResult(_View):
     errors: int = 0
     episodes_total: int | None = None
     partial: bool = False
+    error_note: str | None = Field(None, description="why the error episodes errored, one line with a count")
 
 
 class OverallResult(_View):

@@ -14,6 +14,7 @@ reported next to them, never as failures.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +119,8 @@ def summarize_records(
         stop = {**stop, "wilson_ci95": [low, high]}
     recorded = len(records)
     note = partial_note(state, recorded, total, counts["error"])
+    errored = error_note(records)
+    shown = [partial_note(state, recorded, total, 0) if errored else note, errored]  # the count once, with its reason
     server_log = run_dir / SERVER_LOG
     status = read_json(run_dir / STATUS_FILE)
     restarts = status.get("restarts", 0) if isinstance(status, dict) else 0
@@ -158,6 +161,8 @@ def summarize_records(
         "missing_episodes": max(0, total - recorded) if total is not None else None,
         "partial": note is not None,
         "partial_note": note,
+        "error_note": errored,
+        "note": "; ".join(n for n in shown if n) or None,
         "server": server,
         "server_log": f"{name}/{SERVER_LOG}" if server_log.exists() else None,
         "issues": issues,
@@ -173,6 +178,28 @@ def summarize_records(
         "model": model,
         "stop": stop,
     }
+
+
+#: The most of an error reason :func:`error_note` keeps (its first line).
+_REASON_CHARS = 300
+
+
+def error_note(records: list[EpisodeRecord]) -> str | None:
+    """Why a run's error episodes errored, in one line: ``"12 episodes errored: worker could
+    not build environment: ..."`` (the most common reason, by its first line, cut at 300
+    characters), ``"; 3 more with 2 other reasons"`` when they differ; ``None`` without error
+    episodes. The reason is the record's ``error``; errors are the infrastructure's, never
+    the policy's failures. What the console summary of ``arena run``, the report and the
+    watch show as the run's note (``error_note`` of its ``experiment_result.json`` entry)."""
+    reasons = Counter(
+        ((r.error or "").strip().splitlines() or ["no reason recorded"])[0][:_REASON_CHARS] for r in records if r.outcome == "error"
+    )
+    if not reasons:
+        return None
+    total = sum(reasons.values())
+    (reason, count), others = reasons.most_common(1)[0], len(reasons) - 1
+    head = f"{total} episode{'s' if total != 1 else ''} errored: {reason}" if not others else f"{count} of {total} error episodes: {reason}"
+    return head + (f"; {total - count} more with {others} other reason{'s' if others != 1 else ''}" if others else "")
 
 
 def latency_summary(records: list[EpisodeRecord]) -> dict[str, Any] | None:
