@@ -61,6 +61,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from arena.checkpoint_files import unreadable
 from arena.errors import ConfigError
 from arena.outputs.layout import MANIFEST_FILE, SUBMISSION_FILE
 
@@ -143,119 +144,6 @@ def output_name(checkpoint: Checkpoint, taken: set[str]) -> str:
     while f"{candidates[-1]}-{number}" in taken:
         number += 1
     return f"{candidates[-1]}-{number}"
-
-
-#: How much of a zip archive :func:`unreadable` reads to check its members' CRCs; a larger
-#: archive has only its directory (at the end of the file: gone when truncated) checked.
-_ZIP_CRC_LIMIT = 256 * 2**20
-
-
-def unreadable(path: Path) -> str | None:
-    """What makes the checkpoint at ``path`` (a file, or a folder checked file by file, in name
-    order) unreadable, as ``"<name>[/<file>]: <what is wrong>"``, or ``None`` when nothing is
-    found. Looked at by extension: ``.npz`` (and a ``.pt`` / ``.pth`` / ``.ckpt`` / ``.bin`` /
-    ``.zip`` that starts as a zip archive) must open as a zip archive whose members' CRCs match
-    (up to 256 MiB); ``.npy``: NumPy's header, no Python objects (arena loads with
-    ``allow_pickle=False``), the data its shape and dtype need; ``.safetensors``: its 8-byte
-    little-endian header length, a JSON header, the tensors' byte ranges within the file;
-    ``.json``: parses. An empty checkpoint file, an empty file of those kinds in a folder, or a
-    folder holding no file is unreadable too. Other files are not opened (their loader judges
-    them)."""
-    path = Path(path)
-    if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
-        if not files:
-            return f"{path.name}/: the folder holds no file"
-        for file in files:
-            what = _file_problem(file, alone=False)
-            if what:
-                return f"{path.name}/{file.relative_to(path).as_posix()}: {what}"
-        return None
-    what = _file_problem(path, alone=True)
-    return f"{path.name}: {what}" if what else None
-
-
-#: The extensions :func:`unreadable` looks into.
-_CHECKED = (".npz", ".npy", ".safetensors", ".json", ".pt", ".pth", ".ckpt", ".bin", ".zip")
-
-
-def _file_problem(path: Path, alone: bool) -> str | None:
-    """Why one file of a checkpoint cannot be read (see :func:`unreadable`), or ``None``.
-    ``alone``: the file is the whole checkpoint (empty, it is unreadable whatever its name; in
-    a folder, an empty marker file such as ``_SUCCESS`` is fine)."""
-    try:
-        size = path.stat().st_size
-        suffix = path.suffix.lower()
-        if size == 0 and (alone or suffix in _CHECKED):
-            return "the file is empty (0 bytes)"
-        if size == 0:
-            return None
-        with open(path, "rb") as handle:
-            head = handle.read(8)
-        if suffix == ".npz" or (suffix in (".pt", ".pth", ".ckpt", ".bin", ".zip") and head.startswith(b"PK")):
-            return _zip_problem(path, size, suffix)
-        if suffix == ".npy":
-            return _npy_problem(path, size)
-        if suffix == ".safetensors":
-            return _safetensors_problem(path, size, head)
-        if suffix == ".json":
-            json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        return f"cannot be read ({exc.strerror or exc})" if isinstance(exc, OSError) else f"is not UTF-8 text ({exc.reason})"
-    except ValueError as exc:
-        return f"is not valid JSON ({exc})"
-    return None
-
-
-def _zip_problem(path: Path, size: int, suffix: str) -> str | None:
-    import zipfile
-    import zlib
-
-    kind = "an .npz archive" if suffix == ".npz" else "a zip archive"
-    try:
-        with zipfile.ZipFile(path) as archive:
-            bad = archive.testzip() if size <= _ZIP_CRC_LIMIT else None
-    except (zipfile.BadZipFile, EOFError, zlib.error) as exc:
-        return f"is not a whole zip archive ({exc}): truncated or corrupt {size}-byte file, expected {kind}"
-    except (RuntimeError, NotImplementedError, zipfile.LargeZipFile) as exc:  # encrypted, unknown compression
-        return f"is {kind} that cannot be read ({exc})"
-    if bad is not None:
-        return f"member {bad} of {kind} fails its CRC check: the file is corrupt"
-    return None
-
-
-def _npy_problem(path: Path, size: int) -> str | None:
-    import numpy as np
-
-    with open(path, "rb") as handle:
-        try:
-            version = np.lib.format.read_magic(handle)
-            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-            shape, _fortran, dtype = read(handle)
-        except ValueError as exc:
-            return f"is not a NumPy .npy file ({exc})"
-        if dtype.hasobject:
-            return "holds Python objects (a pickled array), which arena does not load (allow_pickle=False)"
-        need = handle.tell() + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    return f"is truncated: its header needs {need} bytes, the file has {size}" if size < need else None
-
-
-def _safetensors_problem(path: Path, size: int, head: bytes) -> str | None:
-    if len(head) < 8:
-        return f"is truncated: {size} bytes, shorter than the 8-byte safetensors header length"
-    length = int.from_bytes(head, "little")
-    if 8 + length > size:
-        return f"is truncated: its header alone needs {8 + length} bytes, the file has {size}"
-    with open(path, "rb") as handle:
-        handle.seek(8)
-        try:
-            header = json.loads(handle.read(length).decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
-            return f"has an unreadable safetensors header ({exc})"
-    ends = [int(t["data_offsets"][1]) for k, t in header.items() if k != "__metadata__" and isinstance(t, dict) and "data_offsets" in t] \
-        if isinstance(header, dict) else []
-    need = 8 + length + max(ends, default=0)
-    return f"is truncated: its tensors need {need} bytes, the file has {size}" if size < need else None
 
 
 def fill(overrides: Sequence[str], checkpoint: Checkpoint, series: str | None = None) -> list[str]:

@@ -263,7 +263,7 @@ def test_an_unreadable_checkpoint_is_listed_as_failed_with_why_and_the_watch_goe
 def test_unreadable_names_the_file_and_what_is_wrong(tmp_path: Path) -> None:
     import numpy as np
 
-    from arena.watch import unreadable
+    from arena.checkpoint_files import unreadable
 
     np.save(tmp_path / "a.npy", np.zeros((8, 8), np.float32))
     assert unreadable(tmp_path / "a.npy") is None
