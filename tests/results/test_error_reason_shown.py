@@ -51,3 +51,7 @@ def test_the_error_note_gives_the_most_common_first_line_and_counts_the_rest() -
                _record(2, "error", "protocol violation"), _record(3, "failure"), _record(4, "error")]
     assert error_note(records) == "2 of 4 error episodes: server died; 2 more with 2 other reasons"
     assert error_note([_record(0, "error", "x" * 1000)]) == "1 episode errored: " + "x" * 300
+    # the same cause in env 0 and env 1, on other ports and sequence numbers, is one reason
+    same = [_record(0, "error", "PolicyError: env 0: ws://127.0.0.1:49119: failed on observation seq 7"),
+            _record(1, "error", "PolicyError: env 1: ws://127.0.0.1:49120: failed on observation seq 12")]
+    assert error_note(same) == "2 episodes errored: PolicyError: env 0: ws://127.0.0.1:49119: failed on observation seq 7"

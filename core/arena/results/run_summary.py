@@ -14,6 +14,7 @@ reported next to them, never as failures.
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -182,22 +183,26 @@ def summarize_records(
 
 #: The most of an error reason :func:`error_note` keeps (its first line).
 _REASON_CHARS = 300
+#: Numbers in an error's first line (env index, port, sequence number): not part of its cause.
+_NUMBERS = re.compile(r"\d+")
 
 
 def error_note(records: list[EpisodeRecord]) -> str | None:
     """Why a run's error episodes errored, in one line: ``"12 episodes errored: worker could
-    not build environment: ..."`` (the most common reason, by its first line, cut at 300
-    characters), ``"; 3 more with 2 other reasons"`` when they differ; ``None`` without error
+    not build environment: ..."`` (the most common reason, by its first line cut at 300
+    characters with its numbers left out of the comparison, shown as its first episode has it), ``"; 3 more with 2 other reasons"`` when they differ; ``None`` without error
     episodes. The reason is the record's ``error``; errors are the infrastructure's, never
     the policy's failures. What the console summary of ``arena run``, the report and the
     watch show as the run's note (``error_note`` of its ``experiment_result.json`` entry)."""
-    reasons = Counter(
-        ((r.error or "").strip().splitlines() or ["no reason recorded"])[0][:_REASON_CHARS] for r in records if r.outcome == "error"
-    )
-    if not reasons:
+    firsts = [((r.error or "").strip().splitlines() or ["no reason recorded"])[0][:_REASON_CHARS]
+              for r in records if r.outcome == "error"]
+    if not firsts:
         return None
-    total = sum(reasons.values())
-    (reason, count), others = reasons.most_common(1)[0], len(reasons) - 1
+    # one cause, whatever env index, port or sequence number its message names
+    reasons = Counter(_NUMBERS.sub("#", first) for first in firsts)
+    total = len(firsts)
+    (key, count), others = reasons.most_common(1)[0], len(reasons) - 1
+    reason = next(first for first in firsts if _NUMBERS.sub("#", first) == key)
     head = f"{total} episode{'s' if total != 1 else ''} errored: {reason}" if not others else f"{count} of {total} error episodes: {reason}"
     return head + (f"; {total - count} more with {others} other reason{'s' if others != 1 else ''}" if others else "")
 

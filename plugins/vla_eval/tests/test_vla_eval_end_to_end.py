@@ -57,7 +57,10 @@ def test_arena_run_starts_a_vla_eval_server_and_compares_it_with_an_openpi_serve
     assert "DummyModelServer" in json.dumps(run_result)  # the HELLO, recorded as the server's metadata
     # the error episodes make that run partial (exit 3), never a failure count
     assert result.returncode == 3, result.stdout + result.stderr
-    assert "partial: 2 error episodes" in result.stdout
+    # the console's note gives the count with the reason (one cause, in env 0 and env 1)
+    note = summary["runs"]["reach_vla_eval_failing"]["note"]
+    assert note.startswith("2 episodes errored: PolicyError: env ") and "dummy model fails at step 4" in note, note
+    assert "2 episodes errored: PolicyError" in result.stdout, result.stdout
     assert "reach_vla_eval" in result.stdout and "reach_openpi" in result.stdout
     # and with `arena compare`, the two policies of the one experiment
     compared = arena("compare", str(out), str(out), "--pair", "reach_vla_eval:reach_openpi", "--json")
