@@ -128,7 +128,7 @@ def run_experiment(
     from arena.rollout.workitems import write_manifest
 
     selected = _selected(experiment, runs, experiment.source)
-    launched = _only(experiment, selected)
+    launched = experiment if selected is None else experiment.only(selected)  # what the backend launches
     servers = plan_servers(launched)
     backend = make_backend(experiment)
     if output_dir is not None and re.search(r"[\x00-\x1f\x7f]", str(output_dir)):
@@ -163,11 +163,6 @@ def _selected(experiment, runs: Sequence[str] | None, source: str | None) -> lis
     from arena.config.selection import select_runs
 
     return None if runs is None else select_runs(experiment.runs, list(runs), source=source)
-
-
-def _only(experiment, names: Sequence[str] | None):
-    """``experiment`` with only the runs ``names`` (all when ``None``): what a backend launches."""
-    return experiment if names is None else experiment.only(names)
 
 
 def _tracked(experiment, out: Path, submit, *, start: bool, reports: bool) -> int:
