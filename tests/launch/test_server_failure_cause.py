@@ -65,6 +65,10 @@ def test_the_cause_is_the_last_tracebacks_exception_line_else_an_error_line_else
     assert log_cause(log) == "OSError: [Errno 98] Address already in use"
     log.write_text("one\ntwo\nthree\nfour\n")
     assert log_cause(log) == "two | three | four"
+    # an exception handled long before the end is not what the server died of
+    log.write_text("Traceback (most recent call last):\n  File \"a.py\", line 1\nConnectionResetError: peer\n"
+                   + "".join(f"served request {i}\n" for i in range(20)) + "Killed\n")
+    assert log_cause(log) == "served request 18 | served request 19 | Killed"
     log.write_text("ValueError: unknown policy type 'act_v9': " + "x" * 1000 + "\n")
     cut = log_cause(log)
     assert cut.startswith("ValueError: unknown policy type 'act_v9'") and cut.endswith("…") and len(cut) == 400

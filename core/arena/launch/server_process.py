@@ -65,11 +65,11 @@ _CAUSE_CHARS = 400
 def log_cause(path: Path, lines: int = 3, limit: int = _CAUSE_CHARS) -> str:
     """Why a server failed, from the end of its log (for failure messages): the line that
     states the cause of its last Python traceback (the exception type and message, e.g.
-    ``ValueError: unknown policy type 'act_v9'; choose one of {...}``), else its last line
-    that states one (``error: ...``), else its last ``lines`` non-empty lines joined with
-    `` | ``. Lines arena wrote (``[arena] ...``) are skipped. At most ``limit`` characters,
-    cut at the end (a message's start names its cause); ``""`` when the log is missing or
-    empty."""
+    ``ValueError: unknown policy type 'act_v9'; choose one of {...}``) unless more than a few
+    lines follow it (then it was handled), else the last of its last ``lines`` non-empty lines
+    that states one (``error: ...``), else those lines joined with `` | ``. Lines arena wrote
+    (``[arena] ...``) are skipped. At most ``limit`` characters, cut at the end (a message's
+    start names its cause); ``""`` when the log is missing or empty."""
     try:
         with open(path, "rb") as f:
             f.seek(0, os.SEEK_END)
@@ -78,7 +78,7 @@ def log_cause(path: Path, lines: int = 3, limit: int = _CAUSE_CHARS) -> str:
     except OSError:
         return ""
     shown = [line.rstrip() for line in text.splitlines() if line.strip() and not line.startswith("[arena]")]
-    cause = _cause_line(shown)
+    cause = _cause_line(shown, lines)
     joined = cause if cause is not None else " | ".join(line.strip() for line in shown[-lines:])
     return joined if len(joined) <= limit else joined[: limit - 1] + "…"
 
@@ -88,16 +88,24 @@ def log_cause(path: Path, lines: int = 3, limit: int = _CAUSE_CHARS) -> str:
 _CAUSE_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit)|error|fatal)(?::|$)")
 
 
-def _cause_line(lines: list[str]) -> str | None:
+#: Lines a cause may be followed by and still be the one the process died of (a message's
+#: continuation lines, a library's last words); an exception further up was handled.
+_AFTER_CAUSE = 10
+
+
+def _cause_line(lines: list[str], last: int) -> str | None:
     """The exception line of the last ``Traceback (most recent call last):`` block (its first
-    line that is not indented: the frames and source lines are), else the last line that
-    states a cause (:data:`_CAUSE_LINE`), else ``None``."""
+    line that is not indented: the frames and source lines are) when at most
+    :data:`_AFTER_CAUSE` lines follow it, else the last line of the last ``last`` that states a
+    cause (:data:`_CAUSE_LINE`), else ``None``."""
     starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")]
     if starts:
-        for line in lines[starts[-1] + 1:]:
-            if not line[:1].isspace():
-                return line.strip()
-    return next((line.strip() for line in reversed(lines) if _CAUSE_LINE.match(line)), None)
+        for i in range(starts[-1] + 1, len(lines)):
+            if not lines[i][:1].isspace():
+                if len(lines) - 1 - i <= _AFTER_CAUSE:
+                    return lines[i].strip()
+                break
+    return next((line.strip() for line in reversed(lines[-last:]) if _CAUSE_LINE.match(line)), None)
 
 
 class LocalServer:
