@@ -389,7 +389,7 @@ def attribution_metrics(result: Mapping[str, Any]) -> dict[str, float]:
     """The numbers of the report's "What drives failure" (``experiment_result.json``'s
     ``attribution``, :mod:`arena.results.attribution`), per sweep ``G`` and perturbed run ``R``:
     ``attribution/G/R/difference`` (level − nominal), ``…/ci95_low``, ``…/ci95_high``,
-    ``…/p_holm``; per model term ``T`` (``factor=level``, ``=`` written ``-``):
+    ``…/p_holm``, ``…/errors`` and ``…/error_rate`` (error episodes, an outcome of the level); per model term ``T`` (``factor=level``, ``=`` written ``-``):
     ``attribution/G/model/T/log_odds_ratio``, ``…/ci95_low``, ``…/ci95_high``. Missing numbers
     are left out."""
     sweeps = ((result.get("attribution") or {}).get("sweeps") or {}) if isinstance(result, Mapping) else {}
@@ -403,7 +403,8 @@ def attribution_metrics(result: Mapping[str, Any]) -> dict[str, float]:
         for row in sweep.get("rows") or []:
             ci = row.get("ci95") or [None, None]
             for name, value in (("difference", row.get("difference")), ("ci95_low", ci[0]), ("ci95_high", ci[1]),
-                                ("p_holm", row.get("p_holm"))):
+                                ("p_holm", row.get("p_holm")), ("errors", row.get("errors")),
+                                ("error_rate", row.get("error_rate"))):
                 put(_metric_key("attribution", group, row.get("run"), name), value)
         model = sweep.get("model") or {}
         for term in model.get("terms") or []:

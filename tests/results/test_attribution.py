@@ -229,3 +229,121 @@ def test_full_factorial_model_has_one_term_per_level_and_curves_from_single_fact
     reference = sm.GLM(np.array(y, float), np.array(x), family=sm.families.Binomial()).fit()
     terms = {t["term"]: t["log_odds_ratio"] for t in result["model"]["terms"]}
     assert terms["action_delay=1"] == pytest.approx(reference.params[1]) and terms["image_noise=5.0"] == pytest.approx(reference.params[2])
+
+
+@pytest.fixture(scope="module")
+def breaking_sweep(tmp_path_factory):
+    """A sweep over object_mass where 6 crashes the toy simulator in the episodes of seeds 1, 3
+    and 5 and 12 cannot be built at all (the expert solves every episode that runs)."""
+    from arena.testing import run_tiny_experiment
+
+    out = tmp_path_factory.mktemp("breaking") / "out"
+    environment = {"type": "arena.testing.envs:CrashingToyEnv", "cameras": False, "crash_seeds": [1, 3, 5],
+                   "crash_step": 1, "crash_mode": "raise", "crash_from_object_mass": 5, "unbuildable_from_object_mass": 10}
+    experiment = {
+        "shared": {"environment": environment, "policy": {"type": "arena.testing.policies:ToyReachExpert"},
+                   "environment_builder": {"num_envs": 1, "seed": 0},
+                   "rollout_limit": {"num_episodes": 8, "max_episode_steps": 10}},
+        "runs": {"toy": {}},
+        "perturbations": {"factors": {"object_mass": [6, 12]}},
+    }
+    outcome = run_tiny_experiment(experiment, out)
+    assert outcome.exit_code == 3, outcome.explain()  # error episodes and a failed run
+    return outcome
+
+
+def test_a_level_that_crashes_the_simulator_shows_its_errors_in_its_row_the_reading_and_the_report(breaking_sweep):
+    """object_mass=6 crashed 3 of 8 episodes: it used to read 5/5, +0 points, as harmless as
+    nominal, the errors neither in the row nor in "What drives failure"."""
+    from arena.sinks import experiment_metrics
+
+    sweep = breaking_sweep.result["attribution"]["sweeps"]["toy"]
+    row = {r["run"]: r for r in sweep["rows"]}["toy.object_mass-6"]
+    assert (row["k"], row["n"], row["errors"], row["episodes"], row["error_rate"]) == (5, 5, 3, 8, 3 / 8)
+    assert row["error_note"] == "3 episodes errored: environment step failed: RuntimeError: toy simulator failed"
+    # the paired test says how errors were treated: the three seeds are left out, and counted
+    assert row["design"] == "paired" and row["excluded_pairs"] == 3
+    assert "5 episode pairs; 3 with an error episode on either side left out" in row["design_reason"]
+    assert "object_mass=6: 3 of 8 episodes errored (environment step failed: RuntimeError: toy simulator failed)" in sweep["reading"]
+    assert sweep["model"]["errors_excluded"] == 3
+    assert "error episodes are an outcome of their level" in breaking_sweep.result["attribution"]["methods"]["errors"]
+    html = (breaking_sweep.output_dir / "index.html").read_text()
+    drivers = html[html.index('id="drivers"'):]
+    assert "3/8 (37.5%)" in drivers and "3 with an error episode on either side left out" in drivers
+    assert "3 error episodes left out" in drivers
+    metrics = experiment_metrics(breaking_sweep.result)
+    assert metrics["attribution/toy/toy.object_mass-6/errors"] == 3
+    assert metrics["attribution/toy/toy.object_mass-6/error_rate"] == pytest.approx(0.375)
+
+
+def test_a_level_whose_environment_cannot_be_built_is_listed_as_not_run_and_the_model_still_fits(breaking_sweep):
+    """object_mass=12 could not build its environment: it used to show "0/0 unpaired (no episode
+    index recorded by both runs)", the reading named only the level that ran and the model said
+    "not estimable: singular design" (its level's column was all zeros)."""
+    sweep = breaking_sweep.result["attribution"]["sweeps"]["toy"]
+    row = {r["run"]: r for r in sweep["rows"]}["toy.object_mass-12"]
+    assert row["status"] == "not run" and row["design"] == "not run"
+    assert "could not build the environment" in row["not_run_reason"]
+    assert "cannot build a scene with object_mass 12" in row["not_run_reason"]
+    assert "no episode index recorded by both runs" not in row["design_reason"]
+    assert row["difference"] is None and row["p_value"] is None and row.get("p_holm") is None
+    assert "object_mass=12 could not run: could not build the environment: RuntimeError: toy simulator: cannot build" \
+        in sweep["reading"]
+    model = sweep["model"]
+    assert model["status"] == "ok", model.get("reason")
+    assert [t["term"] for t in model["terms"]] == ["object_mass=6"] and model["omitted"] == ["object_mass=12"]
+    html = (breaking_sweep.output_dir / "index.html").read_text()
+    drivers = html[html.index('id="drivers"'):]
+    assert "could not run: could not build the environment" in drivers and "No term for object_mass=12 (could not run)" in drivers
+    assert "singular design" not in drivers and "not run" in drivers  # the plot says it where the point would be
+
+
+def test_firth_on_a_full_rank_design_converges_where_full_newton_steps_diverged_and_the_reason_says_which():
+    """nominal 0/3, two levels 1/1 each: Firth's estimates are Haldane's logits, but full Newton
+    steps cycled until the information matrix was singular, reported as "singular design"."""
+    records = {"s.nominal": _records("s.nominal", [False] * 3), "s.noise-20": _records("s.noise-20", [True]),
+               "s.delay-2": _records("s.delay-2", [True])}
+    model = logistic_model(SWEEP, records)
+    assert model["status"] == "ok" and model["method"] == "firth-penalized-logistic", model.get("reason")
+
+    def haldane(k, n):
+        return math.log((k + 0.5) / (n - k + 0.5))
+
+    terms = {t["term"]: t for t in model["terms"]}
+    assert terms["image_noise=20"]["log_odds_ratio"] == pytest.approx(haldane(1, 1) - haldane(0, 3), abs=1e-6)
+    # what failed is named: iterations that do not converge are not a singular design
+    from arena.results.attribution import FirthDiverged
+
+    x = [[1.0, 0.0, 0.0]] * 3 + [[1.0, 1.0, 0.0], [1.0, 0.0, 1.0]]
+    with pytest.raises(FirthDiverged, match=r"^Firth's iterations did not converge in 2 iterations"):
+        firth_logistic(x, [0, 0, 0, 1, 1], iterations=2)
+    with pytest.raises(ValueError, match=r"^singular design"):
+        firth_logistic([[1.0, 1.0]] * 4, [0, 1, 0, 1])
+
+
+def test_a_singular_design_names_the_levels_that_cannot_be_told_apart():
+    """Two factors changed only together (no run changes one alone): their effects cannot be
+    separated, and the reason says which terms."""
+    levels = {"s.nominal": {}, "s.a-1--b-5": {"action_delay": 1, "image_noise": 5.0}}
+    records = {name: [r.model_copy(update={"protocol": {"perturbations": lv}})
+                      for r in _records(name, NOMINAL[:20] if name == "s.nominal" else NOISY[:20])] for name, lv in levels.items()}
+    model = logistic_model({"nominal": "s.nominal", "levels": {"s.a-1--b-5": levels["s.a-1--b-5"]}}, records)
+    assert model["status"] == "not estimable"
+    assert model["reason"].startswith("singular design: action_delay=1, image_noise=5.0 cannot be told apart"), model["reason"]
+
+
+def test_a_nominal_run_that_could_not_run_is_named_in_the_reading_and_no_level_is_compared(tmp_path):
+    from arena.results.attribution import attribution
+
+    records = {name: [r.model_copy(update={"protocol": {"perturbations": SWEEP["levels"].get(name, {})}}) for r in rs]
+               for name, rs in RECORDS.items()}
+    records["s.nominal"] = []
+    runs = {name: {} for name in RECORDS}
+    runs["s.nominal"] = {"state": "failed", "error": "could not build the environment: RuntimeError: no display"}
+    # without a snapshot the nominal run's (absent) perturbations are its nominal values
+    sweep = attribution(tmp_path, runs, records)["sweeps"]["s"]
+    assert sweep["reading"].startswith("no perturbed level has episodes to compare; nominal could not run: could not "
+                                       "build the environment: RuntimeError: no display"), sweep["reading"]
+    for row in sweep["rows"]:
+        assert row["status"] == "ran" and row["difference"] is None
+        assert row["design_reason"] == "the nominal run could not run: could not build the environment: RuntimeError: no display"

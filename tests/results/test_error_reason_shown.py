@@ -55,3 +55,35 @@ def test_the_error_note_gives_the_most_common_first_line_and_counts_the_rest() -
     same = [_record(0, "error", "PolicyError: env 0: ws://127.0.0.1:49119: failed on observation seq 7"),
             _record(1, "error", "PolicyError: env 1: ws://127.0.0.1:49120: failed on observation seq 12")]
     assert error_note(same) == "2 episodes errored: PolicyError: env 0: ws://127.0.0.1:49119: failed on observation seq 7"
+
+
+def test_error_notes_keep_exit_codes_and_signals_apart_and_merge_env_indices_ports_and_sequences(tmp_path: Path) -> None:
+    """Three of four episodes died of the OOM killer (code 137), one of an exception (code 1):
+    the report says 137 for three, not "4 episodes errored: ...code 1" (numbers were ignored
+    when grouping, the exit code with them)."""
+    import markupsafe
+
+    from arena.outputs.records import RecordWriter
+
+    reasons = ["env 2: policy server 'pi0' exited (code 137) and was restarted 2 time(s): Killed",
+               "env 0: policy server 'pi0' exited (code 1) and was restarted 2 time(s): Killed",
+               "env 1: policy server 'pi0' exited (code 137) and was restarted 2 time(s): Killed",
+               "env 3: policy server 'pi0' exited (code 137) and was restarted 2 time(s): Killed"]
+    out = tmp_path / "out"
+    (out / "r").mkdir(parents=True)
+    (out / "manifest.json").write_text(json.dumps({"runs": {"r": {"task": "t", "num_episodes": 5}}}))
+    with RecordWriter(out / "r" / "episodes.jsonl") as writer:
+        for i, reason in enumerate(reasons):
+            writer.write(_record(i, "error", reason))
+        writer.write(_record(4, "success"))
+    done = subprocess.run([sys.executable, "-m", "arena", "report", str(out)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    note = json.loads((out / "experiment_result.json").read_text())["runs"]["r"]["error_note"]
+    assert note == ("3 of 4 error episodes: env 2: policy server 'pi0' exited (code 137) and was restarted 2 time(s): "
+                    "Killed; 1 more with 1 other reason"), note
+    assert str(markupsafe.escape(note)) in (out / "index.html").read_text()
+    # signals and exit statuses are causes too; env index, port and sequence number are not
+    killed = [_record(0, "error", "env 0: worker was killed by signal 9 on port 41000"),
+              _record(1, "error", "env 1: worker was killed by signal 15 on port 41001"),
+              _record(2, "error", "env 2: worker exit status 3, seq 12"), _record(3, "error", "env 3: worker exit status 3, seq 40")]
+    assert error_note(killed) == "2 of 4 error episodes: env 2: worker exit status 3, seq 12; 2 more with 2 other reasons"

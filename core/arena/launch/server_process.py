@@ -11,8 +11,9 @@ or its descendants (:mod:`arena.launch.listeners`). A probe answered by anything
 impostor that took the port between choosing and binding — never makes a server ready:
 before the server was first ready it is started again on another port (at most
 ``MAX_PORT_MOVES`` times); afterwards clients know the port, so the server fails with the
-impostor's pid and command. A server that exits before it is ready fails with the last lines
-of its log (the bind error, e.g. "address already in use").
+impostor's pid and command. A server that exits before it is ready fails with the cause its log
+states: the exception line of its last traceback, else its last lines (the bind error, e.g.
+"address already in use").
 
 A ``ready`` server whose process exits (a crash, the OOM killer) is started again on the same
 host and port, at most ``max_restarts`` times, after a back-off of 0.5 s doubling to 5 s; it
@@ -31,6 +32,7 @@ supervisor (:mod:`arena.launch.node`) that Slurm jobs and OSMO tasks run.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import signal
 import socket
@@ -55,18 +57,55 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
-def log_tail(path: Path, lines: int = 3, limit: int = 400) -> str:
-    """The last non-empty lines of a log, joined with `` | `` (for failure messages)."""
+#: The most of a server's log :func:`log_cause` reads (its end), and of the reason it returns.
+_LOG_WINDOW = 65536
+_CAUSE_CHARS = 400
+
+
+def log_cause(path: Path, lines: int = 3, limit: int = _CAUSE_CHARS) -> str:
+    """Why a server failed, from the end of its log (for failure messages): the line that
+    states the cause of its last Python traceback (the exception type and message, e.g.
+    ``ValueError: unknown policy type 'act_v9'; choose one of {...}``) unless more than a few
+    lines follow it (then it was handled), else the last of its last ``lines`` non-empty lines
+    that states one (``error: ...``), else those lines joined with `` | ``. Lines arena wrote
+    (``[arena] ...``) are skipped. At most ``limit`` characters, cut at the end (a message's
+    start names its cause); ``""`` when the log is missing or empty."""
     try:
         with open(path, "rb") as f:
             f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - 8192))
+            f.seek(max(0, f.tell() - _LOG_WINDOW))
             text = f.read().decode("utf-8", "replace")
     except OSError:
         return ""
-    tail = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("[arena]")][-lines:]
-    joined = " | ".join(tail)
-    return joined if len(joined) <= limit else "..." + joined[-limit:]
+    shown = [line.rstrip() for line in text.splitlines() if line.strip() and not line.startswith("[arena]")]
+    cause = _cause_line(shown, lines)
+    joined = cause if cause is not None else " | ".join(line.strip() for line in shown[-lines:])
+    return joined if len(joined) <= limit else joined[: limit - 1] + "…"
+
+
+#: A line that states a cause by itself: ``ValueError: ...``, ``pkg.SomeException: ...`` or
+#: an ``error: ...`` line (what ``arena serve`` prints for an :class:`arena.errors.ArenaError`).
+_CAUSE_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*(?:Error|Exception|Exit)|error|fatal)(?::|$)")
+
+
+#: Lines a cause may be followed by and still be the one the process died of (a message's
+#: continuation lines, a library's last words); an exception further up was handled.
+_AFTER_CAUSE = 10
+
+
+def _cause_line(lines: list[str], last: int) -> str | None:
+    """The exception line of the last ``Traceback (most recent call last):`` block (its first
+    line that is not indented: the frames and source lines are) when at most
+    :data:`_AFTER_CAUSE` lines follow it, else the last line of the last ``last`` that states a
+    cause (:data:`_CAUSE_LINE`), else ``None``."""
+    starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")]
+    if starts:
+        for i in range(starts[-1] + 1, len(lines)):
+            if not lines[i][:1].isspace():
+                if len(lines) - 1 - i <= _AFTER_CAUSE:
+                    return lines[i].strip()
+                break
+    return next((line.strip() for line in reversed(lines[-last:]) if _CAUSE_LINE.match(line)), None)
 
 
 class LocalServer:
@@ -177,7 +216,7 @@ class LocalServer:
                 return self.state
             terminate(self._proc, grace_s=0)  # what the crashed server left in its group
             if self.restarts >= self.max_restarts:
-                tail = log_tail(self.log_path)
+                tail = log_cause(self.log_path)
                 self._fail(
                     f"policy server '{self.task.name}' exited with code {code} and was restarted "
                     f"{self.restarts} time(s) ({self.restarts_option}={self.max_restarts})"
@@ -207,7 +246,7 @@ class LocalServer:
             held = self._foreign()
             if held and self._move_port(f"port {self.port} is held by {held}"):
                 return self.state
-            tail = log_tail(self.log_path)
+            tail = log_cause(self.log_path)
             why = f": {tail}" if tail else ""
             taken = f"; port {self.port} is held by {held}" if held else ""
             self._fail(

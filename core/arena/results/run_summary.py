@@ -183,14 +183,24 @@ def summarize_records(
 
 #: The most of an error reason :func:`error_note` keeps (its first line).
 _REASON_CHARS = 300
-#: Numbers in an error's first line (env index, port, sequence number): not part of its cause.
-_NUMBERS = re.compile(r"\d+")
+#: Numbers in an error's first line: an exit code or a signal (``exited with code 137``,
+#: ``signal 9``, ``exit status -9``) is part of its cause and kept; any other number (env
+#: index, port, sequence number) is not.
+_NUMBERS = re.compile(r"((?:code|signal|status|returncode|exitcode)\W{0,2}-?\d+)|\d+", re.IGNORECASE)
+
+
+def cause_of(first_line: str) -> str:
+    """An error's first line with the numbers that do not make its cause masked (``#``):
+    ``"env 3: worker exited with code 137"`` -> ``"env #: worker exited with code 137"``.
+    Two reasons with the same cause give the same string."""
+    return _NUMBERS.sub(lambda m: m.group(1) or "#", first_line)
 
 
 def error_note(records: list[EpisodeRecord]) -> str | None:
     """Why a run's error episodes errored, in one line: ``"12 episodes errored: worker could
     not build environment: ..."`` (the most common reason, by its first line cut at 300
-    characters with its numbers left out of the comparison, shown as its first episode has it), ``"; 3 more with 2 other reasons"`` when they differ; ``None`` without error
+    characters, compared by :func:`cause_of`: numbers other than exit codes and signals left
+    out; shown as its first episode has it), ``"; 3 more with 2 other reasons"`` when they differ; ``None`` without error
     episodes. The reason is the record's ``error``; errors are the infrastructure's, never
     the policy's failures. What the console summary of ``arena run``, the report and the
     watch show as the run's note (``error_note`` of its ``experiment_result.json`` entry)."""
@@ -198,11 +208,12 @@ def error_note(records: list[EpisodeRecord]) -> str | None:
               for r in records if r.outcome == "error"]
     if not firsts:
         return None
-    # one cause, whatever env index, port or sequence number its message names
-    reasons = Counter(_NUMBERS.sub("#", first) for first in firsts)
+    # one cause, whatever env index, port or sequence number its message names; exit codes
+    # and signals differ by cause (137: killed, out of memory; 1: an exception) and stay apart
+    reasons = Counter(cause_of(first) for first in firsts)
     total = len(firsts)
     (key, count), others = reasons.most_common(1)[0], len(reasons) - 1
-    reason = next(first for first in firsts if _NUMBERS.sub("#", first) == key)
+    reason = next(first for first in firsts if cause_of(first) == key)
     head = f"{total} episode{'s' if total != 1 else ''} errored: {reason}" if not others else f"{count} of {total} error episodes: {reason}"
     return head + (f"; {total - count} more with {others} other reason{'s' if others != 1 else ''}" if others else "")
 

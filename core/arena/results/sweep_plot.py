@@ -3,7 +3,8 @@
 
 Input: one factor's curve from :func:`arena.results.attribution.factor_curves` (the nominal point
 first). Levels are placed evenly in sweep order (they may be numbers, colours or texts), the
-nominal one drawn hollow; the y axis is 0-100 %.
+nominal one drawn hollow; the y axis is 0-100 %. A level that could not run reads "not run"
+where its point would be; a point's tooltip counts its error episodes.
 """
 
 from __future__ import annotations
@@ -48,7 +49,9 @@ def factor_svg(factor: str, curve: list[dict[str, Any]]) -> markupsafe.Markup:
         rate, ci = point.get("success_rate"), point.get("ci95") or [None, None]
         label = _level_text(point.get("level")) + (" (nominal)" if point.get("nominal") else "")
         parts.append(f'<text x="{x(i):.1f}" y="{HEIGHT - 14}" text-anchor="middle" class="tick">{esc(_level_text(point.get("level")))}</text>')
-        if rate is None:
+        if rate is None:  # a level that could not run: said where its point would be
+            parts.append(f'<text x="{x(i):.1f}" y="{y(0.5):.1f}" text-anchor="middle" class="tick not-run">'
+                         f'not run<title>{esc(factor)} = {esc(label)}: could not run</title></text>')
             continue
         points.append(f"{x(i):.1f},{y(rate):.1f}")
         if ci[0] is not None:
@@ -56,6 +59,8 @@ def factor_svg(factor: str, curve: list[dict[str, Any]]) -> markupsafe.Markup:
         title = f"{factor} = {label}: {point.get('k')}/{point.get('n')} = {100 * rate:.1f}%"
         if ci[0] is not None:
             title += f" [{100 * ci[0]:.1f}%, {100 * ci[1]:.1f}%]"
+        if point.get("errors"):
+            title += f"; {point['errors']} of {point.get('episodes')} episodes errored"
         fill = "none" if point.get("nominal") else "currentColor"
         parts.append(f'<circle cx="{x(i):.1f}" cy="{y(rate):.1f}" r="3.5" fill="{fill}" class="point"><title>{esc(title)}</title></circle>')
     if len(points) > 1:

@@ -5,7 +5,9 @@
   ``workers`` and interpreters. ``experiment type: arena.testing.envs:ToyReachEnv``.
 - :class:`CrashingToyEnv`: the same, told to crash its process (exit, segfault, SIGKILL), to
   hang or to raise at a given step of the episodes of given seeds — for crash-isolation tests of
-  environment workers. In-process it takes the whole rollout down, which is the point.
+  environment workers. In-process it takes the whole rollout down, which is the point. It
+  accepts an ``object_mass`` perturbation that changes nothing but whether it crashes (or can
+  be built at all): a perturbation sweep with a level that breaks the simulator.
 
 Both import only numpy, gymnasium and arena-core, so they also run in a worker under another
 interpreter whose venv holds arena-core without the simulator extras.
@@ -23,6 +25,7 @@ import numpy as np
 from pydantic import Field
 
 from arena.envs.base import Environment, EnvironmentConfig
+from arena.envs.perturbations import MUJOCO
 
 __all__ = ["CrashingToyConfig", "CrashingToyEnv", "ToyReachConfig", "ToyReachEnv"]
 
@@ -169,6 +172,13 @@ class CrashingToyConfig(ToyReachConfig):
         description="exit: os._exit(3); segfault: a real SIGSEGV; kill: SIGKILL itself; raise: RuntimeError; "
         "hang: sleep for an hour (a deadlocked simulator)",
     )
+    crash_from_object_mass: float | None = Field(
+        None, description="crash only in runs whose object_mass perturbation is at least this (a simulator "
+        "unstable with heavy objects); null: whatever the perturbations",
+    )
+    unbuildable_from_object_mass: float | None = Field(
+        None, description="building the environment raises in runs whose object_mass perturbation is at least this",
+    )
 
 
 class CrashingToyEnv(ToyReachEnv):
@@ -178,13 +188,30 @@ class CrashingToyEnv(ToyReachEnv):
 
     name = "crashing_toy"
     Config = CrashingToyConfig
+    #: object_mass only decides whether it crashes (see :class:`CrashingToyConfig`); the point moves as ever
+    perturbations = (MUJOCO["object_mass"],)
+
+    def __init__(self, config: CrashingToyConfig, *, num_envs: int, cameras: bool = False) -> None:
+        if _at_least(_object_mass(config), config.unbuildable_from_object_mass):
+            raise RuntimeError(f"toy simulator: cannot build a scene with object_mass {_object_mass(config):g}")
+        super().__init__(config, num_envs=num_envs, cameras=cameras)
 
     def before_step(self) -> None:
         config: CrashingToyConfig = self.config  # type: ignore[assignment]
+        if config.crash_from_object_mass is not None and not _at_least(_object_mass(config), config.crash_from_object_mass):
+            return
         for e in range(self.num_envs):
             if int(self.seed[e]) in config.crash_seeds and int(self.steps[e]) == config.crash_step:
                 print(f"toy simulator: episode seed {int(self.seed[e])} crashes ({config.crash_mode})", flush=True)
                 _crash(config.crash_mode)
+
+
+def _object_mass(config: EnvironmentConfig) -> float:
+    return float((config.perturbations or {}).get("object_mass", MUJOCO["object_mass"].nominal))
+
+
+def _at_least(value: float, threshold: float | None) -> bool:
+    return threshold is not None and value >= threshold
 
 
 def _crash(mode: str) -> None:

@@ -114,7 +114,7 @@ class SlurmOptions(BackendOptions):
     )
     server_restarts: int = Field(
         2, ge=0, description="times a policy server that exits while the runner still needs it is restarted (same "
-        "port); then the run fails with the server log's tail",
+        "port); then the run fails with the cause the server log states",
     )
     server_stop_grace_s: int = Field(
         30, ge=0, le=3600, description="seconds a stopping policy server gets after SIGTERM before SIGKILL"

@@ -13,7 +13,7 @@ Faults the job handles (the supervisor does): Slurm signals the batch shell, whi
 supervisor after its ``exec``, ``time_signal_s`` before the time limit
 (``--signal=B:USR1@N``); SIGUSR1 goes on to the runner, so the run ends ``failed`` naming the
 limit; a server step that dies while the runner works is restarted on the same port at most
-``server_restarts`` times, then the runner is stopped with the server log's tail as the run's
+``server_restarts`` times, then the runner is stopped with the cause its log states as the run's
 error (``stop_reason`` + SIGUSR1); a server is stopped with SIGTERM and SIGKILLed only after
 ``server_stop_grace_s`` (``scancel --signal`` on its step, :data:`SIGNAL_SERVER`: ``srun``
 itself answers SIGTERM by SIGKILLing its tasks). Memory: a job asks for the sum of its
