@@ -66,13 +66,15 @@ class FolderLock:
         for _ in range(3):  # a stale lock removed, then taken: another process may win the race
             mine = {"pid": os.getpid(), "host": socket.gethostname(), "pid_started": _started(os.getpid()),
                     "command": " ".join(["arena", *sys.argv[1:]]) if sys.argv else None, "since": _now()}
+            temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}")
             try:
-                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                temporary.write_text(json.dumps(mine))
+                os.link(temporary, self.path)  # atomic, and refused when the lock exists: never half written
             except FileExistsError:
                 owner = self._owner()
-                if owner is None:  # being written by its owner this instant, or unreadable
-                    raise ConfigError(f"{self.path} exists but cannot be read: is another {self.what} starting on "
-                                      f"{self.path.parent}? If none is, remove {self.path}") from None
+                if owner is None:  # written whole or not at all: not arena's, or edited
+                    raise ConfigError(f"{self.path} exists but is not a lock arena wrote: if no {self.what} runs on "
+                                      f"{self.path.parent}, remove {self.path}") from None
                 stale = self._stale(owner)
                 if stale is None:
                     raise ConfigError(self._refusal(owner)) from None
@@ -81,8 +83,8 @@ class FolderLock:
                 continue
             except OSError as exc:
                 raise ConfigError(f"cannot write the lock {self.path}: {exc.strerror or exc}") from None
-            with os.fdopen(fd, "w") as handle:
-                json.dump(mine, handle)
+            finally:
+                temporary.unlink(missing_ok=True)
             self.held = True
             return note
         raise ConfigError(f"{self.path}: another {self.what} took the folder while this one started")

@@ -197,3 +197,38 @@ def test_a_restarted_watch_evaluates_a_checkpoint_that_failed_for_another_reason
     assert "trying ckpt_200 again (attempt 1 of 1 in this watch" in output, output
     entry = _state(out)["checkpoints"]["ckpt_200"]
     assert entry["state"] == "done" and entry["attempts"] == 2, entry
+
+
+def test_a_lock_whose_pid_now_belongs_to_another_process_is_stale(tmp_path: Path) -> None:
+    """A pid reused by a later process (its start time differs from the one the lock recorded)
+    does not keep a dead watch's folder; the live owner's lock is refused."""
+    from arena.errors import ConfigError
+    from arena.folder_lock import FolderLock
+
+    lock = tmp_path / "watch.lock"
+    lock.write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "pid_started": "1"}))
+    mine = FolderLock(lock, "arena watch")
+    assert "no longer running" in (mine.acquire() or "")
+    assert json.loads(lock.read_text())["pid"] == os.getpid()
+    try:
+        FolderLock(lock, "arena watch").acquire()
+    except ConfigError as exc:
+        assert f"owned by another arena watch: process {os.getpid()}" in str(exc)
+    else:
+        raise AssertionError("a live owner's lock was taken")
+    mine.release()
+    assert not lock.exists()
+
+
+def test_unreadable_checks_each_shard_the_index_lists(tmp_path: Path) -> None:
+    from arena.checkpoint_files import unreadable
+
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    (folder / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {"a": "s1.safetensors", "b": "s2.safetensors"}}))
+    _safetensors(folder / "s1.safetensors", 8)
+    _safetensors(folder / "s2.safetensors", 8)
+    assert unreadable(folder) is None
+    whole = (folder / "s2.safetensors").read_bytes()
+    (folder / "s2.safetensors").write_bytes(whole[:-8])
+    assert unreadable(folder).startswith("ckpt/model.safetensors.index.json: its shard s2.safetensors is truncated")
