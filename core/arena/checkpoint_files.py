@@ -5,7 +5,9 @@ failed with what is wrong, in arena's words, instead of a loader's traceback min
 Formats are judged by extension and read only as far as their headers and checksums:
 zip archives (NumPy's ``.npz``, ``torch.save``'s ``.pt``), ``.npy`` (NumPy's format, version
 1.0/2.0 header), ``.safetensors`` (an 8-byte little-endian header length, a JSON header, the
-tensors' ``data_offsets`` within the file) and ``.json``; any other file is left to its loader.
+tensors' ``data_offsets`` within the file) and ``.json``; a sharded checkpoint's index
+(``model.safetensors.index.json``: tensor -> shard file) is checked shard by shard, so a
+missing shard is named; any other file is left to its loader.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ def unreadable(path: Path) -> str | None:
     (up to 256 MiB); ``.npy``: NumPy's header, no Python objects (arena loads with
     ``allow_pickle=False``), the data its shape and dtype need; ``.safetensors``: its 8-byte
     little-endian header length, a JSON header, the tensors' byte ranges within the file;
-    ``.json``: parses. An empty checkpoint file, an empty file of those kinds in a folder, or a
+    ``.json``: parses, and a sharded checkpoint's index (``*.index.json`` with a
+    ``weight_map``) has every shard it lists present and whole. An empty checkpoint file, an empty file of those kinds in a folder, or a
     folder holding no file is unreadable too. Other files are not opened (their loader judges
     them)."""
     path = Path(path)
@@ -67,11 +70,35 @@ def _file_problem(path: Path, alone: bool) -> str | None:
         if suffix == ".safetensors":
             return _safetensors_problem(path, size, head)
         if suffix == ".json":
-            json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if path.name.endswith(".index.json") and isinstance(data, dict) and isinstance(data.get("weight_map"), dict):
+                return _index_problem(path, data["weight_map"])
     except (OSError, UnicodeDecodeError) as exc:
         return f"cannot be read ({exc.strerror or exc})" if isinstance(exc, OSError) else f"is not UTF-8 text ({exc.reason})"
     except ValueError as exc:
         return f"is not valid JSON ({exc})"
+    return None
+
+
+def _index_problem(index: Path, weight_map: dict) -> str | None:
+    """What is wrong with the shards a sharded checkpoint's index (``model.safetensors.index.json``,
+    ``pytorch_model.bin.index.json``: ``weight_map`` tensor -> shard file, relative to the
+    index) lists, shard by shard in name order: a shard that is missing (named, with how many
+    tensors the index puts in it), a name that leaves the index's folder, or a shard whose own
+    file :func:`_file_problem` finds fault with; ``None`` when every shard is whole."""
+    shards: dict[str, int] = {}
+    for shard in weight_map.values():
+        shards[str(shard)] = shards.get(str(shard), 0) + 1
+    for shard in sorted(shards):
+        file = index.parent / shard
+        if Path(shard).is_absolute() or ".." in Path(shard).parts:
+            return f"lists shard {shard!r}, a path outside its folder"
+        if not file.is_file():
+            return (f"lists shard {shard} (holding {shards[shard]} of its tensors), which is missing: "
+                    f"the checkpoint is incomplete (still being copied, or a shard was lost)")
+        what = _file_problem(file, alone=True)
+        if what:
+            return f"its shard {shard} {what}"
     return None
 
 

@@ -356,11 +356,11 @@ def watch(
 
     Give the override that takes the checkpoint with {checkpoint} for its path (and {step} if wanted), e.g. `arena watch ckpts/ --experiment exp.yaml shared.server.checkpoint={checkpoint}`; tracking.step is set to the step.
 
-    Started again on the same --output-dir, the watch skips what it evaluated and resumes what it was evaluating (watch.json). A failed evaluation is recorded with its reason and tried again (--retries times). Each evaluation's success rates are printed as it ends, a table at the end; --output-dir/index.html plots success rate and each episode metric against training step.
+    One watch owns its --output-dir (watch.lock: a second is refused, naming the first; the lock of a dead watch is taken over). Started again on the same --output-dir, the watch skips what it evaluated, resumes what it was evaluating (watch.json) and tries again what failed for a reason other than the checkpoint's own files. A failed evaluation is recorded with its reason and tried again (--retries times). A checkpoint evaluated under a changed experiment starts a new series (`<run> · setup 2`), with what changed printed and listed. Each evaluation's success rates are printed as it ends, a table at the end; --output-dir/index.html plots success rate and each episode metric against training step.
 
     Exit codes:
     0    --max-evaluations reached, every evaluation succeeded
-    2    a configuration error
+    2    a configuration error, or another arena watch owns --output-dir
     3    --max-evaluations reached, some evaluation failed after its retries (listed at the end)
     130  interrupted (Ctrl-C); 143 terminated: start it again to resume
     """
@@ -370,9 +370,9 @@ def watch(
         if not experiment.is_file():
             raise ConfigError(f"--experiment {experiment}: no such file")
         watch_dir = output_dir or Path("outputs") / f"{experiment.stem}-watch"
-        extra = [a for m in (allow_import or []) for a in ("--allow-import", m)]
         code = Watch(checkpoint_dir, experiment, list(overrides or []), watch_dir, pattern=pattern, settle_s=settle,
-                     poll_s=poll, jobs=jobs, max_evaluations=max_evaluations, retries=retries, extra_args=extra).run()
+                     poll_s=poll, jobs=jobs, max_evaluations=max_evaluations, retries=retries,
+                     allow_imports=list(allow_import or [])).run()
     except ArenaError as exc:
         raise _fail(exc) from None
     raise typer.Exit(code)

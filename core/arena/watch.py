@@ -21,23 +21,40 @@ run; MLflow: one series run, a child per checkpoint; :mod:`arena.sinks`).
 
 Before a candidate is evaluated, :func:`unreadable` checks that its files are whole (an
 ``.npz`` / ``.pt`` zip archive, ``.npy`` and ``.safetensors`` headers against the file's size,
-``.json`` parses; in a folder, every such file below it): a checkpoint that is not is ``failed``
+``.json`` parses, a sharded checkpoint's ``*.index.json`` has every shard it lists; in a folder,
+every such file below it): a checkpoint that is not is ``failed``
 at once with the reason ``unreadable checkpoint <name>[/<file>]: <what is wrong>``, not
 evaluated and not retried, while the watch goes on; rewritten (its size or time changes), it
 is checked again.
 
+One watch owns ``WATCH_DIR``: it holds ``WATCH_DIR/watch.lock`` (its pid and host,
+:mod:`arena.folder_lock`) while it runs, and a second ``arena watch`` on the folder is refused
+(exit 2) naming the first; the lock of a watch that died (its pid gone) is taken over.
+
+Before each evaluation the experiment is resolved with the checkpoint's overrides and its
+setup's fingerprint is recorded with the point (:mod:`arena.watch_setup`: environment, seed,
+rollout limit, policy, what the server serves; not the values ``{checkpoint}`` / ``{step}``
+set). A checkpoint evaluated under a setup the watch has not seen starts a new *series*
+(``watch.json``'s ``series``; its trackers' ``tracking.series`` gets ``-setup<k>``): the watch
+prints what changed, the table and the page show its points as ``<run> · setup <k>`` and list
+the change, so a changed experiment never reads as a checkpoint's regression.
+
 The state is ``WATCH_DIR/watch.json``: ``{"checkpoints": {NAME: {"step", "path",
 "output_dir", "state": "running" | "done" | "failed", "exit_code", "attempts", "reason",
-"started_at", "finished_at"}}}`` (an unreadable checkpoint: ``"unreadable": true``, its
+"started_at", "finished_at", "series", "setup_fingerprint"}}, "series": [{"fingerprint",
+"setup", "first", "changes"}]}`` (an unreadable checkpoint: ``"unreadable": true``, its file
 ``fingerprint``, ``attempts`` 0, no ``output_dir``), rewritten atomically at every change. An
 evaluation whose ``arena run`` exits 0 is ``done``; any other exit is ``failed`` with its
 ``reason`` (the failed runs' errors from ``experiment_result.json``, the error episodes' count
 and most common reason, else the last line of ``WATCH_DIR/<folder>.log``). A failed evaluation is tried again (``arena run --resume``: its
-finished episodes are kept, its error episodes run again) on the watch's next pass, or when the
-watch is started again, until it has had ``1 + retries`` attempts; a configuration error (exit
-2) is not retried. A watch started again on the same ``WATCH_DIR`` skips what is ``done`` (or
-failed for good) and finishes what was ``running`` when it stopped with ``arena run --resume``,
-so no checkpoint is evaluated twice.
+finished episodes are kept, its error episodes run again) on the watch's next pass, until it
+has had ``1 + retries`` attempts; a configuration error (exit 2) is not retried. A watch
+started again on the same ``WATCH_DIR`` skips what is ``done``, finishes what was ``running``
+when it stopped with ``arena run --resume``, so no checkpoint is evaluated twice, and gives
+each checkpoint that failed for a reason other than its own files (a simulator, a server, a
+configuration error: a cause that may have been fixed since) ``1 + retries`` attempts of its
+own; if the experiment's setup changed since, that checkpoint is evaluated afresh (its earlier
+output moved to ``<folder>.setup<k>``). The listing says which of these a failure is.
 
 As each evaluation ends the watch prints every run's success rate with its 95 % interval and
 rewrites ``WATCH_DIR/index.html``: success rate and each episode metric against training step,
@@ -52,6 +69,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -63,11 +81,14 @@ from typing import Any
 
 from arena.checkpoint_files import unreadable
 from arena.errors import ConfigError
+from arena.folder_lock import FolderLock
 from arena.outputs.layout import MANIFEST_FILE, SUBMISSION_FILE
 
 #: The default pattern: any name; ``step`` is its last run of digits (``ckpt_1000``, ``step-3000.pt``).
 DEFAULT_PATTERN = r".*?(?P<step>\d+)\D*"
 STATE_FILE = "watch.json"
+#: The lock file naming the watch that owns the folder (:mod:`arena.folder_lock`).
+LOCK_FILE = "watch.lock"
 PLACEHOLDERS = ("{checkpoint}", "{step}")
 
 
@@ -125,7 +146,7 @@ def fingerprint(path: Path) -> tuple[int, float, int]:
 
 
 #: Names in the watch's folder that are not an evaluation's.
-_RESERVED = {STATE_FILE, "index.html"}
+_RESERVED = {STATE_FILE, LOCK_FILE, "index.html"}
 
 
 def output_name(checkpoint: Checkpoint, taken: set[str]) -> str:
@@ -180,11 +201,15 @@ class WatchState:
             except ValueError:
                 raise ConfigError(f"{path} is not readable JSON: fix or remove it to start the watch afresh") from None
         self.checkpoints: dict[str, dict[str, Any]] = dict(data.get("checkpoints") or {})
+        #: The experiment setups seen, in order (:mod:`arena.watch_setup`): ``{"fingerprint",
+        #: "setup", "first" (the checkpoint that began it), "changes" (against the one before)}``;
+        #: a checkpoint's ``series`` is its 1-based index here.
+        self.series: list[dict[str, Any]] = list(data.get("series") or [])
 
     def save(self) -> None:
         from arena.outputs.records import write_json_atomic
 
-        write_json_atomic(self.path, {"checkpoints": self.checkpoints})
+        write_json_atomic(self.path, {"checkpoints": self.checkpoints, "series": self.series})
 
     def mark(self, name: str, **fields: Any) -> None:
         self.checkpoints.setdefault(name, {}).update(fields)
@@ -214,6 +239,7 @@ class Watch:
         max_evaluations: int | None = None,
         retries: int = 2,
         extra_args: Sequence[str] = (),
+        allow_imports: Sequence[str] = (),
         say: Callable[[str], None] = lambda text: print(text, file=sys.stderr, flush=True),
     ) -> None:
         if not any(p in o for o in overrides for p in PLACEHOLDERS[:1]):
@@ -233,10 +259,15 @@ class Watch:
         self.settle_s, self.poll_s, self.jobs = settle_s, poll_s, jobs
         self.max_evaluations = max_evaluations
         self.retries = retries
-        self.extra_args = list(extra_args)
+        self.allow_imports = list(allow_imports)
+        self.extra_args = [*extra_args, *(a for m in self.allow_imports for a in ("--allow-import", m))]
+        #: attempts a failed checkpoint had before this watch started: a restarted watch gives
+        #: it 1 + ``retries`` attempts of its own (its cause may be fixed since)
+        self.earlier_attempts: dict[str, int] = {}
         self.say = say
         self.watch_dir.mkdir(parents=True, exist_ok=True)
         self.state = WatchState(self.watch_dir / STATE_FILE)
+        self.lock = FolderLock(self.watch_dir / LOCK_FILE, "arena watch")
         self.seen: dict[str, tuple[tuple, float]] = {}  # name -> (fingerprint, since)
         self.running: dict[str, subprocess.Popen] = {}
         self.stopping = False
@@ -244,9 +275,19 @@ class Watch:
     # -- the loop ----------------------------------------------------------------------------
     def run(self) -> int:
         """Watch until ``max_evaluations`` evaluations are done (forever without one);
-        returns 0, or 130 / 143 when interrupted / terminated."""
+        returns 0, 3 when an evaluation failed for good, or 130 / 143 when interrupted / terminated.
+
+        Raises:
+            ConfigError: another ``arena watch`` (alive) owns the folder (:mod:`arena.folder_lock`),
+                or ``watch.json`` is not readable JSON.
+        """
+        note = self.lock.acquire()  # one watch per folder; then watch.json as the last owner left it
         previous = signal.signal(signal.SIGTERM, self._on_term) if _main_thread() else None
         try:
+            if note:
+                self.say(f"arena watch: {note}")
+            self.state = WatchState(self.watch_dir / STATE_FILE)
+            self._reopen_failed()
             self._resume_interrupted()
             while True:
                 self._reap()
@@ -269,17 +310,35 @@ class Watch:
         finally:
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
+            self.lock.release()
+
+    def _reopen_failed(self) -> None:
+        """A checkpoint an earlier watch gave up on for a reason other than its own files
+        (a simulator, a server, a configuration error) gets ``1 + retries`` attempts of this
+        watch: its cause may have been fixed since. An unreadable checkpoint is not: it is
+        checked again once rewritten."""
+        for name, entry in self.state.checkpoints.items():
+            if entry.get("state") == "failed" and not entry.get("unreadable"):
+                self.earlier_attempts[name] = int(entry.get("attempts") or 1)
+                self.say(f"arena watch: {name} failed in an earlier watch after {entry.get('attempts', 1)} attempt(s) "
+                         f"({entry.get('reason')}): trying it again")
 
     def _on_term(self, signum: int, frame: Any) -> None:
         self.stopping = True
         raise KeyboardInterrupt
 
-    def _can_retry(self, entry: dict[str, Any]) -> bool:
-        return (entry.get("state") == "failed" and entry.get("exit_code") != 2 and not entry.get("unreadable")
-                and int(entry.get("attempts") or 1) <= self.retries)
+    def _can_retry(self, name: str) -> bool:
+        """A failed evaluation is tried again while this watch gave it at most ``retries``
+        retries; never an unreadable checkpoint (it is checked again once rewritten), nor a
+        configuration error (exit 2) within one watch (a restarted watch tries both kinds again)."""
+        entry = self.state.checkpoints[name]
+        earlier = self.earlier_attempts.get(name)
+        return (entry.get("state") == "failed" and not entry.get("unreadable")
+                and (entry.get("exit_code") != 2 or int(entry.get("attempts") or 1) == earlier)
+                and int(entry.get("attempts") or 1) - (earlier or 0) <= self.retries)
 
     def _failed_for_good(self) -> list[str]:
-        return [n for n, c in self.state.checkpoints.items() if c.get("state") == "failed" and not self._can_retry(c)]
+        return [n for n, c in self.state.checkpoints.items() if c.get("state") == "failed" and not self._can_retry(n)]
 
     def _done(self) -> int:
         """Evaluations finished for good: done, or failed with no attempt left."""
@@ -288,7 +347,7 @@ class Watch:
     def _retriable(self) -> list[str]:
         entries = self.state.checkpoints
         return [n for n in sorted(entries, key=lambda n: (entries[n].get("step") is None, entries[n].get("step") or 0, n))
-                if n not in self.running and self._can_retry(entries[n])]
+                if n not in self.running and self._can_retry(n)]
 
     def _target_reached(self) -> bool:
         return self.max_evaluations is not None and self._done() >= self.max_evaluations
@@ -322,9 +381,37 @@ class Watch:
         return ready
 
     # -- evaluations -------------------------------------------------------------------------
-    def _argv(self, checkpoint: Checkpoint, out: Path) -> list[str]:
-        return [sys.executable, "-m", "arena", "run", str(self.experiment), *fill(self.overrides, checkpoint, series_id(self.experiment, self.watch_dir)),
+    def _argv(self, checkpoint: Checkpoint, out: Path, series: int | None) -> list[str]:
+        """``arena run`` of ``checkpoint`` into ``out``; its trackers' series is the watch's id,
+        with ``-setup<k>`` from the experiment's second setup on (a curve per setup)."""
+        tracked = series_id(self.experiment, self.watch_dir) + (f"-setup{series}" if series and series > 1 else "")
+        return [sys.executable, "-m", "arena", "run", str(self.experiment), *fill(self.overrides, checkpoint, tracked),
                 "--output-dir", str(out), *self.extra_args]
+
+    def _assign_series(self, checkpoint: Checkpoint) -> int | None:
+        """The series (1-based) ``checkpoint``'s evaluation belongs to, recorded in its entry with
+        the experiment's fingerprint (:mod:`arena.watch_setup`): the setup's earlier series, else
+        a new one, announced with what changed. ``None`` when the experiment cannot be resolved
+        (``arena run`` then says why)."""
+        from arena.watch_setup import experiment_setup, setup_changes, setup_fingerprint
+
+        try:
+            setup = experiment_setup(self.experiment, fill(self.overrides, checkpoint), self.overrides, self.allow_imports)
+        except Exception:  # noqa: BLE001 - a wrong experiment is arena run's to report (exit 2)
+            return None
+        mark = setup_fingerprint(setup)
+        series = self.state.series
+        number = next((i + 1 for i, s in enumerate(series) if s.get("fingerprint") == mark), None)
+        if number is None:
+            changes = setup_changes(series[-1].get("setup") or {}, setup) if series else []
+            series.append({"fingerprint": mark, "setup": setup, "first": checkpoint.name, "changes": changes})
+            number = len(series)
+            if number > 1:
+                self.say(f"arena watch: the experiment changed since setup {number - 1} (from {series[-2].get('first')}): "
+                         + "; ".join(changes) + f". {checkpoint.name} starts setup {number}: a new series, not joined to "
+                         f"the earlier points")
+        self.state.mark(checkpoint.name, series=number, setup_fingerprint=mark)
+        return number
 
     def _start(self, checkpoint: Checkpoint) -> None:
         problem = unreadable(checkpoint.path)
@@ -335,8 +422,9 @@ class Watch:
         out = self.watch_dir / output_name(checkpoint, taken)
         self.state.mark(checkpoint.name, step=checkpoint.step, path=str(checkpoint.path), output_dir=str(out),
                         state="running", exit_code=None, attempts=1, reason=None, started_at=_now(), finished_at=None)
+        series = self._assign_series(checkpoint)
         self.say(f"arena watch: evaluating {checkpoint.name}" + (f" (step {checkpoint.step})" if checkpoint.step is not None else "") + f" -> {out}")
-        self._spawn(checkpoint.name, self._argv(checkpoint, out), out)
+        self._spawn(checkpoint.name, self._argv(checkpoint, out, series), out)
 
     def _refuse(self, checkpoint: Checkpoint, problem: str) -> None:
         """Record a checkpoint :func:`unreadable` found fault with as failed, not evaluated."""
@@ -347,8 +435,9 @@ class Watch:
         self.state.mark(checkpoint.name, step=checkpoint.step, path=str(checkpoint.path), output_dir=None, state="failed",
                         exit_code=None, attempts=0, unreadable=True, fingerprint=mark, reason=f"unreadable checkpoint {problem}",
                         started_at=_now(), finished_at=_now())
+        where = problem.split("/", 1)[-1] if checkpoint.path.is_dir() else problem.split(": ", 1)[-1]  # the file in a folder
         self.say(f"arena watch: {checkpoint.name} FAILED, not evaluated: {checkpoint.path} is unreadable: "
-                 f"{problem.split(': ', 1)[-1]} (the watch goes on; rewrite it and it is checked again)")
+                 f"{where} (the watch goes on; rewrite it and it is checked again)")
         self._write_page()
 
     def _retry(self, name: str) -> None:
@@ -357,16 +446,25 @@ class Watch:
         entry = self.state.checkpoints[name]
         out = Path(entry["output_dir"])
         attempt = int(entry.get("attempts") or 1) + 1
-        self.say(f"arena watch: trying {name} again (attempt {attempt} of {1 + self.retries}; it failed: {entry.get('reason')})")
+        ordinal = attempt - self.earlier_attempts.get(name, 0)
+        of = f"{ordinal} of {1 + self.retries}" + (" in this watch" if name in self.earlier_attempts else "")
+        self.say(f"arena watch: trying {name} again (attempt {of}; it failed: {entry.get('reason')})")
+        checkpoint = Checkpoint(name, Path(entry["path"]), entry.get("step"))
+        before = entry.get("series")
+        now = self._assign_series(checkpoint)
         self.state.mark(name, state="running", attempts=attempt, started_at=_now(), finished_at=None)
+        if before is not None and now is not None and now != before and out.exists():
+            # the experiment changed since: its earlier records are of another setup
+            aside = out.with_name(f"{out.name}.setup{before}")
+            shutil.rmtree(aside, ignore_errors=True)
+            out.rename(aside)
+            self.say(f"arena watch: {name} is evaluated afresh under the changed experiment; its earlier output is in {aside}")
+        entry = self.state.checkpoints[name]
         if (out / MANIFEST_FILE).exists():
             self._spawn(name, [sys.executable, "-m", "arena", "run", "--resume", str(out)], out)
         else:
-            import shutil
-
             shutil.rmtree(out, ignore_errors=True)
-            step = entry.get("step")
-            self._spawn(name, self._argv(Checkpoint(name, Path(entry["path"]), step), out), out)
+            self._spawn(name, self._argv(checkpoint, out, entry.get("series")), out)
 
     def _spawn(self, name: str, argv: list[str], out: Path) -> None:
         log = open(_log_of(out), "a")
@@ -411,12 +509,12 @@ class Watch:
 
         entry = self.state.checkpoints[name]
         step = f" (step {entry['step']})" if entry.get("step") is not None else ""
-        curve = gather(self.watch_dir, {name: entry})
+        curve = gather(self.watch_dir, {name: entry}, self.state.series)
         rates = [f"{run} {point_text('success_rate', p)}" for run, ps in sorted(curve.points.get("success_rate", {}).items()) for p in ps]
         if entry.get("state") == "done":
             self.say(f"arena watch: {name}{step}: " + ("; ".join(rates) or "no episodes") + f" ({self._done()} done)")
         else:
-            left = "; will try again" if self._can_retry(entry) else "; no attempt left"
+            left = "; will try again" if self._can_retry(name) else "; no attempt left (a restarted watch tries it again)"
             self.say(f"arena watch: {name}{step} FAILED (exit {entry.get('exit_code')}, attempt {entry.get('attempts', 1)}): "
                      f"{entry.get('reason')}{left}" + (f"; numbers so far: {'; '.join(rates)}" if rates else ""))
 
@@ -424,7 +522,8 @@ class Watch:
         from arena.results.curve import write_page
 
         try:
-            write_page(self.watch_dir, self.state.checkpoints, f"arena watch: {self.experiment.stem} over {self.checkpoint_dir.name}/")  # no local path: the page is shared
+            write_page(self.watch_dir, self.state.checkpoints, f"arena watch: {self.experiment.stem} over {self.checkpoint_dir.name}/",
+                       self.state.series)  # no local path: the page is shared
         except OSError as exc:
             self.say(f"arena watch: could not write {self.watch_dir / 'index.html'}: {exc}")
 
@@ -432,7 +531,7 @@ class Watch:
         """The table of every evaluated checkpoint, the failed ones listed after it."""
         from arena.results.curve import gather, table_lines
 
-        curve = gather(self.watch_dir, self.state.checkpoints)
+        curve = gather(self.watch_dir, self.state.checkpoints, self.state.series)
         if not self.state.checkpoints:
             return
         self.say("arena watch: summary (success rate [95 % interval] per run)")

@@ -109,6 +109,9 @@ class CoinFlipConfig(PolicyConfig):
     policy_variant: str | None = "fair"
     #: episode seeds whose first request fails with a PolicyError naming only that env
     error_seeds: list[int] = Field(default_factory=list)
+    #: with it, an episode seed of ``error_seeds`` fails only the first time (a marker file
+    #: ``error-<seed>`` in this folder says it did): an error a resume can fix
+    error_once_dir: str | None = None
     #: every request fails for every env
     always_fail: bool = False
     #: the constructor raises (e.g. the server is unreachable)
@@ -144,6 +147,11 @@ class CoinFlipPolicy(PolicyBase[CoinFlipConfig]):
         if self.config.always_fail:
             raise PolicyError("policy server closed the connection", None)
         bad = [e for e in self.fresh if self.seeds.get(e) in self.config.error_seeds]
+        if bad and self.config.error_once_dir is not None:
+            markers = {e: Path(self.config.error_once_dir) / f"error-{self.seeds[e]}" for e in bad}
+            bad = [e for e in bad if not markers[e].exists()]
+            for e in bad:
+                markers[e].touch()
         if bad:
             self.fresh -= set(bad)
             raise PolicyError(f"request timed out for envs {sorted(bad)}", sorted(bad))

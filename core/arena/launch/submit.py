@@ -286,7 +286,8 @@ def remaining_work(output_dir: Path, keep_errors: bool = False) -> dict[str, lis
 
     A record is finished unless its outcome is ``error`` (with ``keep_errors`` every record
     is). Records of shards count too. A run stopped early by ``rollout_limit.stop_when`` has
-    nothing left: it is complete.
+    only its error episodes before the stop left (none with ``keep_errors``): the episodes past
+    the stop are never run, and the decision is kept (:class:`arena.outputs.stopping.SeedOrderStop`).
 
     Raises:
         ConfigError: the directory has no readable manifest.json.
@@ -299,9 +300,9 @@ def remaining_work(output_dir: Path, keep_errors: bool = False) -> dict[str, lis
     remaining: dict[str, list[int]] = {}
     for name, entry in manifest["runs"].items():
         indices = [int(item["episode_index"]) for item in entry.get("work_items", [])]
-        if read_stop(output_dir / name) is not None:
-            remaining[name] = []
-            continue
+        stop = read_stop(output_dir / name)
+        if stop is not None:
+            indices = [i for i in indices if i < stop["episodes_used"]]
         done = {
             r.episode_index
             for r in collect_run_records(output_dir / name)

@@ -169,9 +169,17 @@ class SeedOrderStop:
     ``rule``: ``{half_width, threshold, confidence, min_episodes}`` (a ``StopWhenConfig``);
     ``indices``: the run's work-item indices. Feed it the run's merged records by index
     (:meth:`feed`, as often as they change); :attr:`decision` is set once the rule is met.
+
+    ``decided``: the ``stop`` an earlier attempt recorded (:meth:`StopDecision.to_dict`). The
+    decision is then kept, not reopened: the rule is not evaluated again, and once every
+    episode before its ``episodes_used`` is taken the decision is that one, its figures
+    (successes, episodes counted, errors, the sequence's interval) those of the records now.
+    So a resume may run a stopped run's error episodes again (their new records count) without
+    running any episode past the stop, whatever the rule would say on the new records. The
+    interval stays valid: a confidence sequence covers at every episode count at once.
     """
 
-    def __init__(self, rule: Any, indices: Iterable[int]) -> None:
+    def __init__(self, rule: Any, indices: Iterable[int], decided: Mapping[str, Any] | None = None) -> None:
         self.rule = rule_dict(rule)
         self.confidence = float(self.rule.get("confidence", 0.95))
         self.min_episodes = int(self.rule.get("min_episodes", 1) or 1)
@@ -182,6 +190,7 @@ class SeedOrderStop:
         self.errors: list[int] = []  # error episodes taken and skipped
         self.successes = 0
         self.decision: StopDecision | None = None
+        self.decided = dict(decided) if decided is not None else None
 
     def feed(self, outcomes: Mapping[int, Any]) -> StopDecision | None:
         """Take every episode that has become next in seed order; return the decision.
@@ -192,6 +201,8 @@ class SeedOrderStop:
         """
         while self.decision is None and self.next < len(self.indices):
             index = self.indices[self.next]
+            if self.decided is not None and index >= int(self.decided["episodes_used"]):
+                break
             entry = outcomes.get(index)
             outcome = getattr(entry, "outcome", entry)
             if outcome is None:
@@ -204,7 +215,7 @@ class SeedOrderStop:
             self.sequence.update(1.0 if success else 0.0)
             self.successes += success
             self.counted += 1
-            if self.counted < self.min_episodes:
+            if self.counted < self.min_episodes or self.decided is not None:
                 continue
             low, high = float(self.sequence.low), float(self.sequence.high)
             kind = _met(self.rule, low, high)
@@ -215,9 +226,29 @@ class SeedOrderStop:
                     reason=_reason(kind, self.rule, self.counted, low, high, self.confidence),
                     counted=self.counted, errors=list(self.errors),
                 )
+        if self.decision is None and self.decided is not None:
+            if self.next >= len(self.indices) or self.indices[self.next] >= int(self.decided["episodes_used"]):
+                self.decision = self._kept()
         if self.decision is not None:
             self.decision.excluded = [i for i in outcomes if i >= self.decision.episodes]
         return self.decision
+
+    def _kept(self) -> StopDecision:
+        """The earlier decision (``decided``) with the figures of the records taken now; its
+        reason says which of its error episodes were run again and now count."""
+        decided = self.decided or {}
+        low, high = float(self.sequence.low), float(self.sequence.high)
+        rerun = sorted(set(decided.get("error_episodes") or ()) - set(self.errors))
+        reason = str(decided.get("reason") or "")
+        if rerun:
+            reason += (f"; error episode(s) {', '.join(map(str, rerun))} were run again after the stop (the decision kept): "
+                       f"its {self.confidence:.0%} confidence sequence is now [{100 * low:.1f}%, {100 * high:.1f}%] "
+                       f"after {self.counted} episode(s)")
+        return StopDecision(
+            rule=self.rule, kind=str(decided.get("decision")), episodes=int(decided["episodes_used"]),
+            successes=self.successes, sequence_ci=(low, high), confidence=self.confidence, reason=reason,
+            counted=self.counted, errors=list(self.errors),
+        )
 
     def reason(self) -> str | None:
         """The decision's reason, or ``None`` while the run goes on (the rollout polls this)."""
@@ -291,16 +322,18 @@ def simulate_stopping(
 
 
 def make_stopper(
-    limit: Any, items: Iterable[Any], merged: Mapping[int, Any], pending: Iterable[int] = ()
+    limit: Any, items: Iterable[Any], merged: Mapping[int, Any], pending: Iterable[int] = (),
+    decided: Mapping[str, Any] | None = None,
 ) -> SeedOrderStop | None:
     """The run's :class:`SeedOrderStop` (``None`` without ``limit.stop_when``), fed with the
     records a resume found (``merged``: episode index -> record) except those of ``pending``
-    (error episodes this attempt runs again: the rule waits for their new records)."""
+    (error episodes this attempt runs again: the rule waits for their new records);
+    ``decided``: the ``stop`` an earlier attempt recorded, kept (see :class:`SeedOrderStop`)."""
     rule = getattr(limit, "stop_when", None)
     if rule is None:
         return None
     skip = set(pending)
-    stopper = SeedOrderStop(rule, [item.episode_index for item in items])
+    stopper = SeedOrderStop(rule, [item.episode_index for item in items], decided)
     stopper.feed({i: r for i, r in merged.items() if i not in skip})
     return stopper
 

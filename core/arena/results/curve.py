@@ -8,8 +8,12 @@ point as an error bar. Success rates carry the Wilson interval ``experiment_resu
 (or, for a run stopped early by ``stop_when``, the confidence sequence's interval, the one
 valid after stopping); episode metrics the interval their summary gives.
 
-A point belongs to a *series*: one arena run of the experiment (``toy``, ``learned``), so the
-curve never pools two runs (a learned policy and its zero-action baseline stay two lines).
+A point belongs to a *series*: one arena run of the experiment (``toy``, ``learned``) under one
+experiment setup, so the curve never pools two runs (a learned policy and its zero-action
+baseline stay two lines) nor joins points evaluated under different experiments: when the
+watch saw the experiment change (``watch.json``'s ``series``, :mod:`arena.watch_setup`), the
+points of its second setup are the series ``toy · setup 2``, and the table and the page say
+what changed.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ class Curve:
 
     points: dict[str, dict[str, list[Point]]] = field(default_factory=dict)
     failed: list[dict[str, Any]] = field(default_factory=list)
+    #: the experiment setups after the first (``watch.json``'s ``series[1:]``, numbered from 2)
+    changes: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
 
     def add(self, quantity: str, series: str, point: Point) -> None:
         self.points.setdefault(quantity, {}).setdefault(series, []).append(point)
@@ -60,9 +66,16 @@ def success_interval(run: dict[str, Any]) -> tuple[float | None, float | None]:
     return (ci[0], ci[1]) if isinstance(ci, (list, tuple)) and len(ci) == 2 else (None, None)
 
 
-def gather(watch_dir: str | Path, checkpoints: dict[str, dict[str, Any]]) -> Curve:
-    """The curve of a watch's evaluations: ``checkpoints`` is ``watch.json``'s entries."""
-    curve = Curve()
+def series_name(run: str, setup: Any) -> str:
+    """The series of ``run``'s points under experiment setup ``setup`` (1-based; ``None``, an
+    entry from before setups were recorded, is the first): ``toy``, ``toy · setup 2``."""
+    return run if not setup or setup == 1 else f"{run} · setup {setup}"
+
+
+def gather(watch_dir: str | Path, checkpoints: dict[str, dict[str, Any]], series: list[dict[str, Any]] | None = None) -> Curve:
+    """The curve of a watch's evaluations: ``checkpoints`` is ``watch.json``'s entries,
+    ``series`` its experiment setups."""
+    curve = Curve(changes=[(i + 1, s) for i, s in enumerate(series or []) if i > 0])
     order = sorted(checkpoints.items(), key=lambda kv: (kv[1].get("step") is None, kv[1].get("step") or 0, kv[0]))
     for name, entry in order:
         if entry.get("state") == "failed":
@@ -74,7 +87,8 @@ def gather(watch_dir: str | Path, checkpoints: dict[str, dict[str, Any]]) -> Cur
         except (OSError, ValueError, KeyError, TypeError):
             continue
         step = entry.get("step")
-        for run, data in (result.get("runs") or {}).items():
+        for name_of_run, data in (result.get("runs") or {}).items():
+            run = series_name(name_of_run, entry.get("series"))
             if data.get("success_rate") is not None:
                 low, high = success_interval(data)
                 curve.add("success_rate", run, Point(step, name, float(data["success_rate"]), low, high, int(data.get("n") or 0), int(data.get("k") or 0)))
@@ -107,16 +121,26 @@ def table_lines(curve: Curve) -> list[str]:
             for name, (step, cells) in sorted(rows.items(), key=lambda kv: (kv[1][0] is None, kv[1][0] or 0, kv[0]))]
     widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header, *body]]
+    lines.extend(change_lines(curve))
     for entry in curve.failed:
         lines.append(f"FAILED {entry['checkpoint']} (step {entry.get('step')}): {_failure_text(entry)}"
                      + ("" if entry.get("unreadable") else f"; output {entry.get('output_dir')}"))
     return lines
 
 
+def change_lines(curve: Curve) -> list[str]:
+    """One line per experiment setup after the first: from which checkpoint, what changed."""
+    return [f"setup {number} (from {s.get('first')}): the experiment changed: {'; '.join(s.get('changes') or ['(not recorded)'])}; "
+            f"its points are the series '· setup {number}', not joined to the earlier ones" for number, s in curve.changes]
+
+
 def _failure_text(entry: dict[str, Any]) -> str:
-    """A failed evaluation's reason and attempts (an unreadable checkpoint: not evaluated)."""
+    """A failed evaluation's reason and attempts, and what tries it again (an unreadable
+    checkpoint: not evaluated, checked again once rewritten; any other: a restarted watch)."""
     reason = entry.get("reason") or "exit " + str(entry.get("exit_code"))
-    return f"{reason}; not evaluated" if entry.get("unreadable") else f"{reason} after {entry.get('attempts', 1)} attempt(s)"
+    if entry.get("unreadable"):
+        return f"{reason}; not evaluated (rewrite it and the watch checks it again)"
+    return f"{reason} after {entry.get('attempts', 1)} attempt(s); start the watch again to retry it once the cause is fixed"
 
 
 # -- the page ------------------------------------------------------------------------------------
@@ -201,6 +225,10 @@ def render_page(curve: Curve, title: str) -> str:
                 out.append(f"<tr><td>{html.escape(series)}</td><td>{p.step if p.step is not None else '-'}</td>"
                            f"<td>{html.escape(p.checkpoint)}</td><td>{html.escape(point_text(quantity, p))}</td><td>{p.n}</td></tr>")
         out.append("</table></section>")
+    if curve.changes:
+        out.append('<h2>Changed experiment</h2><ul class="changes">')
+        out.extend(f"<li>{html.escape(line)}</li>" for line in change_lines(curve))
+        out.append("</ul>")
     if curve.failed:
         out.append('<h2>Failed evaluations</h2><ul class="failed">')
         for entry in curve.failed:
@@ -210,10 +238,16 @@ def render_page(curve: Curve, title: str) -> str:
     return "\n".join(out)
 
 
-def write_page(watch_dir: str | Path, checkpoints: dict[str, dict[str, Any]], title: str) -> Path:
-    """Write ``WATCH_DIR/index.html`` atomically; returns its path."""
+def write_page(watch_dir: str | Path, checkpoints: dict[str, dict[str, Any]], title: str,
+               series: list[dict[str, Any]] | None = None) -> Path:
+    """Write ``WATCH_DIR/index.html`` atomically (``series``: ``watch.json``'s experiment
+    setups); returns its path.
+
+    Raises:
+        OSError: the page cannot be written.
+    """
     from arena.fsutil import write_text_atomic
 
     path = Path(watch_dir) / REPORT_FILE
-    write_text_atomic(path, render_page(gather(watch_dir, checkpoints), title))
+    write_text_atomic(path, render_page(gather(watch_dir, checkpoints, series), title))
     return path

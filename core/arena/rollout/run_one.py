@@ -360,13 +360,18 @@ class _Invocation:
             hostname=machine_info()["hostname"],
         )
         self.status.progress(state="running", episodes_total=len(self.items), **self._tallies())
-        self.stopper = make_stopper(self.run.rollout_limit, self.items, self.merged)
+        earlier = self._earlier_stop()
+        self.stopper = make_stopper(self.run.rollout_limit, self.items, self.merged, decided=earlier)
         todo = [item for item in self.items if not self._finished(item.episode_index)]
-        if self.stopper is not None and self.stopper.decision is not None:
-            todo = []  # stopped by its rule on an earlier attempt: the rest is not run
-        elif self.stopper is not None:  # the error episodes this attempt runs again are pending
+        if self.stopper is not None:
+            decided = earlier or (self.stopper.decision.to_dict() if self.stopper.decision is not None else None)
+            if decided is not None:
+                # stopped by its rule on an earlier attempt: nothing past the stop is run, its error
+                # episodes before it are (unless --keep-errors), and the decision is kept
+                todo = [item for item in todo if item.episode_index < decided["episodes_used"]]
+            # the error episodes this attempt runs again are pending until their new records
             retried = [item.episode_index for item in todo if item.episode_index in self.merged]
-            self.stopper = make_stopper(self.run.rollout_limit, self.items, self.merged, pending=retried)
+            self.stopper = make_stopper(self.run.rollout_limit, self.items, self.merged, pending=retried, decided=decided)
 
         state, error = "completed", None
         self.warnings = self._static_warnings()
@@ -492,6 +497,15 @@ class _Invocation:
             self.restart_history = history
         restarts = old.get("restarts", 0)
         return restarts if isinstance(restarts, int) else 0
+
+    def _earlier_stop(self) -> dict[str, Any] | None:
+        """The ``stop`` a resumed run's earlier attempt recorded in ``run_result.json`` (its
+        decision is kept: :class:`arena.outputs.stopping.SeedOrderStop`), else ``None``."""
+        if not self.resume:
+            return None
+        old = read_json(self.work_dir / RUN_RESULT_FILE)
+        stop = old.get("stop") if isinstance(old, dict) else None
+        return stop if isinstance(stop, dict) and isinstance(stop.get("episodes_used"), int) else None
 
     def _static_warnings(self) -> list[str]:
         """Caveats known from the run's configuration alone (kept when nothing is left to run)."""
