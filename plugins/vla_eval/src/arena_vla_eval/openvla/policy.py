@@ -45,6 +45,12 @@ class OpenVLARemoteConfig(RemotePolicyConfig):
         description="the dataset statistics that un-normalize actions (e.g. libero_spatial): OpenVLA gets it in each "
         "request; OFT fixes it when its server starts (managed runs pass --unnorm_key), so no request carries it",
     )
+    center_crop: bool = Field(
+        True,
+        description="libero (OpenVLA): center-crop 0.9 of the image area and resize back to 224, as OpenVLA's "
+        "get_vla_action does with --center_crop True (its LIBERO default; its fine-tuned LIBERO checkpoints need it). "
+        "OFT crops on its server (deploy.py --center_crop), so its adapters ignore this",
+    )
     encoded: bool = Field(False, description="send the double-encoded body {\"encoded\": ...} (both servers accept it)")
     ping_interval_s: float | None = Field(None, description="unused: HTTP has no keepalive pings")
     concurrent_requests: bool = Field(
@@ -102,7 +108,7 @@ class OpenVLARemotePolicy(RemoteChunkReplayPolicy):
 
         adapter_cls = get_registry().adapter(cls.adapter_family, config.embodiment)
         if issubclass(adapter_cls, OpenVLALiberoAdapter):
-            return adapter_cls(unnorm_key=config.unnorm_key)
+            return adapter_cls(unnorm_key=config.unnorm_key, center_crop=config.center_crop)
         return adapter_cls()
 
     def _new_client(self) -> OpenVLAHttpClient:
@@ -112,6 +118,8 @@ class OpenVLARemotePolicy(RemoteChunkReplayPolicy):
     def episode_info(self, env_id: int) -> dict[str, Any]:
         info = super().episode_info(env_id)
         info["serving"] = "chunk" if self.chunk_length.expected and self.chunk_length.expected > 1 else "step"
+        if isinstance(self.adapter, OpenVLALiberoAdapter):
+            info["center_crop"] = self.adapter.center_crop  # the client-side preprocessing this episode had
         return info
 
 
