@@ -147,6 +147,11 @@ class OpenVLAAdapter(EmbodimentAdapter):
     open_loop_horizon: ClassVar[int] = 1
     #: The deploy server's default port.
     default_port: ClassVar[int] = 8000
+    #: OFT: the images each request carries, which its server must be started for
+    #: (deploy.py ``--num_images_in_input``, default 3, l.129); 1 for OpenVLA.
+    num_images_in_input: ClassVar[int] = 1
+    #: OFT: the request carries ``state`` (deploy.py ``--use_proprio``, l.130).
+    use_proprio: ClassVar[bool] = True
     #: LIBERO's gripper processing applies (see the module doc).
     _libero: ClassVar[bool] = False
 
@@ -220,6 +225,8 @@ class OftLiberoAdapter(OpenVLAAdapter):
     chunk_length: ClassVar[int] = 8
     open_loop_horizon: ClassVar[int] = 8
     default_port: ClassVar[int] = 8777
+    #: deploy.py ``--num_images_in_input`` (OFT ``run_libero_eval.py`` l.96; README l.36).
+    num_images_in_input: ClassVar[int] = 2
     _libero: ClassVar[bool] = True
 
     def extract(self, observation: dict[str, Any], env_id: int) -> dict[str, np.ndarray]:
@@ -267,6 +274,8 @@ class OftAlohaAdapter(OpenVLAAdapter):
     chunk_length: ClassVar[int] = 25
     open_loop_horizon: ClassVar[int] = 25
     default_port: ClassVar[int] = 8777
+    #: deploy.py ``--num_images_in_input`` (OFT ``ALOHA.md`` l.131; deploy.py's default).
+    num_images_in_input: ClassVar[int] = 3
     cameras: ClassVar[dict[str, str]] = {
         "full_image": "cam_high_rgb",
         "left_wrist_image": "cam_left_wrist_rgb",

@@ -43,7 +43,8 @@ class OpenVLARemoteConfig(RemotePolicyConfig):
     unnorm_key: str | None = Field(
         None,
         description="the dataset statistics that un-normalize actions (e.g. libero_spatial): OpenVLA gets it in each "
-        "request; OFT fixes it when its server starts (managed runs pass --unnorm_key), so no request carries it",
+        "request; OFT fixes it when its server starts (managed runs pass --unnorm_key; on oft_libero a suite name such as "
+        "libero_spatial becomes its checkpoints' key libero_spatial_no_noops), so no request carries it",
     )
     center_crop: bool = Field(
         True,
@@ -64,7 +65,8 @@ class OpenVLARemoteConfig(RemotePolicyConfig):
     server_python: str = Field("python", description="managed runs: the interpreter with the deploy server's dependencies")
     server_args: list[str] = Field(
         default_factory=list,
-        description="managed runs: more deploy.py options, e.g. OFT ALOHA's [--use_film, 'True', --num_images_in_input, '3']",
+        description="managed runs: more deploy.py options after arena's (OFT: --num_images_in_input and --use_proprio come "
+        "from the adapter), e.g. OFT ALOHA's [--use_film, 'True']",
     )
 
     @model_validator(mode="after")

@@ -1,0 +1,132 @@
+"""arena's managed OpenVLA-OFT server command against OFT's own ``vla-scripts/deploy.py``
+(moojink/openvla-oft @ 213c5ff, unchanged, in ``reference/openvla-oft``; its model stubbed as
+that folder's README says): the server arena starts takes the requests arena sends."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from arena.errors import PolicyError
+
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+pytest.importorskip("json_numpy")
+
+from arena_vla_eval.openvla.policy import OpenVLARemoteConfig, OpenVLARemotePolicy  # noqa: E402
+from arena_vla_eval.openvla.servertask import openvla_server_task  # noqa: E402
+
+pytestmark = pytest.mark.timeout(120)
+OFT = Path(__file__).parent / "reference" / "openvla-oft"
+CHECKPOINT = "moojink/openvla-7b-oft-finetuned-libero-spatial"
+
+
+class _Env:
+    num_envs = 1
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _libero_obs() -> dict:
+    rng = np.random.default_rng(0)
+    return {
+        "camera_obs": {
+            "agentview_rgb": rng.integers(0, 256, (1, 64, 64, 3), dtype=np.uint8),
+            "eye_in_hand_rgb": rng.integers(0, 256, (1, 64, 64, 3), dtype=np.uint8),
+        },
+        "policy": {"eef_pos": np.ones((1, 3)), "eef_quat": np.array([[0.0, 0.6, 0.0, 0.8]]), "gripper_qpos": np.full((1, 2), 0.02)},
+    }
+
+
+def _deploy(argv: list[str]) -> subprocess.Popen:
+    """Start OFT's deploy.py as ``argv`` (arena's rendered command) in its own process group."""
+    paths = [str(OFT), str(OFT / "stubs")]
+    if importlib.util.find_spec("draccus") is None:
+        paths.append(str(OFT / "stubs" / "draccus_fallback"))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _wait_ready(proc: subprocess.Popen, port: int) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"deploy.py exited with {proc.returncode}:\n{proc.stdout.read().decode()}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/openapi.json", timeout=1):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise AssertionError("deploy.py did not serve /openapi.json within 60 s")
+
+
+def _stop(proc: subprocess.Popen) -> str:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)  # the group this test started, nothing else
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return proc.stdout.read().decode(errors="replace")
+
+
+def _run_against(command: list[str], port: int, steps: int, **options) -> list[np.ndarray]:
+    proc = _deploy(command)
+    try:
+        _wait_ready(proc, port)
+        config = OpenVLARemoteConfig(embodiment="oft_libero", remote_host="127.0.0.1", remote_port=port,
+                                     max_reconnect_attempts=0, **options)
+        policy = OpenVLARemotePolicy(config)
+        policy.start(_Env())
+        policy.set_task_description("pick up the black bowl")
+        policy.reset([0])
+        try:
+            return [policy.get_action(None, _libero_obs())[0] for _ in range(steps)]
+        finally:
+            policy.close()
+    finally:
+        log = _stop(proc)
+        print(log)  # shown by pytest when the test fails
+
+
+def _managed_command(port: int, unnorm_key: str = "libero_spatial") -> list[str]:
+    config = OpenVLARemoteConfig(embodiment="oft_libero", checkpoint=CHECKPOINT, unnorm_key=unnorm_key,
+                                 server_repo_dir=str(OFT), server_python=sys.executable)
+    task = openvla_server_task(config)
+    return task.render(task.local_command, host="127.0.0.1", port=port)
+
+
+def test_the_managed_oft_libero_server_answers_arenas_requests_with_8_action_chunks():
+    port = _free_port()
+    command = _managed_command(port)
+    assert "--num_images_in_input 2 --use_proprio True" in command[-1]
+    assert "--unnorm_key libero_spatial_no_noops" in command[-1]
+    actions = _run_against(command, port, steps=9)
+    # two requests (steps 0 and 8); deploy.py's chunk of 8, replayed open loop
+    assert [round(a[0], 2) for a in actions] == [0.01] * 8 + [0.02]
+    assert [round(a[1], 2) for a in actions] == [0.0, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.0]
+    assert all(a[-1] == -1.0 for a in actions)  # the model's gripper 1.0 reaches LIBERO as -1
+
+
+def test_deploy_py_started_without_the_image_count_answers_error():
+    # what arena's command was before: deploy.py's default of 3 images while LIBERO sends 2
+    port = _free_port()
+    command = _managed_command(port)
+    command[-1] = command[-1].replace(" --num_images_in_input 2", "")
+    with pytest.raises(PolicyError, match='answered "error"'):
+        _run_against(command, port, steps=1)
