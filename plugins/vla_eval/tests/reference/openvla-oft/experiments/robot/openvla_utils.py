@@ -14,7 +14,10 @@ import numpy as np
 from prismatic.vla.constants import ACTION_DIM, NUM_ACTIONS_CHUNK, PROPRIO_DIM
 
 #: The norm_stats keys of OFT's LIBERO checkpoints (their datasets' names).
-NORM_KEYS = ("libero_spatial_no_noops", "libero_object_no_noops", "libero_goal_no_noops", "libero_10_no_noops")
+NORM_KEYS = (
+    "libero_spatial_no_noops", "libero_object_no_noops", "libero_goal_no_noops", "libero_10_no_noops",
+    "aloha1_put_X_into_pot_300_demos",
+)
 
 
 class _Vla:
