@@ -1,5 +1,5 @@
-"""OpenVLA's LIBERO center crop, client-side: the image the deploy server receives is the one
-OpenVLA's own ``get_vla_action`` would hand its processor (openvla ``openvla_utils.py`` @ c8f03f4
+"""OpenVLA's LIBERO center crop, client-side: the image OpenVLA's own ``deploy.py`` hands its
+processor is the one OpenVLA's ``get_vla_action`` would (openvla ``openvla_utils.py`` @ c8f03f4
 l.135-155, run under TensorFlow 2.21 by ``reference/make_golden.py``)."""
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ pytest.importorskip("uvicorn")
 
 from arena_vla_eval.openvla.adapters import center_crop, resize_for_policy  # noqa: E402
 from arena_vla_eval.openvla.policy import OpenVLARemoteConfig, OpenVLARemotePolicy  # noqa: E402
+from arena_vla_eval.openvla.servertask import openvla_server_task  # noqa: E402
 from arena_vla_eval.openvla.testing import DeployDouble  # noqa: E402
+from openvla_deploy_harness import OPENVLA, free_port, start, stop, wait_ready  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
 REFERENCE = Path(__file__).parent / "reference"
@@ -47,6 +49,30 @@ def test_openvla_libero_requests_carry_the_center_crop_by_default():
     assert np.array_equal(sent, center_crop(resized))
     assert not np.array_equal(sent, resized)
     assert info["center_crop"] is True  # the episode record says which preprocessing it had
+
+
+def test_openvlas_deploy_py_hands_its_processor_the_cropped_frame(tmp_path):
+    port = free_port()
+    config = OpenVLARemoteConfig(embodiment="libero", checkpoint="openvla/openvla-7b-finetuned-libero-spatial",
+                                 unnorm_key="libero_spatial", server_repo_dir=str(OPENVLA), server_python=sys.executable)
+    task = openvla_server_task(config)
+    proc = start(task.render(task.local_command, host="127.0.0.1", port=port), OPENVLA, {"OPENVLA_STUB_CAPTURE": str(tmp_path)})
+    frames = np.random.default_rng(5).integers(0, 256, (2, 1, 96, 96, 3), dtype=np.uint8)
+    try:
+        wait_ready(proc, port)
+        policy = OpenVLARemotePolicy(config.model_copy(update={"remote_host": "127.0.0.1", "remote_port": port}))
+        policy.start(_Env())
+        policy.set_task_description("Put the bowl on the plate")
+        policy.reset([0])
+        actions = [policy.get_action(None, {"camera_obs": {"agentview_rgb": frame}})[0] for frame in frames]
+        policy.close()
+    finally:
+        print(stop(proc))
+    for n, frame in enumerate(frames, start=1):
+        received = np.load(tmp_path / f"{n}.npy")  # what deploy.py's Image.fromarray(image).convert("RGB") gave
+        assert np.array_equal(received, center_crop(resize_for_policy(frame[0][::-1, ::-1])))
+        assert (tmp_path / f"{n}.txt").read_text() == "In: What action should the robot take to put the bowl on the plate?\nOut:"
+    assert [round(a[0], 2) for a in actions] == [0.01, 0.02] and actions[0][-1] == -1.0
 
 
 def test_center_crop_false_sends_the_uncropped_image_and_records_it():

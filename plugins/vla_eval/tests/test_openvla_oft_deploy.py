@@ -5,14 +5,7 @@ starts takes the requests arena sends."""
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import signal
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -27,20 +20,14 @@ pytest.importorskip("json_numpy")
 
 from arena_vla_eval.openvla.policy import OpenVLARemoteConfig, OpenVLARemotePolicy  # noqa: E402
 from arena_vla_eval.openvla.servertask import openvla_server_task  # noqa: E402
+from openvla_deploy_harness import OFT, free_port, start, stop, wait_ready  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
-OFT = Path(__file__).parent / "reference" / "openvla-oft"
 EXAMPLE = Path(__file__).parents[1] / "examples" / "libero_openvla_oft.yaml"
 
 
 class _Env:
     num_envs = 1
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _libero_obs() -> dict:
@@ -54,39 +41,6 @@ def _libero_obs() -> dict:
     }
 
 
-def _deploy(argv: list[str]) -> subprocess.Popen:
-    """Start OFT's deploy.py as ``argv`` (arena's rendered command) in its own process group."""
-    paths = [str(OFT), str(OFT / "stubs")]
-    if importlib.util.find_spec("draccus") is None:
-        paths.append(str(OFT / "stubs" / "draccus_fallback"))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
-    return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-
-
-def _wait_ready(proc: subprocess.Popen, port: int) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"deploy.py exited with {proc.returncode}:\n{proc.stdout.read().decode()}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/openapi.json", timeout=1):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise AssertionError("deploy.py did not serve /openapi.json within 60 s")
-
-
-def _stop(proc: subprocess.Popen) -> str:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)  # the group this test started, nothing else
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    return proc.stdout.read().decode(errors="replace")
-
-
 def _aloha_obs() -> dict:
     rng = np.random.default_rng(1)
     cams = {f"{c}_rgb": rng.integers(0, 256, (1, 48, 64, 3), dtype=np.uint8) for c in ("cam_high", "cam_left_wrist", "cam_right_wrist")}
@@ -94,9 +48,9 @@ def _aloha_obs() -> dict:
 
 
 def _run_against(command: list[str], port: int, steps: int, embodiment: str = "oft_libero") -> list[np.ndarray]:
-    proc = _deploy(command)
+    proc = start(command, OFT)
     try:
-        _wait_ready(proc, port)
+        wait_ready(proc, port)
         config = OpenVLARemoteConfig(embodiment=embodiment, remote_host="127.0.0.1", remote_port=port, max_reconnect_attempts=0)
         policy = OpenVLARemotePolicy(config)
         policy.start(_Env())
@@ -108,7 +62,7 @@ def _run_against(command: list[str], port: int, steps: int, embodiment: str = "o
         finally:
             policy.close()
     finally:
-        log = _stop(proc)
+        log = stop(proc)
         print(log)  # shown by pytest when the test fails
 
 
@@ -122,7 +76,7 @@ def _managed_command(port: int) -> list[str]:
 
 
 def test_the_oft_libero_examples_server_answers_arenas_requests_with_8_action_chunks():
-    port = _free_port()
+    port = free_port()
     command = _managed_command(port)
     assert "--num_images_in_input 2 --use_proprio True" in command[-1]
     assert "--unnorm_key libero_spatial_no_noops" in command[-1]
@@ -135,7 +89,7 @@ def test_the_oft_libero_examples_server_answers_arenas_requests_with_8_action_ch
 
 def test_deploy_py_started_without_the_image_count_answers_error():
     # what arena's command was before: deploy.py's default of 3 images while LIBERO sends 2
-    port = _free_port()
+    port = free_port()
     command = _managed_command(port)
     command[-1] = command[-1].replace(" --num_images_in_input 2", "")
     with pytest.raises(PolicyError, match='answered "error"'):
@@ -143,7 +97,7 @@ def test_deploy_py_started_without_the_image_count_answers_error():
 
 
 def test_a_managed_oft_aloha_server_takes_three_images_and_answers_25_by_14_chunks():
-    port = _free_port()
+    port = free_port()
     config = OpenVLARemoteConfig(embodiment="oft_aloha", checkpoint="/ckpts/openvla-7b-oft-aloha-put-x-into-pot",
                                  unnorm_key="aloha1_put_X_into_pot_300_demos", server_repo_dir=str(OFT),
                                  server_python=sys.executable, server_args=["--use_film", "True"])

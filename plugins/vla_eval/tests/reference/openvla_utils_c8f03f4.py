@@ -3,7 +3,7 @@
 Lines 81-170 of ``experiments/robot/openvla_utils.py`` of openvla/openvla @ c8f03f4
 (``crop_and_resize`` and ``get_vla_action``), copied unchanged below the marker. OpenVLA is
 MIT-licensed: Copyright (c) 2024 Moo Jin Kim, Karl Pertsch, Siddharth Karamcheti; the
-permission notice is in ``LICENSE.openvla`` next to this file.
+permission notice is in ``openvla/LICENSE``.
 
 Only the imports differ from the original module (its model imports need a GPU stack): ``tf``
 is TensorFlow, ``Image`` Pillow; ``torch`` and ``DEVICE`` are placeholders that the fake
