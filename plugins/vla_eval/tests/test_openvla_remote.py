@@ -188,7 +188,8 @@ def test_the_server_task_runs_deploy_py_and_waits_for_the_app():
     line = task.render(task.local_command, host="127.0.0.1", port=8777)[-1]
     assert line == (
         "cd /opt/openvla-oft && exec python vla-scripts/deploy.py --host 127.0.0.1 --port 8777 "
-        "--pretrained_checkpoint moojink/openvla-7b-oft-finetuned-libero-spatial --unnorm_key libero_spatial"
+        "--pretrained_checkpoint moojink/openvla-7b-oft-finetuned-libero-spatial --unnorm_key libero_spatial_no_noops "
+        "--num_images_in_input 2 --use_proprio True"
     )
     assert task.readiness == "http:/openapi.json" and task.port == 8777
 

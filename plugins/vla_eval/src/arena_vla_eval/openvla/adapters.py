@@ -11,6 +11,14 @@ Sources (file @ commit, lines):
   ``lanczos3`` and antialiasing, round, clip. TensorFlow is not a dependency here: the same
   steps run in Pillow (JPEG quality 95, Lanczos), which is **not bit-identical** to
   TensorFlow's resampler (differences of a few intensity levels at edges).
+* OpenVLA on LIBERO, client-side center crop (``center_crop``, default on as in OV
+  ``run_libero_eval.py`` l.66 and l.94; OFT crops server-side, its ``deploy.py`` l.132): OV
+  ``experiments/robot/openvla_utils.py`` ``get_vla_action`` l.135-155 and ``crop_and_resize``
+  l.95-124: uint8 -> float32 ``x / 255``; a centered box of side ``sqrt(0.9)`` of each side
+  (0.9 of the area) cropped and resized back to 224 x 224 by ``tf.image.crop_and_resize``
+  (bilinear, float32); clipped to [0, 1]; back to uint8 as ``trunc(x * 255.5)``
+  (``tf.image.convert_image_dtype(..., saturate=True)``). :func:`center_crop` does the same
+  arithmetic in NumPy float32.
 * ALOHA images are first resized to 256 x 256 with PIL bicubic, as the dataset was
   (OFT ``experiments/robot/aloha/aloha_utils.py`` l.39-47), then as above (``run_aloha_eval.py``
   ``prepare_observation`` l.119-138).
@@ -43,6 +51,7 @@ __all__ = [
     "OpenVLALiberoAdapter",
     "OftAlohaAdapter",
     "OftLiberoAdapter",
+    "center_crop",
     "quat2axisangle",
     "resize_for_policy",
 ]
@@ -63,6 +72,49 @@ def resize_for_policy(image: np.ndarray, size: int = IMAGE_SIZE) -> np.ndarray:
     if pil.size != (size, size):
         pil = pil.resize((size, size), resample=Image.Resampling.LANCZOS)
     return np.asarray(pil, dtype=np.uint8)
+
+
+#: OpenVLA's crop scale: the fraction of the image *area* kept (OV openvla_utils.py l.137).
+CROP_SCALE = 0.9
+
+
+def center_crop(image: np.ndarray, crop_scale: float = CROP_SCALE, size: int = IMAGE_SIZE) -> np.ndarray:
+    """``uint8 (size, size, 3)``: OpenVLA's LIBERO center crop of ``image`` (``uint8 (H, W, C)``).
+
+    The box keeps ``sqrt(crop_scale)`` of each side, centered (OV ``openvla_utils.py``
+    l.101-117), and is resampled bilinearly to ``size`` x ``size`` with the sampling grid of
+    ``tf.image.crop_and_resize`` (TensorFlow ``crop_and_resize_op.cc``: ``in_y = y1 * (H - 1) +
+    y * (y2 - y1) * (H - 1) / (size - 1)``, corners at ``floor``/``ceil``), in float32 on values
+    scaled to [0, 1]; then clipped and converted back as ``trunc(x * 255.5)`` (TensorFlow's
+    ``convert_image_dtype`` float -> uint8).
+
+    Raises:
+        ValueError: ``image`` is not ``uint8 (H, W, C)`` or ``crop_scale`` is not in (0, 1].
+    """
+    image = np.asarray(image)
+    if image.dtype != np.uint8 or image.ndim != 3:
+        raise ValueError(f"center_crop takes uint8 (H, W, C) images, got {image.dtype} {image.shape}")
+    if not 0.0 < crop_scale <= 1.0:
+        raise ValueError(f"crop_scale must be in (0, 1], got {crop_scale}")
+    f32 = np.float32
+    pixels = image.astype(f32) * f32(1.0 / 255.0)
+    side = np.clip(np.sqrt(f32(crop_scale)), f32(0), f32(1))
+    start = (f32(1) - side) / f32(2)
+    end = start + side
+
+    def grid(extent: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        scale = f32((end - start) * f32(extent - 1) / f32(size - 1))
+        at = f32(start * f32(extent - 1)) + np.arange(size, dtype=f32) * scale
+        low = np.floor(at)
+        return low.astype(np.intp), np.ceil(at).astype(np.intp), (at - low).astype(f32)
+
+    top, bottom, y_lerp = grid(image.shape[0])
+    left, right, x_lerp = grid(image.shape[1])
+    x_lerp = x_lerp[None, :, None]
+    upper = pixels[top][:, left] + (pixels[top][:, right] - pixels[top][:, left]) * x_lerp
+    lower = pixels[bottom][:, left] + (pixels[bottom][:, right] - pixels[bottom][:, left]) * x_lerp
+    out = np.clip(upper + (lower - upper) * y_lerp[:, None, None], f32(0), f32(1))
+    return (out * f32(255.5)).astype(np.uint8)
 
 
 def _bicubic(image: np.ndarray, size: int) -> np.ndarray:
@@ -95,6 +147,11 @@ class OpenVLAAdapter(EmbodimentAdapter):
     open_loop_horizon: ClassVar[int] = 1
     #: The deploy server's default port.
     default_port: ClassVar[int] = 8000
+    #: OFT: the images each request carries, which its server must be started for
+    #: (deploy.py ``--num_images_in_input``, default 3, l.129); 1 for OpenVLA.
+    num_images_in_input: ClassVar[int] = 1
+    #: OFT: the request carries ``state`` (deploy.py ``--use_proprio``, l.130).
+    use_proprio: ClassVar[bool] = True
     #: LIBERO's gripper processing applies (see the module doc).
     _libero: ClassVar[bool] = False
 
@@ -122,20 +179,27 @@ class OpenVLALiberoAdapter(OpenVLAAdapter):
         instruction  str                   the task's language
         unnorm_key   str                   the run's (e.g. libero_spatial); omitted when unset
 
+    The image is center-cropped (:func:`center_crop`) unless ``center_crop`` is False, as OV's
+    ``get_vla_action`` does with ``--center_crop True`` (its LIBERO default).
+
     Reply ``(7,)``: end-effector delta (6) and gripper, processed as the module doc says.
     """
 
     action_dim: ClassVar[int] = 7
     _libero: ClassVar[bool] = True
 
-    def __init__(self, unnorm_key: str | None = None) -> None:
+    def __init__(self, unnorm_key: str | None = None, center_crop: bool = True) -> None:
         self.unnorm_key = unnorm_key
+        self.center_crop = center_crop
 
     def extract(self, observation: dict[str, Any], env_id: int) -> np.ndarray:
         return _camera(observation, "agentview_rgb", env_id)
 
     def pack_request(self, extracted: np.ndarray, instruction: str | None) -> dict[str, Any]:
-        out: dict[str, Any] = {"image": resize_for_policy(extracted[::-1, ::-1]), "instruction": instruction or ""}
+        image = resize_for_policy(extracted[::-1, ::-1])
+        if self.center_crop:
+            image = center_crop(image)
+        out: dict[str, Any] = {"image": image, "instruction": instruction or ""}
         if self.unnorm_key:
             out["unnorm_key"] = self.unnorm_key
         return out
@@ -161,6 +225,8 @@ class OftLiberoAdapter(OpenVLAAdapter):
     chunk_length: ClassVar[int] = 8
     open_loop_horizon: ClassVar[int] = 8
     default_port: ClassVar[int] = 8777
+    #: deploy.py ``--num_images_in_input`` (OFT ``run_libero_eval.py`` l.96; README l.36).
+    num_images_in_input: ClassVar[int] = 2
     _libero: ClassVar[bool] = True
 
     def extract(self, observation: dict[str, Any], env_id: int) -> dict[str, np.ndarray]:
@@ -208,6 +274,8 @@ class OftAlohaAdapter(OpenVLAAdapter):
     chunk_length: ClassVar[int] = 25
     open_loop_horizon: ClassVar[int] = 25
     default_port: ClassVar[int] = 8777
+    #: deploy.py ``--num_images_in_input`` (OFT ``ALOHA.md`` l.131; deploy.py's default).
+    num_images_in_input: ClassVar[int] = 3
     cameras: ClassVar[dict[str, str]] = {
         "full_image": "cam_high_rgb",
         "left_wrist_image": "cam_left_wrist_rgb",

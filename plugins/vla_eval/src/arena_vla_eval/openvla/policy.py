@@ -43,7 +43,14 @@ class OpenVLARemoteConfig(RemotePolicyConfig):
     unnorm_key: str | None = Field(
         None,
         description="the dataset statistics that un-normalize actions (e.g. libero_spatial): OpenVLA gets it in each "
-        "request; OFT fixes it when its server starts (managed runs pass --unnorm_key), so no request carries it",
+        "request; OFT fixes it when its server starts (managed runs pass --unnorm_key; on oft_libero a suite name such as "
+        "libero_spatial becomes its checkpoints' key libero_spatial_no_noops), so no request carries it",
+    )
+    center_crop: bool = Field(
+        True,
+        description="libero (OpenVLA): center-crop 0.9 of the image area and resize back to 224, as OpenVLA's "
+        "get_vla_action does with --center_crop True (its LIBERO default; its fine-tuned LIBERO checkpoints need it). "
+        "OFT crops on its server (deploy.py --center_crop), so its adapters ignore this",
     )
     encoded: bool = Field(False, description="send the double-encoded body {\"encoded\": ...} (both servers accept it)")
     ping_interval_s: float | None = Field(None, description="unused: HTTP has no keepalive pings")
@@ -58,7 +65,8 @@ class OpenVLARemoteConfig(RemotePolicyConfig):
     server_python: str = Field("python", description="managed runs: the interpreter with the deploy server's dependencies")
     server_args: list[str] = Field(
         default_factory=list,
-        description="managed runs: more deploy.py options, e.g. OFT ALOHA's [--use_film, 'True', --num_images_in_input, '3']",
+        description="managed runs: more deploy.py options after arena's (OFT: --num_images_in_input and --use_proprio come "
+        "from the adapter), e.g. OFT ALOHA's [--use_film, 'True']",
     )
 
     @model_validator(mode="after")
@@ -102,7 +110,7 @@ class OpenVLARemotePolicy(RemoteChunkReplayPolicy):
 
         adapter_cls = get_registry().adapter(cls.adapter_family, config.embodiment)
         if issubclass(adapter_cls, OpenVLALiberoAdapter):
-            return adapter_cls(unnorm_key=config.unnorm_key)
+            return adapter_cls(unnorm_key=config.unnorm_key, center_crop=config.center_crop)
         return adapter_cls()
 
     def _new_client(self) -> OpenVLAHttpClient:
@@ -112,6 +120,8 @@ class OpenVLARemotePolicy(RemoteChunkReplayPolicy):
     def episode_info(self, env_id: int) -> dict[str, Any]:
         info = super().episode_info(env_id)
         info["serving"] = "chunk" if self.chunk_length.expected and self.chunk_length.expected > 1 else "step"
+        if isinstance(self.adapter, OpenVLALiberoAdapter):
+            info["center_crop"] = self.adapter.center_crop  # the client-side preprocessing this episode had
         return info
 
 
