@@ -8,7 +8,9 @@ from typing import Any
 import pytest
 
 from arena.policies.adapters import ProtocolViolation
-from arena.policies.connection import ConnectionGaveUp, ConnectionLoop, backoff_s
+import numpy as np
+
+from arena.policies.connection import ConnectionGaveUp, ConnectionLoop, ServerChanged, ServerWatch, backoff_s
 from arena.transport.client import PolicyClient
 from arena.transport.errors import (
     ConnectionLost,
@@ -40,7 +42,7 @@ class Scripted:
 
     def connect(self, timeout_s: float | None = None) -> dict[str, Any]:
         self.log.append(f"connect {timeout_s}")
-        outcome = self.connects.pop(0) if self.connects else {"n": len(self.log)}
+        outcome = self.connects.pop(0) if self.connects else {"model": "scripted"}
         if isinstance(outcome, BaseException):
             raise outcome
         self.is_open, self.metadata = True, outcome
@@ -146,6 +148,66 @@ def test_a_server_refused_by_on_connect_is_closed_and_the_error_raised():
     with pytest.raises(ProtocolViolation, match="velocities"):
         loop.connect()
     assert not client.connected and client.log[-1] == "close"
+
+
+def test_once_a_reconnect_found_no_server_later_reconnects_of_every_loop_check_only_briefly():
+    # two loops of one policy (two envs), one watch: the first finds the server gone after the
+    # full 7 s; later reconnects (the next episode, the other env) wait recheck_timeout_s
+    watch = ServerWatch()
+    gone = ServerUnavailable("nothing within 7 s")
+    a = Scripted([ConnectionLost("dropped")], connects=[{}, gone, ServerUnavailable("nothing within 0.5 s")])
+    b = Scripted([ConnectionLost("dropped")], connects=[{}, ServerUnavailable("nothing within 0.5 s")])
+    loop_a, _, _ = _loop(a, attempts=3, watch=watch, recheck_timeout_s=0.5)
+    loop_b, _, _ = _loop(b, attempts=3, watch=watch, recheck_timeout_s=0.5)
+    loop_a.connect()
+    loop_b.connect()
+    with pytest.raises(ConnectionGaveUp, match="within 7 s"):
+        loop_a.call(lambda c: c.infer({}))
+    assert watch.gone is gone
+    with pytest.raises(ConnectionGaveUp, match="within 0.5 s"):
+        loop_a.call(lambda c: c.infer({}))  # the next episode: not connected, one brief check
+    with pytest.raises(ConnectionGaveUp, match="within 0.5 s"):
+        loop_b.call(lambda c: c.infer({}))
+    assert a.log == ["connect None", "infer", "connect 7", "connect 0.5"]
+    assert b.log == ["connect None", "infer", "connect 0.5"]
+    assert loop_a.reconnect_attempts == 2 and loop_a.reconnects == 0
+
+
+def test_a_server_that_answers_a_brief_check_again_gets_the_full_reconnect_timeout_next_time():
+    client = Scripted([{"ok": 1}, ConnectionLost("again"), {"ok": 2}], connects=[{}, {}])
+    watch = ServerWatch(gone=ServerUnavailable("earlier"))
+    loop, _, _ = _loop(client, attempts=1, watch=watch, recheck_timeout_s=0.5)
+    assert loop.call(lambda c: c.infer({})).value == {"ok": 1}  # never connected: one brief check, answered
+    assert watch.gone is None
+    assert loop.call(lambda c: c.infer({})).value == {"ok": 2}
+    assert client.log == ["connect 0.5", "infer", "infer", "connect 7", "infer"]
+
+
+def test_a_reconnect_to_a_server_with_other_metadata_gives_up_naming_only_what_changed():
+    before = {"model": "pi05_droid", "action_horizon": 10, "norm": np.array([1.0, 2.0])}
+    after = {"model": "pi0_droid", "action_horizon": 10, "norm": np.array([1.0, 2.0])}
+    client = Scripted([ConnectionLost("dropped")], connects=[before, after])
+    loop, _, _ = _loop(client, attempts=3)
+    loop.connect()
+    with pytest.raises(ConnectionGaveUp) as info:
+        loop.call(lambda c: c.infer({}))
+    assert isinstance(info.value.reconnect_error, ServerChanged)
+    assert "'model': 'pi05_droid' -> 'pi0_droid'" in str(info.value)
+    assert "action_horizon" not in str(info.value) and "norm" not in str(info.value)
+    assert not client.connected and client.log[-1] == "close"  # never infer against it
+    assert loop.watch.gone is None  # a server answered: later reconnects still wait for one
+
+
+def test_a_reconnect_to_the_same_server_passes_and_identity_none_compares_nothing():
+    same = {"model": "pi05_droid", "norm": np.array([1.0, 2.0])}
+    client = Scripted([ConnectionLost("dropped"), {"ok": 1}], connects=[same, {**same, "norm": np.array([1.0, 2.0])}])
+    loop, _, _ = _loop(client)
+    loop.connect()
+    assert loop.call(lambda c: c.infer({})).value == {"ok": 1} and loop.reconnects == 1
+    other = Scripted([ConnectionLost("dropped"), {"ok": 2}], connects=[{"a": 1}, {"a": 2}])
+    blind, _, _ = _loop(other, identity=None)
+    blind.connect()
+    assert blind.call(lambda c: c.infer({})).value == {"ok": 2}
 
 
 def test_back_off_doubles_to_two_seconds():

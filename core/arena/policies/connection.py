@@ -22,6 +22,19 @@ The rules, for one :meth:`ConnectionLoop.call`:
    2 s), then the client connects again (dropping what is left of the old connection)
    waiting ``reconnect_timeout_s``. A reconnect
    that finds no server gives up at once (waiting as long again would not help).
+3a. Once a reconnect found no server, the server is marked gone (:class:`ServerWatch`, shared
+   by every loop of one policy, so by every env and every later episode of the run): the
+   next reconnects check once, waiting only ``recheck_timeout_s`` (a few seconds), until one
+   finds a server again. A dead server thus costs one ``reconnect_timeout_s`` per run, not one
+   per episode: the run reaches its consecutive-error limit within about one
+   ``reconnect_timeout_s`` plus a few seconds per later episode.
+3b. After every reconnect the server's identity (``identity(client)``: by default the
+   metadata it sent on connect; GR00T asks for its modality config) is compared with what
+   the first connect saw; a different one raises :class:`ServerChanged` naming the keys that
+   changed (the connection is closed), and the request gives up: never infer against a
+   server that came back with another model. Identities are compared by value (numpy
+   arrays element-wise); ``identity=None`` compares nothing (a protocol that says nothing
+   about its server, e.g. OpenVLA's ``deploy.py``).
 4. Giving up raises :class:`ConnectionGaveUp` naming the last fault (and the failed
    reconnect); the policy turns it into a :class:`~arena.errors.PolicyError` for the envs the
    request served, whose episodes end as ``error``.
@@ -43,7 +56,10 @@ from arena.policies.adapters import ProtocolViolation
 from arena.transport.errors import CodecError, ConnectionLost, ProtocolError, RemoteError
 from arena.transport.interface import WireClient
 
-__all__ = ["BACKOFF_MAX_S", "ConnectionGaveUp", "ConnectionLoop", "Reply", "backoff_s", "is_retryable"]
+__all__ = [
+    "BACKOFF_MAX_S", "RECHECK_TIMEOUT_S", "ConnectionGaveUp", "ConnectionLoop", "Reply", "ServerChanged", "ServerWatch",
+    "backoff_s", "is_retryable", "server_metadata",
+]
 
 T = TypeVar("T")
 C = TypeVar("C", bound=WireClient)
@@ -52,6 +68,9 @@ C = TypeVar("C", bound=WireClient)
 BACKOFF_START_S = 0.2
 #: The longest back-off before a reconnect (seconds); ``give_up_bound_s`` counts it per attempt.
 BACKOFF_MAX_S = 2.0
+
+#: Seconds a reconnect waits once an earlier reconnect of the same policy found no server.
+RECHECK_TIMEOUT_S = 5.0
 
 #: Faults the same request would meet again: never retried.
 NOT_RETRIED: tuple[type[BaseException], ...] = (ProtocolError, CodecError, RemoteError, ProtocolViolation)
@@ -93,6 +112,56 @@ class ConnectionGaveUp(TransportError):
         self.reconnect_error = reconnect_error
 
 
+class ServerChanged(TransportError):
+    """A reconnect reached a server whose identity differs from the first connect's (another
+    model, embodiment or configuration behind the same endpoint); the message names the
+    keys that changed, old and new value."""
+
+
+@dataclass(eq=False)
+class ServerWatch:
+    """Whether the server of one policy is known to be gone, shared by all its loops.
+
+    ``gone`` is the error of the last reconnect that found no server (``None``: none did, or
+    a later one succeeded). Thread-safe enough for its use: a single reference assignment.
+    """
+
+    gone: BaseException | None = None
+
+
+def server_metadata(client: WireClient) -> Any:
+    """The default identity of a server: what it sent about itself on connect
+    (:attr:`WireClient.metadata`: openpi's metadata frame, vla-eval's HELLO, DreamZero's
+    greeting, GR00T's ``ping`` reply); ``None`` for a client that keeps none."""
+    return getattr(client, "metadata", None)
+
+
+def _comparable(value: Any) -> Any:
+    """``value`` with numpy arrays (and dict/list nesting) turned into plain, ``==``-comparable data."""
+    if isinstance(value, dict):
+        return {k: _comparable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_comparable(v) for v in value]
+    if hasattr(value, "dtype") and hasattr(value, "tolist"):  # numpy array or scalar
+        return ("array", str(value.dtype), getattr(value, "shape", ()), value.tolist())
+    return value
+
+
+def _changes(before: Any, after: Any) -> str:
+    """The difference of two identities, for :class:`ServerChanged`: ``'key': old -> new``
+    per changed top-level key (at most 5), or the whole values when they are not mappings."""
+    if not (isinstance(before, dict) and isinstance(after, dict)):
+        return f"{before!r:.200} -> {after!r:.200}"
+    missing = object()
+    said = [
+        f"{key!r}: {'(absent)' if old is missing else repr(old)[:120]} -> {'(absent)' if new is missing else repr(new)[:120]}"
+        for key in sorted({*before, *after}, key=str)
+        if _comparable(old := before.get(key, missing)) != _comparable(new := after.get(key, missing))
+    ]
+    more = f" (and {len(said) - 5} more)" if len(said) > 5 else ""
+    return "; ".join(said[:5]) + more
+
+
 @dataclass(eq=False)
 class ConnectionLoop(Generic[C]):
     """Retries, reconnects and gives up for one :class:`WireClient` (see the module doc).
@@ -100,6 +169,8 @@ class ConnectionLoop(Generic[C]):
     Args:
         client: the connection; the loop opens and re-opens it.
         reconnect_timeout_s: seconds a reconnect waits for a server that went away.
+        recheck_timeout_s: seconds a reconnect waits once ``watch`` says the server is gone
+            (capped at ``reconnect_timeout_s``).
         max_reconnect_attempts: reconnects per :meth:`call` before it gives up (>= 0).
         retryable: which faults are worth a reconnect (default :func:`is_retryable`).
         on_connect: called with the client after every successful connect (the first and
@@ -108,8 +179,14 @@ class ConnectionLoop(Generic[C]):
         on_fault: called with each fault about to be retried, before the reconnect: drop
             every buffered chunk here.
         sleep: the back-off's sleep (tests pass a recorder).
+        identity: what identifies the server, read after every connect (default
+            :func:`server_metadata`; ``None``: nothing is compared); see the module doc, 3b.
+        watch: whether the server is known to be gone; pass one :class:`ServerWatch` to
+            every loop of a policy (default: this loop's own).
 
-    ``reconnects`` counts the reconnects that succeeded. Not thread-safe: one loop per
+    ``reconnects`` counts the reconnects that succeeded, ``reconnect_attempts`` every
+    reconnect tried (the first connect is neither); ``server_identity`` is what the first
+    connect's ``identity`` read. Not thread-safe: one loop per
     connection, driven by one thread at a time (several loops may run concurrently).
 
     Raises:
@@ -124,7 +201,13 @@ class ConnectionLoop(Generic[C]):
     on_connect: Callable[[C], None] | None = None
     on_fault: Callable[[BaseException], None] | None = None
     sleep: Callable[[float], Any] = time.sleep
+    recheck_timeout_s: float = RECHECK_TIMEOUT_S
+    identity: Callable[[C], Any] | None = server_metadata
+    watch: ServerWatch = field(default_factory=ServerWatch)
     reconnects: int = field(default=0, init=False)
+    reconnect_attempts: int = field(default=0, init=False)
+    server_identity: Any = field(default=None, init=False)
+    _identified: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         if self.max_reconnect_attempts < 0:
@@ -132,20 +215,37 @@ class ConnectionLoop(Generic[C]):
 
     def connect(self, timeout_s: float | None = None) -> dict[str, Any]:
         """Open the connection (``timeout_s``: ``None`` is the client's own connect timeout)
-        and run ``on_connect``; returns the server's metadata.
+        check the server's identity (the first connect records it) and run ``on_connect``;
+        returns the server's metadata.
 
         Raises:
-            TransportError: what the client's ``connect`` or ``on_connect`` raised (the
-                client is closed then).
+            ServerChanged: the server's identity differs from the first connect's.
+            TransportError: what the client's ``connect``, ``identity`` or ``on_connect``
+                raised (the client is closed then).
         """
         metadata = self.client.connect(timeout_s=timeout_s)
-        if self.on_connect is not None:
-            try:
+        try:
+            if self.identity is not None:
+                seen = self.identity(self.client)
+                if not self._identified:
+                    self.server_identity, self._identified = seen, True
+                elif _comparable(seen) != _comparable(self.server_identity):
+                    raise ServerChanged(
+                        f"{self.client.endpoint}: another server answered after the reconnect "
+                        f"({_changes(self.server_identity, seen)})"
+                    )
+            if self.on_connect is not None:
                 self.on_connect(self.client)
-            except BaseException:
-                self.client.close()  # never leave a connection to a server we refuse open
-                raise
+        except BaseException:
+            self.client.close()  # never leave a connection to a server we refuse open
+            raise
         return metadata
+
+    def _reconnect_timeout_s(self) -> float:
+        """``reconnect_timeout_s``, or the short ``recheck_timeout_s`` once the server is gone."""
+        if self.watch.gone is None:
+            return self.reconnect_timeout_s
+        return min(self.recheck_timeout_s, self.reconnect_timeout_s)
 
     def call(self, send: Callable[[C], T]) -> Reply[T]:
         """Run ``send(client)`` (one request and its reply, decoded and checked) until it
@@ -176,10 +276,16 @@ class ConnectionLoop(Generic[C]):
             if self.on_fault is not None:
                 self.on_fault(fault)
             self.sleep(backoff_s(attempt))
+            self.reconnect_attempts += 1
             try:
-                self.connect(self.reconnect_timeout_s)  # a client's connect drops what is left of the old one
+                self.connect(self._reconnect_timeout_s())  # a client's connect drops what is left of the old one
+            except ServerChanged as changed:  # a server is there: not gone, but never used
+                raise ConnectionGaveUp(fault, changed) from changed
             except TransportError as gone:
+                if not isinstance(gone, NOT_RETRIED):  # no server answered (not: one answered wrongly)
+                    self.watch.gone = gone
                 raise ConnectionGaveUp(fault, gone) from gone
+            self.watch.gone = None
             self.reconnects += 1
 
     def close(self) -> None:

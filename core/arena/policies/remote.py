@@ -13,7 +13,11 @@ go out concurrently, each connection strictly one request, one reply.
 Reconnects (:class:`~arena.policies.connection.ConnectionLoop`, one per env): a dropped
 connection is re-opened with backoff, at most ``max_reconnect_attempts`` times per request;
 every cached chunk of every env is discarded on a reconnect, so a stale chunk is never
-replayed against a server that may have lost its state. The wire protocol is ``client_cls``
+replayed against a server that may have lost its state. After a reconnect the server's
+metadata must equal the first connect's (else :class:`~arena.policies.connection.ServerChanged`:
+the envs' episodes are ``error``, naming what changed); once a reconnect found no server,
+the loops of every env share that (:class:`~arena.policies.connection.ServerWatch`) and later
+reconnects wait only ``recheck_timeout_s``. The wire protocol is ``client_cls``
 (a :class:`~arena.transport.interface.WireClient`; openpi's websocket by default).
 
 Give-up time (how long a fault takes to become an ``error`` episode; see
@@ -39,7 +43,7 @@ from arena.errors import ArenaError, ObservationError, PolicyError, TransportErr
 from arena.policies.adapters import EmbodimentAdapter, ProtocolViolation
 from arena.policies.base import PolicyBase, PolicyConfig
 from arena.policies.chunks import ChunkBroker
-from arena.policies.connection import BACKOFF_MAX_S, ConnectionLoop
+from arena.policies.connection import BACKOFF_MAX_S, RECHECK_TIMEOUT_S, ConnectionLoop, ServerWatch
 from arena.transport.client import PolicyClient
 from arena.transport.errors import CodecError, ProtocolError
 from arena.transport.interface import WireClient
@@ -61,6 +65,11 @@ class RemotePolicyConfig(PolicyConfig):
     )
     reconnect_timeout_s: float = Field(
         120.0, gt=0, description="seconds a reconnect waits for a server that went away; none back: the episode is an error"
+    )
+    recheck_timeout_s: float = Field(
+        RECHECK_TIMEOUT_S, gt=0,
+        description="seconds a reconnect waits once an earlier reconnect of this run found no server "
+        "(capped at reconnect_timeout_s): a dead server costs one reconnect_timeout_s per run, not per episode",
     )
     first_request_timeout_s: float = Field(
         600.0, gt=0, description="seconds for the first inference after the server (re)started (it may compile)"
@@ -99,18 +108,22 @@ class RemotePolicyConfig(PolicyConfig):
         ``first_request_timeout_s`` for the request in flight, then per reconnect attempt (at
         most ``max_reconnect_attempts``) a back-off of at most 2 s, ``reconnect_timeout_s`` to
         reach the server and, if it restarted, ``first_request_timeout_s`` for its warm-up. A
-        server that died and stays down costs only about ``reconnect_timeout_s``; one that is
-        up but hung ``request_timeout_s`` per attempt (it is not warming up again).
+        server that died and stays down costs only about ``reconnect_timeout_s``, and every
+        later episode of the run about ``recheck_timeout_s``; one that is up but hung
+        ``request_timeout_s`` per attempt (it is not warming up again).
         """
         attempt = BACKOFF_MAX_S + self.reconnect_timeout_s + self.first_request_timeout_s
         return self.first_request_timeout_s + self.max_reconnect_attempts * attempt
 
     def connection_loop(self, client: WireClient, **callbacks: Any) -> ConnectionLoop:
         """A :class:`~arena.policies.connection.ConnectionLoop` around ``client`` with these
-        settings' ``reconnect_timeout_s`` and ``max_reconnect_attempts``; ``callbacks`` are its
-        ``retryable``, ``on_connect`` and ``on_fault``."""
+        settings' ``reconnect_timeout_s``, ``recheck_timeout_s`` and ``max_reconnect_attempts``;
+        ``callbacks`` are its ``retryable``, ``on_connect``, ``on_fault``, ``identity`` and
+        ``watch`` (one :class:`~arena.policies.connection.ServerWatch` for all of a policy's
+        loops)."""
         return ConnectionLoop(
-            client, reconnect_timeout_s=self.reconnect_timeout_s, max_reconnect_attempts=self.max_reconnect_attempts, **callbacks
+            client, reconnect_timeout_s=self.reconnect_timeout_s, recheck_timeout_s=self.recheck_timeout_s,
+            max_reconnect_attempts=self.max_reconnect_attempts, **callbacks,
         )
 
     def client_options(self) -> dict[str, Any]:
@@ -206,6 +219,11 @@ class RemoteChunkReplayPolicy(PolicyBase):
     #: The wire protocol: a :class:`~arena.transport.interface.WireClient` built as
     #: ``client_cls(remote_host, remote_port, **config.client_options())``.
     client_cls: ClassVar[type[WireClient]] = PolicyClient
+    #: Whether a reconnect compares the server's metadata (openpi's metadata frame, vla-eval's
+    #: HELLO) with the first connect's and refuses another server
+    #: (:class:`~arena.policies.connection.ServerChanged`); False for a protocol whose
+    #: server says nothing about itself (OpenVLA's ``deploy.py``).
+    checks_server_identity: ClassVar[bool] = True
 
     def __init__(self, config: RemotePolicyConfig, adapter: EmbodimentAdapter | None = None) -> None:
         super().__init__(config)
@@ -250,7 +268,12 @@ class RemoteChunkReplayPolicy(PolicyBase):
         c = self.config
         self.broker = ChunkBroker(n, self.open_loop_horizon, self.adapter.action_dim, active=self.active_envs)
         self._clients = [self._new_client() for _ in range(n)]
-        self._loops = [c.connection_loop(client, on_connect=self._on_connect, on_fault=self._on_fault) for client in self._clients]
+        watch = ServerWatch()  # one server: once a reconnect finds it gone, every env knows
+        identity = {} if self.checks_server_identity else {"identity": None}
+        self._loops = [
+            c.connection_loop(client, on_connect=self._on_connect, on_fault=self._on_fault, watch=watch, **identity)
+            for client in self._clients
+        ]
         self._pool = ThreadPoolExecutor(max_workers=max(1, n), thread_name_prefix="arena-request")
         errors = [f for f in self._pool.map(self._connect_quietly, self._loops) if f]
         if errors:

@@ -15,6 +15,7 @@ does the same with an openpi-like server.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -110,7 +111,8 @@ class FaultInjector(FaultKnobs):
     ``hang_from_request``: the model hangs for good (its server still answers handshakes and
     health checks as long as it runs inference off the event loop: ``--inline-below-ms 0``);
     ``restart_on_request``: the whole process exits with ``os._exit(exit_code)``, a crash its
-    supervisor restarts (the local backend's server task does) — only once across restarts when
+    supervisor restarts (the local backend's server task does); ``metadata`` replaces the
+    model's metadata (a server with another identity) — only once across restarts when
     ``exit_marker`` is given (the file is created just before exiting); ``fail_on_request``:
     the inference raises (the server answers a traceback); ``first_delay_s`` /
     ``infer_delay_s``: it blocks first.
@@ -122,14 +124,19 @@ class FaultInjector(FaultKnobs):
         *,
         exit_marker: str | Path | None = None,
         exit_code: int = 137,
+        metadata: dict[str, Any] | None = None,
         **knobs: Any,
     ) -> None:
         self.model = model
+        self._metadata = metadata
         self.init_faults(**knobs)
         self.exit_marker = Path(exit_marker) if exit_marker else None
         self.exit_code = exit_code
 
     def metadata(self) -> dict[str, Any]:
+        """``metadata`` when given (the double plays another server), else the model's."""
+        if self._metadata is not None:
+            return dict(self._metadata)
         return self.model.metadata() if hasattr(self.model, "metadata") else {}
 
     def load(self) -> None:
@@ -221,6 +228,8 @@ def chunk_model_arguments(description: str) -> argparse.ArgumentParser:
     p.add_argument("--exit-on-request", dest="restart_on_request", type=int, default=argparse.SUPPRESS,
                    help="= --restart-on-request: the process exits (os._exit) on this request, for its supervisor to restart it")
     p.add_argument("--exit-marker", default=None, help="restart only if this file does not exist (creates it)")
+    p.add_argument("--metadata", default=None, type=json.loads,
+                   help="JSON object the server sends as its metadata, replacing the model's (a server's identity)")
     return p
 
 
@@ -234,8 +243,8 @@ def chunk_model_from_args(args: argparse.Namespace) -> Any:
             tuple(args.action_shape), args.dtype, cost_ms=args.cost_ms, per_item_ms=args.per_item_ms
         )
     knobs = fault_options(args)
-    if any(value not in (None, False, 0.0) for value in knobs.values()):
-        model = FaultInjector(model, exit_marker=args.exit_marker, **knobs)
+    if any(value not in (None, False, 0.0) for value in knobs.values()) or args.metadata is not None:
+        model = FaultInjector(model, exit_marker=args.exit_marker, metadata=args.metadata, **knobs)
     return model
 
 

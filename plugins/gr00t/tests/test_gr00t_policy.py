@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -78,6 +80,7 @@ def test_a_sim_wrapper_server_refuses_the_other_wire_modes_as_the_real_one_does(
 
 def test_the_sim_wrapper_accepts_the_legacy_coarse_action_key_for_task():
     from arena_gr00t.adapters import DROID_MODALITY
+    from arena_gr00t.client import _LIVENESS_INTERVAL_S
     from arena_gr00t.codec import ModalityConfig
 
     from arena_gr00t.client import Gr00tClient
@@ -214,3 +217,44 @@ def test_a_server_that_never_answers_ping_fails_start_within_connect_timeout():
             policy.start(env)
         assert time.monotonic() - started < 3
         policy.close()
+
+
+def test_a_server_back_with_another_modality_config_ends_the_episodes_as_errors_naming_what_changed():
+    from arena_gr00t.adapters import DROID_MODALITY
+    from arena_gr00t.client import _LIVENESS_INTERVAL_S
+    from arena_gr00t.codec import ModalityConfig
+
+    env = DroidFakeEnv(2)
+    with Gr00tDouble() as first:
+        port = first.port
+        policy = make_policy(port, open_loop_horizon=4, reconnect_timeout_s=10)
+        policy.start(env)
+        policy.set_task_description(env.task_description)
+        obs = env.reset_envs([0, 1], [0, 1])
+        policy.reset([0, 1])
+        policy.get_action(env, obs)
+    for _ in range(3):
+        policy.get_action(env, obs)  # the rest of the chunk: no request
+    # the next request finds the port closed and reconnects; meanwhile a model with a 16-step
+    # action horizon (the first one had 32) starts on the same port
+    box: dict = {}
+
+    def request() -> None:
+        try:
+            policy.get_action(env, obs)
+        except PolicyError as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=request, daemon=True)
+    thread.start()
+    time.sleep(_LIVENESS_INTERVAL_S + 1.5)  # the client saw the port closed: a fault, a reconnect
+    other = {**DROID_MODALITY, "action": ModalityConfig(tuple(range(16)), ("joint_position", "gripper_position"))}
+    with Gr00tDouble(modality=other, port=port) as second:
+        thread.join(30)
+        policy.close()
+    assert not thread.is_alive() and "error" in box, "the request went on against the other server"
+    said = str(box["error"])
+    assert "ServerChanged" in said and "'action'" in said and "'video'" not in said, said
+    assert box["error"].env_ids == [0, 1]
+    assert any(r["endpoint"] == "get_modality_config" for r in second.requests)
+    assert not any(r["endpoint"] == "get_action" for r in second.requests)  # never asked for actions

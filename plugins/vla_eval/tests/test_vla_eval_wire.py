@@ -166,6 +166,29 @@ def test_a_killed_server_is_reconnected_and_told_the_episode_again(server_proces
     assert after[1] == 0 and after[3] == 1
 
 
+def test_a_server_back_with_another_hello_makes_the_episode_an_error_naming_what_changed(server_process):
+    from arena.testing.doubles import ServerProcess
+
+    server = server_process("--args.chunk_size=4", "--args.send_state=true")
+    policy = _policy(server.port, max_reconnect_attempts=2)
+    other = ServerProcess("arena_vla_eval.testing", "--args.chunk_size=4", "--args.send_state=false", port=server.port)
+    try:
+        policy.reset([0], [0])
+        policy.get_action(None, _obs(1))
+        server.kill()
+        server.stop()
+        other.start()  # the same port, a server whose HELLO asks for other observation_params
+        with pytest.raises(PolicyError) as info:
+            policy.get_action(None, _obs(1))
+    finally:
+        policy.close()
+        other.stop()
+    said = str(info.value)
+    assert "ServerChanged" in said and "'observation_params'" in said, said
+    assert "'send_state': True" in said and "'send_state': False" in said
+    assert policy.reconnects == 0  # the reconnect was refused, never used
+
+
 def test_a_server_that_stays_down_makes_the_episode_an_error_within_the_reconnect_timeout(server_process):
     server = server_process("--args.chunk_size=1")
     policy = _policy(server.port, max_reconnect_attempts=1, reconnect_timeout_s=1.0)

@@ -21,7 +21,9 @@ Connections, retries and give-up run on arena's
 (dropped, timed out, refused) are retried, a server traceback is not. Connecting waits up to
 ``connect_timeout_s`` (a 14B model loads and warms up for minutes);
 reconnects wait ``reconnect_timeout_s``, and a reconnect that finds no server ends the
-episode as an error at once. The first inference after the server (re)started waits
+episode as an error at once (later episodes of the run check once, for ``recheck_timeout_s``).
+A greeting after a reconnect must equal the first one (the protocol's only self-description);
+another is an ``error`` naming what changed. The first inference after the server (re)started waits
 ``first_request_timeout_s``; after a reconnect to a server that stayed up, ``request_timeout_s``
 (bound: :meth:`~arena.policies.remote.RemotePolicyConfig.give_up_bound_s`).
 """

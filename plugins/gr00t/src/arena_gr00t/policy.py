@@ -16,8 +16,12 @@ Faults (arena's :class:`~arena.policies.connection.ConnectionLoop` around the on
 :class:`~arena_gr00t.client.Gr00tClient`): a request that times out, hits a ZeroMQ error or
 finds the server's port closed recreates the REQ socket and drops every env's buffered chunk;
 the client then waits up to ``reconnect_timeout_s`` for the server to answer ``ping`` again
-(none: the envs that needed a chunk end their episodes as ``error`` at once) and retries, at
-most ``max_reconnect_attempts`` times. Only a server that restarted meanwhile gets
+(none: the envs that needed a chunk end their episodes as ``error`` at once, and later
+reconnects of the run wait only ``recheck_timeout_s``) and retries, at most
+``max_reconnect_attempts`` times. After every reconnect the client asks for the modality
+config again (with ``use_server_modality``; else it compares the ``ping`` reply): a server
+that came back with another embodiment or modality configuration ends the episodes as
+``error`` naming what changed, before any ``get_action``. Only a server that restarted meanwhile gets
 ``first_request_timeout_s`` again; one that stayed up gets ``request_timeout_s``. A killed
 server is noticed within about 2 s even during a long wait, so it becomes an error episode
 after about ``reconnect_timeout_s`` (bound: ``RemotePolicyConfig.give_up_bound_s``). An
@@ -137,10 +141,13 @@ class Gr00tRemotePolicy(SingleConnectionPolicy):
             first_request_timeout_s=c.first_request_timeout_s,
             generation=c.wire_generation,
         )
-        self.loop = c.connection_loop(self.client, on_fault=self._on_fault)
+        # identity: the modality config (embodiment, keys, horizons), asked again after every
+        # reconnect; a server that came back with another is refused (ServerChanged)
+        identity = {"identity": Gr00tClient.get_modality_config} if c.use_server_modality else {}
+        self.loop = c.connection_loop(self.client, on_fault=self._on_fault, **identity)
         try:
             self.loop.connect()
-            modality = self.client.get_modality_config() if c.use_server_modality else {}
+            modality = self.loop.server_identity if c.use_server_modality else {}
             self._modality = modality
             self.adapter = self._adapter_cls()(modality or DROID_MODALITY, c.target_image_size)
         except TransportError as exc:

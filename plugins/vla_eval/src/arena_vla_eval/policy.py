@@ -14,7 +14,10 @@ an episode (:meth:`VlaEvalRemotePolicy.episode_info`, which the rollout calls on
 episode ends, whatever its outcome) sends EPISODE_END ``{"steps", "elapsed_sec"}``. A
 reconnect mid-episode re-sends EPISODE_START on the new connection (the server's buffer is
 gone with the old session), and arena's reconnect rules apply (``max_reconnect_attempts``,
-``reconnect_timeout_s``; a server that stays down makes the episode an ``error``). An ERROR
+``reconnect_timeout_s``, then ``recheck_timeout_s`` for the run's later episodes; a server that
+stays down makes the episode an ``error``). The server's HELLO after a reconnect must equal the
+first one (vla-eval's protocol: HELLO is the only thing a server says about itself); another
+makes the episode an ``error`` naming the fields that changed. An ERROR
 reply (the model raised) makes the env's episode an ``error`` at once, never retried, and
 keeps the connection for the next episode.
 """

@@ -7,6 +7,12 @@ arena's :class:`~arena.policies.chunks.ChunkBroker`; OFT's ``unnorm_key`` is fix
 server starts, so the client sends none). Every reply must have the adapter's chunk length: a
 reply of another length is a protocol violation (an ``error`` episode), as is the server's
 ``"error"`` body (:class:`~arena_vla_eval.openvla.client.RemoteError`), never an action.
+
+Server identity after a reconnect: none is checked. ``deploy.py``'s protocol has no
+metadata, handshake or info route (only ``POST /act``), so a server restarted with another
+checkpoint cannot be told apart; only the chunk length (fixed per adapter, above) is
+checked on every reply. Every other remote client compares its server's identity after a
+reconnect (:mod:`arena.policies.connection`, rule 3b).
 """
 
 from __future__ import annotations
@@ -96,6 +102,8 @@ class OpenVLARemotePolicy(RemoteChunkReplayPolicy):
     adapter_family: ClassVar[str] = "openvla"
     server_response_actions_key: ClassVar[str] = "actions"
     client_cls: ClassVar[type[OpenVLAHttpClient]] = OpenVLAHttpClient
+    #: deploy.py tells nothing about its server (its client-side metadata would always match)
+    checks_server_identity: ClassVar[bool] = False
 
     def __init__(self, config: OpenVLARemoteConfig, adapter: OpenVLAAdapter | None = None) -> None:
         super().__init__(config, adapter)
