@@ -22,6 +22,7 @@ server's normalization); :meth:`VlaEvalAdapter.unpack_actions` returns it as a o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -81,6 +82,19 @@ class VlaEvalAdapter(EmbodimentAdapter):
                 elif key not in unknown:
                     unknown.append(key)
         return unknown
+
+    def episode_task(
+        self, name: str, env_config: Any, seed: int | None, env_info: Callable[[], dict[str, Any]]
+    ) -> dict[str, Any]:
+        """EPISODE_START's ``task`` for an episode of ``name`` started with ``seed``:
+        ``{"name", "seed"}`` by default (no vla-eval benchmark to follow). An adapter of a
+        benchmark vla-eval ships sends what that benchmark's client sends (LIBERO does).
+        ``env_config`` is the environment's config (``None`` when unknown); ``env_info()``
+        returns the env's ``episode_info`` of the episode just reset."""
+        task: dict[str, Any] = {"name": name}
+        if seed is not None:
+            task["seed"] = int(seed)
+        return task
 
     def pack_request(self, extracted: dict[str, Any], instruction: str | None) -> dict[str, Any]:
         """The OBSERVATION payload: ``extracted`` plus ``task_description``."""
@@ -179,8 +193,9 @@ class VlaEvalLiberoAdapter(VlaEvalAdapter):
 
     vla-eval renders LIBERO at 256 x 256 (``LIBERO_ENV_RESOLUTION``) and sends it unresized:
     set the environment's ``image_size: 256`` for the same pixels. Its ``controller_states``
-    (the OSC controller's pose, read by X-VLA only) is not sent: arena's LIBERO layout has no
-    controller pose. Actions ``(7,)``: its ``step`` binarizes the gripper (``< 0`` -> -1, else
+    (the OSC controller's pose, ``make_obs`` l.284-292, sent with ``send_state``, read by X-VLA
+    only) is not sent: arena's LIBERO layout has no controller pose. EPISODE_START's ``task``
+    is what vla-eval's LIBERO client sends (:meth:`episode_task`). Actions ``(7,)``: its ``step`` binarizes the gripper (``< 0`` -> -1, else
     +1) before LIBERO sees it, and so does :meth:`postprocess`.
     """
 
@@ -202,6 +217,26 @@ class VlaEvalLiberoAdapter(VlaEvalAdapter):
                 ]
             )
         return out
+
+    def episode_task(
+        self, name: str, env_config: Any, seed: int | None, env_info: Callable[[], dict[str, Any]]
+    ) -> dict[str, Any]:
+        """``{"name", "suite", "task_id", "episode_idx"}`` as vla-eval 0.8.0 sends them:
+        ``LIBEROBenchmark.get_tasks`` (``benchmarks/libero/benchmark.py`` l.162-176) gives
+        ``name`` (the task's language), ``suite`` and ``task_id``; the orchestrator adds
+        ``episode_idx`` (``orchestrator.py`` l.429-434), the index of the init state the episode
+        starts from (``reset``, l.209-210); ``SyncEpisodeRunner.run_episode``
+        (``runners/sync_runner.py`` l.44-45) keeps the str/int/float/bool/list fields (not
+        ``task_obj``). arena's LIBERO env starts an episode from init state ``seed`` mod 50 and
+        reports it as ``init_state`` in its ``episode_info``. Without a LIBERO config (an env
+        of another type) the default ``{"name", "seed"}`` is sent."""
+        suite, task_id = getattr(env_config, "suite", None), getattr(env_config, "task", None)
+        if not isinstance(suite, str) or not isinstance(task_id, int):
+            return super().episode_task(name, env_config, seed, env_info)
+        index = env_info().get("init_state")
+        if not isinstance(index, int):
+            index = 0 if seed is None else int(seed) % 50
+        return {"name": name, "suite": suite, "task_id": task_id, "episode_idx": index}
 
     def postprocess(self, action: np.ndarray) -> np.ndarray:
         out = action.copy()

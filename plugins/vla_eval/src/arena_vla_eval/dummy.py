@@ -72,6 +72,7 @@ class DummyModelServer(PredictModelServer):
         self.observations: list[dict[str, Any]] = []
         self.episodes: dict[str, int] = {}
         self.episode_ends: list[dict[str, Any]] = []
+        self.episode_starts: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
     # -- what the HELLO says ------------------------------------------------------------------
@@ -88,6 +89,7 @@ class DummyModelServer(PredictModelServer):
     async def on_episode_start(self, config: dict[str, Any], ctx: Any) -> None:
         with self._lock:
             self.episodes[ctx.session_id] = self.episodes.get(ctx.session_id, 0) + 1
+            self.episode_starts.append(dict(config))
         await super().on_episode_start(config, ctx)
 
     async def on_episode_end(self, result: dict[str, Any], ctx: Any) -> None:

@@ -98,6 +98,7 @@ class VlaEvalRemotePolicy(RemoteChunkReplayPolicy):
         self.config: VlaEvalRemoteConfig = config
         self.ignored_params: list[str] = []
         self._episode_started: list[float] = []
+        self._env: Environment | None = None
 
     def _new_client(self) -> VlaEvalClient:
         c = self.config
@@ -113,6 +114,7 @@ class VlaEvalRemotePolicy(RemoteChunkReplayPolicy):
             PolicyError: a connection could not be opened.
         """
         super().start(env)
+        self._env = env
         self._episode_started = [time.perf_counter()] * env.num_envs
         meta = self._metadata or {}
         spec = meta.get("action_spec")
@@ -137,7 +139,9 @@ class VlaEvalRemotePolicy(RemoteChunkReplayPolicy):
 
     def reset(self, env_ids: list[int] | None = None, seeds: list[int] | None = None) -> None:
         """New episodes for ``env_ids``: EPISODE_END for an episode still open on the env's
-        session, then EPISODE_START ``{"task": {"name", "seed"}, "mode": "sync"}``."""
+        session, then EPISODE_START ``{"task": ...}``, the task as the adapter says
+        (:meth:`~arena_vla_eval.adapters.VlaEvalAdapter.episode_task`: LIBERO's as vla-eval's
+        LIBERO client sends it)."""
         super().reset(env_ids, seeds)
         if not self._clients:
             return
@@ -146,9 +150,14 @@ class VlaEvalRemotePolicy(RemoteChunkReplayPolicy):
             client = self._clients[env_id]
             if client.in_episode:
                 client.end_episode(env_id, self._result(env_id))
-            task: dict[str, Any] = {"name": self.task_description or ""}
-            if seeds is not None and j < len(seeds):
-                task["seed"] = int(seeds[j])
+            seed = int(seeds[j]) if seeds is not None and j < len(seeds) else None
+            env = self._env
+            task = self.adapter.episode_task(
+                self.task_description or "",
+                getattr(env, "config", None),
+                seed,
+                lambda env_id=env_id: dict(env.episode_info(env_id) or {}) if env is not None else {},
+            )
             self._episode_started[env_id] = time.perf_counter()
             client.start_episode(env_id, {"task": task})
 
