@@ -47,6 +47,7 @@ class DummyModelServer(PredictModelServer):
         send_state: what the server asks of the benchmark in HELLO ``observation_params``.
         require_images: camera names every observation must hold (``None``: any).
         state_dim: the length ``states`` must have (``None``: any, or none).
+        checkpoint: the model a config names (recorded, never loaded).
     """
 
     def __init__(
@@ -60,6 +61,7 @@ class DummyModelServer(PredictModelServer):
         send_state: bool = True,
         require_images: list[str] | None = None,
         state_dim: int | None = None,
+        checkpoint: str | None = None,
     ) -> None:
         super().__init__(chunk_size=chunk_size, max_batch_size=max_batch_size, max_wait_time=max_wait_time)
         self.action_dim = action_dim
@@ -68,6 +70,7 @@ class DummyModelServer(PredictModelServer):
         self.send_state = send_state
         self.require_images = list(require_images) if require_images is not None else None
         self.state_dim = state_dim
+        self.checkpoint = checkpoint  # what a config names as the model; the dummy loads nothing
         self.batch_sizes: list[int] = []
         self.observations: list[dict[str, Any]] = []
         self.episodes: dict[str, int] = {}
