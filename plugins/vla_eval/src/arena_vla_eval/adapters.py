@@ -36,6 +36,7 @@ __all__ = [
     "VlaEvalAlohaAdapter",
     "VlaEvalLiberoAdapter",
     "VlaEvalMetaWorldAdapter",
+    "matrix_to_quat",
     "quat_to_axisangle",
     "quat_to_axisangle_robosuite",
 ]
@@ -175,6 +176,30 @@ def quat_to_axisangle(quat: np.ndarray) -> np.ndarray:
     return (q[:3] / sin_half * angle).astype(np.float32)
 
 
+def matrix_to_quat(mat: np.ndarray) -> np.ndarray:
+    """vla-eval's ``vla_eval.rotation.matrix_to_quat`` (0.8.0, ``rotation.py`` l.100-120): a
+    3x3 rotation matrix -> quaternion ``(x, y, z, w)`` float64 by Shepperd's method."""
+    m = np.asarray(mat, dtype=np.float64)
+    tr = m[0, 0] + m[1, 1] + m[2, 2]
+    if tr > 0:
+        s = 2.0 * np.sqrt(tr + 1.0)
+        w, x = 0.25 * s, (m[2, 1] - m[1, 2]) / s
+        y, z = (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s
+    elif m[0, 0] > m[1, 1] and m[0, 0] > m[2, 2]:
+        s = 2.0 * np.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2])
+        w, x = (m[2, 1] - m[1, 2]) / s, 0.25 * s
+        y, z = (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s
+    elif m[1, 1] > m[2, 2]:
+        s = 2.0 * np.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2])
+        w, x = (m[0, 2] - m[2, 0]) / s, (m[0, 1] + m[1, 0]) / s
+        y, z = 0.25 * s, (m[1, 2] + m[2, 1]) / s
+    else:
+        s = 2.0 * np.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1])
+        w, x = (m[1, 0] - m[0, 1]) / s, (m[0, 2] + m[2, 0]) / s
+        y, z = (m[1, 2] + m[2, 1]) / s, 0.25 * s
+    return np.array([x, y, z, w])
+
+
 def quat_to_axisangle_robosuite(quat: np.ndarray) -> np.ndarray:
     """vla-eval's LIBERO ``_quat_to_axisangle_robosuite`` (``quat_no_antipodal: true``):
     robosuite's formula without the flip (:func:`arena.rotations.quat_to_axis_angle`, computed
@@ -192,9 +217,11 @@ class VlaEvalLiberoAdapter(VlaEvalAdapter):
         task_description   str               the task's language
 
     vla-eval renders LIBERO at 256 x 256 (``LIBERO_ENV_RESOLUTION``) and sends it unresized:
-    set the environment's ``image_size: 256`` for the same pixels. Its ``controller_states``
-    (the OSC controller's pose, ``make_obs`` l.284-292, sent with ``send_state``, read by X-VLA
-    only) is not sent: arena's LIBERO layout has no controller pose. EPISODE_START's ``task``
+    set the environment's ``image_size: 256`` for the same pixels. With ``send_state`` it also
+    sends ``controller_states`` float32 (8,) as ``make_obs`` does (l.284-292; read by X-VLA):
+    the OSC controller's end-effector position, the axis-angle of its orientation matrix
+    (:func:`matrix_to_quat` then :func:`quat_to_axisangle`) and gripper_qpos, all in float32,
+    from arena's ``policy.controller_eef_pos`` / ``controller_eef_ori_mat`` (row-major). EPISODE_START's ``task``
     is what vla-eval's LIBERO client sends (:meth:`episode_task`). Actions ``(7,)``: its ``step`` binarizes the gripper (``< 0`` -> -1, else
     +1) before LIBERO sees it, and so does :meth:`postprocess`.
     """
@@ -214,6 +241,14 @@ class VlaEvalLiberoAdapter(VlaEvalAdapter):
                     _state(observation, "eef_pos", env_id),
                     to_aa(_state(observation, "eef_quat", env_id)),
                     _state(observation, "gripper_qpos", env_id),
+                ]
+            )
+            ori = np.asarray(_state(observation, "controller_eef_ori_mat", env_id), np.float32).reshape(3, 3)
+            out["controller_states"] = np.concatenate(
+                [
+                    np.asarray(_state(observation, "controller_eef_pos", env_id), np.float32),
+                    quat_to_axisangle(matrix_to_quat(ori)),
+                    np.asarray(_state(observation, "gripper_qpos", env_id), np.float32),
                 ]
             )
         return out
