@@ -152,3 +152,13 @@ def test_every_record_names_the_config_the_script_and_the_checkpoint_of_the_mode
         "server_config": str(config), "script": script, "checkpoint": "org/model-7b"}
     run_result = json.loads((tmp_path / "out" / "pi05" / "run_result.json").read_text())
     assert run_result["model"]["checkpoint"] == "org/model-7b"
+
+
+def test_a_policy_built_outside_a_run_without_embodiment_says_to_name_it():
+    from arena.errors import ConfigError
+
+    from arena_vla_eval.policy import VlaEvalRemoteConfig, VlaEvalRemotePolicy
+
+    with pytest.raises(ConfigError, match="policy.embodiment is unset"):
+        VlaEvalRemotePolicy(VlaEvalRemoteConfig())
+    assert VlaEvalRemotePolicy(VlaEvalRemoteConfig(embodiment="libero")).adapter.action_dim == 7

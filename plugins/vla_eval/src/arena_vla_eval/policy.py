@@ -155,6 +155,22 @@ class VlaEvalRemotePolicy(RemoteChunkReplayPolicy):
         self._env: Environment | None = None
         self._identity: dict[str, str | None] | None = None
 
+    @classmethod
+    def make_adapter(cls, config: VlaEvalRemoteConfig) -> VlaEvalAdapter:  # type: ignore[override]
+        """The ``vla_eval`` adapter ``config.embodiment`` names.
+
+        Raises:
+            ConfigError: ``embodiment`` is unset (``arena validate`` and ``arena run`` set it
+                from the environment; a policy built by hand must name it).
+        """
+        if config.embodiment is None:
+            raise ConfigError(
+                "vla_eval_remote: policy.embodiment is unset; arena sets it from the run's environment when it reads "
+                f"the experiment, a policy built outside a run must name it ({', '.join(ENVIRONMENT_ADAPTERS)})",
+                key="policy.embodiment",
+            )
+        return super().make_adapter(config)  # type: ignore[return-value]
+
     def _new_client(self) -> VlaEvalClient:
         c = self.config
         return self.client_cls(
