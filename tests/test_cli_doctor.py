@@ -152,3 +152,15 @@ def test_a_benchmark_venv_with_another_arena_core_is_a_warning(monkeypatch, tmp_
     [check] = _venv_checks()
     assert check.status == "warn" and "arena-core 0.0.1, this interpreter has" in check.detail
     assert check.fix == "arena venv setup bench"
+
+
+def test_doctor_says_whether_uv_is_on_path_for_uv_run_servers(monkeypatch, tmp_path):
+    from arena import doctor
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    uv = next(c for c in doctor.check_tools() if c.name == "uv on PATH")
+    assert uv.status == "info" and "uv run" in uv.detail and "arena validate" in uv.detail
+    (tmp_path / "uv").write_text("#!/bin/sh\n")
+    (tmp_path / "uv").chmod(0o755)
+    uv = next(c for c in doctor.check_tools() if c.name == "uv on PATH")
+    assert uv.status == "ok" and uv.detail == str(tmp_path / "uv")

@@ -177,8 +177,21 @@ def _print_run_warnings(exp) -> None:
             err.print(f"[yellow]warning:[/] {escape(f'run {name}: {warning}')}", highlight=False)
     if exp.launch.backend == "local":  # a cluster's nodes have their own venvs
         refusals, warnings = _missing_venvs(exp)  # `arena run` refuses the former; validate warns
-        for warning in refusals + warnings:
+        for warning in refusals + warnings + _missing_programs(exp):  # `arena run` refuses programs too
             err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
+
+
+def _missing_programs(exp) -> list[str]:
+    """One line per server task the local backend would start whose program (``uv``, ...)
+    is not on PATH (:meth:`arena.servertask.ServerTask.missing_program`), naming its runs."""
+    from arena.launch.planning import plan_servers
+    from arena.launch.wording import run_list
+
+    lines: dict[str, list[str]] = {}
+    for run, plan in plan_servers(exp).items():
+        if plan.task is not None and not plan.external and (problem := plan.task.missing_program()):
+            lines.setdefault(problem, []).append(run)
+    return [f"{run_list(runs)}: {problem}" for problem, runs in lines.items()]
 
 
 def _setup_command(venv: str) -> str:
@@ -327,6 +340,8 @@ def run(
             launched = exp.only(runs)
         if exp.launch.backend == "local" and (refusals := _missing_venvs(launched)[0]):
             raise ConfigError("\n".join(refusals))  # before anything starts; --dry-run says it too
+        if exp.launch.backend == "local" and not dry_run and (missing := _missing_programs(launched)):
+            raise ConfigError("\n".join(missing))  # a server that cannot start: before anything starts
         _print_run_warnings(launched)
         code = run_experiment(exp, output_dir=output_dir, wait=wait, dry_run=dry_run, console=out, runs=runs)
     except ArenaError as exc:

@@ -301,6 +301,18 @@ def check_tools() -> list[Check]:
                     where[backend],
                 )
             )
+    uv = shutil.which("uv")  # what `uv run` servers need on this machine (vla-eval's scripts and configs, openpi)
+    checks.append(
+        Check("uv on PATH", "ok", uv)
+        if uv
+        else Check(
+            "uv on PATH",
+            "info",
+            "not found: needed only by managed servers started with `uv run` (vla-eval model-server scripts and "
+            "configs, openpi's server); `arena validate` names the runs",
+            "install uv (https://docs.astral.sh/uv/) or put it on PATH",
+        )
+    )
     return checks
 
 

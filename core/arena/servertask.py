@@ -187,6 +187,20 @@ class ServerTask(BaseModel):
 
         return str(venv_python(self.venv))
 
+    def missing_program(self, path: str | None = None) -> str | None:
+        """Why ``local_command`` cannot start here: its program (a bare name, not ``{python}``)
+        is not on ``PATH`` (``path``, default this process's); ``None`` when it is, or when
+        the command names a path or an interpreter arena fills in."""
+        import shutil
+
+        program = (self.local_command or [""])[0]
+        if not program or "{" in program or "/" in program or shutil.which(program, path=path) is not None:
+            return None
+        return (
+            f"server task '{self.name}' starts with `{program}`, which is not on PATH: install it (or put it on PATH) "
+            "before `arena run`, or start the server yourself and set `server: {external: true}`"
+        )
+
     def missing_venv(self) -> str | None:
         """Why :attr:`venv`'s interpreter cannot run ``local_command`` here (it was never
         created: the message names ``arena venv setup NAME``), or ``None``."""

@@ -48,7 +48,8 @@ def test_camera_episode_has_the_openpi_adapter_layout_in_a_libero_venv_worker():
         for frames in cams.values():
             assert frames.dtype == np.uint8 and frames.shape == (2, 64, 64, 3)
         shapes = {k: v.shape for k, v in policy.items()}
-        assert shapes == {"eef_pos": (2, 3), "eef_quat": (2, 4), "gripper_qpos": (2, 2), "joint_pos": (2, 7)}
+        assert shapes == {"eef_pos": (2, 3), "eef_quat": (2, 4), "gripper_qpos": (2, 2), "joint_pos": (2, 7),
+                          "controller_eef_pos": (2, 3), "controller_eef_ori_mat": (2, 9)}
         assert np.allclose(np.linalg.norm(policy["eef_quat"], axis=1), 1.0, atol=1e-6)
         assert obs["task"] == [env.task_description] * 2
         assert set(obs["privileged"]) >= {"akita_black_bowl_1_pos", "plate_1_pos"}

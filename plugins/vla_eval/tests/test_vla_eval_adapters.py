@@ -53,15 +53,26 @@ def _raw_libero_obs(rng: np.random.Generator, flip_w: bool) -> dict[str, Any]:
     }
 
 
-def _arena_layout(raw: dict[str, Any]) -> dict[str, Any]:
-    """What arena's ``libero`` environment makes of the same raw observation (env.py
-    ``_observe_one``: images as rendered, state float64), one env."""
+def _controller(rng: np.random.Generator) -> SimpleNamespace:
+    """robosuite's OSC controller pose: ``ee_pos`` and a rotation matrix ``ee_ori_mat`` (float64)."""
+    q, r = np.linalg.qr(rng.normal(size=(3, 3)))
+    rot = q * np.sign(np.diag(r))
+    rot *= np.sign(np.linalg.det(rot))
+    return SimpleNamespace(ee_pos=rng.normal(size=3), ee_ori_mat=rot)
+
+
+def _arena_layout(raw: dict[str, Any], controller: SimpleNamespace) -> dict[str, Any]:
+    """What arena's ``libero`` environment makes of the same raw observation and controller
+    (env.py ``_observe_one``: images as rendered, state float64), one env."""
+    policy = {k: np.asarray(raw[f"robot0_{k}"], np.float64)[None] for k in ("eef_pos", "eef_quat", "gripper_qpos")}
+    policy["controller_eef_pos"] = np.asarray(controller.ee_pos, np.float64)[None]
+    policy["controller_eef_ori_mat"] = np.asarray(controller.ee_ori_mat, np.float64).reshape(1, 9)
     return {
         "camera_obs": {
             "agentview_rgb": np.asarray(raw["agentview_image"], np.uint8)[None],
             "eye_in_hand_rgb": np.asarray(raw["robot0_eye_in_hand_image"], np.uint8)[None],
         },
-        "policy": {k: np.asarray(raw[f"robot0_{k}"], np.float64)[None] for k in ("eef_pos", "eef_quat", "gripper_qpos")},
+        "policy": policy,
     }
 
 
@@ -75,15 +86,15 @@ def test_libero_requests_equal_what_vla_evals_libero_benchmark_sends(libero_benc
     rng = np.random.default_rng(3)
     raw = _raw_libero_obs(rng, flip_w)
     bench = libero_benchmark_cls(**params)
-    controller = SimpleNamespace(ee_pos=np.zeros(3), ee_ori_mat=np.eye(3))
+    controller = _controller(rng)
     bench._env = SimpleNamespace(robots=[SimpleNamespace(controller=controller)])
     theirs = bench.make_obs(raw, {"name": "put the bowl on the plate"})
 
     adapter = VlaEvalLiberoAdapter()
     assert adapter.configure(params, None) == []
-    ours = adapter.pack_request(adapter.extract(_arena_layout(raw), 0), "put the bowl on the plate")
+    ours = adapter.pack_request(adapter.extract(_arena_layout(raw, controller), 0), "put the bowl on the plate")
 
-    assert set(ours) == set(theirs) - {"controller_states"}  # X-VLA's controller pose: not in arena's layout
+    assert set(ours) == set(theirs)  # with send_state: controller_states too (X-VLA's)
     assert ours["task_description"] == theirs["task_description"]
     assert ours["images"].keys() == theirs["images"].keys()
     for name, image in theirs["images"].items():
@@ -91,6 +102,8 @@ def test_libero_requests_equal_what_vla_evals_libero_benchmark_sends(libero_benc
     if "states" in theirs:
         assert ours["states"].dtype == theirs["states"].dtype
         assert np.array_equal(ours["states"], theirs["states"])
+        assert ours["controller_states"].dtype == theirs["controller_states"].dtype == np.float32
+        assert np.array_equal(ours["controller_states"], theirs["controller_states"])
 
 
 @given(st.lists(st.floats(-3, 3, allow_nan=False), min_size=7, max_size=7))
@@ -180,3 +193,19 @@ def test_run_params_win_over_the_servers_and_unknown_ones_are_reported():
 def test_a_reply_that_is_not_one_action_is_a_protocol_violation(reply, match):
     with pytest.raises(ProtocolViolation, match=match):
         VlaEvalMetaWorldAdapter().unpack_actions(reply)
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_matrix_to_quat_is_vla_evals_in_every_branch(seed):
+    from vla_eval.rotation import matrix_to_quat as theirs
+
+    from arena_vla_eval.adapters import matrix_to_quat
+
+    rng = np.random.default_rng(seed)
+    rot = _controller(rng).ee_ori_mat
+    if seed % 4:  # half-turns about x, y or z: the trace is negative, the other three branches
+        axis = np.zeros(3)
+        axis[seed % 4 - 1] = 1.0
+        rot = 2.0 * np.outer(axis, axis) - np.eye(3)
+    for m in (rot, rot.astype(np.float32)):
+        assert np.array_equal(matrix_to_quat(m), theirs(m))

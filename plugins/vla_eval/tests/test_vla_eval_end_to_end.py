@@ -88,17 +88,15 @@ def test_the_server_task_runs_vla_evals_script_or_serve_command_and_waits_for_he
     from arena_vla_eval.servertask import vla_eval_server_task
 
     script = vla_eval_server_task(
-        VlaEvalRemoteConfig(server_script="/opt/ve/model_servers/pi0.py", server_args={"chunk_size": 10, "norm": {"a": 1}})
+        VlaEvalRemoteConfig(server_script="/opt/ve/model_servers/pi0.py", server_gpus=1,
+                            server_args={"chunk_size": 10, "norm": {"a": 1}})
     )
     assert script.render(script.local_command, host="127.0.0.1", port=9000) == [
         "uv", "run", "/opt/ve/model_servers/pi0.py", "--address", "127.0.0.1:9000",
         "--args.chunk_size=10", '--args.norm={"a": 1}',
     ]
     assert script.readiness == "http:/health" and script.resources.gpu == 1 and script.api_key_args is None
-    serve = vla_eval_server_task(VlaEvalRemoteConfig(server_config="configs/model_servers/pi0/libero.yaml"))
-    assert serve.render(serve.command, host="0.0.0.0", port=8000) == [
-        "vla-eval", "serve", "--config", "configs/model_servers/pi0/libero.yaml", "--address", "0.0.0.0:8000",
-    ]
+    # server_config: tests/test_vla_eval_shipped_configs.py
     with pytest.raises(ConfigError, match="exactly one of"):
         vla_eval_server_task(VlaEvalRemoteConfig())
 

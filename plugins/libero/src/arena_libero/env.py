@@ -29,7 +29,10 @@ Observation (Arena layout; the openpi ``libero`` adapter's)::
      "policy":     {"eef_pos":      float64 (N, 3),   m, robot base frame
                     "eef_quat":     float64 (N, 4),   (x, y, z, w)
                     "gripper_qpos": float64 (N, 2),   m, the two finger joints
-                    "joint_pos":    float64 (N, 7)},  rad
+                    "joint_pos":    float64 (N, 7),   rad
+                    "controller_eef_pos":     float64 (N, 3),  the OSC controller's end-effector
+                    "controller_eef_ori_mat": float64 (N, 9)}, pose (robot.controller.ee_pos, and
+                                                  ee_ori_mat row-major, as robosuite last updated it)
      "privileged": {"<object>_pos": float64 (N, 3)},  ground truth of the task's objects,
                                                       for scripted experts only
      "task":       list[str] of N instructions}
@@ -270,12 +273,15 @@ class LiberoEnvironment(SerialEnvironment):
         def state(key: str) -> np.ndarray:
             return np.asarray(o[key], np.float64)
 
+        controller = self._sims[env_id].env.robots[0].controller
         obs: dict[str, Any] = {
             "policy": {
                 "eef_pos": state("robot0_eef_pos"),
                 "eef_quat": state("robot0_eef_quat"),
                 "gripper_qpos": state("robot0_gripper_qpos"),
                 "joint_pos": state("robot0_joint_pos"),
+                "controller_eef_pos": np.asarray(controller.ee_pos, np.float64).reshape(3),
+                "controller_eef_ori_mat": np.asarray(controller.ee_ori_mat, np.float64).reshape(9),
             },
             "privileged": {f"{name}_pos": state(f"{name}_pos") for name in self._objects},
             "task": self.task_description,

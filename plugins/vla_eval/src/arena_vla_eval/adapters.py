@@ -22,6 +22,7 @@ server's normalization); :meth:`VlaEvalAdapter.unpack_actions` returns it as a o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -35,6 +36,7 @@ __all__ = [
     "VlaEvalAlohaAdapter",
     "VlaEvalLiberoAdapter",
     "VlaEvalMetaWorldAdapter",
+    "matrix_to_quat",
     "quat_to_axisangle",
     "quat_to_axisangle_robosuite",
 ]
@@ -81,6 +83,19 @@ class VlaEvalAdapter(EmbodimentAdapter):
                 elif key not in unknown:
                     unknown.append(key)
         return unknown
+
+    def episode_task(
+        self, name: str, env_config: Any, seed: int | None, env_info: Callable[[], dict[str, Any]]
+    ) -> dict[str, Any]:
+        """EPISODE_START's ``task`` for an episode of ``name`` started with ``seed``:
+        ``{"name", "seed"}`` by default (no vla-eval benchmark to follow). An adapter of a
+        benchmark vla-eval ships sends what that benchmark's client sends (LIBERO does).
+        ``env_config`` is the environment's config (``None`` when unknown); ``env_info()``
+        returns the env's ``episode_info`` of the episode just reset."""
+        task: dict[str, Any] = {"name": name}
+        if seed is not None:
+            task["seed"] = int(seed)
+        return task
 
     def pack_request(self, extracted: dict[str, Any], instruction: str | None) -> dict[str, Any]:
         """The OBSERVATION payload: ``extracted`` plus ``task_description``."""
@@ -161,6 +176,30 @@ def quat_to_axisangle(quat: np.ndarray) -> np.ndarray:
     return (q[:3] / sin_half * angle).astype(np.float32)
 
 
+def matrix_to_quat(mat: np.ndarray) -> np.ndarray:
+    """vla-eval's ``vla_eval.rotation.matrix_to_quat`` (0.8.0, ``rotation.py`` l.100-120): a
+    3x3 rotation matrix -> quaternion ``(x, y, z, w)`` float64 by Shepperd's method."""
+    m = np.asarray(mat, dtype=np.float64)
+    tr = m[0, 0] + m[1, 1] + m[2, 2]
+    if tr > 0:
+        s = 2.0 * np.sqrt(tr + 1.0)
+        w, x = 0.25 * s, (m[2, 1] - m[1, 2]) / s
+        y, z = (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s
+    elif m[0, 0] > m[1, 1] and m[0, 0] > m[2, 2]:
+        s = 2.0 * np.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2])
+        w, x = (m[2, 1] - m[1, 2]) / s, 0.25 * s
+        y, z = (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s
+    elif m[1, 1] > m[2, 2]:
+        s = 2.0 * np.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2])
+        w, x = (m[0, 2] - m[2, 0]) / s, (m[0, 1] + m[1, 0]) / s
+        y, z = 0.25 * s, (m[1, 2] + m[2, 1]) / s
+    else:
+        s = 2.0 * np.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1])
+        w, x = (m[1, 0] - m[0, 1]) / s, (m[0, 2] + m[2, 0]) / s
+        y, z = (m[1, 2] + m[2, 1]) / s, 0.25 * s
+    return np.array([x, y, z, w])
+
+
 def quat_to_axisangle_robosuite(quat: np.ndarray) -> np.ndarray:
     """vla-eval's LIBERO ``_quat_to_axisangle_robosuite`` (``quat_no_antipodal: true``):
     robosuite's formula without the flip (:func:`arena.rotations.quat_to_axis_angle`, computed
@@ -178,9 +217,12 @@ class VlaEvalLiberoAdapter(VlaEvalAdapter):
         task_description   str               the task's language
 
     vla-eval renders LIBERO at 256 x 256 (``LIBERO_ENV_RESOLUTION``) and sends it unresized:
-    set the environment's ``image_size: 256`` for the same pixels. Its ``controller_states``
-    (the OSC controller's pose, read by X-VLA only) is not sent: arena's LIBERO layout has no
-    controller pose. Actions ``(7,)``: its ``step`` binarizes the gripper (``< 0`` -> -1, else
+    set the environment's ``image_size: 256`` for the same pixels. With ``send_state`` it also
+    sends ``controller_states`` float32 (8,) as ``make_obs`` does (l.284-292; read by X-VLA):
+    the OSC controller's end-effector position, the axis-angle of its orientation matrix
+    (:func:`matrix_to_quat` then :func:`quat_to_axisangle`) and gripper_qpos, all in float32,
+    from arena's ``policy.controller_eef_pos`` / ``controller_eef_ori_mat`` (row-major). EPISODE_START's ``task``
+    is what vla-eval's LIBERO client sends (:meth:`episode_task`). Actions ``(7,)``: its ``step`` binarizes the gripper (``< 0`` -> -1, else
     +1) before LIBERO sees it, and so does :meth:`postprocess`.
     """
 
@@ -201,7 +243,35 @@ class VlaEvalLiberoAdapter(VlaEvalAdapter):
                     _state(observation, "gripper_qpos", env_id),
                 ]
             )
+            ori = np.asarray(_state(observation, "controller_eef_ori_mat", env_id), np.float32).reshape(3, 3)
+            out["controller_states"] = np.concatenate(
+                [
+                    np.asarray(_state(observation, "controller_eef_pos", env_id), np.float32),
+                    quat_to_axisangle(matrix_to_quat(ori)),
+                    np.asarray(_state(observation, "gripper_qpos", env_id), np.float32),
+                ]
+            )
         return out
+
+    def episode_task(
+        self, name: str, env_config: Any, seed: int | None, env_info: Callable[[], dict[str, Any]]
+    ) -> dict[str, Any]:
+        """``{"name", "suite", "task_id", "episode_idx"}`` as vla-eval 0.8.0 sends them:
+        ``LIBEROBenchmark.get_tasks`` (``benchmarks/libero/benchmark.py`` l.162-176) gives
+        ``name`` (the task's language), ``suite`` and ``task_id``; the orchestrator adds
+        ``episode_idx`` (``orchestrator.py`` l.429-434), the index of the init state the episode
+        starts from (``reset``, l.209-210); ``SyncEpisodeRunner.run_episode``
+        (``runners/sync_runner.py`` l.44-45) keeps the str/int/float/bool/list fields (not
+        ``task_obj``). arena's LIBERO env starts an episode from init state ``seed`` mod 50 and
+        reports it as ``init_state`` in its ``episode_info``. Without a LIBERO config (an env
+        of another type) the default ``{"name", "seed"}`` is sent."""
+        suite, task_id = getattr(env_config, "suite", None), getattr(env_config, "task", None)
+        if not isinstance(suite, str) or not isinstance(task_id, int):
+            return super().episode_task(name, env_config, seed, env_info)
+        index = env_info().get("init_state")
+        if not isinstance(index, int):
+            index = 0 if seed is None else int(seed) % 50
+        return {"name": name, "suite": suite, "task_id": task_id, "episode_idx": index}
 
     def postprocess(self, action: np.ndarray) -> np.ndarray:
         out = action.copy()

@@ -7,7 +7,8 @@ Protocol (vla-eval 0.8.0 ``vla_eval/model_servers/serve.py`` and ``connection.py
   benchmark?}``; the server answers HELLO ``{harness_version, protocol_version,
   model_server: <class name>, capabilities, observation_params?, action_spec?,
   observation_spec?}`` -- that answer is this client's :attr:`metadata`;
-* EPISODE_START ``{"task": {...}, "mode": "sync"}`` opens a new server-side episode (new
+* EPISODE_START ``{"task": {...}}`` (as vla-eval's ``SyncEpisodeRunner`` sends it,
+  ``runners/sync_runner.py`` l.44-53: no ``mode``) opens a new server-side episode (new
   episode id, step 0, chunk buffer dropped); EPISODE_END carries the episode's result. Neither
   is answered, except that a failing ``on_episode_start`` answers ERROR;
 * OBSERVATION -> ACTION ``{"actions": (action_dim,)}``, the reply echoing the observation's
@@ -143,11 +144,11 @@ class VlaEvalClient(PolicyClient):
 
     # -- episodes -----------------------------------------------------------------------------
     def start_episode(self, env_id: int, info: dict[str, Any]) -> None:
-        """Send EPISODE_START ``{"task": info["task"], "mode": "sync"}`` (the server drops the
+        """Send EPISODE_START ``{"task": info["task"]}`` (the server drops the
         session's chunk buffer and per-episode state). Not connected: it is sent on the next
         :meth:`connect`. A send that fails drops the connection; the next request reconnects
         (and sends it then)."""
-        self._episode = {"task": dict(info.get("task") or {}), "mode": "sync"}
+        self._episode = {"task": dict(info.get("task") or {})}
         self.episodes_started += 1
         if self.connected:
             try:

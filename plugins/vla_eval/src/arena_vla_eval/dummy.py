@@ -47,6 +47,7 @@ class DummyModelServer(PredictModelServer):
         send_state: what the server asks of the benchmark in HELLO ``observation_params``.
         require_images: camera names every observation must hold (``None``: any).
         state_dim: the length ``states`` must have (``None``: any, or none).
+        checkpoint: the model a config names (recorded, never loaded).
     """
 
     def __init__(
@@ -60,6 +61,7 @@ class DummyModelServer(PredictModelServer):
         send_state: bool = True,
         require_images: list[str] | None = None,
         state_dim: int | None = None,
+        checkpoint: str | None = None,
     ) -> None:
         super().__init__(chunk_size=chunk_size, max_batch_size=max_batch_size, max_wait_time=max_wait_time)
         self.action_dim = action_dim
@@ -68,10 +70,12 @@ class DummyModelServer(PredictModelServer):
         self.send_state = send_state
         self.require_images = list(require_images) if require_images is not None else None
         self.state_dim = state_dim
+        self.checkpoint = checkpoint  # what a config names as the model; the dummy loads nothing
         self.batch_sizes: list[int] = []
         self.observations: list[dict[str, Any]] = []
         self.episodes: dict[str, int] = {}
         self.episode_ends: list[dict[str, Any]] = []
+        self.episode_starts: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
     # -- what the HELLO says ------------------------------------------------------------------
@@ -88,6 +92,7 @@ class DummyModelServer(PredictModelServer):
     async def on_episode_start(self, config: dict[str, Any], ctx: Any) -> None:
         with self._lock:
             self.episodes[ctx.session_id] = self.episodes.get(ctx.session_id, 0) + 1
+            self.episode_starts.append(dict(config))
         await super().on_episode_start(config, ctx)
 
     async def on_episode_end(self, result: dict[str, Any], ctx: Any) -> None:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
+from arena.errors import ConfigError
 from arena.policies.remote import RemoteChunkReplayPolicy, RemotePolicyConfig
 
 from arena_vla_eval.adapters import VlaEvalAdapter
@@ -38,7 +39,10 @@ from arena_vla_eval.client import VlaEvalClient
 if TYPE_CHECKING:
     from arena.envs.base import Environment
 
-__all__ = ["VlaEvalRemoteConfig", "VlaEvalRemotePolicy"]
+__all__ = ["ENVIRONMENT_ADAPTERS", "VlaEvalRemoteConfig", "VlaEvalRemotePolicy"]
+
+#: arena's environments (registered names) with a vla_eval adapter of the same name.
+ENVIRONMENT_ADAPTERS = ("metaworld", "libero", "aloha")
 
 
 class VlaEvalRemoteConfig(RemotePolicyConfig):
@@ -49,7 +53,11 @@ class VlaEvalRemoteConfig(RemotePolicyConfig):
     true}`` they are unused.
     """
 
-    embodiment: str = Field("metaworld", description="vla_eval adapter: metaworld, libero or aloha")
+    embodiment: str | None = Field(
+        None,
+        description="vla_eval adapter: metaworld, libero or aloha; null: the run's environment's (arena validate "
+        "sets it, and refuses an environment without one, or an adapter of another environment)",
+    )
     open_loop_horizon: int = Field(1, ge=1, le=1, description="always 1: a vla-eval server answers one action per observation")
     image_format: Literal["png", "jpeg", "raw"] = Field(
         "png", description="how images travel: png (lossless, vla-eval's default), jpeg (lossy, smaller) or raw"
@@ -75,8 +83,54 @@ class VlaEvalRemoteConfig(RemotePolicyConfig):
         "uv", description="uv: `uv run SCRIPT` (vla-eval's way: the script's inline dependencies); python: the run's interpreter"
     )
     server_image: str | None = Field(None, description="container image of the model server (Slurm with pyxis, OSMO)")
-    server_gpus: int = Field(1, ge=0, description="GPUs the model server needs")
+    server_gpus: int | None = Field(
+        None,
+        ge=0,
+        description="GPUs the model server needs; null: this machine's (1 when it has a GPU, else 0: set it for a "
+        "cluster's nodes)",
+    )
     server_startup_timeout_s: float = Field(1800.0, gt=0, description="seconds for the server to load its model and answer GET /health")
+
+    def validate_run(self, run: Any) -> None:
+        """At ``arena validate``: the adapter follows the run's environment (``embodiment``
+        null: the environment's own; an adapter of another of arena's environments is refused:
+        every episode would fail on the first observation).
+
+        Raises:
+            ValueError: no vla_eval adapter fits the environment, or ``embodiment`` names
+                another environment's.
+        """
+        env_name = getattr(run.environment_cls, "name", None) or run.environment_type
+        fits = env_name if env_name in ENVIRONMENT_ADAPTERS else None
+        if self.embodiment is None:
+            if fits is None:
+                raise ValueError(
+                    f"vla_eval_remote has no adapter for the environment {env_name!r}: set policy.embodiment "
+                    f"({', '.join(ENVIRONMENT_ADAPTERS)}) if its observations have that layout"
+                )
+            self.embodiment = fits
+        elif self.embodiment in ENVIRONMENT_ADAPTERS and env_name in ENVIRONMENT_ADAPTERS and self.embodiment != fits:
+            raise ValueError(
+                f"policy.embodiment {self.embodiment!r} is the adapter of arena's {self.embodiment!r} environment, not "
+                f"of {env_name!r}: every episode would fail on the first observation (leave embodiment unset: it "
+                "follows the environment)"
+            )
+
+    def model_identity(self) -> dict[str, str | None] | None:
+        """What a managed server loads: ``server_config`` (absolute), the ``script`` it runs and
+        the ``checkpoint`` (``args.checkpoint`` / ``model_path`` after ``server_args``);
+        ``None`` without a config or script (``server_module``, an external server)."""
+        if self.server_config:
+            from arena_vla_eval.serverconfig import load_server_config
+
+            served = load_server_config(self.server_config)
+            return {"server_config": str(served.path), "script": str(served.script),
+                    "checkpoint": served.checkpoint(self.server_args)}
+        if self.server_script:
+            checkpoint = self.server_args.get("model_path") or self.server_args.get("checkpoint")
+            return {"server_config": None, "script": self.server_script,
+                    "checkpoint": None if checkpoint is None else str(checkpoint)}
+        return None
 
     @field_validator("server_args")
     @classmethod
@@ -101,6 +155,24 @@ class VlaEvalRemotePolicy(RemoteChunkReplayPolicy):
         self.config: VlaEvalRemoteConfig = config
         self.ignored_params: list[str] = []
         self._episode_started: list[float] = []
+        self._env: Environment | None = None
+        self._identity: dict[str, str | None] | None = None
+
+    @classmethod
+    def make_adapter(cls, config: VlaEvalRemoteConfig) -> VlaEvalAdapter:  # type: ignore[override]
+        """The ``vla_eval`` adapter ``config.embodiment`` names.
+
+        Raises:
+            ConfigError: ``embodiment`` is unset (``arena validate`` and ``arena run`` set it
+                from the environment; a policy built by hand must name it).
+        """
+        if config.embodiment is None:
+            raise ConfigError(
+                "vla_eval_remote: policy.embodiment is unset; arena sets it from the run's environment when it reads "
+                f"the experiment, a policy built outside a run must name it ({', '.join(ENVIRONMENT_ADAPTERS)})",
+                key="policy.embodiment",
+            )
+        return super().make_adapter(config)  # type: ignore[return-value]
 
     def _new_client(self) -> VlaEvalClient:
         c = self.config
@@ -116,6 +188,11 @@ class VlaEvalRemotePolicy(RemoteChunkReplayPolicy):
             PolicyError: a connection could not be opened.
         """
         super().start(env)
+        self._env = env
+        try:
+            self._identity = self.config.model_identity()
+        except ConfigError:  # the YAML is not on this node: the record keeps the path as written
+            self._identity = {"server_config": self.config.server_config, "script": None, "checkpoint": None}
         self._episode_started = [time.perf_counter()] * env.num_envs
         meta = self._metadata or {}
         spec = meta.get("action_spec")
@@ -140,7 +217,9 @@ class VlaEvalRemotePolicy(RemoteChunkReplayPolicy):
 
     def reset(self, env_ids: list[int] | None = None, seeds: list[int] | None = None) -> None:
         """New episodes for ``env_ids``: EPISODE_END for an episode still open on the env's
-        session, then EPISODE_START ``{"task": {"name", "seed"}, "mode": "sync"}``."""
+        session, then EPISODE_START ``{"task": ...}``, the task as the adapter says
+        (:meth:`~arena_vla_eval.adapters.VlaEvalAdapter.episode_task`: LIBERO's as vla-eval's
+        LIBERO client sends it)."""
         super().reset(env_ids, seeds)
         if not self._clients:
             return
@@ -149,9 +228,14 @@ class VlaEvalRemotePolicy(RemoteChunkReplayPolicy):
             client = self._clients[env_id]
             if client.in_episode:
                 client.end_episode(env_id, self._result(env_id))
-            task: dict[str, Any] = {"name": self.task_description or ""}
-            if seeds is not None and j < len(seeds):
-                task["seed"] = int(seeds[j])
+            seed = int(seeds[j]) if seeds is not None and j < len(seeds) else None
+            env = self._env
+            task = self.adapter.episode_task(
+                self.task_description or "",
+                getattr(env, "config", None),
+                seed,
+                lambda env_id=env_id: dict(env.episode_info(env_id) or {}) if env is not None else {},
+            )
             self._episode_started[env_id] = time.perf_counter()
             client.start_episode(env_id, {"task": task})
 
@@ -160,7 +244,9 @@ class VlaEvalRemotePolicy(RemoteChunkReplayPolicy):
         return {"steps": steps, "elapsed_sec": round(time.perf_counter() - self._episode_started[env_id], 3)}
 
     def episode_info(self, env_id: int) -> dict[str, Any]:
-        """The episode's request latencies, ``serving: "step"`` and the server's class; ends
+        """The episode's request latencies, ``serving: "step"``, the server's class and, for a
+        server started from a config or script, the model's identity
+        (:meth:`VlaEvalRemoteConfig.model_identity`, under ``vla_eval.model``); ends
         the env's server-side episode (EPISODE_END), as the rollout calls this once when an
         episode ends."""
         info = super().episode_info(env_id)
@@ -169,6 +255,8 @@ class VlaEvalRemotePolicy(RemoteChunkReplayPolicy):
         meta = self._metadata or {}
         info["serving"] = "step"
         info["vla_eval"] = {"model_server": meta.get("model_server"), "image_format": self.config.image_format}
+        if self._identity:
+            info["vla_eval"]["model"] = dict(self._identity)
         return info
 
     def close(self) -> None:

@@ -3,7 +3,9 @@
 vla-eval starts a model server in one of two ways, both supported:
 
 * ``vla-eval serve --config CONFIG.yaml --address HOST:PORT``: the YAML names the ``script``
-  and its ``args``; vla-eval runs ``uv run SCRIPT ...`` (``cli/main.py`` ``cmd_serve``);
+  and its ``args``; vla-eval runs ``uv run SCRIPT ...`` (``cli/main.py`` ``cmd_serve``). arena
+  reads the YAML and builds that command itself with the script resolved from the YAML's
+  location (:mod:`arena_vla_eval.serverconfig`), so a shipped config runs from anywhere;
 * the script itself, ``uv run SCRIPT --address HOST:PORT --args.KEY=VALUE ...`` (or with the
   run's interpreter, ``server_launcher: python``), or a module, ``python -m MODULE ...``
   (``server_module``; arena's CI uses :mod:`arena_vla_eval.dummy`, a real vla-eval model
@@ -23,9 +25,11 @@ import json
 from typing import Any
 
 from arena.errors import ConfigError
+from arena.launch.gpus import discover_gpus
 from arena.servertask import ServerResources, ServerTask
 
 from arena_vla_eval.policy import VlaEvalRemoteConfig
+from arena_vla_eval.serverconfig import load_server_config, stringify
 
 __all__ = ["VLA_EVAL_IMAGE_HINT", "vla_eval_server_task"]
 
@@ -69,11 +73,16 @@ def vla_eval_server_task(config: VlaEvalRemoteConfig) -> ServerTask:
         )
     args = [f"--args.{key}={_escape(_arg(value))}" for key, value in config.server_args.items()]
     address = ["--address", "{host}:{port}"]
-    if config.server_config:
-        serve = ["vla-eval", "serve", "--config", _escape(config.server_config), *address]
-        serve += [item for key, value in config.server_args.items() for item in ("--arg", f"{key}={_escape(_arg(value))}")]
-        local = image_cmd = serve
-        name = "vla-eval-serve"
+    checkpoint = config.server_args.get("model_path") or config.server_args.get("checkpoint")
+    if config.server_config:  # what `vla-eval serve --config` runs, from any directory (serverconfig)
+        served = load_server_config(config.server_config)
+        merged = {**served.args, **config.server_args}
+        local = image_cmd = [
+            "uv", "run", _escape(str(served.script)),
+            *(f"--args.{key}={_escape(stringify(value))}" for key, value in merged.items()), *address,
+        ]
+        checkpoint = served.checkpoint(config.server_args)
+        name = f"vla-eval-{served.path.stem}"
     elif config.server_module:
         local = ["{python}", "-m", config.server_module, *address, *args]
         image_cmd = ["python", "-m", config.server_module, *address, *args]
@@ -87,6 +96,9 @@ def vla_eval_server_task(config: VlaEvalRemoteConfig) -> ServerTask:
             image_cmd = ["python", script, *address, *args]
         stem = str(config.server_script).rsplit("/", 1)[-1].removesuffix(".py")
         name = f"vla-eval-{stem}"
+    gpus = config.server_gpus
+    if gpus is None:  # this machine's: like a server that takes whatever device it finds
+        gpus = 1 if discover_gpus()[0] else 0
     return ServerTask(
         name="".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in name),
         image=config.server_image,
@@ -96,8 +108,8 @@ def vla_eval_server_task(config: VlaEvalRemoteConfig) -> ServerTask:
         port=8000,
         readiness="http:/health",
         startup_timeout_s=config.server_startup_timeout_s,
-        resources=ServerResources(cpu=4, gpu=config.server_gpus, memory=32.0 if config.server_gpus else 2.0),
+        resources=ServerResources(cpu=4, gpu=gpus, memory=32.0 if gpus else 2.0),
         env={"PYTHONUNBUFFERED": "1"},
         shareable=True,
-        checkpoint=_escape(str(config.server_args.get("model_path") or config.server_args.get("checkpoint") or "")) or None,
+        checkpoint=_escape(str(checkpoint)) if checkpoint else None,
     )
