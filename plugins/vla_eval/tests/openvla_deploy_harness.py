@@ -4,7 +4,6 @@ it, in a process group of its own that :func:`stop` ends."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 import socket
@@ -25,11 +24,10 @@ def free_port() -> int:
 
 
 def start(argv: list[str], checkout: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
-    """Start ``argv`` with ``checkout`` and its ``stubs`` importable (draccus's stand-in too where
-    draccus is not installed); stdout and stderr together in ``.stdout``."""
+    """Start ``argv`` with ``checkout`` and its ``stubs`` (torch, transformers) importable; the
+    command line is parsed by the real draccus (a test extra), as OpenVLA's checkout does it.
+    stdout and stderr together in ``.stdout``."""
     paths = [str(checkout), str(checkout / "stubs")]
-    if importlib.util.find_spec("draccus") is None:
-        paths.append(str(REFERENCE / "draccus_fallback"))
     full_env = {**os.environ, **(env or {}), "PYTHONPATH": os.pathsep.join(paths)}
     return subprocess.Popen(argv, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
 
