@@ -2,9 +2,11 @@
 .PHONY: quickstart test test-fast setup
 
 # Test processes side by side (pytest-xdist); conftest.py keeps each module, and each shared
-# real system, on one of them. TEST_WORKERS=0 runs the suite in one process.
-TEST_WORKERS ?= 2
-PYTEST = .venv/bin/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --junitxml=.pytest_cache/arena-junit.xml
+# real system, on one of them. Three on two cores: a third of the suite's test time is spent
+# waiting (Slurm, sockets, servers starting), and a third process fills it. TEST_WORKERS=0 runs
+# the suite in one process.
+TEST_WORKERS ?= 3
+PYTEST = .venv/bin/python -m pytest -n $(TEST_WORKERS) --dist loadscope --junitxml=.pytest_cache/arena-junit.xml
 # After every suite, pass or fail: wall and CPU time per directory and plugin, the slowest tests.
 PROFILE = .venv/bin/python scripts/test_profile.py .pytest_cache/arena-junit.xml
 

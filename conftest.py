@@ -29,28 +29,43 @@ else:
     )
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "arena"))
 
-ROOT = Path(__file__).resolve().parent
+#: Real systems a whole session shares, each started once per test process by a session-scoped
+#: fixture: fixture -> the folder every test that uses it lives in. ``make test`` runs the suite
+#: in several processes (pytest-xdist, ``--dist loadscope``); :func:`pytest_xdist_make_scheduler`
+#: sends each folder here to one process as a whole, so the system starts once, not once per process.
+SHARED_SYSTEMS = {"slurm_cluster": "backends/slurm/tests/"}
 
-#: Fixtures that stand for one real system a whole session shares: every test that uses one
-#: runs on the same pytest-xdist worker (``make test`` runs ``--dist loadgroup``), so the system
-#: starts once, not once per worker.
-SHARED_SYSTEMS = {"slurm_cluster": "slurm-cluster"}
+
+def _scope_of(nodeid: str) -> str:
+    """A test's unit of scheduling: its module (its module-scoped fixtures, a LeRobot server or
+    a built LIBERO scene, are paid once), or the folder of the shared system it belongs to."""
+    path = nodeid.split("::", 1)[0]
+    return next((folder for folder in SHARED_SYSTEMS.values() if path.startswith(folder)), path)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which turns the marker into the nodeid's @group
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """``--dist loadscope`` with :func:`_scope_of` as the scope (xdist's own splits a module's
+    classes apart, and its ``xdist_group`` marker no longer reaches the scheduler under pytest
+    9.2, whose node ids xdist cannot rename). Scopes with more tests start first."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _scope_of(nodeid)
+
+    return ModuleScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Group the tests for ``pytest -n N --dist loadgroup`` (what ``make test`` runs).
-
-    A test module is one group: its module-scoped fixtures (a LeRobot server, a built LIBERO
-    scene, a trained checkpoint) are paid once, by the worker that runs the module. Tests of a
-    shared real system (:data:`SHARED_SYSTEMS`) form one group across modules. Without xdist
-    the marker is inert.
-    """
+    """A test of a shared system outside its folder would start the system in a second process:
+    refuse the collection, naming the test and where it belongs."""
     for item in items:
-        group = next((name for fixture, name in SHARED_SYSTEMS.items() if fixture in item.fixturenames), None)
-        if group is None:
-            group = Path(str(item.path)).resolve().relative_to(ROOT).as_posix() if item.path else item.nodeid
-        item.add_marker(pytest.mark.xdist_group(group))
+        for fixture, folder in SHARED_SYSTEMS.items():
+            if fixture in getattr(item, "fixturenames", ()) and not _scope_of(item.nodeid).startswith(folder):
+                raise pytest.UsageError(f"{item.nodeid} uses {fixture}: its tests live in {folder} (conftest.py SHARED_SYSTEMS)")
 
 
 # The suite's profile (scripts/test_profile.py reads it from the JUnit XML): CPU seconds of each
