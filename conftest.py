@@ -34,6 +34,10 @@ else:
 #: in several processes (pytest-xdist, ``--dist loadscope``); :func:`pytest_xdist_make_scheduler`
 #: sends each folder here to one process as a whole, so the system starts once, not once per process.
 SHARED_SYSTEMS = {"slurm_cluster": "backends/slurm/tests/"}
+#: Wall seconds of each test module in a full run (``scripts/test_profile.py JUNIT
+#: --write-durations tests/durations.json`` after ``make test`` refreshes it): the workers start
+#: the longest units first, so no long module starts last while the other processes sit idle.
+DURATIONS = Path(__file__).resolve().parent / "tests" / "durations.json"
 
 
 def _scope_of(nodeid: str) -> str:
@@ -47,9 +51,11 @@ def _scope_of(nodeid: str) -> str:
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """``--dist loadscope`` with :func:`_scope_of` as the scope (xdist's own splits a module's
     classes apart, and its ``xdist_group`` marker no longer reaches the scheduler under pytest
-    9.2, whose node ids xdist cannot rename). Scopes with more tests start first."""
+    9.2, whose node ids xdist cannot rename). Units start in the order the workers collected
+    them (:func:`pytest_collection_modifyitems`: the longest first), not by their test count."""
     if config.getvalue("dist") != "loadscope":
         return None
+    config.option.loadscopereorder = False
     from xdist.scheduler import LoadScopeScheduling
 
     class ModuleScheduling(LoadScopeScheduling):
@@ -61,11 +67,30 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A test of a shared system outside its folder would start the system in a second process:
-    refuse the collection, naming the test and where it belongs."""
+    refuse the collection, naming the test and where it belongs. In an xdist worker, order the
+    units of scheduling longest first (:data:`DURATIONS`; a module not listed there goes last),
+    each unit's tests in their own order."""
     for item in items:
         for fixture, folder in SHARED_SYSTEMS.items():
             if fixture in getattr(item, "fixturenames", ()) and not _scope_of(item.nodeid).startswith(folder):
                 raise pytest.UsageError(f"{item.nodeid} uses {fixture}: its tests live in {folder} (conftest.py SHARED_SYSTEMS)")
+    if hasattr(config, "workerinput"):
+        seconds = _unit_seconds()
+        items.sort(key=lambda item: -seconds.get(_scope_of(item.nodeid), 0.0))  # stable
+
+
+def _unit_seconds() -> dict[str, float]:
+    """:data:`DURATIONS` summed per unit of scheduling (:func:`_scope_of`); ``{}`` without it."""
+    import json
+
+    try:
+        modules = json.loads(DURATIONS.read_text())
+    except (OSError, ValueError):
+        return {}
+    units: dict[str, float] = {}
+    for module, seconds in modules.items():
+        units[_scope_of(module)] = units.get(_scope_of(module), 0.0) + float(seconds)
+    return units
 
 
 # The suite's profile (scripts/test_profile.py reads it from the JUnit XML): CPU seconds of each

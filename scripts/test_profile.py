@@ -8,6 +8,11 @@ Prints one row per group (``plugins/<name>``, ``backends/<name>``, ``tests/<subf
 session's own wall time, and the slowest tests, so every change sees what it costs.
 
     python scripts/test_profile.py .pytest_cache/arena-junit.xml [--top 25]
+    python scripts/test_profile.py .pytest_cache/arena-junit.xml --write-durations tests/durations.json
+
+``--write-durations`` writes each test module's wall seconds as JSON: conftest.py starts the
+longest modules first when the suite runs in several processes. Refresh it after a full
+``make test`` when modules were added or got much slower or faster.
 
 Standard library only. Exits 0 whatever the tests did; 2 when the file is missing or unreadable.
 """
@@ -123,10 +128,19 @@ def report(cases: list[Case], session_s: float | None, top: int) -> str:
     return "\n".join(lines)
 
 
+def module_seconds(cases: list[Case]) -> dict[str, float]:
+    """Wall seconds per test module (``path/to/test_x.py``), rounded to 0.1 s, sorted by path."""
+    seconds: dict[str, float] = defaultdict(float)
+    for case in cases:
+        seconds[case.nodeid.split("::", 1)[0]] += case.wall_s
+    return {module: round(total, 1) for module, total in sorted(seconds.items())}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("junit", help="pytest's JUnit XML file (--junitxml)")
     parser.add_argument("--top", type=int, default=25, help="how many of the slowest tests to list (default 25)")
+    parser.add_argument("--write-durations", metavar="PATH", help="also write each module's wall seconds as JSON to PATH")
     args = parser.parse_args(argv)
     try:
         cases, session = read_cases(args.junit)
@@ -134,6 +148,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"test profile: cannot read {args.junit}: {exc}", file=sys.stderr)
         return 2
     print(report(cases, session, args.top))
+    if args.write_durations:
+        import json
+
+        with open(args.write_durations, "w") as f:
+            json.dump(module_seconds(cases), f, indent=0)
+            f.write("\n")
     return 0
 
 

@@ -3,6 +3,7 @@ file pytest wrote, with the CPU seconds the root conftest.py adds to each test c
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -26,8 +27,9 @@ def test_a_real_pytest_run_is_profiled_per_group_with_cpu_seconds(tmp_path):
     cpu = [float(case.find("properties/property[@name='cpu_s']").get("value")) for case in cases]
     assert len(cpu) == len(cases) > 2 and sum(cpu) > 0  # every case, the import of its module included
 
-    shown = subprocess.run([sys.executable, str(ROOT / "scripts" / "test_profile.py"), str(junit), "--top", "3"],
-                           capture_output=True, text=True, timeout=60)
+    durations = tmp_path / "durations.json"
+    shown = subprocess.run([sys.executable, str(ROOT / "scripts" / "test_profile.py"), str(junit), "--top", "3",
+                            "--write-durations", str(durations)], capture_output=True, text=True, timeout=60)
     assert shown.returncode == 0, shown.stderr
     rows = {line.split()[0]: line.split() for line in shown.stdout.splitlines() if line.startswith(("tests ", "plugins/"))}
     assert set(rows) == {"tests", "plugins/gr00t"}
@@ -35,6 +37,8 @@ def test_a_real_pytest_run_is_profiled_per_group_with_cpu_seconds(tmp_path):
     total = next(line.split() for line in shown.stdout.splitlines() if line.startswith("all "))
     assert float(total[3]) == round(sum(cpu), 1)  # the CPU column adds up what was recorded
     assert "session:" in shown.stdout and "slowest 3 tests" in shown.stdout
+    # what conftest.py orders the units of an xdist run by: each module's wall seconds
+    assert set(json.loads(durations.read_text())) == set(tests)
 
 
 def test_node_ids_and_groups_come_from_junits_class_names():
@@ -72,3 +76,12 @@ def test_make_tests_scheduling_keeps_a_module_and_the_slurm_folder_on_one_worker
             workers.setdefault("slurm" if path in slurm else path, set()).add(worker)
     assert set(workers) == {"slurm", "tests/test_fsutil.py", "plugins/gr00t/tests/test_gr00t_mapping.py"}, done.stdout[-3000:]
     assert all(len(on) == 1 for on in workers.values()), workers
+
+
+def test_the_durations_file_names_modules_that_exist():
+    """tests/durations.json orders the units of ``make test``'s workers: a module renamed or
+    removed since it was written would keep a stale entry (refresh it with scripts/test_profile.py)."""
+    modules = json.loads((ROOT / "tests" / "durations.json").read_text())
+    assert modules and all(isinstance(seconds, (int, float)) and seconds >= 0 for seconds in modules.values())
+    missing = [module for module in modules if not (ROOT / module).is_file()]
+    assert not missing, f"tests/durations.json names modules that do not exist: {missing}"
