@@ -48,14 +48,14 @@ import json, os, signal, sys, time
 args = sys.argv[1:]
 out = args[args.index("--output-dir") + 1]; run = args[args.index("--run") + 1]
 work = os.path.join(out, run)
-with open(os.path.join(work, "runner.json"), "w") as f:
-    json.dump({"argv": args, "host": os.environ.get("ARENA_SERVER_HOST"), "port": os.environ.get("ARENA_SERVER_PORT"),
-               "info": os.environ.get("ARENA_SERVER_INFO"), "task": os.environ.get("ARENA_SERVER_TASK")}, f)
 def stop(signum, _):
     with open(os.path.join(work, "runner.signal"), "w") as f:
         f.write(signal.Signals(signum).name)
     sys.exit(1)
-signal.signal(signal.SIGUSR1, stop); signal.signal(signal.SIGTERM, stop)
+signal.signal(signal.SIGUSR1, stop); signal.signal(signal.SIGTERM, stop)  # before runner.json: the tests signal once it exists
+with open(os.path.join(work, "runner.json"), "w") as f:
+    json.dump({"argv": args, "host": os.environ.get("ARENA_SERVER_HOST"), "port": os.environ.get("ARENA_SERVER_PORT"),
+               "info": os.environ.get("ARENA_SERVER_INFO"), "task": os.environ.get("ARENA_SERVER_TASK")}, f)
 deadline = time.monotonic() + 60
 while time.monotonic() < deadline:
     time.sleep(0.05)
