@@ -135,6 +135,7 @@ def check_adapter_conformance(
     actions_key: str = "actions",
     chunk_rows: int | None = None,
     metadata: dict[str, Any] | None = None,
+    expert_environment: dict[str, Any] | None = None,
 ) -> ConformanceReport:
     """Run the check of the module docstring; return its report.
 
@@ -144,7 +145,12 @@ def check_adapter_conformance(
     adapter the one given here; ``seeds``: consecutive episode seeds (``seeds[0] + i``);
     ``actions_key``: the reply key the remote policy reads (``"action"`` for Cosmos);
     ``chunk_rows``: rows of each replayed reply (the checkpoint's chunk length, which some
-    policies insist on; default the open-loop horizon).
+    policies insist on; default the open-loop horizon); ``expert_environment``: the mapping
+    step 1 runs in, when it differs from ``environment`` only in what the replayed expert never
+    reads (``{..., "cameras": False}`` for an expert on privileged state: a simulator that
+    renders every step pays most of an episode for images nobody looks at); default
+    ``environment``. Only for replayed experts (``from_request`` ``None``); step 3 still
+    asserts the same outcome and, where the physics is the same, the same number of steps.
 
     Raises:
         ConformanceError: an episode the expert solved alone failed through the adapter, the
@@ -159,12 +165,25 @@ def check_adapter_conformance(
 
     if seeds != list(range(seeds[0], seeds[0] + len(seeds))):
         raise ValueError(f"seeds must be consecutive (episode i runs seed seeds[0] + i), got {seeds}")
-    spec = load_experiment_dict(
-        {"runs": {"expert": {"environment": environment, "policy": {"type": "zero_action"}}}}, source="conformance"
-    ).runs["expert"]
-    env = build_environment(spec.environment_cls, spec.environment, num_envs=1)
+    if expert_environment is not None and expert.from_request is not None:
+        raise ValueError("expert_environment needs a replayed expert (from_request None): this one reads the requests")
+
+    def build(mapping: dict[str, Any]) -> Any:
+        spec = load_experiment_dict(
+            {"runs": {"expert": {"environment": mapping, "policy": {"type": "zero_action"}}}}, source="conformance"
+        ).runs["expert"]
+        return build_environment(spec.environment_cls, spec.environment, num_envs=1)
+
+    if expert_environment is not None:
+        alone = build(expert_environment)
+        try:
+            expert_outcomes, expert_steps, recorded = _expert_alone(alone, expert, seeds, max_episode_steps)
+        finally:
+            alone.close()
+    env = build(environment)
     try:
-        expert_outcomes, expert_steps, recorded = _expert_alone(env, expert, seeds, max_episode_steps)
+        if expert_environment is None:
+            expert_outcomes, expert_steps, recorded = _expert_alone(env, expert, seeds, max_episode_steps)
         if "success" not in expert_outcomes:
             raise ConformanceError(f"the expert alone solved none of seeds {seeds}: nothing to check")
         horizon = 1 if expert.from_request is not None else int(policy.get("open_loop_horizon") or 1)

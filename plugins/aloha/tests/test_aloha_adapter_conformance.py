@@ -27,6 +27,8 @@ def test_the_transfer_cube_expert_survives_the_openpi_aloha_adapter(tmp_path, mo
         OpenPIAlohaAdapter(),
         Expert(act=lambda obs, i: expert.get_action(None, obs)[i], reset=lambda seed: expert.reset([0], [seed])),
         environment={"type": "aloha", "task": "transfer_cube", "image_height": 48, "image_width": 64},
+        # the expert reads the cube's pose: alone it runs without rendering
+        expert_environment={"type": "aloha", "task": "transfer_cube", "cameras": []},
         policy={"type": "pi0_remote", "policy_variant": "pi0", "openpi_embodiment_adapter": "aloha",
                 "open_loop_horizon": 10},
         seeds=[0, 1],
