@@ -36,7 +36,7 @@ def test_the_gpu_benchmark_runs_its_cpu_smoke_case(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     out = tmp_path / "gpu.json"
     done = subprocess.run(
-        [sys.executable, "-m", "benchmarks", "--gpu", "--smoke", "--clients", "1,3", "--duration-s", "3",
+        [sys.executable, "-m", "benchmarks", "--gpu", "--smoke", "--clients", "1,3", "--duration-s", "1",
          "--json", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=900,
     )

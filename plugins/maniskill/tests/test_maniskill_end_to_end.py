@@ -28,10 +28,14 @@ def arena_run(path: Path, out: Path, *overrides: str) -> subprocess.CompletedPro
     )
 
 
-def quick_runs(tmp_path: Path, suffix: str) -> Path:
-    """examples/maniskill_quick.yaml with only its runs ending in ``suffix`` (``_zero``, ``_expert``)."""
+def quick_runs(tmp_path: Path, suffix: str, episodes: int, **environment) -> Path:
+    """examples/maniskill_quick.yaml with only its runs ending in ``suffix`` (``_zero``,
+    ``_expert``), ``episodes`` of each (seeds 0..episodes-1; the example's 10 cost CI a minute
+    each) and ``environment`` fields over the shared ones."""
     experiment = yaml.safe_load((EXAMPLES / "maniskill_quick.yaml").read_text())
     experiment["runs"] = {name: run for name, run in experiment["runs"].items() if name.endswith(suffix)}
+    experiment["shared"]["rollout_limit"]["num_episodes"] = episodes
+    experiment["shared"]["environment"].update(environment)
     path = tmp_path / f"quick{suffix}.yaml"
     path.write_text(yaml.safe_dump(experiment, sort_keys=False))
     return path
@@ -51,9 +55,9 @@ def comparable(record) -> tuple:
 @pytest.fixture(scope="module")
 def zero_runs(tmp_path_factory):
     """The quick example's zero-action runs: PullCube-v1 and PushCube-v1, rgb 128 x 128,
-    10 episodes each over 2 envs (2 workers), seed 0."""
+    4 episodes each over 2 envs (2 workers), seed 0."""
     tmp = tmp_path_factory.mktemp("zero")
-    result = arena_run(quick_runs(tmp, "_zero"), tmp / "out")
+    result = arena_run(quick_runs(tmp, "_zero", episodes=4), tmp / "out")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return tmp / "out"
 
@@ -62,14 +66,14 @@ def zero_runs(tmp_path_factory):
 def test_zero_actions_never_succeed_on_two_tasks_with_cameras_over_two_workers(zero_runs):
     for run, task in (("pull_cube_zero", "PullCube-v1"), ("push_cube_zero", "PushCube-v1")):
         recs = records(zero_runs / run)
-        assert [r.seed for r in recs] == list(range(10)), run
-        assert [r.outcome for r in recs] == ["timeout"] * 10, run
+        assert [r.seed for r in recs] == list(range(4)), run
+        assert [r.outcome for r in recs] == ["timeout"] * 4, run
         assert all(r.steps == 50 for r in recs) and {r.env_id for r in recs} == {0, 1}
         protocol = recs[0].protocol
         assert protocol["suite"] == task and protocol["control_mode"] == "pd_joint_pos"
         assert protocol["cameras"] == ["base_camera_rgb"] and protocol["image_size"] == [128, 128]
         result = json.loads((zero_runs / run / "run_result.json").read_text())
-        assert result["counts"]["success"] == 0 and result["episodes"] == 10
+        assert result["counts"]["success"] == 0 and result["episodes"] == 4
 
 
 @pytest.mark.slow
@@ -127,10 +131,12 @@ def test_a_remote_policy_behind_arenas_server_drives_push_cube(tmp_path):
 @pytest.mark.slow
 def test_motion_planning_expert_solves_both_quick_tasks(tmp_path):
     """The quick example's expert runs (``maniskill_motion_planner``, ManiSkill's planners on
-    PullCube-v1 and PushCube-v1, 10/10 and 9/10 on seeds 0-9 in ManiSkill's own runs, 80 steps): >= 80 %."""
-    result = arena_run(quick_runs(tmp_path, "_expert"), tmp_path / "out")
+    PullCube-v1 and PushCube-v1, 10/10 and 9/10 on seeds 0-9 in ManiSkill's own runs, 80 steps)
+    on seeds 0-4: at least 4 of 5 each. The planner reads privileged state, not images: state
+    observations here (the zero runs above cover the example's camera)."""
+    result = arena_run(quick_runs(tmp_path, "_expert", episodes=5, obs_mode="state"), tmp_path / "out")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     for run in ("pull_cube_expert", "push_cube_expert"):
         recs = records(tmp_path / "out" / run)
-        assert [r.seed for r in recs] == list(range(10)) and not any(r.outcome == "error" for r in recs), run
-        assert sum(r.outcome == "success" for r in recs) >= 8, [r.outcome for r in recs]
+        assert [r.seed for r in recs] == list(range(5)) and not any(r.outcome == "error" for r in recs), run
+        assert sum(r.outcome == "success" for r in recs) >= 4, [r.outcome for r in recs]
