@@ -46,7 +46,7 @@ def test_a_broken_plugin_fails_with_its_error_and_a_fix(monkeypatch):
 
     real = arena.plugins.get_plugin_manager()
     fake = SimpleNamespace(
-        registry=real.registry,
+        describe=lambda: real.registry,
         infos=real.infos,
         broken=[SimpleNamespace(name="bad", distribution="arena-plugin-bad", error="ImportError: no module named torch")],
     )

@@ -112,7 +112,7 @@ def test_declared_commands_venv_groups_and_exporters(parts, plugin_module):
     assert [c.name for c in groups["demo-venv"].registered_commands] == ["setup"]
     assert groups["demo-venv"].info.help == "The demo venv."
     assert [c.name for c in groups["export"].registered_commands] == ["demo"]
-    assert manager.registry.policies == {}  # listing commands builds the registry without error
+    assert manager.describe().policies == {}  # listing commands builds the registry without error
     assert manager.infos["demo"].registered["commands"] == ["demo", "demo-venv", "export"]
 
 
@@ -123,6 +123,25 @@ def test_a_missing_reference_fails_its_hook_naming_the_plugin(plugin_module):
     manager.register(module, name="demo")
     with pytest.raises(PluginError, match="plugin 'demo' failed in arena_register_environments: No module named"):
         manager.registry
+
+
+def test_a_named_reference_is_imported_when_first_read_and_a_broken_one_fails_only_there(plugin_module):
+    module = plugin_module()
+    declare(module.__name__, policies={"zero_action": "arena.policies.simple:ZeroActionPolicy",
+                                       "misnamed": "arena.policies.simple:RandomActionPolicy",
+                                       "broken": "no_such_package_for_arena.policy:Policy"})
+    manager = PluginManager()
+    manager.register(module, name="demo")
+    table = manager.registry.policies  # built: nothing imported yet, the broken entry included
+    assert set(table) == {"zero_action", "misnamed", "broken"} and "broken" in table and len(table) == 3
+    from arena.policies.simple import ZeroActionPolicy
+
+    assert table["zero_action"] is ZeroActionPolicy and table.get("zero_action") is ZeroActionPolicy
+    with pytest.raises(PluginError, match="plugin 'demo' failed in arena_register_policies: No module named"):
+        table["broken"]
+    with pytest.raises(PluginError, match="registers arena.policies.simple:RandomActionPolicy as 'misnamed' but the class"):
+        table["misnamed"]  # records and configs use the class's name
+    assert manager.registry.owners["policies"]["broken"] == "demo"
 
 
 def test_declare_refuses_to_replace_a_hook_and_wrong_forms(plugin_module):

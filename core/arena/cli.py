@@ -923,7 +923,7 @@ def plugins(
 
     manager = get_plugin_manager()
     try:
-        manager.registry
+        manager.describe()
     except ArenaError as exc:
         raise _fail(exc) from None
     data = {

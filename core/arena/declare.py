@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arena.errors import PluginError
-from arena.plugins import load_reference
+from arena.plugins import Lazy, load_reference
 
 __all__ = ["VenvGroup", "declare"]
 
@@ -45,9 +45,12 @@ def declare(
     """Give the plugin module ``module_name`` (pass ``__name__``) one ``@hookimpl`` per kind it
     declares, so its ``plugin.py`` is a table of what it registers, not a page of hooks.
 
-    Every value is a ``"package.module:attribute"`` reference, imported only when its hook runs
-    (the registry is built, or the CLI adds commands), so ``arena --help`` and ``arena plugins``
-    stay fast and a missing dependency fails only that hook, named in the error, as before.
+    Every value is a ``"package.module:attribute"`` reference. A named one (a dict entry) is
+    imported when the registry is first asked for that name (:class:`arena.plugins.Table`); a
+    list entry, whose name is its class's, and an adapter family's table when the registry is
+    built; a command group when the CLI adds commands. So ``arena --help`` and a run stay fast
+    whatever other plugins need, and a missing dependency fails only what uses it, naming the
+    plugin and the hook.
 
     - ``policies``, ``environments``, ``server_tasks``, ``servers``, ``launch_backends``,
       ``result_sinks``: a dict ``{name: reference}``, or a list of references to classes that
@@ -95,8 +98,11 @@ def _named_hook(table: Any) -> Callable:
 
     def hook(register: Callable) -> None:
         for name, reference in entries:
-            value = load_reference(reference)
-            register(value.name if name is None else name, value)
+            if name is None:  # the name is the class's: import it now
+                value = load_reference(reference)
+                register(value.name, value)
+            else:  # imported when the registry is first asked for it (arena.plugins.Table)
+                register(name, Lazy(reference))
 
     return hook
 
@@ -104,11 +110,10 @@ def _named_hook(table: Any) -> Callable:
 def _adapters_hook(adapters: dict[Any, str]) -> Callable:
     def hook(register: Callable) -> None:
         for key, reference in adapters.items():
-            value = load_reference(reference)
             if isinstance(key, tuple):
-                register(*key, value)
+                register(*key, Lazy(reference))
             else:  # a family's whole table
-                for name, cls in value.items():
+                for name, cls in load_reference(reference).items():
                     register(key, name, cls)
 
     return hook
@@ -131,3 +136,27 @@ def _commands_hook(commands: dict[str, str | VenvGroup], exporters: dict[str, st
                 group.command(name)(load_reference(reference))
 
     return hook
+
+
+def lazy_exports(package: str, exports: dict[str, str]) -> Callable[[str], Any]:
+    """A package's module-level ``__getattr__`` (PEP 562) that imports each public name from
+    its submodule on first use: ``exports`` is ``{name: submodule}``. A plugin package's
+    ``__init__`` uses it so that loading its ``plugin`` module (every arena process loads every
+    entry point) imports none of its client, adapters or model code::
+
+        __getattr__ = lazy_exports(__name__, {"MyClient": "client", "MyPolicy": "policy"})
+        __all__ = ["MyClient", "MyPolicy"]
+
+    Raises (from the returned function):
+        AttributeError: ``name`` is not one of ``exports``.
+    """
+
+    def __getattr__(name: str) -> Any:
+        submodule = exports.get(name)
+        if submodule is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{package}.{submodule}"), name)
+        setattr(importlib.import_module(package), name, value)
+        return value
+
+    return __getattr__

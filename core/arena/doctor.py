@@ -89,7 +89,7 @@ def check_plugins() -> list[Check]:
 
     manager = get_plugin_manager()
     try:
-        registry = manager.registry
+        registry = manager.describe()  # imports every plugin's code: a broken one shows here
     except Exception as exc:
         return [Check("plugins", "fail", f"{type(exc).__name__}: {exc}", "uninstall or fix the plugin named above")]
     plugins = [i for i in manager.infos.values() if not i.builtin]

@@ -12,6 +12,7 @@ context={"manager": manager})``; without one the process-wide manager is used.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import (
@@ -148,7 +149,8 @@ class LaunchConfig(BaseModel):
     watchdog: WatchdogConfig | None = Field(None, description="null: no self-supervision")
 
     _options: dict[str, BaseModel] = PrivateAttr(default_factory=dict)
-    _option_classes: dict[str, type[BaseModel]] = PrivateAttr(default_factory=dict)
+    #: the registry's launch backends when this config was validated (each imported when its options are read)
+    _backends: Mapping[str, Any] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="wrap")
     @classmethod
@@ -162,7 +164,7 @@ class LaunchConfig(BaseModel):
             from arena.plugins import get_plugin_manager
 
             manager = get_plugin_manager()
-        backends: dict[str, Any] = manager.registry.launch_backends
+        backends: Mapping[str, Any] = manager.registry.launch_backends
         known = ", ".join(sorted(backends)) or "none"
 
         errors: list[InitErrorDetails] = []
@@ -177,7 +179,6 @@ class LaunchConfig(BaseModel):
             errors.append(_custom("backend", backend, f"unknown launch backend '{backend}' (registered: {known})"))
 
         options: dict[str, BaseModel] = {}
-        classes = {name: _options_class(backend_cls) for name, backend_cls in backends.items()}
         for name, value in data.items():
             if name in _LAUNCH_FIELDS:
                 continue
@@ -191,7 +192,7 @@ class LaunchConfig(BaseModel):
                     )
                 )
                 continue
-            config_cls = classes[name]
+            config_cls = _options_class(backends[name])
             try:
                 options[name] = config_cls.model_validate({} if value is None else value)
             except ValidationError as exc:
@@ -201,7 +202,7 @@ class LaunchConfig(BaseModel):
 
         assert model is not None
         if backend not in options:
-            config_cls = classes[backend]
+            config_cls = _options_class(backends[backend])
             try:
                 options[backend] = config_cls()
             except ValidationError as exc:
@@ -209,7 +210,7 @@ class LaunchConfig(BaseModel):
                     cls.__name__, _line_errors(exc, (backend,), config_cls)
                 ) from None
         model._options = options
-        model._option_classes = classes
+        model._backends = backends
         return model
 
     @model_serializer(mode="wrap")
@@ -235,9 +236,9 @@ class LaunchConfig(BaseModel):
         name = backend_name or self.backend
         if name in self._options:
             return self._options[name]
-        if name not in self._option_classes:
-            raise KeyError(f"no options for launch backend '{name}' (registered: {', '.join(self._option_classes)})")
-        return self._option_classes[name]()
+        if name not in self._backends:
+            raise KeyError(f"no options for launch backend '{name}' (registered: {', '.join(self._backends)})")
+        return _options_class(self._backends[name])()
 
 
 def _options_class(backend_cls: Any) -> type[BaseModel]:

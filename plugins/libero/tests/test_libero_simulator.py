@@ -35,42 +35,68 @@ def _build(python: Path, num_envs: int = 2, **fields):
     return build_environment(LiberoEnvironment, config, num_envs=num_envs)
 
 
-@pytest.mark.timeout(1200)
-def test_camera_episode_has_the_openpi_adapter_layout_in_a_libero_venv_worker():
-    env = _build(libero_python(), num_envs=2, image_size=64, cameras=True)
-    try:
-        assert type(env).__name__ == "WorkerEnvironment"  # not this interpreter: the LIBERO venv's
-        assert env.action_space.shape == (7,) and env.default_max_episode_steps == 220
-        assert env.task_description == catalog.find_task("libero_spatial", 0).language
-        obs = env.reset_envs([0, 1], [3, 53])
-        cams, policy = obs["camera_obs"], obs["policy"]
-        assert set(cams) == {"agentview_rgb", "eye_in_hand_rgb"}
-        for frames in cams.values():
-            assert frames.dtype == np.uint8 and frames.shape == (2, 64, 64, 3)
-        shapes = {k: v.shape for k, v in policy.items()}
-        assert shapes == {"eef_pos": (2, 3), "eef_quat": (2, 4), "gripper_qpos": (2, 2), "joint_pos": (2, 7),
-                          "controller_eef_pos": (2, 3), "controller_eef_ori_mat": (2, 9)}
-        assert np.allclose(np.linalg.norm(policy["eef_quat"], axis=1), 1.0, atol=1e-6)
-        assert obs["task"] == [env.task_description] * 2
-        assert set(obs["privileged"]) >= {"akita_black_bowl_1_pos", "plate_1_pos"}
-        # Seeds 3 and 53 both mean init state 3: the same scene, recorded as such.
-        assert np.allclose(policy["joint_pos"][0], policy["joint_pos"][1], atol=1e-9)
-        assert [env.episode_info(e)["init_state"] for e in (0, 1)] == [3, 3]
-        # Videos are upright: render() is the agentview frame turned by 180 degrees.
-        assert np.array_equal(env.render(0), cams["agentview_rgb"][0, ::-1, ::-1])
+@pytest.fixture(scope="module")
+def camera_env():
+    """Two LIBERO envs with both cameras at 32 x 32 in one worker under the LIBERO venv, built
+    once for the module's tests that read images (a build with cameras costs ~15 s of CPU)."""
+    env = _build(libero_python(), num_envs=2, image_size=32, cameras=True)
+    yield env
+    env.close()
 
-        action = np.zeros((2, 7), np.float32)
-        action[:, 2] = 1.0  # up
-        action[:, 6] = -1.0
-        obs2, reward, terminated, truncated, info = env.step(action)
-        assert obs2["policy"]["eef_pos"][0, 2] > policy["eef_pos"][0, 2]
-        assert info["success"].dtype == bool and not info["success"].any() and not terminated.any()
-        # A wrong action shape is refused in the worker; its envs' episodes end as errors.
-        _, _, _, _, info = env.step(np.zeros((2, 4), np.float32))
-        assert sorted(info["env_errors"]) == [0, 1]
-        assert "actions must have shape (2, 7), got (2, 4)" in info["env_errors"][0]
+
+@pytest.mark.timeout(1200)
+def test_simulator_perturbations_move_the_agentview_camera_and_the_objects_only(camera_env):
+    from arena.envs.perturbed import wrap
+    from arena.envs.workers import build_environment
+
+    config = LiberoConfig(suite="libero_spatial", task=0, python=str(libero_python()), image_size=32, cameras=True,
+                          perturbations={"camera_shift": 0.1, "object_offset": 0.03})
+    moved = wrap(build_environment(LiberoEnvironment, config, num_envs=1), LiberoEnvironment, config)
+    try:
+        a, b = camera_env.reset_envs([0], [3]), moved.reset_envs([0], [3])
+        a = {group: {k: v[:1] for k, v in a[group].items()} for group in ("camera_obs", "policy", "privileged")}
+        assert not np.array_equal(a["camera_obs"]["agentview_rgb"], b["camera_obs"]["agentview_rgb"])
+        np.testing.assert_array_equal(a["policy"]["joint_pos"], b["policy"]["joint_pos"])  # the robot is where it was
+        shift = [np.hypot(*(b["privileged"][k][0][:2] - a["privileged"][k][0][:2])) for k in a["privileged"]]
+        assert max(shift) == pytest.approx(0.03, abs=0.01)  # objects moved 3 cm (then settled for the wait steps)
+        assert moved.episode_info(0)["protocol"]["perturbations"] == {"camera_shift": 0.1, "object_offset": 0.03}
     finally:
-        env.close()
+        moved.close()
+
+
+@pytest.mark.timeout(1200)
+def test_camera_episode_has_the_openpi_adapter_layout_in_a_libero_venv_worker(camera_env):
+    env = camera_env
+    assert type(env).__name__ == "WorkerEnvironment"  # not this interpreter: the LIBERO venv's
+    assert env.action_space.shape == (7,) and env.default_max_episode_steps == 220
+    assert env.task_description == catalog.find_task("libero_spatial", 0).language
+    obs = env.reset_envs([0, 1], [3, 53])
+    cams, policy = obs["camera_obs"], obs["policy"]
+    assert set(cams) == {"agentview_rgb", "eye_in_hand_rgb"}
+    for frames in cams.values():
+        assert frames.dtype == np.uint8 and frames.shape == (2, 32, 32, 3)
+    shapes = {k: v.shape for k, v in policy.items()}
+    assert shapes == {"eef_pos": (2, 3), "eef_quat": (2, 4), "gripper_qpos": (2, 2), "joint_pos": (2, 7),
+                      "controller_eef_pos": (2, 3), "controller_eef_ori_mat": (2, 9)}
+    assert np.allclose(np.linalg.norm(policy["eef_quat"], axis=1), 1.0, atol=1e-6)
+    assert obs["task"] == [env.task_description] * 2
+    assert set(obs["privileged"]) >= {"akita_black_bowl_1_pos", "plate_1_pos"}
+    # Seeds 3 and 53 both mean init state 3: the same scene, recorded as such.
+    assert np.allclose(policy["joint_pos"][0], policy["joint_pos"][1], atol=1e-9)
+    assert [env.episode_info(e)["init_state"] for e in (0, 1)] == [3, 3]
+    # Videos are upright: render() is the agentview frame turned by 180 degrees.
+    assert np.array_equal(env.render(0), cams["agentview_rgb"][0, ::-1, ::-1])
+
+    action = np.zeros((2, 7), np.float32)
+    action[:, 2] = 1.0  # up
+    action[:, 6] = -1.0
+    obs2, reward, terminated, truncated, info = env.step(action)
+    assert obs2["policy"]["eef_pos"][0, 2] > policy["eef_pos"][0, 2]
+    assert info["success"].dtype == bool and not info["success"].any() and not terminated.any()
+    # A wrong action shape is refused in the worker; its envs' episodes end as errors.
+    _, _, _, _, info = env.step(np.zeros((2, 4), np.float32))
+    assert sorted(info["env_errors"]) == [0, 1]
+    assert "actions must have shape (2, 7), got (2, 4)" in info["env_errors"][0]
 
 
 def test_the_environment_contract_holds_in_the_libero_venv():
@@ -175,26 +201,3 @@ def test_action_dtype_float32_hands_libero_lerobot_evals_float32_rows():
     assert result == {"dtypes": ["float32", "float32"], "equal_to_lerobot_row": True, "rounded": True,
                       "protocol_action_dtype": "float32"}
     assert LiberoConfig(suite="libero_spatial", task=0).action_dtype == "float64"
-
-
-@pytest.mark.timeout(1200)
-def test_simulator_perturbations_move_the_agentview_camera_and_the_objects_only():
-    from arena.envs.perturbed import wrap
-
-    python = libero_python()
-    plain = _build(python, num_envs=1, image_size=32, cameras=True)
-    config = LiberoConfig(suite="libero_spatial", task=0, python=str(python), image_size=32, cameras=True,
-                          perturbations={"camera_shift": 0.1, "object_offset": 0.03})
-    from arena.envs.workers import build_environment
-
-    moved = wrap(build_environment(LiberoEnvironment, config, num_envs=1), LiberoEnvironment, config)
-    try:
-        a, b = plain.reset_envs([0], [3]), moved.reset_envs([0], [3])
-        assert not np.array_equal(a["camera_obs"]["agentview_rgb"], b["camera_obs"]["agentview_rgb"])
-        np.testing.assert_array_equal(a["policy"]["joint_pos"], b["policy"]["joint_pos"])  # the robot is where it was
-        shift = [np.hypot(*(b["privileged"][k][0][:2] - a["privileged"][k][0][:2])) for k in a["privileged"]]
-        assert max(shift) == pytest.approx(0.03, abs=0.01)  # objects moved 3 cm (then settled for the wait steps)
-        assert moved.episode_info(0)["protocol"]["perturbations"] == {"camera_shift": 0.1, "object_offset": 0.03}
-    finally:
-        plain.close()
-        moved.close()

@@ -1,10 +1,5 @@
-"""Registers the ``osmo`` launch backend (entry point ``arena: osmo``)."""
+"""Registers the ``osmo`` launch backend (imported when a run uses it)."""
 
-from arena.hookspecs import hookimpl
+from arena.declare import declare
 
-
-@hookimpl
-def arena_register_launch_backends(register):
-    from arena_osmo.backend import OsmoBackend
-
-    register("osmo", OsmoBackend)
+declare(__name__, launch_backends={"osmo": "arena_osmo.backend:OsmoBackend"})

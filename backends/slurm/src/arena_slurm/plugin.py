@@ -1,10 +1,5 @@
-"""Registers the ``slurm`` launch backend."""
+"""Registers the ``slurm`` launch backend (imported when a run uses it)."""
 
-from arena.hookspecs import hookimpl
+from arena.declare import declare
 
-
-@hookimpl
-def arena_register_launch_backends(register):
-    from arena_slurm.backend import SlurmBackend
-
-    register("slurm", SlurmBackend)
+declare(__name__, launch_backends={"slurm": "arena_slurm.backend:SlurmBackend"})

@@ -4,7 +4,7 @@ from arena.declare import VenvGroup, declare
 
 declare(
     __name__,
-    environments=["arena_aloha.env:AlohaEnvironment"],
-    policies=["arena_aloha.expert:AlohaTransferCubeExpert"],
+    environments={"aloha": "arena_aloha.env:AlohaEnvironment"},
+    policies={"aloha_transfer_cube_expert": "arena_aloha.expert:AlohaTransferCubeExpert"},
     commands={"aloha": VenvGroup("arena_aloha.venv:VENV", "The ALOHA sim benchmark (gym-aloha): its venv.")},
 )

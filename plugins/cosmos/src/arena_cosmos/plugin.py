@@ -4,7 +4,7 @@ from arena.declare import declare
 
 declare(
     __name__,
-    policies=["arena_cosmos.policy:CosmosRemotePolicy"],
+    policies={"cosmos_remote": "arena_cosmos.policy:CosmosRemotePolicy"},
     adapters={("cosmos", "droid"): "arena_cosmos.adapters:CosmosDroidAdapter"},
     server_tasks={"cosmos_remote": "arena_cosmos.server:cosmos_server_task"},
 )

@@ -5,9 +5,21 @@ Public names: :class:`DreamZeroRemotePolicy` (``dreamzero_remote``),
 :mod:`arena_dreamzero.testing` (a DreamZero server double).
 """
 
-from arena_dreamzero.adapters import DreamZeroAdapter, DreamZeroDroidAdapter
-from arena_dreamzero.client import RESET_ACK, DreamZeroClient, ServerConfig
-from arena_dreamzero.policy import DreamZeroRemoteConfig, DreamZeroRemotePolicy
+from arena.declare import lazy_exports
+
+# Imported on first use: every arena process loads this package's plugin module.
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "DreamZeroAdapter": "adapters",
+        "DreamZeroDroidAdapter": "adapters",
+        "RESET_ACK": "client",
+        "DreamZeroClient": "client",
+        "ServerConfig": "client",
+        "DreamZeroRemoteConfig": "policy",
+        "DreamZeroRemotePolicy": "policy",
+    },
+)
 
 __all__ = [
     "RESET_ACK",

@@ -5,10 +5,23 @@ Public names: :class:`Gr00tRemotePolicy` (``gr00t_remote``), :class:`Gr00tRemote
 and, for tests, :mod:`arena_gr00t.testing` (a GR00T server double).
 """
 
-from arena_gr00t.adapters import Gr00tAdapter, Gr00tDroidAdapter
-from arena_gr00t.client import Gr00tClient, Gr00tServerError
-from arena_gr00t.policy import Gr00tRemoteConfig, Gr00tRemotePolicy
-from arena_gr00t.schedulers import ChunkScheduler, SyncedBatchScheduler, make_scheduler
+from arena.declare import lazy_exports
+
+# Imported on first use: every arena process loads this package's plugin module.
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "Gr00tAdapter": "adapters",
+        "Gr00tDroidAdapter": "adapters",
+        "Gr00tClient": "client",
+        "Gr00tServerError": "client",
+        "Gr00tRemoteConfig": "policy",
+        "Gr00tRemotePolicy": "policy",
+        "ChunkScheduler": "schedulers",
+        "SyncedBatchScheduler": "schedulers",
+        "make_scheduler": "schedulers",
+    },
+)
 
 __all__ = [
     "ChunkScheduler",

@@ -4,8 +4,11 @@ from arena.declare import VenvGroup, declare
 
 declare(
     __name__,
-    environments=["arena_isaaclab.env:IsaacLabEnvironment"],
-    policies=["arena_isaaclab.expert:ReachExpertPolicy", "arena_isaaclab.expert:ReachExpertRemotePolicy"],
+    environments={"isaaclab": "arena_isaaclab.env:IsaacLabEnvironment"},
+    policies={
+        "isaaclab_reach_expert": "arena_isaaclab.expert:ReachExpertPolicy",
+        "isaaclab_reach_expert_remote": "arena_isaaclab.expert:ReachExpertRemotePolicy",
+    },
     adapters={("isaaclab_reach_expert", "reach_arm"): "arena_isaaclab.expert:ReachStateAdapter"},
     server_tasks={"isaaclab_reach_expert_remote": "arena_isaaclab.expert:reach_expert_server_task"},
     servers={"isaaclab-reach-expert": "arena_isaaclab.expert:ReachExpertModel"},

@@ -4,7 +4,7 @@ from arena.declare import VenvGroup, declare
 
 declare(
     __name__,
-    environments=["arena_kinetix.env:KinetixEnvironment"],
-    policies=["arena_kinetix.baseline:KinetixHillClimb"],
+    environments={"kinetix": "arena_kinetix.env:KinetixEnvironment"},
+    policies={"kinetix_hill_climb": "arena_kinetix.baseline:KinetixHillClimb"},
     commands={"kinetix": VenvGroup("arena_kinetix.venv:VENV", "Kinetix (kinetix-env, CPU JAX): its venv.")},
 )

@@ -14,9 +14,15 @@ from arena.declare import declare
 declare(
     __name__,
     servers={"lerobot": "arena_lerobot.model:LeRobotModel"},
-    policies=["arena_lerobot.policy:LeRobotRemotePolicy", "arena_lerobot.pusht.expert:PushTExpert"],
+    policies={
+        "lerobot_remote": "arena_lerobot.policy:LeRobotRemotePolicy",
+        "pusht_expert": "arena_lerobot.pusht.expert:PushTExpert",
+    },
     server_tasks={"lerobot_remote": "arena_lerobot.servertask:lerobot_server_task"},
-    environments=["arena_lerobot.pusht.env:PushTEnvironment", "arena_lerobot.bridge:LeRobotEnvironment"],
+    environments={
+        "pusht": "arena_lerobot.pusht.env:PushTEnvironment",
+        "lerobot_env": "arena_lerobot.bridge:LeRobotEnvironment",
+    },
     adapters={"lerobot": "arena_lerobot.adapters:ADAPTERS"},
     exporters={"lerobot": "arena_lerobot.exportcli:export_lerobot"},
 )

@@ -4,7 +4,7 @@ from arena.declare import declare
 
 declare(
     __name__,
-    environments=["arena_libero.env:LiberoEnvironment"],
-    policies=["arena_libero.expert:LiberoPickPlaceExpert"],
+    environments={"libero": "arena_libero.env:LiberoEnvironment"},
+    policies={"libero_pick_place_expert": "arena_libero.expert:LiberoPickPlaceExpert"},
     commands={"libero": "arena_libero.cli:app"},
 )

@@ -6,8 +6,11 @@ from arena.declare import VenvGroup, declare
 
 declare(
     __name__,
-    environments=["arena_maniskill.env:ManiSkillEnvironment"],
-    policies=["arena_maniskill.pushcube:PushCubeRemotePolicy", "arena_maniskill.expert:MotionPlannerExpert"],
+    environments={"maniskill": "arena_maniskill.env:ManiSkillEnvironment"},
+    policies={
+        "maniskill_push_cube_remote": "arena_maniskill.pushcube:PushCubeRemotePolicy",
+        "maniskill_motion_planner": "arena_maniskill.expert:MotionPlannerExpert",
+    },
     adapters={("maniskill_push_cube", "push_cube_state"): "arena_maniskill.pushcube:PushCubeStateAdapter"},
     server_tasks={"maniskill_push_cube_remote": "arena_maniskill.pushcube:push_cube_server_task"},
     servers={"maniskill-push-cube": "arena_maniskill.pushcube:PushCubeModel"},

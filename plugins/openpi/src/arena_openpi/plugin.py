@@ -4,7 +4,7 @@ from arena.declare import declare
 
 declare(
     __name__,
-    policies=["arena_openpi.policy:Pi0RemotePolicy"],
+    policies={"pi0_remote": "arena_openpi.policy:Pi0RemotePolicy"},
     adapters={
         ("openpi", "droid"): "arena_openpi.adapters:OpenPIDroidAdapter",
         ("openpi", "libero"): "arena_openpi.adapters:OpenPILiberoAdapter",

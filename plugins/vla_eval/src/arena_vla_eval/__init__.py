@@ -6,10 +6,23 @@ Public names: :class:`VlaEvalRemotePolicy` (``vla_eval_remote``), :class:`VlaEva
 :mod:`arena_vla_eval.dummy` is a vla-eval model server with a dummy model (needs ``vla-eval``).
 """
 
-from arena_vla_eval.adapters import VlaEvalAdapter, VlaEvalAlohaAdapter, VlaEvalLiberoAdapter, VlaEvalMetaWorldAdapter
-from arena_vla_eval.client import RemoteError, VlaEvalClient
-from arena_vla_eval.policy import VlaEvalRemoteConfig, VlaEvalRemotePolicy
-from arena_vla_eval.servertask import vla_eval_server_task
+from arena.declare import lazy_exports
+
+# Imported on first use: every arena process loads this package's plugin module.
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "VlaEvalAdapter": "adapters",
+        "VlaEvalAlohaAdapter": "adapters",
+        "VlaEvalLiberoAdapter": "adapters",
+        "VlaEvalMetaWorldAdapter": "adapters",
+        "RemoteError": "client",
+        "VlaEvalClient": "client",
+        "VlaEvalRemoteConfig": "policy",
+        "VlaEvalRemotePolicy": "policy",
+        "vla_eval_server_task": "servertask",
+    },
+)
 
 __all__ = [
     "RemoteError",

@@ -8,7 +8,10 @@ from arena.declare import declare
 
 declare(
     __name__,
-    policies=["arena_vla_eval.policy:VlaEvalRemotePolicy", "arena_vla_eval.openvla.policy:OpenVLARemotePolicy"],
+    policies={
+        "vla_eval_remote": "arena_vla_eval.policy:VlaEvalRemotePolicy",
+        "openvla_remote": "arena_vla_eval.openvla.policy:OpenVLARemotePolicy",
+    },
     adapters={
         ("vla_eval", "metaworld"): "arena_vla_eval.adapters:VlaEvalMetaWorldAdapter",
         ("vla_eval", "libero"): "arena_vla_eval.adapters:VlaEvalLiberoAdapter",
