@@ -6,7 +6,7 @@
       mode: live                 # sync (default: the simulator waits for every chunk) | live
       hold: continue_chunk       # continue_chunk | repeat_last | null_action (null: the env's first)
       delay: {steps: 2}          # {steps: d} | {ms: x} | {steps: [0, 1, 2], p: [...], seed: 0}
-      execute_horizon: 8         # s: steps per chunk before the next request (s >= every d)
+      execute_horizon: 8         # s: steps per chunk before the next request (s >= every d; s + d <= chunk rows)
       clock: simulated           # simulated (delay above) | measured (wall clock at control_hz)
       rtc: false                 # requests carry inference_delay and prev_chunk_left_over
 
@@ -129,8 +129,12 @@ class ExecutionConfig(BaseModel):
             raise ValueError(f"hold '{self.hold}' is not valid for environment '{name}' here; valid: {', '.join(valid)}")
         return self.hold
 
-    def check(self, env_cls: type, env_config: Any) -> list[tuple[str, str]]:
-        """Problems of this section on ``env_cls``, as ``(key under execution, message)``; none in sync mode."""
+    def check(self, env_cls: type, env_config: Any, chunk_rows: int | None = None) -> list[tuple[str, str]]:
+        """Problems of this section on ``env_cls``, as ``(key under execution, message)``; none in
+        sync mode. ``chunk_rows``: the rows of the policy's chunks when its config fixes them
+        (:meth:`arena.policies.base.PolicyConfig.live_chunk_rows`): a schedule they cannot fill
+        is refused (``execute_horizon`` > rows; with ``continue_chunk`` and a simulated delay,
+        ``execute_horizon`` > rows - the largest delay)."""
         if not self.live:
             return []
         problems: list[tuple[str, str]] = []
@@ -155,4 +159,19 @@ class ExecutionConfig(BaseModel):
                 f"execute_horizon {self.execute_horizon} is below the largest delay, {max(steps)} steps "
                 "(RTC's protocol needs s >= d)",
             ))
+        if chunk_rows is not None:
+            hold = None
+            try:
+                hold = self.resolve_hold(env_cls, env_config)
+            except ValueError:
+                pass
+            held = max(steps) if hold == "continue_chunk" else 0
+            if self.execute_horizon + held > chunk_rows:
+                why = (f"execute_horizon {self.execute_horizon} + the largest delay {held} (rows continue_chunk "
+                       "holds while the next request is in flight)") if held else f"execute_horizon {self.execute_horizon}"
+                problems.append((
+                    "execute_horizon",
+                    f"the policy's chunks have {chunk_rows} rows; this schedule executes {self.execute_horizon + held} of "
+                    f"each ({why}): lower execute_horizon or the delay",
+                ))
         return problems

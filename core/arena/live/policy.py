@@ -78,6 +78,8 @@ class LivePolicy(PolicyBase):
         self.max_delay = 0 if self.measured else max(execution.delay.step_values(control_hz))
         self.rows = s + (s if self.measured else self.max_delay)
         prepare(inner, self.rows)
+        if hasattr(inner, "execution_mode"):  # a client that tells its server the mode (vla-eval's EPISODE_START)
+            inner.execution_mode = "live"
         self.schedules: list[EnvSchedule] = []
         self._samplers: list[DelaySampler | None] = []
         self._latency: list[list[float]] = []
@@ -207,10 +209,13 @@ class LivePolicy(PolicyBase):
         return out
 
     def _request(
-        self, env: Any, observation: Any, due: list[int], active: list[int], delays: dict[int, int]
+        self, env: Any, observation: Any, due: list[int], active: list[int], delays: dict[int, int],
+        sent: float | None = None,
     ) -> tuple[dict[int, np.ndarray], float]:
+        """``(chunks, ms)``: ``ms`` from ``sent`` (measured: when the env sent it, so a wait
+        behind another call on the live thread counts) to the reply."""
         fields = {e: self.schedules[e].rtc_fields(delays[e]) for e in due} if self.execution.rtc else None
-        started = time.perf_counter()
+        started = time.perf_counter() if sent is None else sent
         chunks = self.source.request(env, observation, due, active, fields)
         return chunks, (time.perf_counter() - started) * 1e3
 
@@ -235,7 +240,7 @@ class LivePolicy(PolicyBase):
         delays = {e: self._estimate(e) for e in due}
         obs = copy.deepcopy(observation)  # the simulator steps on while the request is in flight
         assert self._pool is not None
-        future = self._pool.submit(self._request, env, obs, due, active, delays)
+        future = self._pool.submit(self._request, env, obs, due, active, delays, time.perf_counter())
         for e in due:
             self._waited[e] = 0
             self._pending[e] = (future, self._generation[e], self.schedules[e].steps)
