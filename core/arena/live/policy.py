@@ -87,6 +87,7 @@ class LivePolicy(PolicyBase):
         self._last: list[float] = []
         self._generation: list[int] = []
         self._waited: list[int] = []
+        self._request_steps: list[list[int]] = []  # per env, the step each request of its episode was sent at
         self._pool: ThreadPoolExecutor | None = None
         #: measured: env -> (the future of its request in flight, its episode's generation, the step it saw)
         self._pending: dict[int, tuple[Future, int, int]] = {}
@@ -125,6 +126,7 @@ class LivePolicy(PolicyBase):
         self._last = [0.0] * n
         self._generation = [0] * n
         self._waited = [0] * n
+        self._request_steps = [[] for _ in range(n)]
         self.source = ChunkSource(self.inner, self.rows)
         if self.measured:
             # one thread makes every call into the wrapped policy, in the order they were made
@@ -156,6 +158,7 @@ class LivePolicy(PolicyBase):
             self._began[e] = None
             self._generation[e] += 1
             self._waited[e] = 0
+            self._request_steps[e] = []
             self._pending.pop(e, None)  # a reply for the ended episode is dropped
 
     def set_active(self, env_ids: Sequence[int]) -> None:
@@ -182,6 +185,8 @@ class LivePolicy(PolicyBase):
             due = [e for e in active if self.schedules[e].due]
             if due:
                 delays = {e: 0 if self.schedules[e].first else self._samplers[e].next() for e in due}  # type: ignore[union-attr]
+                for e in due:
+                    self._request_steps[e].append(self.schedules[e].steps)
                 chunks, ms = self._request(env, observation, due, active, delays)
                 short: dict[int, str] = {}
                 for e in due:
@@ -244,6 +249,7 @@ class LivePolicy(PolicyBase):
         for e in due:
             self._waited[e] = 0
             self._pending[e] = (future, self._generation[e], self.schedules[e].steps)
+            self._request_steps[e].append(self.schedules[e].steps)
 
     def _estimate(self, env_id: int) -> int:
         """RTC's ``inference_delay`` for the env's next request (module docstring)."""
@@ -303,6 +309,10 @@ class LivePolicy(PolicyBase):
             fixed_delay=not self.measured and len(set(self.execution.delay.step_values(self.control_hz))) == 1,
         )
         info["live"] = live
+        reconnects = info.get("reconnects")
+        if isinstance(reconnects, dict):  # the wrapped policy counts its calls, not the env's steps
+            steps = self._request_steps[env_id]
+            reconnects["at_step"] = [steps[r] if r < len(steps) else None for r in reconnects.get("at_request", [])]
         info["metrics"] = {**dict(info.get("metrics") or {}), **metrics}
         return info
 
