@@ -39,8 +39,9 @@ def delay_sweeps(
 ) -> list[dict[str, Any]]:
     """The experiment's delay sweeps (module docstring), each ``{task, policy, hold,
     execute_horizon, clock, unit, rows}``; a row: ``run``, ``delay``, ``delay_label``, ``k``,
-    ``n``, ``success_rate``, ``ci95``, ``stale_ratio`` (the run's mean ``live_stale_ratio``)
-    and ``vs_nominal`` (the comparison with the ``d = 0`` run, ``None`` for that run or when
+    ``n``, ``success_rate``, ``ci95``, ``stale_ratio`` (the run's mean ``live_stale_ratio``),
+    ``age_mean`` and ``age_max`` (the run's means of ``live_age_mean`` and ``live_age_max``: how
+    old, in control steps, the executed actions were; ``None`` without ages) and ``vs_nominal`` (the comparison with the ``d = 0`` run, ``None`` for that run or when
     the sweep has none), Holm-adjusted within the sweep (:func:`arena.results.task_comparisons.adjust_holm`)."""
     groups: dict[tuple, list[tuple[float, str, str]]] = {}
     for name, run in runs.items():
@@ -67,9 +68,12 @@ def delay_sweeps(
                 differences = setup_differences(setups.get(name), setups.get(nominal))
                 comparison = compare_runs(name, run, nominal, runs[nominal], records_of.get(name), records_of.get(nominal),
                                           setup_differences=differences)
-            stale = ((run.get("metrics") or {}).get("live_stale_ratio") or {}).get("mean")
+            metrics = run.get("metrics") or {}
+            stale = (metrics.get("live_stale_ratio") or {}).get("mean")
             rows.append({"run": name, "delay": value, "delay_label": label, "k": run["k"], "n": run["n"],
                          "success_rate": run["success_rate"], "ci95": run["ci95"], "stale_ratio": stale,
+                         "age_mean": (metrics.get("live_age_mean") or {}).get("mean"),
+                         "age_max": (metrics.get("live_age_max") or {}).get("mean"),
                          "vs_nominal": comparison})
         compared = [r["vs_nominal"] for r in rows if r["vs_nominal"] is not None]
         note = adjust_holm(compared) if compared else None
