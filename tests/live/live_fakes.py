@@ -120,9 +120,11 @@ class TiledExpert:
 
 
 def live_records(num_envs: int, inner: PolicyBase, execution: dict[str, Any], seeds: list[int], *,
-                 max_steps: int, lengths: dict[int, int] | None = None, control_hz: float = 10.0) -> dict[int, Any]:
+                 max_steps: int, lengths: dict[int, int] | None = None, control_hz: float = 10.0,
+                 trajectories: Any = None) -> dict[int, Any]:
     """The records (``{seed: EpisodeRecord}``) of arena's real rollout driving ``inner`` live on
-    ``num_envs`` counters, one episode per seed in order (``lengths``: seeds that terminate early)."""
+    ``num_envs`` counters, one episode per seed in order (``lengths``: seeds that terminate early;
+    ``trajectories``: a directory to record each episode's trajectory file in)."""
     from arena.live.config import ExecutionConfig
     from arena.live.policy import LivePolicy
     from arena.rollout.rollout import rollout
@@ -137,9 +139,15 @@ def live_records(num_envs: int, inner: PolicyBase, execution: dict[str, Any], se
     live = LivePolicy(inner, config, hold=config.resolve_hold(Env, env.config), control_hz=control_hz)
     records: list[Any] = []
     limit = SimpleNamespace(num_episodes=len(seeds), max_episode_steps=max_steps, terminate_on_success=True)
+    recorder = None
+    if trajectories is not None:
+        from arena.config import TrajectoriesConfig
+        from arena.rollout.trajectories import TrajectoryRecorder
+
+        recorder = TrajectoryRecorder(TrajectoriesConfig(enabled=True), trajectories, run="run", task="count")
     try:
         rollout(env, live, [WorkItem("run", i, s) for i, s in enumerate(seeds)], limit,
-                on_episode_end=records.append, max_consecutive_errors=None)
+                on_episode_end=records.append, max_consecutive_errors=None, trajectories=recorder)
     finally:
         live.close()
     return {r.seed: r for r in records}

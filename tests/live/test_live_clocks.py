@@ -44,9 +44,12 @@ def _ages_of(delays: list[int], s: int, steps: int) -> list[int | None]:
     return ages[:steps]
 
 
-def test_every_executed_action_has_an_age_no_older_than_the_schedule_allows():
+def test_every_executed_action_has_an_age_no_older_than_the_schedule_allows(tmp_path):
+    from arena.rollout.trajectories import read_trajectory
+
     d, s = 2, 4
-    record = live_records(1, RowChunkPolicy(16), {"delay": {"steps": d}, "execute_horizon": s}, [7], max_steps=14)[7]
+    record = live_records(1, RowChunkPolicy(16), {"delay": {"steps": d}, "execute_horizon": s}, [7], max_steps=14,
+                          trajectories=tmp_path)[7]
     live = record.policy_extras["live"]
     # the first chunk (waited for): rows 0..3 at ages 0..3; then per cycle the previous
     # chunk's rows 4, 5 (ages 4, 5) while the request is in flight, then rows 2, 3 of the new one
@@ -54,6 +57,10 @@ def test_every_executed_action_has_an_age_no_older_than_the_schedule_allows():
     assert max(live["ages"]) <= s + d - 1
     assert live["age"] == {"mean": pytest.approx(43 / 14, abs=1e-3), "p95": 5, "max": 5, "null_steps": 0}
     assert record.metrics["live_age_mean"] == pytest.approx(43 / 14, abs=1e-3) and record.metrics["live_age_max"] == 5
+    # and beside each step's action in the episode's trajectory file
+    trajectory = read_trajectory(tmp_path / record.trajectory)
+    assert trajectory.columns["live_age"].tolist() == live["ages"] and trajectory.action[:, 0].tolist()[:8] == [
+        0, 1, 2, 3, 4, 5, 102, 103]
     null = live_records(1, RowChunkPolicy(16), {"delay": {"steps": d}, "execute_horizon": s, "hold": "null_action"},
                         [7], max_steps=8)[7].policy_extras["live"]
     assert null["ages"] == [0, 1, 2, 3, None, None, 2, 3] and null["age"]["null_steps"] == 2

@@ -309,6 +309,7 @@ class LivePolicy(PolicyBase):
             fixed_delay=not self.measured and len(set(self.execution.delay.step_values(self.control_hz))) == 1,
         )
         info["live"] = live
+        info["trajectory_columns"] = {"live_age": np.array([-1 if a is None else a for a in live["ages"]], np.int64)}
         reconnects = info.get("reconnects")
         if isinstance(reconnects, dict):  # the wrapped policy counts its calls, not the env's steps
             steps = self._request_steps[env_id]
