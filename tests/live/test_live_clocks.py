@@ -66,11 +66,14 @@ def test_every_executed_action_has_an_age_no_older_than_the_schedule_allows(tmp_
     assert null["ages"] == [0, 1, 2, 3, None, None, 2, 3] and null["age"]["null_steps"] == 2
 
 
-def test_a_chunk_shorter_than_the_schedule_is_an_error_naming_both_numbers():
+@pytest.mark.parametrize("clock", ["simulated", "measured"])
+def test_a_chunk_shorter_than_the_schedule_is_an_error_naming_both_numbers(clock):
     # delay 6, execute horizon 8, chunks of 4 rows: no row of a later chunk could ever run
-    record = live_records(1, RowChunkPolicy(4), {"delay": {"steps": 6}, "execute_horizon": 8}, [0], max_steps=40)[0]
-    assert record.outcome == "error" and record.steps == 0
-    assert "chunk of 4 rows" in record.error and "needs at least 8 (execute_horizon 8)" in record.error, record.error
+    execution = {"delay": {"steps": 6}} if clock == "simulated" else {"clock": "measured"}
+    records = live_records(2, RowChunkPolicy(4), {**execution, "execute_horizon": 8}, [0, 1], max_steps=40, control_hz=HZ)
+    for record in records.values():
+        assert record.outcome == "error" and record.steps <= 2, (record.outcome, record.steps)
+        assert "chunk of 4 rows" in record.error and "needs at least 8 (execute_horizon 8)" in record.error, record.error
 
 
 def test_a_simulated_clock_reports_no_control_rate_and_a_fixed_delay_no_interval():

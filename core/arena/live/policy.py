@@ -93,6 +93,7 @@ class LivePolicy(PolicyBase):
         self._pending: dict[int, tuple[Future, int, int]] = {}
         self._resets: dict[int, Future] = {}  # measured: env -> its wrapped policy's reset, queued
         self._tick: float | None = None
+        self._ticked = False
         self.overruns = 0
 
     # -- what the records and the plan read ----------------------------------------------------
@@ -178,9 +179,12 @@ class LivePolicy(PolicyBase):
         """
         active = self._active()
         if self.measured:
-            self._wait_for_tick()
+            if not self._ticked:  # a retry of this step (the rollout asks again after a PolicyError) waits no tick
+                self._wait_for_tick()
+                self._ticked = True
             self._collect(active)
             self._send_due(env, observation, active)
+            self._ticked = False
         else:
             due = [e for e in active if self.schedules[e].due]
             if due:
