@@ -13,7 +13,9 @@
 Hold rules (what the simulator executes while a request is in flight), declared valid per
 action space by the environment (:meth:`arena.envs.base.Environment.hold_rules_for`):
 ``continue_chunk`` executes the previous chunk's not-yet-executed rows (RTC's protocol; a
-chunk with too few rows left repeats its last row); ``repeat_last`` the last executed action
+chunk must hold ``s + d`` rows on a simulated delay, else the episode is an error; on a
+measured clock, whose delay is not known in advance, a hold past the chunk's end repeats its
+last row, counted in ``hold_past_chunk``); ``repeat_last`` the last executed action
 again (absolute position control); ``null_action`` the environment's null action
 (:meth:`~arena.envs.base.Environment.null_action_for`, delta or velocity control).
 

@@ -14,8 +14,12 @@ its end its last row, counted in ``hold_past_chunk``); ``repeat_last`` -> the la
 action; ``null_action`` -> the environment's null action, whose NaN entries keep the last
 executed value of their dimension (an absolute gripper command beside delta arm motion). The first chunk of an episode is
 waited for (the simulator starts its clock when it arrives: ``d = 0``, no hold), as RTC's
-evaluation computes the initial chunk before its loop. A new chunk with fewer than ``s``
-rows ends its cycle early (the next request comes when it runs out).
+evaluation computes the initial chunk before its loop (measured clocks: in flight like any
+other, :mod:`arena.live.policy`). A chunk with fewer than ``s`` rows (or, with
+``continue_chunk`` on a simulated delay, fewer than ``s`` plus the largest delay) is a
+:class:`ShortChunkError`: no step silently repeats a row the schedule meant to be fresh.
+Every queued action carries the step of the observation it was computed from, so each
+executed action's age is known (:attr:`EnvSchedule.ages`).
 
 :class:`DelaySampler` draws each request's simulated ``d`` from ``(seed, episode seed)``
 only, so the same seed gives the same delays on any machine, env slot or worker layout.
