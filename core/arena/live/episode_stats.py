@@ -23,7 +23,8 @@ An episode record in live mode carries (all JSON):
   ``elapsed_s``;
 - ``metrics`` (means with intervals per run, like every episode metric): ``live_stale_ratio``
   (``stale_steps / steps``), ``live_age_mean``, ``live_age_max``, ``live_delay_steps`` (mean
-  delay; not with a fixed simulated delay, which is the configuration, not a measurement),
+  delay) -- these three not with a fixed simulated delay, which makes them the configuration's
+  (every episode alike: an interval of zero width), not a measurement;
   ``live_control_hz`` (measured clock only: ``(steps - 1) / elapsed_s``, ``elapsed_s`` from
   the first step's start to the last's, the effective control rate; a simulated clock runs as
   fast as the simulator and reports none), ``live_latency_p50_ms``, ``live_latency_p95_ms``,
@@ -86,7 +87,7 @@ def episode_live(
     fixed_delay: bool = False,
 ) -> tuple[dict[str, Any], dict[str, float]]:
     """``(policy_extras["live"], metrics)`` of one episode from its :class:`~arena.live.schedule.EnvSchedule`
-    (``fixed_delay``: a simulated delay of one value, not reported as a metric)."""
+    (``fixed_delay``: a simulated delay of one value; its delay and ages are no metrics)."""
     latency = percentiles(latency_ms)
     steps = int(schedule.steps)
     age = ages_summary(schedule.ages)
@@ -100,7 +101,7 @@ def episode_live(
     metrics: dict[str, float] = {"live_stale_ratio": schedule.stale_steps / steps if steps else 0.0}
     if not fixed_delay:
         metrics["live_delay_steps"] = float(sum(schedule.delays) / len(schedule.delays)) if schedule.delays else 0.0
-    if age["mean"] is not None:
+    if age["mean"] is not None and not fixed_delay:
         metrics["live_age_mean"] = float(age["mean"])
         metrics["live_age_max"] = float(age["max"])
     if clock == "measured" and elapsed_s > 0 and steps > 1:
