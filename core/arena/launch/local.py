@@ -88,6 +88,7 @@ class LocalBackend(LaunchBackend):
     name = "local"
     Config = LocalOptions
     can_resume = True
+    always_waits = True
     options: LocalOptions  # set by LaunchBackend.__init__ from Config
 
     # -- planning ------------------------------------------------------------------------------

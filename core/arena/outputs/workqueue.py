@@ -16,8 +16,10 @@ episode runs and *finishes* it with its record. Rules, each one SQL transaction
 - :meth:`WorkQueue.release` puts an unfinished item back (a runner that stops early).
 
 ``episodes.jsonl`` stays the source every reader uses (status, resume, reports, sinks): a
-runner appends a record only after its ``finish`` won. The record stored in the queue closes
-the gap of a runner killed between the two (:meth:`WorkQueue.records`).
+runner appends a record only after its ``finish`` won. A runner killed between the two leaves
+an item done without a record; ``arena run --resume`` reloads the queue from the records, so
+it runs again then. (``finish`` may also store the record itself, :meth:`WorkQueue.records`;
+runners do not, to keep the file small.)
 
 SQLite's locking needs a file system with working POSIX locks (local disks, NFSv4, Lustre
 with ``flock``); the journal stays in ``DELETE`` mode (WAL needs shared memory, which network
@@ -80,8 +82,12 @@ class WorkQueue:
         self.clock = clock
         self.busy_timeout_s = busy_timeout_s
         self._lock = threading.Lock()  # sqlite3 connections are not shared across threads here
-        with self._transaction() as db:
+        db = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None)
+        try:  # small pages keep the file small (set before the first table is created)
+            db.execute("PRAGMA page_size = 1024")
             db.execute(_SCHEMA)
+        finally:
+            db.close()
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:

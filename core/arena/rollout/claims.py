@@ -71,8 +71,9 @@ class ClaimedItems:
                 return None
             time.sleep(self.poll_s)
 
-    def finish(self, episode_index: int, record: str) -> bool:
-        """Tell the queue the episode ended with ``record`` (a JSON line); whether it counts."""
+    def finish(self, episode_index: int, record: str | None = None) -> bool:
+        """Tell the queue the episode ended (``record``: its JSON line, stored in the queue
+        when given); whether it counts."""
         lease = self.leases.pop(episode_index, None)
         if lease is None:  # not claimed here (never happens in a rollout): count it as the queue says
             return False

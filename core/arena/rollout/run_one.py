@@ -580,7 +580,7 @@ class _Invocation:
         # signal waits until both are done, then takes effect.
         armed, self.armed = self.armed, False
         try:
-            if self.claims is not None and not self.claims.finish(record.episode_index, record.to_json()):
+            if self.claims is not None and not self.claims.finish(record.episode_index):
                 print(f"arena run-one: run {self.run.name}: episode {record.episode_index} was finished by another "
                       "runner first (this runner's lease had lapsed): its record here is dropped", file=sys.stderr)
                 return
