@@ -36,6 +36,12 @@ def load_runs(output_dir: Path, experiment: ResolvedExperiment, runs: Iterable[s
     """
     path = Path(output_dir) / QUEUE_FILE
     try:
+        try:
+            WorkQueue(path).counts()
+        except sqlite3.DatabaseError as exc:  # damaged (an OS crash while it was written): rebuilt from the records
+            if isinstance(exc, sqlite3.OperationalError):
+                raise
+            path.unlink()
         queue = WorkQueue(path)
         for name in runs:
             items = plan_work_items(experiment.runs[name])
