@@ -89,3 +89,22 @@ def test_a_runner_killed_mid_episode_leaves_its_episode_to_the_other_and_each_is
         status = _status(out, k)
         assert status["state"] == "completed", status
         assert status["episodes_total"] == len(per_dir[k])
+
+
+def test_a_runner_told_to_claim_from_a_queue_nobody_loaded_fails_and_says_so(tmp_path):
+    from rollout_fakes import RolloutTestPlugin
+
+    from arena.plugins import PluginManager
+    from arena.rollout.run_one import run_one
+
+    pm = PluginManager()
+    pm.register(RolloutTestPlugin(), "rollout-test")
+    snapshot = tmp_path / "exp.yaml"
+    snapshot.write_text(yaml.safe_dump({"runs": {"count": {
+        "environment": {"type": "counter"}, "policy": {"type": "coin_flip"}, "rollout_limit": {"num_episodes": 2},
+    }}}))
+    out = tmp_path / "out"
+    assert run_one(snapshot, "count", out, queue=True, manager=pm) == 3
+    result = json.loads((out / "count" / "run_result.json").read_text())
+    assert result["state"] == "failed" and "holds no episode of run count" in result["error"]
+    assert result["episodes"] == 0

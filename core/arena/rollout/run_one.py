@@ -400,7 +400,13 @@ class _Invocation:
             except Exception as exc:  # sqlite3.Error, a bad $ARENA_QUEUE_LEASE_S
                 todo, state, error = [], "failed", f"cannot use the work queue {self.queue_path}: {_describe(exc)}"
             else:
-                todo = todo if queue.outstanding([self.run.name]) else []
+                held = queue.counts(self.run.name)
+                if todo and not any(held.values()):  # nothing was loaded: no backend queued this run
+                    todo, state, error = [], "failed", (
+                        f"the work queue {self.queue_path} holds no episode of run {self.run.name}: the launch backend "
+                        "loads them before it starts runners with --queue (arena.launch.queueing.load_runs)")
+                else:
+                    todo = todo if queue.outstanding([self.run.name]) else []
         writer = RecordWriter(self.records_path)
         previous_handler = self._install_stop_handlers()
         try:
