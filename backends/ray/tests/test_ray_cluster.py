@@ -114,8 +114,19 @@ def test_arena_cancel_stops_every_task(cluster, tmp_path):
         wait_for(lambda: not Path(f"/proc/{pid}").exists() or Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z",
                  30, f"runner {pid} to exit")
     assert len(records(out)) < 40
+    assert _status(out)[0] == "cancelled"
     # nothing of the run is left on the cluster: its tasks ended, their CPUs are free again
     wait_for(lambda: _free_cpus(address) == 2, 30, "the tasks' CPUs to be free")
+
+
+def _status(out: Path) -> tuple[str, int, int]:
+    """What `arena status` reads for the run: state, episodes done and planned."""
+    from arena.launch.base import Submission
+    from arena_ray.backend import RayBackend
+    from arena_ray.options import RayOptions
+
+    row = RayBackend(RayOptions()).status(Submission.load(out))["count"]
+    return row["state"], row["episodes_done"], row["episodes_total"]
 
 
 def _free_cpus(address: str) -> float:
@@ -154,3 +165,4 @@ def test_a_worker_node_removed_mid_run_has_its_episodes_rerun_and_totals_equal_a
     for key in ("counts", "success_rate", "episodes_recorded"):
         assert ray_result.get(key) == local_result.get(key), key
     assert "ended" in output  # the lost task is named in the run's output
+    assert _status(out) == ("completed", episodes, episodes)

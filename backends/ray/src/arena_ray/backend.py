@@ -31,8 +31,8 @@ from rich.markup import escape
 
 from arena.errors import ConfigError, LaunchError
 from arena.launch.base import LaunchBackend, Poll, Resume, Submission
-from arena.outputs.layout import RUNNER_LOG, run_dir, work_dir
-from arena.outputs.records import LIVE_STATES, read_run_statuses
+from arena.outputs.layout import MANIFEST_FILE, RUNNER_LOG, run_dir, work_dir
+from arena.outputs.records import LIVE_STATES, read_json
 from arena.outputs.runstate import finish_after_runner, update_status
 
 from arena_ray.options import RayOptions
@@ -286,13 +286,27 @@ class RayBackend(LaunchBackend):
 
     # -- later ---------------------------------------------------------------------------------
     def status(self, submission: Submission) -> dict[str, dict[str, Any]]:
-        states = read_run_statuses(Path(submission.output_dir))
+        """Per submitted run: its state (its tasks' work directories merged), episode counts
+        from the records and the errors; live states of a submission whose ``arena run`` is
+        gone are ``failed`` (its tasks went with it)."""
+        from arena.results.run_summary import summarize_run
+
+        output_dir = Path(submission.output_dir)
+        manifest = read_json(output_dir / MANIFEST_FILE)
+        entries = manifest.get("runs", {}) if isinstance(manifest, dict) else {}
         alive = _pid_alive(submission.extra.get("pid"))
-        for st in states.values():
-            if not alive and st.get("state") in LIVE_STATES:
-                st["state"] = "failed"
-                st.setdefault("error", "the arena process that submitted the Ray tasks is gone")
-        return states
+        report: dict[str, dict[str, Any]] = {}
+        for run in submission.ids:
+            summary = summarize_run(output_dir, run, entries.get(run))
+            state, error = summary["state"], summary.get("error")
+            if not alive and state in LIVE_STATES:
+                state, error = "failed", error or "the arena process that submitted the Ray tasks is gone"
+            report[run] = {
+                "state": state, "episodes_done": summary["episodes_recorded"], "episodes_total": summary["episodes_total"],
+                "successes": summary["counts"]["success"], "errors": summary["counts"]["error"], "error": error,
+                "ray_tasks": dict(submission.ids[run]),
+            }
+        return report
 
     def prepare_resume(self, output_dir: Path, runs: list[str]) -> None:
         for run in runs:
