@@ -3,7 +3,8 @@
 
 A worker node removed mid-run: its leased episodes are run by the other node's task, every
 episode is recorded once and the totals equal a local run's. ``arena cancel``: every task's
-``arena node`` records ``cancelled`` and none is left running.
+``arena node`` records ``cancelled`` and none is left running; ``arena run --resume`` then
+runs the rest on the same cluster, each episode recorded once in all.
 """
 
 from __future__ import annotations
@@ -94,10 +95,11 @@ def shard_states(out: Path) -> list[str | None]:
     return states
 
 
-def test_arena_cancel_stops_every_task(cluster, tmp_path):
+def test_arena_cancel_stops_every_task_and_resume_finishes_the_run(cluster, tmp_path):
     address = cluster[0].address
     out = tmp_path / "out"
-    proc = start_run(experiment(tmp_path / "exp.yaml", address, 40, 0.2), out)
+    episodes = 16
+    proc = start_run(experiment(tmp_path / "exp.yaml", address, episodes, 0.15), out)
     try:
         wait_for(lambda: shard_states(out) == ["running", "running"], 120, "both tasks' runners to run")
         pids = [json.loads((out / "count" / "shards" / str(k) / "status.json").read_text())["pid"] for k in (0, 1)]
@@ -113,10 +115,17 @@ def test_arena_cancel_stops_every_task(cluster, tmp_path):
     for pid in pids:  # every runner is gone
         wait_for(lambda: not Path(f"/proc/{pid}").exists() or Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z",
                  30, f"runner {pid} to exit")
-    assert len(records(out)) < 40
+    before = len(records(out))
+    assert before < episodes
     assert _status(out)[0] == "cancelled"
     # nothing of the run is left on the cluster: its tasks ended, their CPUs are free again
     wait_for(lambda: _free_cpus(address) == 2, 30, "the tasks' CPUs to be free")
+    # the rest runs on resume: each episode recorded once in all
+    done = subprocess.run([sys.executable, "-m", "arena", "run", "--resume", str(out)], capture_output=True, text=True,
+                          timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sorted(r.episode_index for r in records(out)) == list(range(episodes))
+    assert _status(out) == ("completed", episodes, episodes)
 
 
 def _status(out: Path) -> tuple[str, int, int]:
