@@ -407,6 +407,11 @@ def run_one(
         ),
     ] = None,
     shard: Annotated[Optional[str], typer.Option("--shard", help="K/N: the work items whose index ≡ K mod N")] = None,
+    queue: Annotated[
+        bool,
+        typer.Option("--queue", help="claim the run's episodes from OUTPUT_DIR/queue.sqlite (a backend loaded it); "
+                     "with --shard, K/N only names the work directory"),
+    ] = False,
     resume: Annotated[bool, typer.Option("--resume", help="skip work items that already have a finished record")] = False,
     keep_errors: Annotated[bool, typer.Option("--keep-errors", help="with --resume: do not retry `error` episodes")] = False,
     allow_import: AllowImportOpt = None,
@@ -438,6 +443,7 @@ def run_one(
         server_port=server_port,
         server_api_key_env=server_api_key_env,
         shard=shard_t,
+        queue=queue,
         resume=resume,
         keep_errors=keep_errors,
         allow_imports=allow_import or (),
