@@ -115,14 +115,16 @@ def make_env_episodes(task: str, seeds: list[int]) -> dict[str, np.ndarray]:
     for seed in seeds:
         envs = make_env(cfg, n_envs=1, use_async_envs=False)
         vec = next(iter(next(iter(envs.values())).values()))
-        inner = vec.envs[0].unwrapped._env  # Meta-World's SawyerXYZEnv under LeRobot's MetaworldEnv
+        full: list[np.ndarray] = []  # Meta-World's raw observations, as LeRobot's env receives them
+        lerobot_env = vec.envs[0].unwrapped
+        format_raw = lerobot_env._format_raw_obs
+        lerobot_env._format_raw_obs = lambda raw, _f=format_raw, _full=full: (_full.append(np.array(raw, np.float64)), _f(raw))[1]
         obs, _ = vec.reset(seed=[seed], options={NEW_ROLLOUT_OPTION: True})
-        frames, positions, full, gains = [obs["pixels"][0]], [obs["agent_pos"][0]], [inner._last_stable_obs.copy()], []
+        frames, positions, gains = [obs["pixels"][0]], [obs["agent_pos"][0]], []
         for t in range(MAKE_ENV_STEPS):
             obs, reward, *_ = vec.step(_action(t)[None])
             frames.append(obs["pixels"][0])
             positions.append(obs["agent_pos"][0])
-            full.append(inner._last_stable_obs.copy())
             gains.append(float(np.asarray(reward).reshape(-1)[0]))
         vec.close()
         pixels.append(frames)
