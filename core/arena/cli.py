@@ -235,8 +235,8 @@ def _missing_venvs(exp) -> tuple[list[str], list[str]]:
             )
         else:
             warnings.append(
-                f"{where}; its envs run in this interpreter instead (every episode fails unless the simulator is "
-                f"installed here, and another build of it may give other episodes): create it once with `{_setup_command(venv)}`"
+                f"{where}; its envs run in this interpreter instead: unless its simulator is installed here, every "
+                f"episode will fail, and another build of it may give other episodes: create it once with `{_setup_command(venv)}`"
             )
     return refusals, warnings
 

@@ -152,6 +152,24 @@ def test_metaworld_lerobot_options_plan_the_lerobot_venv():
     assert plan_workers(MetaWorldEnvironment, MetaWorldConfig(task=TASK), 2).in_process
 
 
+def test_validate_warns_that_lerobot_options_without_the_venv_run_in_arenas_interpreter(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from arena.cli import app
+
+    monkeypatch.setenv("ARENA_VENVS", str(tmp_path / "none"))
+    experiment = tmp_path / "exp.yaml"
+    experiment.write_text(
+        "runs:\n  exact:\n    environment: {type: metaworld, task: reach-v3, scenes: lerobot}\n"
+        "    policy: {type: zero_action}\n    rollout_limit: {num_episodes: 1, max_episode_steps: 5}\n"
+    )
+    result = CliRunner().invoke(app, ["validate", str(experiment)])
+    assert result.exit_code == 0, result.output  # Meta-World is installed here: a warning
+    text = " ".join(result.output.split())
+    assert "own venv 'lerobot', which does not exist" in text and "run in this interpreter instead" in text, text
+    assert "arena lerobot setup" in text
+
+
 def test_metaworld_lerobot_camera_pose_needs_corner2():
     from arena.envs.metaworld import MetaWorldConfig
 
