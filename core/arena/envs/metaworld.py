@@ -267,11 +267,12 @@ class MetaWorldEnvironment(SerialEnvironment):
         ``scenes: lerobot``), else ``None`` (this interpreter). LeRobot's episodes need LeRobot's
         simulator build: Meta-World 3.0.0 built as LeRobot builds it resets to another state under
         MuJoCo 3.3.0 (arena's ``metaworld`` extra: Meta-World 3.1.1 pins it) than under the
-        venv's MuJoCo 3.8.1 (hand 0.16 mm, object 0.57 mm apart), so the workers of such a run
+        venv's MuJoCo 3.8.1 (hand 0.16 mm, object 0.57 mm apart: issue 53), so the workers of such a run
         run in the ``lerobot`` venv, where they are LeRobot's byte for byte. ``python`` in the
         config still wins; without the venv the envs run in this interpreter (``arena validate``
         warns, the records' ``protocol.simulators`` name the MuJoCo that ran)."""
         return LEROBOT_VENV if "lerobot" in (config.camera_pose, config.scenes) else None
+
     #: Every MuJoCo scene perturbation (:mod:`arena.envs.mujoco_perturb`): the camera is the
     #: config's ``camera``, the table its wood and frame materials, the objects the task's free
     #: bodies (reach-v3's puck, push-v3's puck, ...; none in tasks without free objects).
