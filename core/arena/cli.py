@@ -214,7 +214,7 @@ def _missing_venvs(exp) -> tuple[list[str], list[str]]:
     missing_modules: dict[str, list[str]] = {}
     for name, run_cfg in exp.runs.items():
         env_cls = run_cfg.environment_cls
-        venv = declared_venv_name(env_cls)
+        venv = declared_venv_name(env_cls, run_cfg.environment)
         if not venv or worker_python(env_cls, run_cfg.environment) is not None:
             continue
         modules = tuple(getattr(env_cls, "simulator_modules", ()))
@@ -235,8 +235,8 @@ def _missing_venvs(exp) -> tuple[list[str], list[str]]:
             )
         else:
             warnings.append(
-                f"{where}; unless its simulator is installed in this interpreter, every episode will fail: "
-                f"create it once with `{_setup_command(venv)}`"
+                f"{where}; its envs run in this interpreter instead: unless its simulator is installed here, every "
+                f"episode will fail, and another build of it may give other episodes: create it once with `{_setup_command(venv)}`"
             )
     return refusals, warnings
 
