@@ -49,6 +49,8 @@ union="$(printf '%s\n' ${have_extras//,/ } ${extras//,/ } | sed '/^$/d' | sort -
 if [ "$have_hash" != "$hash" ] || [ "$union" != "$have_extras" ]; then
   spec=".[sim${union:+,$union}]"
   # The workspace: arena-core plus every plugin and backend package of this repository.
+  # backends/ray brings `ray` itself (the core package, ~270 MB, no [default]/[client] extras:
+  # no dashboard, no client server), which its tests need for their loopback cluster.
   packages=(-e "$spec")
   for dir in plugins/*/ backends/*/; do
     [ -f "${dir}pyproject.toml" ] && packages+=(-e "${dir%/}")

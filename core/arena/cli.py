@@ -214,7 +214,7 @@ def _missing_venvs(exp) -> tuple[list[str], list[str]]:
     missing_modules: dict[str, list[str]] = {}
     for name, run_cfg in exp.runs.items():
         env_cls = run_cfg.environment_cls
-        venv = declared_venv_name(env_cls)
+        venv = declared_venv_name(env_cls, run_cfg.environment)
         if not venv or worker_python(env_cls, run_cfg.environment) is not None:
             continue
         modules = tuple(getattr(env_cls, "simulator_modules", ()))
@@ -235,8 +235,8 @@ def _missing_venvs(exp) -> tuple[list[str], list[str]]:
             )
         else:
             warnings.append(
-                f"{where}; unless its simulator is installed in this interpreter, every episode will fail: "
-                f"create it once with `{_setup_command(venv)}`"
+                f"{where}; its envs run in this interpreter instead: unless its simulator is installed here, every "
+                f"episode will fail, and another build of it may give other episodes: create it once with `{_setup_command(venv)}`"
             )
     return refusals, warnings
 
@@ -407,6 +407,11 @@ def run_one(
         ),
     ] = None,
     shard: Annotated[Optional[str], typer.Option("--shard", help="K/N: the work items whose index ≡ K mod N")] = None,
+    queue: Annotated[
+        bool,
+        typer.Option("--queue", help="claim the run's episodes from OUTPUT_DIR/queue.sqlite (a backend loaded it); "
+                     "with --shard, K/N only names the work directory"),
+    ] = False,
     resume: Annotated[bool, typer.Option("--resume", help="skip work items that already have a finished record")] = False,
     keep_errors: Annotated[bool, typer.Option("--keep-errors", help="with --resume: do not retry `error` episodes")] = False,
     allow_import: AllowImportOpt = None,
@@ -438,6 +443,7 @@ def run_one(
         server_port=server_port,
         server_api_key_env=server_api_key_env,
         shard=shard_t,
+        queue=queue,
         resume=resume,
         keep_errors=keep_errors,
         allow_imports=allow_import or (),

@@ -33,6 +33,7 @@ FOLDERS: dict[str, str] = {
     "arena-plugin-mlflow": "plugins/mlflow",
     "arena-backend-slurm": "backends/slurm",
     "arena-backend-osmo": "backends/osmo",
+    "arena-backend-ray": "backends/ray",
 }
 
 #: Whether :data:`FOLDERS`' distributions can be installed from PyPI by name: turn it on in

@@ -168,3 +168,31 @@ def test_a_venv_declared_as_a_plain_name_is_refused_saying_how_to_declare_it():
 
     with pytest.raises(ValueError, match="default_venv must be an arena.venvs.VenvSpec"):
         _plan(OldStyle, 2)
+
+
+class ModeConfig(EnvironmentConfig):
+    mode: str = "plain"
+
+
+class VenvPerMode(Environment):
+    name = "venv_per_mode"
+    success_key = "success"
+    default_venv = VenvSpec(name="plain-test")
+
+    @classmethod
+    def default_venv_for(cls, config):
+        return {"plain": cls.default_venv, "named": "other-test", "spec": VenvSpec(name="spec-test"),
+                "own": None, "bad": 3}[config.mode]
+
+
+def test_the_venv_may_depend_on_the_config():
+    """``default_venv_for``: a spec, another declaration's venv by name, or this interpreter;
+    ``python`` still wins; anything else is refused naming the method."""
+    for mode, venv in (("plain", "plain-test"), ("named", "other-test"), ("spec", "spec-test")):
+        plan = plan_workers(VenvPerMode, ModeConfig(mode=mode), 2)
+        assert (plan.venv, plan.slices) == (venv, ((0, 1),)), mode
+    assert plan_workers(VenvPerMode, ModeConfig(mode="own"), 2).in_process
+    assert plan_workers(VenvPerMode, ModeConfig(mode="named", python="/usr/bin/python3"), 2).venv is None
+    with pytest.raises(ValueError, match="default_venv_for must return"):
+        plan_workers(VenvPerMode, ModeConfig(mode="bad"), 2)
+    assert WithVenv.default_venv_for(EnvironmentConfig()) is WithVenv.default_venv

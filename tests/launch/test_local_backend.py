@@ -72,6 +72,10 @@ def test_two_runs_share_one_server_and_it_is_stopped(tmp_path):
         assert (out / run / "server.log").exists()
         assert read_json(out / run / "run_result.json")["state"] == "completed"
     assert "report:" in result.stdout
+    from arena.outputs.workqueue import WorkQueue
+
+    for run in ("a", "b"):  # the runners claimed their episodes from the work queue (the default), each once
+        assert WorkQueue(out / "queue.sqlite").claims(run) == {i: 1 for i in range(4)}
 
 
 def test_server_that_never_becomes_ready_fails_its_run_only(tmp_path):

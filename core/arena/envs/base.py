@@ -224,6 +224,24 @@ class Environment:
         return cls.envs_per_worker
 
     @classmethod
+    def default_venv_for(cls, config: EnvironmentConfig) -> Any:
+        """The benchmark venv whose interpreter runs the workers of a run with ``config`` when it
+        sets no ``python`` (:attr:`default_venv`, returned by default): an
+        :class:`arena.venvs.VenvSpec`, the name (``str``) of a venv another declaration makes
+        (a servable model's), or ``None`` for this interpreter. The worker plan asks this once,
+        when the run is validated; a named venv missing on the machine that starts the workers
+        means this interpreter there (``runner.log`` and ``arena validate`` say so).
+
+        Override it when an option needs another simulator build, e.g. Meta-World's LeRobot
+        options, whose episodes are LeRobot's only under the MuJoCo of the ``lerobot`` venv::
+
+            @classmethod
+            def default_venv_for(cls, config):
+                return "lerobot" if config.scenes == "lerobot" else cls.default_venv
+        """
+        return cls.default_venv
+
+    @classmethod
     def episode_metrics_for(cls, config: EnvironmentConfig) -> dict[str, str]:
         """The episode metrics of a run with ``config`` (see :attr:`episode_metrics`, returned by
         default), e.g. per ManiSkill task its ``info`` extras::

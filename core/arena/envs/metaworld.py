@@ -17,7 +17,10 @@ Observation (Arena layout)::
 one LeRobot's Meta-World env gives for the same physical state (plugins/lerobot/README.md,
 "lerobot-eval-exact options", states the measured difference). ``scenes: lerobot`` samples
 scenes as LeRobot 0.6's env does (the episode seed seeds the env's own generator, which draws
-the object/goal vector), so with both options the seed's episode is LeRobot's.
+the object/goal vector), so with both options the seed's episode is LeRobot's. Either option
+runs the envs in worker processes under the ``lerobot`` venv's interpreter
+(:meth:`MetaWorldEnvironment.default_venv_for`): LeRobot's MuJoCo, whose reset states and frames
+are LeRobot's byte for byte, where arena's own MuJoCo resets a fraction of a millimetre apart.
 
 Actions are ``float32 (num_envs, 4)`` in ``[-1, 1]``: end-effector xyz deltas and gripper
 effort. Meta-World never terminates an episode itself and its own 500-step limit is lifted;
@@ -125,6 +128,11 @@ _UPSIDE_DOWN_CAMERAS = frozenset({"corner", "corner2", "corner3", "corner4"})
 #: ``corner4`` is this very pose (``xyz_base.xml``: same position, quaternion and fovy 60 as
 #: ``corner2``; Meta-World 3.0.0, LeRobot's pin, has no ``corner4``).
 LEROBOT_CORNER2_POS = (0.75, 0.075, 0.7)
+
+#: The venv whose interpreter runs the workers of a run with a LeRobot option
+#: (:meth:`MetaWorldEnvironment.default_venv_for`): the ``lerobot`` model venv the LeRobot plugin
+#: declares (``arena venv setup lerobot``; LeRobot 0.6.1, Meta-World 3.0.0, MuJoCo 3.8.1).
+LEROBOT_VENV = "lerobot"
 
 #: Seed of the MT1 benchmark LeRobot's Meta-World env takes its first task from
 #: (``lerobot/envs/metaworld.py`` l.151, 0.6.1), for ``scenes: lerobot``.
@@ -252,6 +260,19 @@ class MetaWorldEnvironment(SerialEnvironment):
     @classmethod
     def null_action_for(cls, config: MetaWorldConfig) -> np.ndarray:
         return np.array([0.0, 0.0, 0.0, np.nan])
+
+    @classmethod
+    def default_venv_for(cls, config: MetaWorldConfig) -> str | None:
+        """:data:`LEROBOT_VENV` when a LeRobot option is set (``camera_pose: lerobot`` or
+        ``scenes: lerobot``), else ``None`` (this interpreter). LeRobot's episodes need LeRobot's
+        simulator build: Meta-World 3.0.0 built as LeRobot builds it resets to another state under
+        MuJoCo 3.3.0 (arena's ``metaworld`` extra: Meta-World 3.1.1 pins it) than under the
+        venv's MuJoCo 3.8.1 (hand 0.16 mm, object 0.57 mm apart: issue 53), so the workers of such a run
+        run in the ``lerobot`` venv, where they are LeRobot's byte for byte. ``python`` in the
+        config still wins; without the venv the envs run in this interpreter (``arena validate``
+        warns, the records' ``protocol.simulators`` name the MuJoCo that ran)."""
+        return LEROBOT_VENV if "lerobot" in (config.camera_pose, config.scenes) else None
+
     #: Every MuJoCo scene perturbation (:mod:`arena.envs.mujoco_perturb`): the camera is the
     #: config's ``camera``, the table its wood and frame materials, the objects the task's free
     #: bodies (reach-v3's puck, push-v3's puck, ...; none in tasks without free objects).

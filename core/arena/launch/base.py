@@ -153,6 +153,10 @@ class LaunchBackend:
     Config: ClassVar[type[BackendOptions]] = BackendOptions
     #: Whether ``submit`` accepts a :class:`Resume` (``arena run --resume``).
     can_resume: ClassVar[bool] = False
+    #: Whether ``submit`` always waits until the runs end (the process that submitted runs them:
+    #: local, Ray); ``arena run`` then reports without ``--wait`` and shows progress. Such a
+    #: backend records ``"waits": true`` and its ``"pid"`` in ``submission.extra``.
+    always_waits: ClassVar[bool] = False
 
     def __init__(self, options: BackendOptions) -> None:
         self.options = options

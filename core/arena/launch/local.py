@@ -22,7 +22,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 from rich.markup import escape
@@ -56,6 +56,11 @@ class LocalOptions(BackendOptions):
     server_restarts: int = Field(
         2, ge=0, description="times a policy server that exits while runs still need it is restarted (same port)"
     )
+    work: Literal["queue", "static"] = Field(
+        "queue",
+        description="queue: runners claim episodes from OUTPUT_DIR/queue.sqlite with a lease (arena.outputs.workqueue); "
+        "static: each runner runs its run's work items in order",
+    )
 
 
 @dataclass
@@ -83,6 +88,7 @@ class LocalBackend(LaunchBackend):
     name = "local"
     Config = LocalOptions
     can_resume = True
+    always_waits = True
     options: LocalOptions  # set by LaunchBackend.__init__ from Config
 
     # -- planning ------------------------------------------------------------------------------
@@ -125,7 +131,7 @@ class LocalBackend(LaunchBackend):
         if names:
             others = f"; then {run_names(names[1:])}, each the same command with its own --run" if len(names) > 1 else ""
             lines.append(f"# run {names[0]}{others}")
-            lines.append(command(self._invocation(output_dir, names[0]).argv()))
+            lines.append(command(self._invocation(output_dir, names[0], queue=self.options.work == "queue").argv()))
         return "\n".join(lines)
 
     def exposures(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan]) -> dict[str, Exposure]:
@@ -172,6 +178,7 @@ class LocalBackend(LaunchBackend):
         exposure: Exposure | None = None,
         key: str | None = None,
         resume: Resume | None = None,
+        queue: bool = False,
     ) -> RunOneInvocation:
         """The runner of ``run``: pointed at ``server`` when it has one (``key``: the key
         generated for it, handed over in the environment only)."""
@@ -180,6 +187,7 @@ class LocalBackend(LaunchBackend):
             output_dir / EXPERIMENT_FILE,
             run,
             output_dir,
+            queue=queue,
             resume=resume is not None,
             keep_errors=resume is not None and resume.keep_errors,
             server_host=server.host if server is not None else None,
@@ -426,7 +434,12 @@ class _Scheduler:
     def _launch_runner(self, slot: _RunSlot, server: LocalServer | None) -> None:
         inst = slot.instance
         exposure, key = (inst.exposure, self.keys.get(inst.key)) if inst is not None else (None, None)
-        invocation = self.backend._invocation(self.output_dir, slot.name, server, exposure, key, self.resume)
+        queue = self.options.work == "queue"
+        if queue:  # its episodes, claimed by its runner (one per run here; Ray nodes share them)
+            from arena.launch.queueing import load_runs
+
+            load_runs(self.output_dir, self.experiment, [slot.name], self.resume)
+        invocation = self.backend._invocation(self.output_dir, slot.name, server, exposure, key, self.resume, queue)
         env = {**os.environ, **invocation.environment()}
         argv = invocation.argv()
         slot.proc = spawn(argv, run_dir(self.output_dir, slot.name) / RUNNER_LOG, env)

@@ -117,6 +117,11 @@ class NodeSpec(BaseModel):
         "(Slurm's scancel: srun would answer a second SIGTERM by SIGKILLing run-one before it records why)",
     )
     poll_s: float = Field(0.5, gt=0, description="seconds between checks of the server and the runner")
+    queue: bool = Field(
+        False,
+        description="the runner claims the run's episodes from OUTPUT_DIR/queue.sqlite (`arena run-one --queue`), "
+        "sharing them with the runners of other nodes; --shard K/N then only names its work directory",
+    )
 
 
 def _expand(text: str) -> str:
@@ -266,7 +271,7 @@ class NodeSupervisor:
         spec = self.spec
         invocation = RunOneInvocation(
             _expand(spec.snapshot) if spec.snapshot else self.output_dir / EXPERIMENT_FILE, spec.run, self.output_dir,
-            shard=self.shard, resume=self.resume, keep_errors=self.keep_errors,
+            shard=self.shard, queue=spec.queue, resume=self.resume, keep_errors=self.keep_errors,
             server_api_key_env=spec.server_api_key_env,
         )
         argv = [*spec.arena, *invocation.args()]

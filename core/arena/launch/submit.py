@@ -154,7 +154,7 @@ def run_experiment(
     _say(console, f"experiment [bold]{escape(experiment.name)}[/]: {escape(which)} -> {escape(str(out))}")
     return _tracked(
         experiment, out, lambda: _submit_and_report(launched, servers, backend, out, wait, console, None, selected),
-        start=True, reports=backend.name == "local" or wait,
+        start=True, reports=backend.always_waits or wait,
     )
 
 
@@ -205,12 +205,12 @@ def _submit_and_report(
     except KeyboardInterrupt as stop:
         finished = _finish_report(out, console, selected)
         code = EXIT_TERMINATED if isinstance(stop, Terminated) else EXIT_INTERRUPTED
-        if backend.name == "local" and _all_completed(out, selected):
+        if backend.always_waits and _all_completed(out, selected):
             # the stop came once every run had recorded all its work (e.g. while an environment
             # was closing): the runs' states follow their records, so the experiment is complete
             _say(console, escape("stopped after every episode was recorded: the experiment is complete"))
             return finished
-        if backend.name != "local" and (out / SUBMISSION_FILE).exists():
+        if not backend.always_waits and (out / SUBMISSION_FILE).exists():
             # only the waiting stopped: the jobs keep running, and a resume now would be refused
             _say(console, escape(
                 f"stopped waiting; the {backend.name} jobs keep running: follow them with `arena status {out}`, "
@@ -220,7 +220,7 @@ def _submit_and_report(
         how = "cancelled" if isinstance(stop, Terminated) else "interrupted"
         _say(console, escape(f"{how}: finished episodes are kept; run the rest with: arena run --resume {out}"))
         return code
-    if backend.name != "local" and not wait:
+    if not backend.always_waits and not wait:
         _say(console, escape(f"submitted to {backend.name}; follow it with `arena status {out}`"))
         return EXIT_OK
     backend.collect(submission)
@@ -262,7 +262,7 @@ def _progress(backend, out: Path, runs: list[str], console, totals: dict[str, in
 
     from arena.outputs.progress import ProgressWatcher
 
-    if console is None or not (backend.name == "local" or getattr(backend, "shared_filesystem", False)):
+    if console is None or not (backend.always_waits or getattr(backend, "shared_filesystem", False)):
         return contextlib.nullcontext()
     return ProgressWatcher(out, runs, console, totals=totals, policies=policies)
 
@@ -386,7 +386,7 @@ def resume_experiment(
     resume = Resume(remaining={name: remaining[name] for name in todo}, keep_errors=keep_errors)
     return _tracked(
         sub, output_dir, lambda: _submit_and_report(sub, servers, backend, output_dir, wait, console, resume, selected),
-        start=False, reports=backend.name == "local" or wait,
+        start=False, reports=backend.always_waits or wait,
     )
 
 
@@ -429,7 +429,7 @@ def _refuse_if_running(output_dir: Path) -> None:
         submission = Submission.load(output_dir)
     except (ConfigError, LaunchError):  # no (readable) submission: nothing can be running it
         return
-    if submission.backend == "local":
+    if submission.backend == "local" or submission.extra.get("waits"):  # its submitting process runs it
         pid = submission.extra.get("pid")
         if pid and int(pid) != os.getpid():
             try:

@@ -10,5 +10,7 @@ imports nothing of theirs. Modules, one concept each:
 - :mod:`~arena.outputs.fingerprint` the protocol fingerprint on every record (what makes two runs comparable)
 - :mod:`~arena.outputs.stopping`  ``rollout_limit.stop_when``: the betting confidence sequence, decided in seed order,
   and which episodes of a stopped run count
+- :mod:`~arena.outputs.workqueue` ``WorkQueue``: episodes claimed with a lease, renewed, lapsed leases claimed
+  once more, one finish per item
 - :mod:`~arena.outputs.progress`  ``read_progress``, ``ProgressWatcher`` (live progress from the statuses)
 """

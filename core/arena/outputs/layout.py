@@ -12,6 +12,7 @@ An output directory (``arena run --output-dir``, default ``outputs/<experiment>/
                              stop_reason, runner.log, server.log, videos/, trajectories/
     <run>/shards/<K>/        shard K of a sharded run: the same files of a run
     servers/                 the local backend's server logs while its servers run
+    queue.sqlite             the work queue runners claim episodes from (:mod:`arena.outputs.workqueue`)
 
 A *work directory* is where one ``arena run-one`` invocation writes: the run's directory, or
 one shard's. Everything here is a name or a path; reading and writing the files is
@@ -36,6 +37,8 @@ PROVENANCE_FILE = "provenance.json"
 EXPERIMENT_RESULT_FILE = "experiment_result.json"
 #: The HTML report (:mod:`arena.results.report`).
 REPORT_FILE = "index.html"
+#: The work queue of every run's episodes (:class:`arena.outputs.workqueue.WorkQueue`).
+QUEUE_FILE = "queue.sqlite"
 
 #: One finished episode per line (:class:`arena.outputs.records.RecordWriter`).
 EPISODES_FILE = "episodes.jsonl"

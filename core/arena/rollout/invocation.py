@@ -63,7 +63,8 @@ class RunOneInvocation:
     """``arena run-one SNAPSHOT --run RUN --output-dir OUTPUT_DIR [flags]`` and its environment.
 
     Arguments: ``shard`` ``(K, N)`` (or the text ``K/N``: a :class:`ShellWord` in a job
-    array), ``resume`` / ``keep_errors`` (:func:`resume_args`), ``server_host`` /
+    array), ``queue`` (claim episodes from the work queue; with ``shard``, K only names the work
+    directory), ``resume`` / ``keep_errors`` (:func:`resume_args`), ``server_host`` /
     ``server_port`` / ``server_api_key_env`` (where the server a backend started listens, and
     the NAME of the variable holding its key), ``allow_imports`` (modules ``package.module:Class``
     types may import). Environment: ``server_info`` (:data:`SERVER_INFO_ENV`), ``server_task``
@@ -76,6 +77,7 @@ class RunOneInvocation:
     run: str
     output_dir: str | os.PathLike[str]
     shard: tuple[int, int] | str | None = None
+    queue: bool = False
     resume: bool = False
     keep_errors: bool = False
     server_host: str | None = None
@@ -100,6 +102,10 @@ class RunOneInvocation:
         value = self.shard if isinstance(self.shard, str) else f"{self.shard[0]}/{self.shard[1]}"
         return ["--shard", value]
 
+    def queue_args(self) -> list[str]:
+        """``--queue`` (episodes claimed from the output directory's work queue), or nothing."""
+        return ["--queue"] if self.queue else []
+
     def resume_args(self) -> list[str]:
         """``--resume [--keep-errors]`` when resuming, else nothing (``--keep-errors`` alone
         is kept: a supervised child resumes with the parent's choice)."""
@@ -123,8 +129,9 @@ class RunOneInvocation:
         return [word for module in self.allow_imports for word in ("--allow-import", module)]
 
     def args(self) -> list[str]:
-        """Every argument after ``arena``, in this order: base, shard, resume, server, imports."""
-        return [*self.base_args(), *self.shard_args(), *self.resume_args(), *self.server_args(), *self.import_args()]
+        """Every argument after ``arena``, in this order: base, shard, queue, resume, server, imports."""
+        return [*self.base_args(), *self.shard_args(), *self.queue_args(), *self.resume_args(), *self.server_args(),
+                *self.import_args()]
 
     def argv(self, python: str = sys.executable) -> list[str]:
         """A subprocess command line: ``[python, "-m", "arena", *args()]``."""

@@ -108,7 +108,10 @@ def rollout(
     Args:
         env: an :class:`arena.envs.base.Environment` (already built; not closed here).
         policy: a :class:`arena.policies.base.PolicyBase` (not started yet; not closed here).
-        items: the work items, run in order as envs become free.
+        items: the work items, run in order as envs become free; or a source that hands them
+            out one at a time, ``take(wait) -> WorkItem | None`` and ``remaining()``
+            (:class:`arena.rollout.claims.ClaimedItems`, the work queue's): asked whenever an env
+            is free, and with ``wait=True`` when none is running (``None`` then ends the rollout).
         limit: ``rollout_limit`` (``max_episode_steps``: int | None, ``terminate_on_success``).
         on_episode_end: called with each finished episode's record (write it here).
         on_progress: called with the live summary after every env step.
@@ -135,7 +138,7 @@ def rollout(
     loop = _Rollout(
         env,
         policy,
-        list(items),
+        items if hasattr(items, "take") else list(items),
         limit,
         on_episode_end=on_episode_end,
         on_progress=on_progress,
@@ -194,6 +197,19 @@ def _policy_of(policy: Any) -> dict[str, Any]:
     }
 
 
+class _ListSource:
+    """Items known up front, handed out in order."""
+
+    def __init__(self, items: Iterable[WorkItem]) -> None:
+        self.queue: deque[WorkItem] = deque(items)
+
+    def take(self, wait: bool = False) -> WorkItem | None:
+        return self.queue.popleft() if self.queue else None
+
+    def remaining(self) -> list[WorkItem]:
+        return list(self.queue)
+
+
 class _Rollout:
     def __init__(
         self, env, policy, items, limit, *, on_episode_end, on_progress, max_consecutive_errors, should_stop,
@@ -201,7 +217,7 @@ class _Rollout:
     ) -> None:
         self.env = env
         self.policy = policy
-        self.queue: deque[WorkItem] = deque(items)
+        self.source = items if hasattr(items, "take") else _ListSource(items)
         self.num_envs = int(env.num_envs)
         self.max_steps = int(getattr(limit, "max_episode_steps", None) or env.default_max_episode_steps)
         self.terminate_on_success = bool(getattr(limit, "terminate_on_success", True))
@@ -248,6 +264,9 @@ class _Rollout:
             self._start_episodes(list(range(self.num_envs)))
             while not self.stopping:
                 running = [e for e, ep in enumerate(self.active) if ep is not None]
+                if not running:  # a source may hand out more later (another runner's lapsed lease)
+                    self._start_episodes(list(range(self.num_envs)), wait=True)
+                    running = [e for e, ep in enumerate(self.active) if ep is not None]
                 if not running:
                     break
                 if self.should_stop is not None and self.should_stop():
@@ -268,7 +287,7 @@ class _Rollout:
             if self.trajectories is not None:
                 self.trajectories.close()
             if self.stopping:
-                self.summary.unfinished = [ep.item for ep in self.active if ep is not None] + list(self.queue)
+                self.summary.unfinished = [ep.item for ep in self.active if ep is not None] + self.source.remaining()
 
     def _step(self, running: list[int]) -> None:
         try:
@@ -348,14 +367,15 @@ class _Rollout:
         return None
 
     # -- episodes --------------------------------------------------------------------------
-    def _start_episodes(self, env_ids: list[int]) -> None:
-        """Give each of ``env_ids`` the next item and reset them; errors end those episodes."""
+    def _start_episodes(self, env_ids: list[int], wait: bool = False) -> None:
+        """Give each of ``env_ids`` the next item and reset them; errors end those episodes.
+        ``wait``: the first may wait for the source to have one (none is running)."""
         while env_ids and not self.stopping:
             ids: list[int] = []
             seeds: list[int] = []
             for e in env_ids:
-                if self.queue:
-                    item = self.queue.popleft()
+                item = self.source.take(wait and not ids)
+                if item is not None:
                     self.active[e] = _Episode(item, metrics=EpisodeMetrics(self.metrics) if self.metrics else None)
                     ids.append(e)
                     seeds.append(item.seed)
@@ -406,10 +426,14 @@ class _Rollout:
         episode = self.active[env_id]
         self.active[env_id] = None
         extras = _episode_extras(self.policy, env_id)
+        columns = extras.pop("trajectory_columns", None)  # per-step arrays: the trajectory's, not the record's
         env_extras = _episode_extras(self.env, env_id)
         protocol = _protocol(env_extras.pop(PROTOCOL_KEY, None), self.policy)
         video = self.recorder.end(env_id, outcome) if self.recorder is not None else None
-        trajectory = self.trajectories.end(env_id, outcome) if self.trajectories is not None else None
+        trajectory = (
+            self.trajectories.end(env_id, outcome, columns if isinstance(columns, dict) else None)
+            if self.trajectories is not None else None
+        )
         latency = extras.pop("latency", None)
         server_timing = extras.pop("server_timing", None)
         # numbers a policy measures per episode (live mode's delays, stale ratio, latency

@@ -52,7 +52,9 @@ from typing import Any
 
 from arena.envs.workers import WorkerEnvironment, build_environment
 from arena.errors import ConfigError, PluginError, unwritable
-from arena.outputs.layout import EPISODES_FILE, RUN_RESULT_FILE, STATUS_FILE, STOP_REASON_FILE, run_dir, work_dir
+from arena.outputs.layout import (
+    EPISODES_FILE, QUEUE_FILE, RUN_RESULT_FILE, STATUS_FILE, STOP_REASON_FILE, run_dir, work_dir,
+)
 from arena.outputs.records import (
     EpisodeRecord,
     RecordWriter,
@@ -110,6 +112,7 @@ def run_one(
     server_port: int | None = None,
     server_api_key_env: str | None = None,
     shard: tuple[int, int] | None = None,
+    queue: bool = False,
     resume: bool = False,
     keep_errors: bool = False,
     manager: Any = None,
@@ -122,7 +125,10 @@ def run_one(
     override a remote policy's ``remote_host`` / ``remote_port``; ``server_api_key_env`` (else
     ``$ARENA_SERVER_API_KEY_ENV``) its ``api_key_env``: the NAME of the variable holding the key
     of the server the backend started (the key itself never reaches a file). ``shard=(K, N)`` runs the
-    work items whose index is ``K`` mod ``N``. ``resume`` skips items that already have a
+    work items whose index is ``K`` mod ``N``. ``queue`` claims the run's items from
+    ``<output_dir>/queue.sqlite`` instead (:mod:`arena.rollout.claims`; a backend loaded them
+    there), each record kept only when its finish is the item's first; with ``shard`` the
+    runner shares the run with others and ``K`` only names its work directory. ``resume`` skips items that already have a
     non-error record in this invocation's ``episodes.jsonl`` (``keep_errors``: any record,
     so ``error`` episodes are not retried); without it an existing file is moved aside to
     ``episodes.jsonl.<timestamp>.bak``. ``manager`` is the plugin manager (default: the
@@ -137,7 +143,8 @@ def run_one(
         run, server, watchdog_config = loaded.run, loaded.server, loaded.watchdog
         items = plan_work_items(run)
         if shard is not None:
-            items = select_shard(items, *shard)
+            if not queue:
+                items = select_shard(items, *shard)
             if shard[1] > 1 and run.rollout_limit.stop_when is not None:
                 raise ConfigError(
                     f"run {run_name}: rollout_limit.stop_when cannot stop a sharded run (--shard {shard[0]}/{shard[1]}): "
@@ -151,7 +158,7 @@ def run_one(
         from arena.rollout.watchdog import supervise
 
         child = RunOneInvocation(
-            snapshot_path, run_name, output_dir, shard=shard, keep_errors=keep_errors, server_host=server_host,
+            snapshot_path, run_name, output_dir, shard=shard, queue=queue, keep_errors=keep_errors, server_host=server_host,
             server_port=server_port, server_api_key_env=server_api_key_env, allow_imports=tuple(allow_imports),
         )
         argv = child.argv()  # the supervisor adds --resume where a child resumes
@@ -164,6 +171,7 @@ def run_one(
         invocation = _Invocation(
             run, items, invocation_dir, run_dir(output_dir, run_name), server, shard, resume,
             keep_errors=keep_errors, task=loaded.task, notes=loaded.notes, sinks=sinks,
+            queue=Path(output_dir) / QUEUE_FILE if queue else None,
         )
         return invocation.execute()
 
@@ -303,6 +311,7 @@ class _Invocation:
         task: dict[str, Any] | None = None,
         notes: Sequence[str] = (),
         sinks: Any = None,
+        queue: Path | None = None,
     ) -> None:
         self.run = run
         self.items = items
@@ -327,6 +336,10 @@ class _Invocation:
         self.metadata: Any = None
         self.stopper: Any = None  # the rule of rollout_limit.stop_when (arena.outputs.stopping)
         self.sinks = sinks  # arena.sinks.Sinks: told of each episode and of the result
+        self.queue_path = queue  # the work queue the items are claimed from (None: self.items, in order)
+        self.claims: Any = None  # arena.rollout.claims.ClaimedItems while the rollout runs
+        # a runner sharing its run with others counts only the episodes it recorded
+        self.shared = queue is not None and shard is not None
 
     # -- main ------------------------------------------------------------------------------
     def execute(self) -> int:
@@ -359,7 +372,7 @@ class _Invocation:
             error=None,
             hostname=machine_info()["hostname"],
         )
-        self.status.progress(state="running", episodes_total=len(self.items), **self._tallies())
+        self.status.progress(**{"state": "running", "episodes_total": self._total(), **self._tallies()})
         earlier = self._earlier_stop()
         self.stopper = make_stopper(self.run.rollout_limit, self.items, self.merged, decided=earlier)
         todo = [item for item in self.items if not self._finished(item.episode_index)]
@@ -376,6 +389,24 @@ class _Invocation:
         state, error = "completed", None
         self.warnings = self._static_warnings()
         env = policy = recorder = trajectories = None
+        source: Any = todo
+        if self.queue_path is not None:
+            from arena.outputs.workqueue import WorkQueue
+            from arena.rollout.claims import ClaimedItems
+
+            try:
+                queue = WorkQueue(self.queue_path)
+                self.claims = source = ClaimedItems(queue, self.run.name)
+            except Exception as exc:  # sqlite3.Error, a bad $ARENA_QUEUE_LEASE_S
+                todo, state, error = [], "failed", f"cannot use the work queue {self.queue_path}: {_describe(exc)}"
+            else:
+                held = queue.counts(self.run.name)
+                if todo and not any(held.values()):  # nothing was loaded: no backend queued this run
+                    todo, state, error = [], "failed", (
+                        f"the work queue {self.queue_path} holds no episode of run {self.run.name}: the launch backend "
+                        "loads them before it starts runners with --queue (arena.launch.queueing.load_runs)")
+                else:
+                    todo = todo if queue.outstanding([self.run.name]) else []
         writer = RecordWriter(self.records_path)
         previous_handler = self._install_stop_handlers()
         try:
@@ -421,7 +452,7 @@ class _Invocation:
                     summary = rollout(
                         env,
                         policy,
-                        todo,
+                        source,
                         self.run.rollout_limit,
                         on_episode_end=lambda record: self._episode_end(writer, record),
                         on_progress=self._progress,
@@ -443,6 +474,8 @@ class _Invocation:
             state, error = "failed", f"run failed: {_describe(exc)}"
         finally:
             self.armed = False
+            if self.claims is not None:  # unfinished claims go back to the queue for others
+                self.claims.close()
             if policy is not None:
                 try:
                     self.metadata = policy.server_metadata()
@@ -465,7 +498,12 @@ class _Invocation:
                     state, error = "failed", reason or time_limit_error(len(self.merged), len(self.items), self.run_dir.parent)
             elif self.cancel_requested and not complete:
                 state, error = "cancelled", "cancelled by signal"
-            return self._finish(state, error, started_at)
+            code = self._finish(state, error, started_at)
+            if self.shared and state == "completed":  # a dead runner's directory follows the records
+                from arena.outputs.completion import complete_recorded_run
+
+                complete_recorded_run(self.run_dir.parent, self.run.name)
+            return code
         finally:  # a SIGTERM while the result is written only marks the run cancelled
             self._restore_stop_handlers(previous_handler)
 
@@ -529,19 +567,29 @@ class _Invocation:
             return True
         return all(i in self.recorded_now or self._finished(i) for i in self.indices)
 
+    def _total(self) -> int:
+        """The episodes this work directory owes: the run's (or shard's) items; a runner sharing
+        a run through the queue, those it recorded."""
+        return len(self.merged) if self.shared else len(self.items)
+
     def _finished(self, index: int) -> bool:
         record = self.merged.get(index)
         return record is not None and (self.keep_errors or record.outcome != "error")
 
     def _tallies(self) -> dict[str, int]:
         counts = count_outcomes(self.merged.values())
-        return {"episodes_done": len(self.merged), "successes": counts["success"], "errors": counts["error"]}
+        tallies = {"episodes_done": len(self.merged), "successes": counts["success"], "errors": counts["error"]}
+        return {**tallies, "episodes_total": len(self.merged)} if self.shared else tallies
 
     def _episode_end(self, writer: RecordWriter, record: EpisodeRecord) -> None:
         # A record on disk is also counted in memory (run_result.json, status.json): a stop
         # signal waits until both are done, then takes effect.
         armed, self.armed = self.armed, False
         try:
+            if self.claims is not None and not self.claims.finish(record.episode_index):
+                print(f"arena run-one: run {self.run.name}: episode {record.episode_index} was finished by another "
+                      "runner first (this runner's lease had lapsed): its record here is dropped", file=sys.stderr)
+                return
             writer.write(record)
             self.recorded_now.add(record.episode_index)
             current = self.merged.get(record.episode_index)
@@ -575,7 +623,7 @@ class _Invocation:
             error=error,
             server=self.server,
             records=records,
-            episodes_total=len(self.items),
+            episodes_total=self._total(),
             started_at=started_at,
             shard=self.shard,
             machine=machine_info(),

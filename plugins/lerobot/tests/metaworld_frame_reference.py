@@ -11,7 +11,9 @@ fixed action sequence so the arm and gripper are away from their start. OUT.npz 
 ``pixels`` (uint8 (480, 480, 3): the observation's image, flipped as LeRobot flips it),
 ``arena_pixels`` (arena's frame, same shape), the state (:data:`STATE`: float64 arrays of
 MuJoCo's data, with the sites Meta-World places by hand, e.g. reach's goal) and ``cam_pos``,
-``cam_quat``, ``cam_fovy`` of LeRobot's ``corner2``, and ``episodes``: :func:`same_episodes`.
+``cam_quat``, ``cam_fovy`` of LeRobot's ``corner2``, ``episodes``: :func:`same_episodes`, and
+``make_env_*``: :func:`make_env_episodes` of seeds SEED and SEED + 1 (LeRobot's env as
+``lerobot-eval`` makes it, to compare with arena's ``metaworld`` run from arena's interpreter).
 """
 
 from __future__ import annotations
@@ -91,6 +93,49 @@ def same_episodes(task: str, seeds: list[int], steps: int) -> np.ndarray:
     return equal
 
 
+#: Steps of :func:`make_env_episodes` after the reset (its frames, states and rewards are recorded).
+MAKE_ENV_STEPS = 2
+
+
+def make_env_episodes(task: str, seeds: list[int]) -> dict[str, np.ndarray]:
+    """LeRobot's own Meta-World env as ``lerobot-eval`` 0.6.1 builds and resets it
+    (``make_env_config("metaworld", task=...)``, ``make_env(cfg, n_envs=1, use_async_envs=False)``,
+    ``reset(seed=[s], options={NEW_ROLLOUT_OPTION: True})``), one env per seed, each reset once and
+    stepped :data:`MAKE_ENV_STEPS` times with ``float32`` :func:`_action` rows. Returns
+    ``make_env_pixels`` uint8 (seeds, 1 + steps, 480, 480, 3), ``make_env_agent_pos`` float64
+    (seeds, 1 + steps, 4), ``make_env_obs`` float64 (seeds, 1 + steps, 39) (Meta-World's own
+    observation, which arena's ``policy/state`` is), ``make_env_rewards`` float64 (seeds, steps)
+    and ``make_env_mujoco``, the MuJoCo version that ran."""
+    import mujoco
+    from lerobot.envs.factory import make_env, make_env_config
+    from lerobot.envs.utils import NEW_ROLLOUT_OPTION
+
+    cfg = make_env_config("metaworld", task=f"metaworld-{task}")
+    pixels, agent_pos, states, rewards = [], [], [], []
+    for seed in seeds:
+        envs = make_env(cfg, n_envs=1, use_async_envs=False)
+        vec = next(iter(next(iter(envs.values())).values()))
+        full: list[np.ndarray] = []  # Meta-World's raw observations, as LeRobot's env receives them
+        lerobot_env = vec.envs[0].unwrapped
+        format_raw = lerobot_env._format_raw_obs
+        lerobot_env._format_raw_obs = lambda raw, _f=format_raw, _full=full: (_full.append(np.array(raw, np.float64)), _f(raw))[1]
+        obs, _ = vec.reset(seed=[seed], options={NEW_ROLLOUT_OPTION: True})
+        frames, positions, gains = [obs["pixels"][0]], [obs["agent_pos"][0]], []
+        for t in range(MAKE_ENV_STEPS):
+            obs, reward, *_ = vec.step(_action(t)[None])
+            frames.append(obs["pixels"][0])
+            positions.append(obs["agent_pos"][0])
+            gains.append(float(np.asarray(reward).reshape(-1)[0]))
+        vec.close()
+        pixels.append(frames)
+        agent_pos.append(positions)
+        states.append(full)
+        rewards.append(gains)
+    return {"make_env_pixels": np.asarray(pixels, np.uint8), "make_env_agent_pos": np.asarray(agent_pos, np.float64),
+            "make_env_obs": np.asarray(states, np.float64), "make_env_rewards": np.asarray(rewards, np.float64),
+            "make_env_mujoco": np.asarray(mujoco.__version__)}
+
+
 def main(task: str, seed: int, steps: int, out: str) -> None:
     from lerobot.envs.metaworld import MetaworldEnv
 
@@ -103,7 +148,8 @@ def main(task: str, seed: int, steps: int, out: str) -> None:
     camera = env._env.model.camera("corner2")
     arena = arena_frame(task, state, camera="corner2", camera_pose="lerobot")
     np.savez(out, pixels=np.asarray(obs["pixels"]), arena_pixels=arena, cam_pos=camera.pos, cam_quat=camera.quat,
-             cam_fovy=camera.fovy, episodes=same_episodes(task, [seed, seed + 1], 3), **state)
+             cam_fovy=camera.fovy, episodes=same_episodes(task, [seed, seed + 1], 3), **state,
+             **make_env_episodes(task, [seed, seed + 1]))
     env.close()
 
 

@@ -9,9 +9,12 @@ episode, with one env and two (two runs of one experiment); and on lerobot-env-s
 ``arena run`` (environment ``lerobot_env`` in the lerobot venv's env workers, ``lerobot_remote``
 served by ``arena serve lerobot``, seed 1000) with one env and with two env workers. Per
 episode the seed, every action, the length, success, ``sum_reward`` (the record's ``return``)
-and ``max_reward`` (the ``reward`` metric) must be equal. The server answers one request at a
-time (``--max-batch-size 1``): a batched forward pass may round the last bit differently, which
-PushT's physics then amplifies; test_serving.py covers batching.
+and ``max_reward`` (the ``reward`` metric) must be equal. The policy runs in the reference-exact
+serving mode (``reference_exact: true``: the server answers one request per forward pass on one
+torch thread, as the reference computes with ``OMP_NUM_THREADS=1``; arena's own processes get no
+thread setting): a batched forward pass, or one split over another number of threads, may round
+the last float32 bit differently, which PushT's contacts then amplify (README, "Reference-exact
+serving"); test_serving.py covers batching.
 
 Needs the ``lerobot`` venv (skipped without it, failed under CI).
 """
@@ -121,10 +124,10 @@ def _check_equal(
     """``arena run`` of ``env_config`` against the reference episodes: one run ``bridge`` of
     ``num_envs`` envs, or (a tuple) one run ``bridge_<n>`` per count, in one experiment."""
     checkpoint, expected = reference
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)  # the mode pins the server's threads itself
     counts = {"bridge": num_envs} if isinstance(num_envs, int) else {f"bridge_{n}": n for n in num_envs}
     limit = {"num_episodes": EPISODES} | ({"max_episode_steps": max_episode_steps} if max_episode_steps else {})
-    policy = {"type": "lerobot_remote", "policy_path": str(checkpoint), "device": "cpu", "max_batch_size": 1}
+    policy = {"type": "lerobot_remote", "policy_path": str(checkpoint), "device": "cpu", "reference_exact": True}
     experiment = {
         "runs": {
             name: {
@@ -164,5 +167,13 @@ def _check_run(outcome, run: str, env_config: dict, expected: list[dict], lerobo
         )
     first = records[0]
     assert first["protocol"]["benchmark"] == f"lerobot_env:{env_config['type']}"
+    result = json.loads((outcome.output_dir / run / "run_result.json").read_text())
+    assert result["model"]["server_metadata"]["torch_threads"] == 1, run  # reference_exact pinned the server
+    # the recorded sizes are the frames' (PushT: 96x96, where LeRobot's config says 384)
+    frames = read_trajectory(outcome.output_dir / run / first["trajectory"]).observations.get("camera_obs", {})
+    assert first["protocol"]["frame_shapes"] == {name: list(f.shape[1:3]) for name, f in frames.items()}, run
+    config = first["protocol"]["env_config"]
+    if "observation_height" in config:
+        assert [[config["observation_height"], config["observation_width"]]] == [list(f.shape[1:3]) for f in frames.values()]
     if "episode_length" in env_config:
         assert first["protocol"]["env_config"]["episode_length"] == env_config["episode_length"]

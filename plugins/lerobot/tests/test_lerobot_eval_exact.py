@@ -95,6 +95,81 @@ def test_metaworld_lerobot_options_give_lerobots_episodes(lerobot_frame):
     np.testing.assert_array_equal(lerobot_frame["episodes"], [True, True])
 
 
+@pytest.mark.slow
+def test_metaworld_lerobot_options_run_lerobots_make_env_episodes_from_arenas_interpreter(lerobot_frame):
+    """As ``arena run`` builds it in arena's own interpreter, ``metaworld`` with ``camera_pose:
+    lerobot, scenes: lerobot, image_size: 480`` plans its workers in the ``lerobot`` venv
+    (``default_venv_for``) and gives, byte for byte, what LeRobot's ``make_env`` env gives as
+    ``lerobot-eval`` resets it (``metaworld_frame_reference.make_env_episodes``): per seed (in
+    reversed slots of one batch of two) the reset frame, the 39-dim state, then two steps'
+    frames, states and rewards. In arena's interpreter (MuJoCo 3.3.0) the same reset puts the
+    hand 0.16 mm and the object 0.57 mm elsewhere (16.5k pixels of the first frame differ)."""
+    from metaworld_frame_reference import MAKE_ENV_STEPS, _action
+
+    from arena.envs.metaworld import MetaWorldConfig, MetaWorldEnvironment
+    from arena.envs.workers import build_environment, plan_workers
+
+    config = MetaWorldConfig(task=TASK, camera="corner2", camera_pose="lerobot", scenes="lerobot", image_size=480,
+                             cameras=True)
+    plan = plan_workers(MetaWorldEnvironment, config, 2)
+    assert plan.venv == "lerobot" and len(plan.slices) == 1, plan
+    env = build_environment(MetaWorldEnvironment, config, num_envs=2, plan=plan)
+    try:
+        ran = env.episode_info(0)["protocol"]["simulators"]["mujoco"]
+        assert ran == str(lerobot_frame["make_env_mujoco"])  # the records name LeRobot's MuJoCo
+        slots = [1, 0]  # seed SEED in slot 1, SEED + 1 in slot 0
+        obs = env.reset_envs(slots, [SEED, SEED + 1])
+        pixels, states, rewards = [obs["camera_obs"]["corner2"]], [obs["policy"]["state"]], []
+        for t in range(MAKE_ENV_STEPS):
+            obs, reward, *_ = env.step(np.stack([_action(t)] * 2))
+            pixels.append(obs["camera_obs"]["corner2"])
+            states.append(obs["policy"]["state"])
+            rewards.append(reward)
+    finally:
+        env.close()
+    for i, slot in enumerate(slots):
+        where = f"seed {SEED + i}"
+        np.testing.assert_array_equal(np.stack([p[slot] for p in pixels]), lerobot_frame["make_env_pixels"][i], err_msg=where)
+        ours = np.stack([s[slot] for s in states])
+        np.testing.assert_array_equal(ours, lerobot_frame["make_env_obs"][i], err_msg=where)
+        np.testing.assert_array_equal(ours[:, :4], lerobot_frame["make_env_agent_pos"][i], err_msg=where)
+        np.testing.assert_array_equal([r[slot] for r in rewards], lerobot_frame["make_env_rewards"][i], err_msg=where)
+    assert not np.array_equal(lerobot_frame["make_env_obs"][0], lerobot_frame["make_env_obs"][1])  # two scenes
+
+
+def test_metaworld_lerobot_options_plan_the_lerobot_venv():
+    """Either LeRobot option puts the workers in the ``lerobot`` venv (at least one worker);
+    ``python`` still wins, and without an option the envs stay in-process."""
+    from arena.envs.metaworld import MetaWorldConfig, MetaWorldEnvironment
+    from arena.envs.workers import plan_workers
+
+    for options in ({"camera": "corner2", "camera_pose": "lerobot"}, {"scenes": "lerobot"}):
+        plan = plan_workers(MetaWorldEnvironment, MetaWorldConfig(task=TASK, **options), 3)
+        assert (plan.venv, plan.slices) == ("lerobot", ((0, 1, 2),)), options
+        assert plan_workers(MetaWorldEnvironment, MetaWorldConfig(task=TASK, workers=3, **options), 3).venv == "lerobot"
+    own = plan_workers(MetaWorldEnvironment, MetaWorldConfig(task=TASK, scenes="lerobot", python="/usr/bin/python3"), 2)
+    assert (own.venv, own.python) == (None, "/usr/bin/python3")
+    assert plan_workers(MetaWorldEnvironment, MetaWorldConfig(task=TASK), 2).in_process
+
+
+def test_validate_warns_that_lerobot_options_without_the_venv_run_in_arenas_interpreter(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from arena.cli import app
+
+    monkeypatch.setenv("ARENA_VENVS", str(tmp_path / "none"))
+    experiment = tmp_path / "exp.yaml"
+    experiment.write_text(
+        "runs:\n  exact:\n    environment: {type: metaworld, task: reach-v3, scenes: lerobot}\n"
+        "    policy: {type: zero_action}\n    rollout_limit: {num_episodes: 1, max_episode_steps: 5}\n"
+    )
+    result = CliRunner().invoke(app, ["validate", str(experiment)])
+    assert result.exit_code == 0, result.output  # Meta-World is installed here: a warning
+    text = " ".join(result.output.split())
+    assert "own venv 'lerobot', which does not exist" in text and "run in this interpreter instead" in text, text
+    assert "arena lerobot setup" in text
+
+
 def test_metaworld_lerobot_camera_pose_needs_corner2():
     from arena.envs.metaworld import MetaWorldConfig
 

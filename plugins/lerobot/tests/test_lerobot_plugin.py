@@ -125,3 +125,24 @@ def test_lerobot_env_pusht_bounds_reach_the_run_and_return_intervals(tmp_path):
     assert reward["method"] == "betting-bounded-mean" and 0.0 <= reward["ci_low"] < reward["ci_high"] <= 1.0
     returns = with_returns(result, tmp_path / "pusht")["returns"]
     assert returns["method"] == "student-t-clipped" and returns["ci_low"] == 0.0 < returns["ci_high"]
+
+
+def test_reference_exact_serves_one_request_per_pass_on_pinned_threads():
+    """``reference_exact: true``: ``--max-batch-size 1``, ``-o torch_threads=1`` and
+    ``OMP_NUM_THREADS=1`` for the server; ``torch_threads`` picks another count; a batch size
+    above 1 contradicts it."""
+    from pydantic import ValidationError
+
+    from arena_lerobot.policy import LeRobotRemoteConfig
+
+    make = get_registry().server_tasks["lerobot_remote"]
+    exact = make(LeRobotRemoteConfig(policy_path="/ckpt", reference_exact=True))
+    assert exact.local_command[-2:] == ["--max-batch-size", "1"] and "torch_threads=1" in exact.local_command
+    assert exact.env == {"OMP_NUM_THREADS": "1"}
+    four = make(LeRobotRemoteConfig(policy_path="/ckpt", reference_exact=True, torch_threads=4))
+    assert "torch_threads=4" in four.command and four.env == {"OMP_NUM_THREADS": "4"}
+    plain = make(LeRobotRemoteConfig(policy_path="/ckpt"))
+    assert "--max-batch-size" not in plain.local_command and not any("torch_threads" in a for a in plain.command)
+    assert plain.env == {}
+    with pytest.raises(ValidationError, match="max_batch_size 2 contradicts"):
+        LeRobotRemoteConfig(policy_path="/ckpt", reference_exact=True, max_batch_size=2)

@@ -2,7 +2,8 @@
 
 :func:`plan_workers` turns an environment config's ``workers`` and ``python`` keys, the run's
 ``num_envs`` and the class's declarations (:attr:`Environment.envs_per_worker`,
-:attr:`Environment.default_venv`) into a :class:`WorkerPlan`. The config loader makes the plan
+:attr:`Environment.default_venv`, or :meth:`Environment.default_venv_for` when it depends on
+the config) into a :class:`WorkerPlan`. The config loader makes the plan
 once per run and keeps it on the resolved run (``ResolvedRun.worker_plan``), so an impossible
 combination fails at ``arena validate`` (exit 2), before anything starts, and ``arena run-one``
 builds the environment from that plan (:func:`arena.envs.workers.build_environment`).
@@ -94,7 +95,7 @@ def worker_python(env_cls: type[Environment], config: EnvironmentConfig) -> str 
     ``arena validate`` warns about; planning never asks the disk)."""
     if config.python:
         return str(os.path.expanduser(config.python))
-    venv = declared_venv_name(env_cls)
+    venv = declared_venv_name(env_cls, config)
     if venv:
         from arena.venvs import venv_python
 
@@ -104,16 +105,28 @@ def worker_python(env_cls: type[Environment], config: EnvironmentConfig) -> str 
     return None
 
 
-def declared_venv_name(env_cls: type[Environment]) -> str | None:
-    """The name of the benchmark venv the class declares (``default_venv``), or ``None``.
+def declared_venv_name(env_cls: type[Environment], config: EnvironmentConfig | None = None) -> str | None:
+    """The name of the benchmark venv whose interpreter runs the class's workers, or ``None``:
+    with ``config``, the class's answer for it (:meth:`Environment.default_venv_for`: a
+    :class:`arena.venvs.VenvSpec` or a venv's name); without, its ``default_venv``.
 
     Raises:
         ValueError: ``default_venv`` is not an :class:`arena.venvs.VenvSpec` (a plain name, as
-            plugins wrote it before venvs were declared, says how to declare it).
+            plugins wrote it before venvs were declared, says how to declare it), or
+            ``default_venv_for`` answered something other than a spec, a name or ``None``.
     """
-    from arena.venvs import VenvError, declared_venv
+    from arena.venvs import VenvError, VenvSpec, declared_venv
 
-    try:
+    decide = getattr(env_cls, "default_venv_for", None)
+    chosen = decide(config) if config is not None and callable(decide) else getattr(env_cls, "default_venv", None)
+    if chosen is not getattr(env_cls, "default_venv", None):  # a per-config answer: a spec or a name
+        if chosen is None or isinstance(chosen, str):
+            return chosen or None
+        if isinstance(chosen, VenvSpec):
+            return chosen.name
+        name = getattr(env_cls, "__qualname__", repr(env_cls))
+        raise ValueError(f"{name}.default_venv_for must return an arena.venvs.VenvSpec, a venv name or None; got {chosen!r}")
+    try:  # the class's own declaration, checked as one
         spec = declared_venv(env_cls)
     except VenvError as exc:
         raise ValueError(str(exc)) from None
@@ -144,7 +157,7 @@ def plan_workers(env_cls: type[Environment], config: EnvironmentConfig, num_envs
         raise ValueError(f"environment '{name}' says its envs spread as {split!r}; expected any, one or all")
     count = min(num_envs, usable_cores()) if asked == "auto" else min(int(asked), num_envs)
     python = str(os.path.expanduser(config.python)) if config.python else None
-    venv = None if python else declared_venv_name(env_cls)
+    venv = None if python else declared_venv_name(env_cls, config)
     if python is not None or venv is not None:
         count = max(count, 1)
     if split == "all":

@@ -389,8 +389,11 @@ class LeRobotMetaWorldAdapter(LeRobotAdapter):
     (``np.flip(image, (0, 1))``); arena's ``metaworld`` environment with ``camera: corner2``,
     ``upright: true`` (its default) and ``image_size: 480`` renders the same rotation, so the
     image is sent as it arrives. LeRobot also moves ``corner2`` to ``cam_pos = [0.75, 0.075,
-    0.7]``, which arena's environment does not: its frames show the scene from Meta-World's
-    own ``corner2`` position.
+    0.7]`` (``lerobot/envs/metaworld.py`` l.154-155, 0.6.1): arena's environment does too with
+    ``camera_pose: lerobot`` (without it, its frames show the scene from Meta-World's own
+    ``corner2`` position), and ``scenes: lerobot`` gives a seed LeRobot's scene; with both, the
+    environment's workers run in the ``lerobot`` venv and its frames and states are LeRobot's byte
+    for byte (plugins/lerobot/README.md, "lerobot-eval-exact options of arena's own environments").
 
     ``environment_state=True`` adds Meta-World's full 39-dim observation (hand, gripper, both
     objects' poses, previous frame, goal) as ``observation.environment_state``, the key

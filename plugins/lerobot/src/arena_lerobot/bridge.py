@@ -348,22 +348,41 @@ class LeRobotEnvironment(SerialEnvironment):
 
     def protocol(self) -> dict[str, Any]:
         """The protocol fingerprint: LeRobot's and the simulators' versions, the env config
-        (every field, as LeRobot resolved it), suite, task id and the step limit."""
+        (every field, as LeRobot resolved it, but ``observation_height`` / ``observation_width``:
+        the frames' real size, see :meth:`frame_shapes`), ``frame_shapes``, suite, task id and
+        the step limit."""
         try:
             resolved = json.loads(json.dumps(dataclasses.asdict(self.env_config), default=str))
         except TypeError:
             resolved = dict(self.config.env)
+        shapes = self.frame_shapes()
+        if {"observation_height", "observation_width"} & set(resolved):
+            # LeRobot's pusht / aloha configs never pass them to the env (gym-pusht renders 96x96
+            # whatever they say, 384 by default): recorded as what the frames are
+            sizes = {tuple(shape) for shape in shapes.values()}
+            if len(sizes) == 1:
+                resolved["observation_height"], resolved["observation_width"] = sizes.pop()
+            else:  # no camera, or cameras of several sizes: frame_shapes says it
+                resolved.pop("observation_height", None)
+                resolved.pop("observation_width", None)
         return {
             "benchmark": f"lerobot_env:{self.config.env['type']}",
             "suite": str(self.suite),
             "task_id": self.task_id,
             "simulators": package_versions(PACKAGES),
             "env_config": resolved,
+            "frame_shapes": shapes,
             **({PLUGIN_KEY: self.config.env[PLUGIN_KEY]} if PLUGIN_KEY in self.config.env else {}),
             "init_state_source": "the LeRobot env's reset(seed) (as lerobot-eval)",
             "max_episode_steps": self.default_max_episode_steps,
             "action_dtype": "float32",
         }
+
+    def frame_shapes(self) -> dict[str, list[int]]:
+        """``{feature name: [height, width]}`` of the camera frames the env returns (its last
+        observation's; ``{}`` for a state-only env)."""
+        cameras = lerobot_observation(self._obs[0])["camera_obs"] if self._obs and self._obs[0] else {}
+        return {name: [int(image.shape[0]), int(image.shape[1])] for name, image in cameras.items()}
 
     def _release(self) -> None:
         for vec in self._vecs:

@@ -44,7 +44,9 @@ the machine has network), ``device`` (``auto``: CUDA when present, else CPU), ``
 (override the checkpoint's), ``seed``, ``max_states`` (per-env states kept, least recently used
 dropped first, :data:`DEFAULT_MAX_STATES`; an env whose state was dropped mid-episode restarts
 it, and that request's reply carries ``state_restarted: true``), ``rename_map`` (lerobot-eval's
-``--rename_map``), ``allow_missing_stats``.
+``--rename_map``), ``allow_missing_stats``, ``torch_threads`` (``torch.set_num_threads`` before
+loading: CPU results are bit-reproducible only at one thread count, and equal ``lerobot-eval``'s
+only at its count; ``metadata()["torch_threads"]`` reports the count in force).
 """
 
 from __future__ import annotations
@@ -93,6 +95,13 @@ def checkpoint_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _torch_threads() -> int:
+    """torch's intra-op thread count in this process (what a CPU forward pass splits its sums over)."""
+    import torch
+
+    return int(torch.get_num_threads())
+
+
 def serving_mode(config: Any) -> str:
     """``"chunk"`` or ``"step"`` for a LeRobot policy config (module docstring)."""
     if config.type == "act" and getattr(config, "temporal_ensemble_coeff", None) is None:
@@ -131,6 +140,7 @@ class LeRobotModel:
         max_states: int = DEFAULT_MAX_STATES,
         rename_map: dict[str, str] | None = None,
         allow_missing_stats: bool = False,
+        torch_threads: int | None = None,
     ) -> None:
         if not policy_path:
             raise ConfigError("arena serve lerobot needs -o policy_path=DIR (a LeRobot pretrained_model directory or Hub id)")
@@ -147,6 +157,9 @@ class LeRobotModel:
             raise ConfigError(f"rename_map must map feature names to feature names, e.g. {{observation.images.top: observation.images.cam_high}}; got {rename_map!r}")
         self.rename_map: dict[str, str] = dict(rename_map or {})
         self.allow_missing_stats = bool(allow_missing_stats)
+        self.torch_threads = None if torch_threads is None else int(torch_threads)
+        if self.torch_threads is not None and self.torch_threads < 1:
+            raise ConfigError(f"torch_threads must be >= 1, got {torch_threads}")
         #: What the server's log, every connection's metadata and the run's warnings carry.
         self.warnings: list[str] = []
         self.stats_report: dict[str, list[str]] = {"missing": [], "found": []}
@@ -187,6 +200,8 @@ class LeRobotModel:
                 path = Path(snapshot_download(self.policy_path))
             except Exception as exc:  # noqa: BLE001 - any failure means: not a usable checkpoint
                 raise ConfigError(f"policy_path {self.policy_path!r} is not a directory and not a reachable Hub id: {exc}") from None
+        if self.torch_threads is not None:  # before any kernel runs: a GEMM's sums depend on how many threads split it
+            torch.set_num_threads(self.torch_threads)
         self.device = ("cuda" if torch.cuda.is_available() else "cpu") if self.device_option == "auto" else self.device_option
         # lerobot-eval 0.6 (scripts/lerobot_eval.py, eval_main): the config from the checkpoint,
         # make_policy -> policy_cls.from_pretrained(path, config=cfg), then the saved processor
@@ -252,6 +267,7 @@ class LeRobotModel:
             "policy_path": self.policy_path,
             "checkpoint_sha256": self.checkpoint_hash,
             "device": self.device,
+            "torch_threads": _torch_threads(),
             "input_features": features(config.input_features),
             "output_features": features(config.output_features),
             "serving": self.mode,

@@ -16,7 +16,7 @@ import threading
 import uuid
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, model_validator
 
 from arena.errors import PolicyError
 from arena.policies.chunks import ChunkBroker
@@ -71,7 +71,38 @@ class LeRobotRemoteConfig(RemotePolicyConfig):
     max_batch_size: int | None = Field(
         None, ge=1, description="the server's --max-batch-size (1: one request per forward pass); null: the server's default"
     )
+    torch_threads: int | None = Field(
+        None, ge=1, description="the server's torch threads (-o torch_threads=, and OMP_NUM_THREADS); null: torch's default "
+        "(reference_exact: 1)"
+    )
+    reference_exact: bool = Field(
+        False,
+        description="serve as lerobot-eval --eval.batch_size=1 computes, bit for bit: one request per forward pass "
+        "(max_batch_size 1) and the server's torch threads pinned (torch_threads, default 1: run lerobot-eval with "
+        "OMP_NUM_THREADS=1 to compare); false: batched serving, equal to the last float32 bits or so (README, "
+        "'Reference-exact serving')",
+    )
     first_request_timeout_s: float = Field(300.0, gt=0, description="seconds for the first inference (weights load first)")
+
+    @model_validator(mode="after")
+    def _exact_means_batch_one(self) -> "LeRobotRemoteConfig":
+        if self.reference_exact and self.max_batch_size not in (None, 1):
+            raise ValueError(
+                f"reference_exact serves one request per forward pass (lerobot-eval's batch size 1); "
+                f"max_batch_size {self.max_batch_size} contradicts it: drop one of the two"
+            )
+        return self
+
+    def server_batch_size(self) -> int | None:
+        """The server's ``--max-batch-size``: 1 when :attr:`reference_exact`, else :attr:`max_batch_size`."""
+        return 1 if self.reference_exact else self.max_batch_size
+
+    def server_torch_threads(self) -> int | None:
+        """The server's torch thread count: :attr:`torch_threads`, else 1 when
+        :attr:`reference_exact`, else ``None`` (torch's default)."""
+        if self.torch_threads is not None:
+            return self.torch_threads
+        return 1 if self.reference_exact else None
 
 
 class LeRobotRemotePolicy(RemoteChunkReplayPolicy):
@@ -126,6 +157,12 @@ class LeRobotRemotePolicy(RemoteChunkReplayPolicy):
             raise PolicyError(
                 f"open_loop_horizon {horizon} exceeds the {rows} action(s) the server returns per request "
                 f"({meta.get('policy_type', '?')} served by {meta.get('serving', '?')})"
+            )
+        threads, served = self.config.server_torch_threads(), meta.get("torch_threads")
+        if threads is not None and served is not None and int(served) != threads:  # e.g. an external server
+            raise PolicyError(
+                f"the server computes with {served} torch thread(s), the run asks for {threads} "
+                f"({'reference_exact' if self.config.reference_exact else 'torch_threads'}): serve it with -o torch_threads={threads}"
             )
         self.open_loop_horizon = horizon
         self.chunk_length = ChunkLength(rows, "the server's actions_per_request")

@@ -25,6 +25,10 @@ IMAGE_HINT = (
 def lerobot_server_task(config: LeRobotRemoteConfig) -> ServerTask:
     """``arena serve lerobot -o policy_path=... [-o n_action_steps=N] [-o seed=S] -o device=...`` for ``config``.
 
+    ``reference_exact`` (README, "Reference-exact serving") adds ``--max-batch-size 1`` and
+    ``-o torch_threads=1`` with ``OMP_NUM_THREADS=1`` in the server's environment (``torch_threads``
+    chooses another count).
+
     Loading takes seconds for ACT and Diffusion on a CPU (torch's import dominates), so the
     start-up allowance is 10 minutes (a Hub id downloads first); one CPU core and 4 GiB by
     default, ``gpu`` GPUs when the config asks for them.
@@ -40,11 +44,18 @@ def lerobot_server_task(config: LeRobotRemoteConfig) -> ServerTask:
         options["allow_missing_stats"] = "true"
     if config.max_states is not None:
         options["max_states"] = str(config.max_states)
+    threads = config.server_torch_threads()
+    if threads is not None:
+        options["torch_threads"] = str(threads)
     task = arena_server_task("lerobot", startup_timeout_s=600.0, options=options, venv=LEROBOT_VENV.name)
-    more = ["--max-batch-size", str(config.max_batch_size)] if config.max_batch_size is not None else []
+    batch = config.server_batch_size()
+    more = ["--max-batch-size", str(batch)] if batch is not None else []
+    # OMP_NUM_THREADS too: torch reads it when imported, and numpy's BLAS (the processors' stats) does
+    env = {**task.env, "OMP_NUM_THREADS": str(threads)} if threads is not None else task.env
     return task.model_copy(update={
         "command": [*task.command, *more],
         "local_command": [*task.local_command, *more],
+        "env": env,
         "name": "lerobot",
         "image_hint": IMAGE_HINT,
         "resources": ServerResources(cpu=1, gpu=config.gpu, memory=4.0 if not config.gpu else 16.0),

@@ -1,0 +1,116 @@
+"""What the Ray backend submits: each run's node spec, its Ray resources, and the KubeRay
+``RayJob`` an equivalent Kubernetes submission would be.
+
+A run with a policy server arena starts becomes ``launch.ray.nodes`` tasks, each one
+``arena node SPEC --shard K/N`` (:mod:`arena.launch.node`: it starts the server on its node,
+bound to loopback, and runs ``arena run-one`` beside it); the task asks Ray for the server
+task's resources (``resources.gpu`` -> ``num_gpus``, ``resources.memory`` GiB -> ``memory``
+bytes, ``resources.cpu`` plus ``launch.ray.runner_cpus`` -> ``num_cpus``), so Ray places it
+on a node that has them.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from arena.launch.node import NodeServer, NodeSpec
+from arena.outputs.layout import EXPERIMENT_FILE
+
+from arena_ray.options import RayOptions
+
+if TYPE_CHECKING:
+    from arena.config import ResolvedExperiment
+    from arena.launch.planning import ServerPlan
+
+#: The folder of the submission's node specs, in the output directory.
+SPECS_DIR = "ray"
+_GIB = 1024**3
+
+
+def arena_command(options: RayOptions) -> list[str]:
+    """The command that runs arena on the nodes."""
+    return list(options.arena) if options.arena else [sys.executable, "-m", "arena"]
+
+
+def node_spec(run: str, plan: ServerPlan | None, options: RayOptions, output_dir: Path) -> NodeSpec:
+    """The :class:`~arena.launch.node.NodeSpec` of every task of ``run``: its server (the
+    task's ``local_command``, on a free loopback port of the node) and the runner with
+    ``--queue`` (``work: queue``)."""
+    server = None
+    task = plan.task if plan is not None else None
+    if task is not None and not (plan is not None and plan.external):
+        argv = task.render(task.local_command or [], host="127.0.0.1", port="{port}", python=task.local_python())  # type: ignore[arg-type]
+        server = NodeServer(
+            task=task, command="exec " + shlex.join(argv), bind="127.0.0.1", client_host="127.0.0.1",
+            restarts=2, restarts_option="server.restarts (the Ray backend's node supervisor)",
+            info={"image": None, "bind": "127.0.0.1", "exposed": False, "api_key": None},
+        )
+    return NodeSpec(
+        output_dir=str(output_dir), run=run, snapshot=str(Path(output_dir) / EXPERIMENT_FILE),
+        arena=arena_command(options), server=server, queue=options.work == "queue",
+    )
+
+
+def task_resources(plan: ServerPlan | None, options: RayOptions) -> dict[str, Any]:
+    """The Ray resources of one task of the run: ``num_cpus``, ``num_gpus`` and, when the
+    server task declares host memory, ``memory`` (bytes)."""
+    task = plan.task if plan is not None and not plan.external else None
+    cpus = options.runner_cpus + (task.resources.cpu if task is not None else 0)
+    out: dict[str, Any] = {"num_cpus": cpus, "num_gpus": task.gpu_count if task is not None else 0}
+    if task is not None and task.resources.memory:
+        out["memory"] = int(task.resources.memory * _GIB)
+    return out
+
+
+def shard_words(k: int, options: RayOptions) -> list[str]:
+    """``--shard K/N`` of task ``k`` (none for a run of one task)."""
+    return ["--shard", f"{k}/{options.nodes}"] if options.nodes > 1 else []
+
+
+def rayjob_manifest(experiment: ResolvedExperiment, servers: dict[str, ServerPlan], options: RayOptions,
+                    output_dir: Path) -> dict[str, Any]:
+    """The KubeRay ``RayJob`` (``ray.io/v1``) that runs this submission on Kubernetes: its
+    entrypoint is ``arena run`` of the output directory's snapshot with ``address: auto``
+    (the job's own cluster), its worker group as many pods as the most tasks running at once,
+    each with the largest task's resources. Mount the output directory at the same path in
+    every pod (a shared volume) and use an image with arena installed."""
+    per_task = [task_resources(servers.get(run), options) for run in experiment.runs] or [task_resources(None, options)]
+    cpus = max(r["num_cpus"] for r in per_task)
+    gpus = max(r["num_gpus"] for r in per_task)
+    memory = max((r.get("memory", 0) for r in per_task), default=0)
+    limits: dict[str, Any] = {"cpu": str(int(cpus) if float(cpus).is_integer() else cpus)}
+    if gpus:
+        limits["nvidia.com/gpu"] = str(gpus)
+    if memory:
+        limits["memory"] = f"{-(-memory // _GIB)}Gi"
+    arena = " ".join(shlex.quote(w) for w in (options.arena or ["arena"]))
+    entry = (f"{arena} run {shlex.quote(str(Path(output_dir) / EXPERIMENT_FILE))} launch.backend=ray "
+             f"launch.ray.address=auto --output-dir {shlex.quote(str(output_dir))}")
+    container = {"name": "ray", "image": options.image, "resources": {"limits": limits, "requests": dict(limits)}}
+    name = "".join(c if c.isalnum() else "-" for c in f"arena-{experiment.name}".lower())[:63].strip("-")
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {"name": name},
+        "spec": {
+            "entrypoint": entry,
+            "shutdownAfterJobFinishes": True,
+            "rayClusterSpec": {
+                "headGroupSpec": {
+                    "rayStartParams": {"num-cpus": "0"},
+                    "template": {"spec": {"containers": [{"name": "ray-head", "image": options.image}]}},
+                },
+                "workerGroupSpecs": [{
+                    "groupName": "arena-nodes",
+                    "replicas": options.nodes,
+                    "minReplicas": 1,
+                    "maxReplicas": options.nodes * max(1, len(experiment.runs)),
+                    "rayStartParams": {},
+                    "template": {"spec": {"containers": [container]}},
+                }],
+            },
+        },
+    }

@@ -1,0 +1,43 @@
+"""`arena run FILE --backend ray --dry-run`: what would be submitted, with the server task's
+resources as Ray resources, and the KubeRay RayJob manifest. Needs no Ray installed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from typer.testing import CliRunner
+
+from arena.cli import app
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_dry_run_prints_each_tasks_ray_resources_and_the_rayjob(tmp_path):
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(yaml.safe_dump({
+        "launch": {"backend": "ray", "ray": {"nodes": 3, "address": "auto"}},
+        "shared": {"rollout_limit": {"num_episodes": 6}},
+        "runs": {"reach": {
+            "environment": {"type": "metaworld", "task": "reach-v3"},
+            "policy": {"type": "metaworld_expert_remote"},
+            "server": {"resources": {"cpu": 2, "gpu": 1, "memory": 8}},
+        }},
+    }))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["run", str(exp), "--dry-run", "--output-dir", str(out)])
+    assert result.exit_code == 0, result.output
+    text = result.output
+    assert "# run reach: 3 x ray.remote(num_cpus=3.0, num_gpus=1, memory=8589934592, max_retries=0)" in text
+    assert "node " in text and "--shard 0/3" in text and "(K = 0..2)" in text
+    assert "serve metaworld-expert --host 127.0.0.1 --port" in text  # the server each task starts on its node
+    manifest = yaml.safe_load(text[text.index("apiVersion: ray.io/v1"):])
+    assert manifest["kind"] == "RayJob"
+    spec = manifest["spec"]
+    assert "launch.ray.address=auto" in spec["entrypoint"] and "launch.backend=ray" in spec["entrypoint"]
+    [group] = spec["rayClusterSpec"]["workerGroupSpecs"]
+    assert group["replicas"] == 3
+    limits = group["template"]["spec"]["containers"][0]["resources"]["limits"]
+    assert limits == {"cpu": "3", "nvidia.com/gpu": "1", "memory": "8Gi"}
+    assert not out.exists()
+
