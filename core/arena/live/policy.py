@@ -17,10 +17,32 @@ Two clocks:
   the reply is there; ``d`` is the steps *that env* executed meanwhile. Nothing waits: an env
   starting an episode, or the wrapped policy being reset, never stops another env's clock
   (every call into the wrapped policy -- requests, resets, activations -- runs in order on that
-  one thread). Before an episode's first chunk the hold has no chunk to continue: the env's
-  null action (zeros where it declares none), as vla-eval's live runner holds before its first
-  action. The wrapped policy serves one call at a time: envs whose requests overlap queue
+  one thread). The wrapped policy serves one call at a time: envs whose requests overlap queue
   behind each other, and that wait is part of their delay (it is what sharing a server costs).
+
+**Before an episode's first chunk** (measured clock) nothing waits: the env executes its null
+action, zeros where it declares none (absolute targets), and the first chunk's rows are
+executed from the step it arrives at. This is what vla-eval 0.8.0's live runner does
+(``runners/live_runner.py``: ``wait_first_action`` defaults to false, the step loop starts at
+once and ``ActionBuffer`` returns ``benchmark.get_hold_action(None)``, which is the embodiment's
+null action or, for absolute targets, ``repeat_last_hold(None)``: zeros), and LeRobot's RTC
+rollout does not wait either (``lerobot/rollout/strategies/core.py`` ``send_next_action``: an
+empty action queue sends the robot no command). Those steps have no age (``None``) and count
+as stale. An absolute-target env (PushT) therefore drives toward zeros until the first chunk;
+a simulated clock waits for it instead (``d = 0``, RTC's evaluation).
+
+**Step-served policies** (a policy with ``live_step_rows``: a server that answers one row per
+observation from a chunk buffer of that many rows, vla-eval's ``PredictModelServer``) are
+streamed as vla-eval's live runner streams them: every step sends that step's observation
+(measured: as soon as it exists, queued on the live thread in order, so the server sees one
+observation per step exactly as over vla-eval's pipelined websocket; simulated: answered at
+once and arriving ``d`` drawn steps later), and the env executes the newest reply that has
+arrived (one superseded within a step is never executed, as ``ActionBuffer``), else the hold
+rule (``continue_chunk`` has no chunk to continue: it repeats the last action). A reply's age
+counts from the observation the server's model ran on (``step_rows * (k // step_rows)`` for the
+episode's ``k``-th observation: the buffer answers the others, vla-eval's
+``_try_serve_from_buffer``), never from the observation that fetched it; its delay is the steps
+from sending to arrival. ``execute_horizon`` plays no part.
 
 Every executed action's **age** (control steps since the observation it was computed from;
 ``None`` for the null action) is recorded per step (:mod:`arena.live.episode_stats`).

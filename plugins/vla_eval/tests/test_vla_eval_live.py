@@ -185,6 +185,9 @@ def test_arena_live_and_vla_evals_live_runner_execute_actions_of_the_same_observ
     for t in range(STEPS):
         near = {theirs[u] for u in (t - 1, t, t + 1) if 0 <= u < STEPS}
         assert ours[t] in near, (t, ours, theirs)
+    # neither waits for the first action: until it arrives both hold zeros (vla-eval's repeat_last_hold(None))
+    assert ours[0] is None and theirs[0] is None
+    assert all(not executed[t].any() for t in range(STEPS) if ours[t] is None)
     # so the ages they record (step - that observation) agree within one tick: the same
     # sequence, shifted by at most one step, the same largest age and hold before the first
     their_ages = [None if s is None else t - s for t, s in enumerate(theirs)]
