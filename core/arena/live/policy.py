@@ -34,9 +34,10 @@ a simulated clock waits for it instead (``d = 0``, RTC's evaluation).
 **Step-served policies** (a policy with ``live_step_rows``: a server that answers one row per
 observation from a chunk buffer of that many rows, vla-eval's ``PredictModelServer``) are
 streamed as vla-eval's live runner streams them: every step sends that step's observation
-(measured: as soon as it exists, queued on the live thread in order, so the server sees one
-observation per step exactly as over vla-eval's pipelined websocket; simulated: answered at
-once and arriving ``d`` drawn steps later), and the env executes the newest reply that has
+(measured: as soon as it exists, queued on the live thread in order, so the server sees the
+same observations in the same order as over vla-eval's pipelined websocket -- each one,
+though, only once the previous reply is back, a round trip later while a backlog drains;
+simulated: answered at once and arriving ``d`` drawn steps later), and the env executes the newest reply that has
 arrived (one superseded within a step is never executed, as ``ActionBuffer``), else the hold
 rule (``continue_chunk`` has no chunk to continue: it repeats the last action). A reply's age
 counts from the observation the server's model ran on (``step_rows * (k // step_rows)`` for the
@@ -256,7 +257,8 @@ class LivePolicy(PolicyBase):
     ) -> tuple[dict[int, np.ndarray], float]:
         """``(chunks, ms)``: ``ms`` from ``sent`` (measured: when the env sent it, so a wait
         behind another call on the live thread counts) to the reply."""
-        fields = {e: self.schedules[e].rtc_fields(delays[e]) for e in due} if self.execution.rtc else None
+        rtc = self.execution.rtc and not self.step_rows  # a streamed server gets observations only
+        fields = {e: self.schedules[e].rtc_fields(delays[e]) for e in due} if rtc else None
         started = time.perf_counter() if sent is None else sent
         chunks = self.source.request(env, observation, due, active, fields)
         return chunks, (time.perf_counter() - started) * 1e3

@@ -110,7 +110,9 @@ def test_a_buffered_server_on_a_simulated_delay_is_sent_every_step_and_its_rows_
 
 
 # -- parity with vla-eval's own live runner ---------------------------------------------------
-HZ, LATENCY_S, STEPS = 10.0, 0.25, 12
+# the model's 0.21 s ends 90 ms before a tick: room for the round trips arena makes while the
+# server's backlog drains (vla-eval pipelines them), on a busy machine too
+HZ, LATENCY_S, STEPS = 10.0, 0.21, 12
 
 
 def _vla_eval_live_sources(port: int) -> list[int | None]:
@@ -193,5 +195,5 @@ def test_arena_live_and_vla_evals_live_runner_execute_actions_of_the_same_observ
     their_ages = [None if s is None else t - s for t, s in enumerate(theirs)]
     assert abs(max(a for a in ages if a is not None) - max(a for a in their_ages if a is not None)) <= 1, (ages, their_ages)
     assert abs(ages.count(None) - their_ages.count(None)) <= 1 and record["live"]["age"]["null_steps"] == ages.count(None)
-    # a latency of 2.5 ticks and a buffer of 4: the model ran on every 4th observation of the episode
+    # a latency of 2.1 ticks and a buffer of 4: the model ran on every 4th observation of the episode
     assert {s for s in ours if s is not None} <= {0, 4, 8} and {s for s in theirs if s is not None} <= {0, 4, 8}
