@@ -37,13 +37,14 @@ streamed as vla-eval's live runner streams them: every step sends that step's ob
 (measured: as soon as it exists, queued on the live thread in order, so the server sees the
 same observations in the same order as over vla-eval's pipelined websocket -- each one,
 though, only once the previous reply is back, a round trip later while a backlog drains;
-simulated: answered at once and arriving ``d`` drawn steps later), and the env executes the newest reply that has
-arrived (one superseded within a step is never executed, as ``ActionBuffer``), else the hold
-rule (``continue_chunk`` has no chunk to continue: it repeats the last action). A reply's age
+simulated: answered at once and arriving ``d`` drawn steps later, the episode's first at once,
+in order), and the env executes the newest reply that has arrived (one superseded within a
+step is never executed, as ``ActionBuffer``), else the hold rule (``continue_chunk`` has no
+chunk to continue: it repeats the last action). A reply's age
 counts from the observation the server's model ran on (``step_rows * (k // step_rows)`` for the
 episode's ``k``-th observation: the buffer answers the others, vla-eval's
 ``_try_serve_from_buffer``), never from the observation that fetched it; its delay is the steps
-from sending to arrival. ``execute_horizon`` plays no part.
+from sending to arrival. ``execute_horizon`` sets no cadence here.
 
 Every executed action's **age** (control steps since the observation it was computed from;
 ``None`` for the null action) is recorded per step (:mod:`arena.live.episode_stats`).
