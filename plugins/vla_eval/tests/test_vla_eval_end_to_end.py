@@ -2,9 +2,7 @@
 real model server (``run_server`` with the dummy model; ready on ``GET /health``) next to its
 openpi-protocol server, runs both on the same episodes and compares them paired (in the
 report, and with ``arena compare OUT OUT --pair``). A third run,
-whose model fails at step 4 (its second inference), shows an ERROR reply becoming ``error`` episodes, not failures;
-a fourth runs the first's server live (an observation every step, each action's age from the
-observation the model ran on)."""
+whose model fails at step 4 (its second inference), shows an ERROR reply becoming ``error`` episodes, not failures."""
 
 from __future__ import annotations
 
@@ -38,10 +36,6 @@ def test_arena_run_starts_a_vla_eval_server_and_compares_it_with_an_openpi_serve
     failing = json.loads(json.dumps(experiment["runs"]["reach_vla_eval"]))
     failing["policy"]["server_args"] = {"chunk_size": 4, "fail_at_step": 4}
     experiment["runs"]["reach_vla_eval_failing"] = failing
-    # the same server live (shared: the same server task): an observation every step, delay 1
-    live = json.loads(json.dumps(experiment["runs"]["reach_vla_eval"]))
-    live["execution"] = {"mode": "live", "delay": {"steps": 1}, "execute_horizon": 4, "hold": "continue_chunk"}
-    experiment["runs"]["reach_vla_eval_live"] = live
     out = tmp_path / "out"
     result = arena_run(experiment, out, env=OSMESA, timeout=400)
 
@@ -51,15 +45,6 @@ def test_arena_run_starts_a_vla_eval_server_and_compares_it_with_an_openpi_serve
         assert r.latency["requests"] == STEPS  # step-served: one request per step
         assert r.policy_extras == {"serving": "step", "vla_eval": {"model_server": "DummyModelServer", "image_format": "png"}}
         assert r.protocol["adapter"]["class"] == "arena_vla_eval.adapters:VlaEvalMetaWorldAdapter"
-
-    # live: 12 observations sent for 12 steps (before: 3, rows of one chunk held up to 16 steps
-    # as "delay 1"); step t executes the reply to observation t - 1, row (t-1) % 4 of the chunk
-    # the model computed from observation 4 * ((t-1) // 4): ages at most chunk_size + d - 1
-    for r in collect_run_records(out / "reach_vla_eval_live"):
-        assert (r.outcome, r.steps, r.latency["requests"]) == ("timeout", STEPS, STEPS)
-        live = r.policy_extras["live"]
-        assert live["ages"] == [0, 1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3] and live["delays"] == [0] + [1] * 10
-        assert r.metrics["live_stale_ratio"] == pytest.approx(1 / STEPS)
 
     failed = sorted(collect_run_records(out / "reach_vla_eval_failing"), key=lambda r: r.episode_index)
     assert failed and all(r.outcome == "error" and r.steps == 4 for r in failed)
