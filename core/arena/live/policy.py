@@ -17,10 +17,34 @@ Two clocks:
   the reply is there; ``d`` is the steps *that env* executed meanwhile. Nothing waits: an env
   starting an episode, or the wrapped policy being reset, never stops another env's clock
   (every call into the wrapped policy -- requests, resets, activations -- runs in order on that
-  one thread). Before an episode's first chunk the hold has no chunk to continue: the env's
-  null action (zeros where it declares none), as vla-eval's live runner holds before its first
-  action. The wrapped policy serves one call at a time: envs whose requests overlap queue
+  one thread). The wrapped policy serves one call at a time: envs whose requests overlap queue
   behind each other, and that wait is part of their delay (it is what sharing a server costs).
+
+**Before an episode's first chunk** (measured clock) nothing waits: the env executes its null
+action, zeros where it declares none (absolute targets), and the first chunk's rows are
+executed from the step it arrives at. This is what vla-eval 0.8.0's live runner does
+(``runners/live_runner.py``: ``wait_first_action`` defaults to false, the step loop starts at
+once and ``ActionBuffer`` returns ``benchmark.get_hold_action(None)``, which is the embodiment's
+null action or, for absolute targets, ``repeat_last_hold(None)``: zeros), and LeRobot's RTC
+rollout does not wait either (``lerobot/rollout/strategies/core.py`` ``send_next_action``: an
+empty action queue sends the robot no command). Those steps have no age (``None``) and count
+as stale. An absolute-target env (PushT) therefore drives toward zeros until the first chunk;
+a simulated clock waits for it instead (``d = 0``, RTC's evaluation).
+
+**Step-served policies** (a policy with ``live_step_rows``: a server that answers one row per
+observation from a chunk buffer of that many rows, vla-eval's ``PredictModelServer``) are
+streamed as vla-eval's live runner streams them: every step sends that step's observation
+(measured: as soon as it exists, queued on the live thread in order, so the server sees the
+same observations in the same order as over vla-eval's pipelined websocket -- each one,
+though, only once the previous reply is back, a round trip later while a backlog drains;
+simulated: answered at once and arriving ``d`` drawn steps later, the episode's first at once,
+in order), and the env executes the newest reply that has arrived (one superseded within a
+step is never executed, as ``ActionBuffer``), else the hold rule (``continue_chunk`` has no
+chunk to continue: it repeats the last action). A reply's age
+counts from the observation the server's model ran on (``step_rows * (k // step_rows)`` for the
+episode's ``k``-th observation: the buffer answers the others, vla-eval's
+``_try_serve_from_buffer``), never from the observation that fetched it; its delay is the steps
+from sending to arrival. ``execute_horizon`` sets no cadence here.
 
 Every executed action's **age** (control steps since the observation it was computed from;
 ``None`` for the null action) is recorded per step (:mod:`arena.live.episode_stats`).
@@ -36,6 +60,7 @@ from __future__ import annotations
 
 import copy
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -77,7 +102,11 @@ class LivePolicy(PolicyBase):
         s = execution.execute_horizon
         self.max_delay = 0 if self.measured else max(execution.delay.step_values(control_hz))
         self.rows = s + (s if self.measured else self.max_delay)
-        prepare(inner, self.rows)
+        #: a step-served policy (a server that answers one row per observation from a chunk of
+        #: this many rows, vla-eval's buffer): streamed, an observation every control step
+        step_rows = getattr(inner, "live_step_rows", None)
+        self.step_rows: int | None = int(step_rows) if step_rows else None
+        prepare(inner, 1 if self.step_rows else self.rows)
         if hasattr(inner, "execution_mode"):  # a client that tells its server the mode (vla-eval's EPISODE_START)
             inner.execution_mode = "live"
         self.schedules: list[EnvSchedule] = []
@@ -92,6 +121,8 @@ class LivePolicy(PolicyBase):
         #: measured: env -> (the future of its request in flight, its episode's generation, the step it saw)
         self._pending: dict[int, tuple[Future, int, int]] = {}
         self._resets: dict[int, Future] = {}  # measured: env -> its wrapped policy's reset, queued
+        #: streamed: per env, the replies to come, in order: (future or ready step, generation, sent step, source step, row)
+        self._stream: list[deque] = []
         self._tick: float | None = None
         self._ticked = False
         self.overruns = 0
@@ -128,7 +159,8 @@ class LivePolicy(PolicyBase):
         self._generation = [0] * n
         self._waited = [0] * n
         self._request_steps = [[] for _ in range(n)]
-        self.source = ChunkSource(self.inner, self.rows)
+        self._stream = [deque() for _ in range(n)]
+        self.source = ChunkSource(self.inner, 1 if self.step_rows else self.rows)
         if self.measured:
             # one thread makes every call into the wrapped policy, in the order they were made
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arena-live")
@@ -160,6 +192,7 @@ class LivePolicy(PolicyBase):
             self._generation[e] += 1
             self._waited[e] = 0
             self._request_steps[e] = []
+            self._stream[e].clear()  # replies for the ended episode are dropped
             self._pending.pop(e, None)  # a reply for the ended episode is dropped
 
     def set_active(self, env_ids: Sequence[int]) -> None:
@@ -178,6 +211,8 @@ class LivePolicy(PolicyBase):
                 than the schedule executes (their episodes end as errors).
         """
         active = self._active()
+        if self.step_rows:
+            return self._stream_step(env, observation, active)
         if self.measured:
             if not self._ticked:  # a retry of this step (the rollout asks again after a PolicyError) waits no tick
                 self._wait_for_tick()
@@ -223,7 +258,8 @@ class LivePolicy(PolicyBase):
     ) -> tuple[dict[int, np.ndarray], float]:
         """``(chunks, ms)``: ``ms`` from ``sent`` (measured: when the env sent it, so a wait
         behind another call on the live thread counts) to the reply."""
-        fields = {e: self.schedules[e].rtc_fields(delays[e]) for e in due} if self.execution.rtc else None
+        rtc = self.execution.rtc and not self.step_rows  # a streamed server gets observations only
+        fields = {e: self.schedules[e].rtc_fields(delays[e]) for e in due} if rtc else None
         started = time.perf_counter() if sent is None else sent
         chunks = self.source.request(env, observation, due, active, fields)
         return chunks, (time.perf_counter() - started) * 1e3
@@ -261,10 +297,9 @@ class LivePolicy(PolicyBase):
         later = delays[1:] or delays[:1]  # the episode's first request includes a warm-up
         return min(max(later[-100:]), self.execution.execute_horizon) if later else 0
 
-    def _collect(self, active: list[int]) -> None:
-        """Accept each env's reply that is there: ``d`` = the steps that env held meanwhile."""
+    def _reset_failures(self, active: list[int]) -> dict[int, str]:
+        """``{env: reason}`` of the active envs whose queued reset of the wrapped policy failed."""
         failures: dict[int, str] = {}
-        failed: PolicyError | None = None
         for e, done in list(self._resets.items()):
             if done.done():
                 del self._resets[e]
@@ -272,6 +307,13 @@ class LivePolicy(PolicyBase):
                     exc = done.exception()
                     failures[e] = f"reset failed: {type(exc).__name__}: {exc}"
                     self._pending.pop(e, None)
+                    self._stream[e].clear()
+        return failures
+
+    def _collect(self, active: list[int]) -> None:
+        """Accept each env's reply that is there: ``d`` = the steps that env held meanwhile."""
+        failures = self._reset_failures(active)
+        failed: PolicyError | None = None
         for e, (future, generation, source) in list(self._pending.items()):
             if not future.done():
                 continue
@@ -299,6 +341,121 @@ class LivePolicy(PolicyBase):
         if failures:
             message = failed.args[0] if failed is not None else next(iter(failures.values()))
             raise PolicyError(str(message), env_ids=sorted(failures), env_errors=failures)
+
+    # -- step-served policies: an observation every control step --------------------------------
+    def _stream_step(self, env: Any, observation: Any, active: list[int]) -> np.ndarray:
+        """One step of a step-served policy (:attr:`step_rows`; module docstring): send this
+        step's observation of every active env, then execute, per env, the newest reply that is
+        there (vla-eval's live runner's ``ActionBuffer``: a reply superseded within one step is
+        never executed) or the hold rule.
+
+        Raises:
+            arena.errors.PolicyError: a request failed, or a reply held more than one row.
+        """
+        if not self._ticked:  # a retry of this step (after a PolicyError) sends nothing again
+            if self.measured:
+                # sent as soon as it exists (vla-eval's runner sends it right after env.step), then the tick
+                obs = copy.deepcopy(observation)  # the simulator steps on while the request is queued
+                assert self._pool is not None
+                future = self._pool.submit(self._request, env, obs, list(active), active, {e: 0 for e in active},
+                                           time.perf_counter())
+                for e in active:
+                    self._stream_sent(e, future)
+                self._wait_for_tick()
+            elif active:
+                chunks, ms = self._request(env, observation, list(active), active, {e: 0 for e in active})
+                for e in active:
+                    delay = 0 if not self._request_steps[e] else self._samplers[e].next()  # type: ignore[union-attr]
+                    self._latency[e].append(ms)
+                    self._stream_sent(e, self.schedules[e].steps + delay, chunks[e])
+            self._ticked = True
+        failures = self._reset_failures(active)
+        fresh: dict[int, tuple[np.ndarray, int]] = {}
+        for e in active:
+            if e in failures:
+                continue
+            try:
+                newest = self._stream_arrived(e)
+            except PolicyError as exc:
+                failures[e] = exc.for_env(e).partition(": ")[2]
+                continue
+            except Exception as exc:  # anything else from the wrapped policy ends this env's episode
+                failures[e] = f"live request failed: {type(exc).__name__}: {exc}"
+                continue
+            if newest is not None:
+                fresh[e] = newest
+        if failures:
+            raise PolicyError(next(iter(failures.values())), env_ids=sorted(failures), env_errors=failures)
+        self._ticked = False
+        out = np.zeros((len(self.schedules), self.action_dim), np.float64)
+        now = self._clock()
+        for e in active:
+            schedule = self.schedules[e]
+            if self._began[e] is None:
+                self._began[e] = now
+            self._last[e] = now
+            if e in fresh:
+                out[e] = fresh[e][0]
+                schedule.execute(out[e], False, fresh[e][1])
+            else:
+                action, source = schedule.hold_action(0, self.action_dim)
+                out[e] = action
+                schedule.execute(out[e], True, source)
+        return out
+
+    def _stream_sent(self, env_id: int, due: Any, chunk: np.ndarray | None = None) -> None:
+        """Queue the reply to the observation env ``env_id`` sends now; ``due``: its future
+        (measured) or the step it arrives at (simulated, ``chunk`` the reply).
+
+        Its **source** (the step of the observation the model ran on): the server runs its
+        model on every ``step_rows``-th observation of the episode and answers the others from
+        the chunk that call returned (vla-eval 0.8.0 ``model_servers/predict.py``,
+        ``_try_serve_from_buffer``), so the reply to the episode's observation ``k`` comes
+        from observation ``step_rows * (k // step_rows)``."""
+        sent = self._request_steps[env_id]
+        step = self.schedules[env_id].steps
+        sent.append(step)
+        k = len(sent) - 1
+        source = sent[(k // self.step_rows) * self.step_rows]  # type: ignore[operator]
+        self._stream[env_id].append((due, self._generation[env_id], step, source, chunk))
+
+    def _stream_arrived(self, env_id: int) -> tuple[np.ndarray, int] | None:
+        """``(action, source)`` of the newest reply for ``env_id`` that has arrived (each one's
+        delay recorded: the steps since its observation was sent), or ``None``.
+
+        Raises:
+            arena.errors.PolicyError: its request failed, or a reply held more than one row.
+        """
+        queue, schedule = self._stream[env_id], self.schedules[env_id]
+        newest = None
+        while queue:
+            due, generation, sent, source, chunk = queue[0]
+            if isinstance(due, Future) and not due.done() or not isinstance(due, Future) and due > schedule.steps:
+                break
+            queue.popleft()
+            if generation != self._generation[env_id]:
+                continue
+            if isinstance(due, Future):
+                try:
+                    chunks, ms = due.result()
+                except PolicyError as exc:
+                    if exc.env_ids is not None and env_id not in exc.env_ids:
+                        continue  # another env's failure: no reply for this one from that request
+                    raise
+                chunk = chunks[env_id]
+                self._latency[env_id].append(ms)
+            chunk = np.asarray(chunk, np.float64)
+            if len(chunk) != 1:
+                raise PolicyError(
+                    f"the server answered an observation with {len(chunk)} rows; a step-served policy (one row per "
+                    f"observation, from a buffer of {self.step_rows}) is streamed one row per step: configure the "
+                    "server's chunk size (vla-eval: server_args.chunk_size) so that it answers one",
+                    env_ids=[env_id], env_errors={env_id: f"{len(chunk)} rows in one reply"},
+                )
+            schedule.requests += 1
+            schedule.delays.append(int(schedule.steps - sent))
+            newest = (chunk[0], source)
+        return newest
 
     # -- records -------------------------------------------------------------------------------
     def episode_info(self, env_id: int) -> dict[str, Any]:

@@ -95,31 +95,44 @@ class VlaEvalRemoteConfig(RemotePolicyConfig):
         """At ``arena validate``: the adapter follows the run's environment (``embodiment``
         null: the environment's own; an adapter of another of arena's environments is refused:
         every episode would fail on the first observation); a live run (``execution.mode:
-        live``) needs ``server_args.chunk_size: 1``.
+        live``) needs ``server_args.chunk_size`` (1 when the model runs on every observation).
 
-        Why: a vla-eval ``PredictModelServer`` with ``chunk_size`` > 1 answers an observation
-        from its chunk buffer without calling the model while the buffer holds rows (vla-eval
-        0.8.0 ``model_servers/predict.py``, ``_try_serve_from_buffer``): a reply is then a row
-        computed from an older observation, and arena, which requests once per
-        ``execute_horizon`` steps, would execute it as fresh. vla-eval's own live runner
-        (``runners/live_runner.py``) instead streams an observation every control tick over
-        one connection; arena's client sends one request at a time, so it refuses rather
-        than record ages that are wrong. With ``chunk_size: 1`` every reply is the model's
-        action for the observation just sent.
+        Why: live mode streams an observation every control step to a vla-eval server, as
+        vla-eval's own live runner does (``runners/live_runner.py``), and a
+        ``PredictModelServer`` with ``chunk_size`` > 1 answers all but every ``chunk_size``-th
+        observation from its chunk buffer without calling the model (vla-eval 0.8.0
+        ``model_servers/predict.py``, ``_try_serve_from_buffer``). arena records each executed
+        action's age from the observation the model ran on, which it can only know with the
+        buffer's length (:attr:`VlaEvalRemotePolicy.live_step_rows`). Refused as well: a server
+        with ``continuous_inference`` (its background loop answers the newest observation, not
+        one reply per observation) and ``execution.rtc`` (vla-eval's protocol has no RTC fields).
 
         Raises:
             ValueError: no vla_eval adapter fits the environment, or ``embodiment`` names
-                another environment's, or a live run serves chunks from the server's buffer.
+                another environment's, or a live run's server buffer is unknown, or it asks
+                for what a vla-eval server cannot serve live.
         """
         execution = getattr(run, "execution", None)
-        if getattr(execution, "live", False) and self.server_args.get("chunk_size") != 1:
-            raise ValueError(
-                "vla_eval_remote cannot run live with a server that answers from its chunk buffer "
-                f"(server_args.chunk_size is {self.server_args.get('chunk_size', 'unset')}): such a server replies "
-                "to an observation with a row computed from an older one, so the actions' ages would be wrong. "
-                "Start the server with server_args: {chunk_size: 1} (every reply computed from the observation "
-                "sent; for an external server, start it so and say so here), or evaluate it with execution.mode: sync"
-            )
+        if getattr(execution, "live", False):
+            size = self.server_args.get("chunk_size")
+            if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+                raise ValueError(
+                    f"vla_eval_remote in live mode needs server_args.chunk_size (got {size!r}): the rows the server's "
+                    "chunk buffer answers per model call (1 when the model runs on every observation), from which "
+                    "arena knows which observation each executed action was computed from. Set it as the server "
+                    "runs (for an external server, say so here), or evaluate it with execution.mode: sync"
+                )
+            if self.server_args.get("continuous_inference"):
+                raise ValueError(
+                    "vla_eval_remote cannot run live with server_args.continuous_inference: such a server answers from "
+                    "a background loop on the newest observation, not one reply per observation, so no executed "
+                    "action's observation is known; evaluate it without continuous_inference"
+                )
+            if getattr(execution, "rtc", False):
+                raise ValueError(
+                    "vla_eval_remote cannot send execution.rtc's fields: vla-eval's protocol has no inference_delay or "
+                    "prev_chunk_left_over (its server answers one row per observation); set execution.rtc: false"
+                )
         env_name = getattr(run.environment_cls, "name", None) or run.environment_type
         fits = env_name if env_name in ENVIRONMENT_ADAPTERS else None
         if self.embodiment is None:
@@ -180,6 +193,13 @@ class VlaEvalRemotePolicy(RemoteChunkReplayPolicy):
         #: ``"live"`` when arena's live mode drives this policy (:class:`arena.live.policy.LivePolicy`
         #: sets it): EPISODE_START then says ``mode: "live"``, as vla-eval's live runner does.
         self.execution_mode = "sync"
+
+    @property
+    def live_step_rows(self) -> int:
+        """Rows of the server's chunk buffer (``server_args.chunk_size``; 1: none): the server
+        answers one row per observation and runs its model on every ``live_step_rows``-th, so
+        live mode streams an observation every control step (:mod:`arena.live.policy`)."""
+        return int(self.config.server_args.get("chunk_size") or 1)
 
     @classmethod
     def make_adapter(cls, config: VlaEvalRemoteConfig) -> VlaEvalAdapter:  # type: ignore[override]
