@@ -195,8 +195,10 @@ def _missing_programs(exp) -> list[str]:
 
 
 def _setup_command(venv: str) -> str:
-    """The command that creates benchmark venv ``venv`` (the one place that names it)."""
-    return f"arena {venv} setup"
+    """The command that creates benchmark venv ``venv``: core's ``arena venv setup NAME``
+    (:attr:`arena.venvs.VenvSpec.setup_command`), which exists for every declared venv, a
+    third-party plugin's too (its ``arena NAME setup`` alias exists only where the plugin adds it)."""
+    return f"arena venv setup {venv}"
 
 
 def _missing_venvs(exp) -> tuple[list[str], list[str]]:
