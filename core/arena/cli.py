@@ -153,10 +153,14 @@ def validate(
 
 
 def _print_run_warnings(exp) -> None:
-    """Caveats of a valid experiment: no success signal, endpoints arena will not use."""
+    """Caveats of a valid experiment, what stops a run first: a server's program not on PATH
+    (which `arena run` refuses), then missing venvs, no success signal, endpoints arena will not use."""
     from arena.envs.base import success_warning
     from arena.launch.planning import ignored_endpoints
 
+    if exp.launch.backend == "local":  # a cluster's nodes have their own PATH
+        for warning in _missing_programs(exp):  # `arena run` refuses these: named first
+            err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     for warning in getattr(exp, "warnings", []):
         err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     for name, run_cfg in exp.runs.items():
@@ -177,7 +181,7 @@ def _print_run_warnings(exp) -> None:
             err.print(f"[yellow]warning:[/] {escape(f'run {name}: {warning}')}", highlight=False)
     if exp.launch.backend == "local":  # a cluster's nodes have their own venvs
         refusals, warnings = _missing_venvs(exp)  # `arena run` refuses the former; validate warns
-        for warning in refusals + warnings + _missing_programs(exp):  # `arena run` refuses programs too
+        for warning in refusals + warnings:
             err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
 
 
