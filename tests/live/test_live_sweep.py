@@ -29,3 +29,9 @@ def test_matrix_delay_sweep_is_compared_with_delay_zero(run_experiment, policy_s
     assert [round(r["stale_ratio"], 3) for r in others] == [round(4 * 7 / 60, 3), round((8 * 6 + 4) / 60, 3)]
     html = (outcome.output_dir / "index.html").read_text()
     assert "Success versus delay" in html and 'class="delay-plot"' in html and "reach.d8" in html
+    # the report leads with the answer: the delay curve is the first section, no rate is pooled
+    # over the delays, and the delays are not a suite's tasks
+    first_section = html[html.index("</nav>"):].split("<h2", 1)[1]
+    assert first_section.startswith(' id="delay">Success versus delay'), first_section[:200]
+    assert "Overall (episode-weighted)" not in html and "no rate pooled over them" in html
+    assert outcome.result["by_group"] == {} and 'id="groups"' not in html
