@@ -3,6 +3,12 @@ seeds, each compared paired with the ``d = 0`` run, in ``experiment_result.json`
 
 from __future__ import annotations
 
+import html as html_lib
+import json
+import re
+import shutil
+import subprocess
+
 from arena.testing.experiments import tiny_experiment
 
 from live_fakes import TiledExpert
@@ -35,3 +41,40 @@ def test_matrix_delay_sweep_is_compared_with_delay_zero(run_experiment, policy_s
     assert first_section.startswith(' id="delay">Success versus delay'), first_section[:200]
     assert "Overall (episode-weighted)" not in html and "no rate pooled over them" in html
     assert outcome.result["by_group"] == {} and 'id="groups"' not in html
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is not None:  # as a user sees it: the curve on the first screen, nothing off the page
+        for width in (1280, 390):
+            got = _in_browser(chromium, html, width, outcome.output_dir / f"shot-{width}")
+            assert got["page"] <= got["viewport"] == width, got
+            assert got["plot_top"] < 1000 and got["plot_right"] <= width, got  # on the first screen, inside it
+            assert got["plot_width"] >= min(600, width - 40), got  # a readable size, not a thumbnail
+
+
+#: Runs in the framed report once it loaded: the page's and the delay plot's extent.
+_MEASURE = """<script>
+(function () {
+  const plot = document.querySelector("svg.delay-plot").getBoundingClientRect();
+  const out = {viewport: document.documentElement.clientWidth, page: document.documentElement.scrollWidth,
+               plot_top: plot.top, plot_right: plot.right, plot_width: plot.width};
+  const pre = window.parent.document.createElement("pre");
+  pre.id = "arena-measure"; pre.textContent = JSON.stringify(out); window.parent.document.body.appendChild(pre);
+})();
+</script>"""
+
+
+def _in_browser(chromium: str, page_html: str, width: int, where) -> dict:
+    """The report framed ``width`` CSS pixels wide in headless Chromium (tests/results/
+    test_report_browser.py does the same for plain runs); a screenshot is kept beside it."""
+    where.mkdir(parents=True, exist_ok=True)
+    framed = ('<!DOCTYPE html><html><body style="margin:0"><iframe style="border:0;display:block;'
+              f'width:{width}px;height:1000px" srcdoc="{{}}"></iframe></body></html>')
+    page, shot = where / "measure.html", where / "shot.html"
+    page.write_text(framed.format(html_lib.escape(page_html.replace("</body>", _MEASURE + "</body>"), quote=True)))
+    shot.write_text(framed.format(html_lib.escape(page_html, quote=True)))
+    common = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars",
+              f"--user-data-dir={where / 'profile'}", f"--window-size={max(width, 800)},1000"]
+    dom = subprocess.run([*common, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    subprocess.run([*common, f"--screenshot={where / 'first-screen.png'}", shot.as_uri()], capture_output=True, timeout=120)
+    found = re.search(r'<pre id="arena-measure">(.*?)</pre>', dom, re.S)
+    assert found, dom[-2000:]
+    return json.loads(html_lib.unescape(found.group(1)))

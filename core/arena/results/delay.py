@@ -79,8 +79,9 @@ def delay_sweeps(
     return sweeps
 
 
-def sweep_svg(sweep: dict[str, Any], width: int = 360, height: int = 200) -> str:
-    """An inline SVG plot of one sweep: success rate (with its 95 % interval) against delay."""
+def sweep_svg(sweep: dict[str, Any], width: int = 640, height: int = 280) -> str:
+    """An inline SVG plot of one sweep: success rate (with its 95 % interval) against delay,
+    ``width`` CSS pixels wide at most and narrower on a narrow screen (its ``viewBox`` scales)."""
     rows = [r for r in sweep["rows"] if r["success_rate"] is not None]
     if not rows:
         return ""
@@ -95,8 +96,8 @@ def sweep_svg(sweep: dict[str, Any], width: int = 360, height: int = 200) -> str
     def py(y: float) -> float:
         return top + (1 - y) * (height - top - bottom)
 
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-             f'aria-label="success rate against delay" class="delay-plot">']
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+             f'style="max-width: 100%; height: auto" role="img" aria-label="success rate against delay" class="delay-plot">']
     for tick in (0, 0.5, 1):
         parts.append(f'<line x1="{left}" x2="{width - right}" y1="{py(tick):.1f}" y2="{py(tick):.1f}" stroke="#ddd"/>'
                      f'<text x="{left - 6}" y="{py(tick) + 4:.1f}" font-size="10" text-anchor="end">{tick:.0%}</text>')
