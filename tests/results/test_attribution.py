@@ -165,8 +165,13 @@ def test_sinks_get_the_same_attribution_numbers_under_names_mlflow_accepts(sweep
         validation._validate_metric_name(key)
 
 
-def test_a_sweep_is_not_reported_as_a_suite(sweep_run):
+def test_a_sweep_is_not_reported_as_a_suite_and_its_report_leads_with_the_failure_drivers(sweep_run):
     assert "toy" not in sweep_run.result["by_group"] and sweep_run.result["group_comparisons"] == []
+    html = (sweep_run.output_dir / "index.html").read_text()
+    first_section = html[html.index("</nav>"):].split("<h2", 1)[1]
+    assert first_section.startswith(' id="drivers">What drives failure'), first_section[:200]
+    # no rate pooled over the nominal run and its perturbed levels
+    assert "Overall (episode-weighted)" not in html and "A perturbation sweep:" in html
 
 
 def test_compare_refuses_a_perturbed_run_against_a_nominal_one_unless_forced(tmp_path):

@@ -412,9 +412,11 @@ def _firth_model(out: dict[str, Any], names: list[str], x: Any, y: Any, degenera
 
 
 def factor_curves(sweep: Mapping[str, Any], rows: list[dict[str, Any]], nominal: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """Per factor, success against level: the nominal point then each run that changes only
-    that factor, ``{level, run, k, n, success_rate, ci95, errors, episodes, nominal}`` (levels
-    in sweep order; ``success_rate`` ``None`` for a level that could not run)."""
+    """Per factor, success against level: the nominal point and each run that changes only
+    that factor, ``{level, run, k, n, success_rate, ci95, errors, episodes, nominal}`` (in
+    order of level when every level is a number, the nominal one where its value falls, e.g.
+    after a smaller level; else nominal first, then sweep order; ``success_rate`` ``None`` for a
+    level that could not run)."""
     curves: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         if len(row["factors"]) != 1:
@@ -425,6 +427,9 @@ def factor_curves(sweep: Mapping[str, Any], rows: list[dict[str, Any]], nominal:
         curve.append({"level": level, "run": row["run"], "nominal": False, "k": row["k"], "n": row["n"],
                       "success_rate": row["success_rate"], "ci95": row["rate_ci95"], "errors": row.get("errors"),
                       "episodes": row.get("episodes")})
+    for factor, curve in curves.items():  # along the axis: by level, the nominal one where its value falls
+        if all(isinstance(p["level"], (int, float)) and not isinstance(p["level"], bool) for p in curve):
+            curve.sort(key=lambda p: p["level"])
     return curves
 
 
