@@ -91,6 +91,15 @@ def test_a_cell_that_solved_everything_falls_back_to_firth_which_is_haldanes_log
     assert beta[0] == pytest.approx(math.log(10.5 / 0.5))
 
 
+def test_the_firth_note_says_how_many_more_cells_it_does_not_list():
+    levels = {f"s.noise-{v}": {"image_noise": v} for v in (10, 20, 40, 80)}
+    sweep = {"nominal": "s.nominal", "levels": levels}
+    records = {name: _records(name, [True] * 12) for name in ("s.nominal", *levels)}
+    model = logistic_model(sweep, records)
+    assert model["method"] == "firth-penalized-logistic", model
+    assert model["note"].count("every episode of 12 solved") == 3 and "; and 2 more)" in model["note"], model["note"]
+
+
 def test_holm_over_every_level_matches_statsmodels(tmp_path):
     from statsmodels.stats.multitest import multipletests
 

@@ -185,7 +185,8 @@ def level_rows(sweep: Mapping[str, Any], records_of: Mapping[str, list[Any]],
         if setups is not None:
             diffs = pairing_differences(setups.get(name), setups.get(nominal))
             if diffs:
-                why = "setups differ in " + ", ".join(str(d["key"]) for d in diffs[:3])
+                why = "setups differ in " + ", ".join(str(d["key"]) for d in diffs[:3]) + (
+                    f" and {len(diffs) - 3} more" if len(diffs) > 3 else "")
         same_seeds = all(base[i][0] == own[i][0] for i in set(base) & set(own))
         if not same_seeds:
             why = why or "episode seeds differ"
@@ -408,7 +409,7 @@ def _firth_model(out: dict[str, Any], names: list[str], x: Any, y: Any, degenera
                       "odds_ratio": math.exp(b), "odds_ratio_ci95": [math.exp(low), math.exp(high)], "p_value": p})
     return {**out, "status": "ok", "method": FIRTH_METHOD, "intercept": float(beta[0]), "terms": terms,
             "note": "a cell's plain maximum-likelihood log odds are infinite (" + "; ".join(degenerate[:3])
-            + "): Firth's penalized estimates with model-based (not seed-clustered) intervals"}
+            + (f"; and {len(degenerate) - 3} more" if len(degenerate) > 3 else "") + "): Firth's penalized estimates with model-based (not seed-clustered) intervals"}
 
 
 def factor_curves(sweep: Mapping[str, Any], rows: list[dict[str, Any]], nominal: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
