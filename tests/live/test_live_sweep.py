@@ -18,6 +18,7 @@ def test_matrix_delay_sweep_is_compared_with_delay_zero(run_experiment, policy_s
     server = policy_server(TiledExpert(16))
     exp = tiny_experiment({"type": "metaworld_expert_remote", "remote_port": server.port, "open_loop_horizon": 16},
                           episodes=3, max_episode_steps=60, external_server=True, run="reach")
+    exp["runs"]["sync"] = {**exp["runs"]["reach"]}  # the same run waiting for every chunk: the baseline
     exp["runs"]["reach"]["execution"] = {"mode": "live", "execute_horizon": 8, "hold": "null_action"}
     exp["matrix"] = {"runs": ["reach"], "axes": {"d": {"key": "execution.delay.steps", "values": {"d0": 0, "d4": 4, "d8": 8}}}}
     outcome = run_experiment(exp)
@@ -26,6 +27,7 @@ def test_matrix_delay_sweep_is_compared_with_delay_zero(run_experiment, policy_s
     assert [r["run"] for r in sweep["rows"]] == ["reach.d0", "reach.d4", "reach.d8"]
     assert [r["delay"] for r in sweep["rows"]] == [0, 4, 8] and sweep["nominal"] == "reach.d0"
     assert sweep["hold"] == "null_action" and sweep["execute_horizon"] == 8
+    assert sweep["sync"]["run"] == "sync" and sweep["sync"]["n"] == 3  # the sync baseline, drawn on the curve
     first, *others = sweep["rows"]
     assert first["vs_nominal"] is None and first["stale_ratio"] == 0
     for row in others:
@@ -35,6 +37,7 @@ def test_matrix_delay_sweep_is_compared_with_delay_zero(run_experiment, policy_s
     assert [round(r["stale_ratio"], 3) for r in others] == [round(4 * 7 / 60, 3), round((8 * 6 + 4) / 60, 3)]
     html = (outcome.output_dir / "index.html").read_text()
     assert "Success versus delay" in html and 'class="delay-plot"' in html and "reach.d8" in html
+    assert 'class="sync-baseline"' in html and "the sync baseline, run <strong>sync</strong>" in html
     # the report leads with the answer: the delay curve is the first section, no rate is pooled
     # over the delays, and the delays are not a suite's tasks
     first_section = html[html.index("</nav>"):].split("<h2", 1)[1]

@@ -38,7 +38,9 @@ def delay_sweeps(
     setups: dict[str, Any],
 ) -> list[dict[str, Any]]:
     """The experiment's delay sweeps (module docstring), each ``{task, policy, hold,
-    execute_horizon, clock, unit, rows}``; a row: ``run``, ``delay``, ``delay_label``, ``k``,
+    execute_horizon, clock, unit, rows, sync}`` (``sync``: the sync baseline, a run of the same
+    task, policy label and environment setup that waits for every chunk, ``{run, k, n,
+    success_rate, ci95}``, or ``None``); a row: ``run``, ``delay``, ``delay_label``, ``k``,
     ``n``, ``success_rate``, ``ci95``, ``stale_ratio`` (the run's mean ``live_stale_ratio``)
     and ``vs_nominal`` (the comparison with the ``d = 0`` run, ``None`` for that run or when
     the sweep has none), Holm-adjusted within the sweep (:func:`arena.results.task_comparisons.adjust_holm`)."""
@@ -53,6 +55,15 @@ def delay_sweeps(
         key = (run.get("task"), run.get("policy_label"), execution.get("hold"), execution.get("execute_horizon"),
                execution.get("clock"), unit, repr(sorted((setups.get(name) or ("", {}))[1].items())))
         groups.setdefault(key, []).append((delay[0], delay[1], name))
+    # the sync baseline of a sweep: a run of the same task, policy and setup that waits for
+    # every chunk (no `execution`, or mode sync), what the README compares live runs against
+    synced: dict[tuple, str] = {}
+    for name, run in runs.items():
+        snap = snapshot_runs.get(name) or {}
+        execution = snap.get("execution") if isinstance(snap, dict) else None
+        if (isinstance(execution, dict) and execution.get("mode") == "live") or not run.get("n"):
+            continue
+        synced.setdefault((run.get("task"), run.get("policy_label"), repr(sorted((setups.get(name) or ("", {}))[1].items()))), name)
     sweeps = []
     for key, members in groups.items():
         if len({d for d, _, _ in members}) < 2:
@@ -73,9 +84,14 @@ def delay_sweeps(
                          "vs_nominal": comparison})
         compared = [r["vs_nominal"] for r in rows if r["vs_nominal"] is not None]
         note = adjust_holm(compared) if compared else None
-        task, policy, hold, horizon, clock, unit, _ = key
+        task, policy, hold, horizon, clock, unit, setup = key
+        sync_name = synced.get((task, policy, setup))
+        sync = None
+        if sync_name is not None:
+            base = runs[sync_name]
+            sync = {"run": sync_name, "k": base["k"], "n": base["n"], "success_rate": base["success_rate"], "ci95": base["ci95"]}
         sweeps.append({"task": task, "policy": policy, "hold": hold, "execute_horizon": horizon, "clock": clock,
-                       "unit": unit, "nominal": nominal, "rows": rows, "multiplicity": note})
+                       "unit": unit, "nominal": nominal, "rows": rows, "multiplicity": note, "sync": sync})
     return sweeps
 
 
@@ -106,6 +122,13 @@ def sweep_svg(sweep: dict[str, Any], width: int = 640, height: int = 280) -> str
         low, high = r["ci95"] if r["ci95"] else (r["success_rate"], r["success_rate"])
         parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{py(low):.1f}" y2="{py(high):.1f}" stroke="#888"/>'
                      f'<text x="{x:.1f}" y="{height - bottom + 14}" font-size="10" text-anchor="middle">{r["delay"]:g}</text>')
+    sync = sweep.get("sync")
+    if sync and sync.get("success_rate") is not None:  # the baseline the delays are measured against
+        y_sync = py(sync["success_rate"])
+        parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y_sync:.1f}" y2="{y_sync:.1f}" stroke="#c2410c" '
+                     f'stroke-dasharray="6 4" class="sync-baseline"/>'
+                     f'<text x="{width - right}" y="{y_sync - 4 if y_sync - 4 >= top + 10 else y_sync + 14:.1f}" font-size="11" text-anchor="end" fill="#c2410c">'
+                     f'sync {sync["success_rate"]:.0%}</text>')
     points = " ".join(f"{px(r['delay']):.1f},{py(r['success_rate']):.1f}" for r in rows)
     parts.append(f'<polyline points="{points}" fill="none" stroke="#1f6feb" stroke-width="2"/>')
     parts += [f'<circle cx="{px(r["delay"]):.1f}" cy="{py(r["success_rate"]):.1f}" r="3" fill="#1f6feb"/>' for r in rows]
