@@ -28,6 +28,7 @@ def test_matrix_delay_sweep_is_compared_with_delay_zero(run_experiment, policy_s
     assert [r["delay"] for r in sweep["rows"]] == [0, 4, 8] and sweep["nominal"] == "reach.d0"
     assert sweep["hold"] == "null_action" and sweep["execute_horizon"] == 8
     assert sweep["sync"]["run"] == "sync" and sweep["sync"]["n"] == 3  # the sync baseline, drawn on the curve
+    assert sweep["step_ms"] == 12.5  # Meta-World steps at 80 Hz: the delay axis reads in ms too
     first, *others = sweep["rows"]
     assert first["vs_nominal"] is None and first["stale_ratio"] == 0
     for row in others:
@@ -37,6 +38,7 @@ def test_matrix_delay_sweep_is_compared_with_delay_zero(run_experiment, policy_s
     assert [round(r["stale_ratio"], 3) for r in others] == [round(4 * 7 / 60, 3), round((8 * 6 + 4) / 60, 3)]
     html = (outcome.output_dir / "index.html").read_text()
     assert "Success versus delay" in html and 'class="delay-plot"' in html and "reach.d8" in html
+    assert "100 ms</text>" in html and "(50 ms)" in html  # d = 8 on the axis, d = 4 in the table
     assert 'class="sync-baseline"' in html and "the sync baseline, run <strong>sync</strong>" in html
     # the report leads with the answer: the delay curve is the first section, no rate is pooled
     # over the delays, and the delays are not a suite's tasks

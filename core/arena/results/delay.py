@@ -40,7 +40,8 @@ def delay_sweeps(
     """The experiment's delay sweeps (module docstring), each ``{task, policy, hold,
     execute_horizon, clock, unit, rows, sync}`` (``sync``: the sync baseline, a run of the same
     task, policy label and environment setup that waits for every chunk, ``{run, k, n,
-    success_rate, ci95}``, or ``None``); a row: ``run``, ``delay``, ``delay_label``, ``k``,
+    success_rate, ci95}``, or ``None``; ``step_ms``: one control step in ms when the delay is in
+    steps and the environment declares its control rate, so the plot reads in both); a row: ``run``, ``delay``, ``delay_label``, ``k``,
     ``n``, ``success_rate``, ``ci95``, ``stale_ratio`` (the run's mean ``live_stale_ratio``)
     and ``vs_nominal`` (the comparison with the ``d = 0`` run, ``None`` for that run or when
     the sweep has none), Holm-adjusted within the sweep (:func:`arena.results.task_comparisons.adjust_holm`)."""
@@ -90,8 +91,11 @@ def delay_sweeps(
         if sync_name is not None:
             base = runs[sync_name]
             sync = {"run": sync_name, "k": base["k"], "n": base["n"], "success_rate": base["success_rate"], "ci95": base["ci95"]}
+        hz = {runs[name].get("control_hz") for _, _, name in members}
+        step_ms = 1000.0 / next(iter(hz)) if unit == "steps" and len(hz) == 1 and next(iter(hz)) else None
         sweeps.append({"task": task, "policy": policy, "hold": hold, "execute_horizon": horizon, "clock": clock,
-                       "unit": unit, "nominal": nominal, "rows": rows, "multiplicity": note, "sync": sync})
+                       "unit": unit, "nominal": nominal, "rows": rows, "multiplicity": note, "sync": sync,
+                       "step_ms": step_ms})
     return sweeps
 
 
@@ -101,7 +105,8 @@ def sweep_svg(sweep: dict[str, Any], width: int = 640, height: int = 280) -> str
     rows = [r for r in sweep["rows"] if r["success_rate"] is not None]
     if not rows:
         return ""
-    left, right, top, bottom = 44, 12, 10, 34
+    step_ms = sweep.get("step_ms")
+    left, right, top, bottom = 44, 30 if step_ms else 12, 10, 46 if step_ms else 34
     xs = [r["delay"] for r in rows]
     x0, x1 = min(xs), max(xs)
     span = (x1 - x0) or 1.0
@@ -121,7 +126,9 @@ def sweep_svg(sweep: dict[str, Any], width: int = 640, height: int = 280) -> str
         x = px(r["delay"])
         low, high = r["ci95"] if r["ci95"] else (r["success_rate"], r["success_rate"])
         parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{py(low):.1f}" y2="{py(high):.1f}" stroke="#888"/>'
-                     f'<text x="{x:.1f}" y="{height - bottom + 14}" font-size="10" text-anchor="middle">{r["delay"]:g}</text>')
+                     f'<text x="{x:.1f}" y="{height - bottom + 14}" font-size="10" text-anchor="middle">{r["delay"]:g}</text>'
+                     + (f'<text x="{x:.1f}" y="{height - bottom + 26}" font-size="10" text-anchor="middle" fill="#555">'
+                        f'{r["delay"] * step_ms:g} ms</text>' if step_ms else ""))
     sync = sweep.get("sync")
     if sync and sync.get("success_rate") is not None:  # the baseline the delays are measured against
         y_sync = py(sync["success_rate"])
@@ -133,5 +140,7 @@ def sweep_svg(sweep: dict[str, Any], width: int = 640, height: int = 280) -> str
     parts.append(f'<polyline points="{points}" fill="none" stroke="#1f6feb" stroke-width="2"/>')
     parts += [f'<circle cx="{px(r["delay"]):.1f}" cy="{py(r["success_rate"]):.1f}" r="3" fill="#1f6feb"/>' for r in rows]
     unit = "delay (control steps)" if sweep["unit"] == "steps" else "delay (ms)"
+    if step_ms:
+        unit = f"delay: control steps, and ms (one step is {step_ms:g} ms)"
     parts.append(f'<text x="{(left + width - right) / 2:.0f}" y="{height - 4}" font-size="11" text-anchor="middle">{unit}</text></svg>')
     return "".join(parts)

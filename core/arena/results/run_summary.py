@@ -173,6 +173,7 @@ def summarize_records(
         "non_finite": non_finite_episodes(records) or None,
         "seeds": seeds,
         "num_envs": entry.get("num_envs"),
+        "control_hz": entry.get("control_hz"),
         "videos": sum(1 for r in records if r.video),
         "restarts": restarts if isinstance(restarts, int) else 0,
         "machine": machine,
