@@ -83,3 +83,21 @@ def _in_browser(chromium: str, page_html: str, width: int, where) -> dict:
     found = re.search(r'<pre id="arena-measure">(.*?)</pre>', dom, re.S)
     assert found, dom[-2000:]
     return json.loads(html_lib.unescape(found.group(1)))
+
+
+def test_execute_horizons_of_one_delay_study_are_overlaid_on_one_plot_with_a_legend():
+    from arena.results.delay import delay_figures, sweep_svg
+
+    def sweep(horizon: int, rates: list[float]) -> dict:
+        rows = [{"run": f"s{horizon}.d{d}", "delay": d, "success_rate": r, "ci95": [max(0.0, r - 0.2), min(1.0, r + 0.2)]}
+                for d, r in zip((0, 2, 4), rates)]
+        return {"task": "push", "policy": "p", "hold": "repeat", "clock": "simulated", "unit": "steps", "step_ms": 100.0,
+                "execute_horizon": horizon, "rows": rows, "sync": {"run": "sync", "k": 9, "n": 10, "success_rate": 0.9}}
+
+    other_task = {**sweep(4, [1.0, 0.5, 0.0]), "task": "other"}
+    figures = delay_figures([sweep(4, [0.9, 0.6, 0.2]), sweep(8, [0.9, 0.4, 0.1]), other_task])
+    assert [[s["execute_horizon"] for s in f] for f in figures] == [[4, 8], [4]]  # s = 4 and 8 share a plot
+    svg = sweep_svg(figures[0])
+    assert svg.count('class="delay-series"') == 2 and ">s = 4</text>" in svg and ">s = 8</text>" in svg
+    assert svg.count('class="sync-baseline"') == 1 and "400 ms</text>" in svg
+    assert ">s = 4</text>" not in sweep_svg(figures[1])  # one line needs no legend
