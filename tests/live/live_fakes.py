@@ -3,6 +3,8 @@ and a chunked policy whose chunk rows say which request and row they are."""
 
 from __future__ import annotations
 
+import time
+from types import SimpleNamespace
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -14,6 +16,8 @@ from arena.policies.base import PolicyBase, PolicyConfig
 
 class CounterConfig(EnvironmentConfig):
     task: str = "count"
+    #: seed -> the step its episode terminates at (other seeds never terminate)
+    lengths: dict[int, int] = {}
 
 
 class CounterEnv(Environment):
@@ -32,6 +36,7 @@ class CounterEnv(Environment):
         super().__init__(config or CounterConfig(), num_envs=num_envs, cameras=cameras)
         self.t = np.zeros(num_envs, np.int64)
         self.executed: list[list[float]] = [[] for _ in range(num_envs)]
+        self.ends = np.full(num_envs, -1, np.int64)
 
     @classmethod
     def null_action_for(cls, config: Any) -> np.ndarray:
@@ -41,9 +46,10 @@ class CounterEnv(Environment):
         return {"policy": {"t": self.t[:, None].astype(np.float64)}}
 
     def reset_envs(self, env_ids: list[int], seeds: list[int]) -> dict[str, Any]:
-        for e in env_ids:
+        for e, seed in zip(env_ids, seeds):
             self.t[e] = 0
             self.executed[e] = []
+            self.ends[e] = self.config.lengths.get(int(seed), -1)
         return self._obs()
 
     def step(self, actions: np.ndarray):
@@ -52,7 +58,7 @@ class CounterEnv(Environment):
             self.executed[e].append(float(actions[e, 0]))
         self.t += 1
         n = self.num_envs
-        return self._obs(), np.zeros(n), np.zeros(n, bool), np.zeros(n, bool), {}
+        return self._obs(), np.zeros(n), self.t == self.ends, np.zeros(n, bool), {}
 
 
 class RowChunkPolicy(PolicyBase):
@@ -62,9 +68,10 @@ class RowChunkPolicy(PolicyBase):
     name = "row_chunks"
     Config = PolicyConfig
 
-    def __init__(self, rows: int = 16) -> None:
+    def __init__(self, rows: int = 16, latency_s: dict[int, float] | None = None) -> None:
         super().__init__(PolicyConfig())
         self.rows = rows
+        self.latency_s = dict(latency_s or {})  # env -> seconds a chunk for it takes
         self.count: dict[int, int] = {}
         self.asked: dict[int, list[int]] = {}
 
@@ -74,6 +81,9 @@ class RowChunkPolicy(PolicyBase):
             self.asked[e] = []
 
     def get_action_chunk(self, env: Any, observation: dict[str, Any]) -> np.ndarray:
+        thinking = max((self.latency_s.get(e, 0.0) for e in range(env.num_envs) if self.is_active(e)), default=0.0)
+        if thinking:
+            time.sleep(thinking)
         out = np.zeros((env.num_envs, self.rows, 1))
         for e in range(env.num_envs):
             if self.is_active(e):
@@ -107,3 +117,37 @@ class TiledExpert:
             time.sleep(self.delay_s)
         action = np.asarray(self.model.infer(obs)["actions"])[:1]
         return {"actions": np.repeat(action, self.rows, axis=0)}
+
+
+def live_records(num_envs: int, inner: PolicyBase, execution: dict[str, Any], seeds: list[int], *,
+                 max_steps: int, lengths: dict[int, int] | None = None, control_hz: float = 10.0,
+                 trajectories: Any = None) -> dict[int, Any]:
+    """The records (``{seed: EpisodeRecord}``) of arena's real rollout driving ``inner`` live on
+    ``num_envs`` counters, one episode per seed in order (``lengths``: seeds that terminate early;
+    ``trajectories``: a directory to record each episode's trajectory file in)."""
+    from arena.live.config import ExecutionConfig
+    from arena.live.policy import LivePolicy
+    from arena.rollout.rollout import rollout
+    from arena.rollout.workitems import WorkItem
+
+    class Env(CounterEnv):
+        pass
+
+    Env.control_hz = control_hz
+    env = Env(CounterConfig(lengths=lengths or {}), num_envs=num_envs)
+    config = ExecutionConfig(mode="live", **execution)
+    live = LivePolicy(inner, config, hold=config.resolve_hold(Env, env.config), control_hz=control_hz)
+    records: list[Any] = []
+    limit = SimpleNamespace(num_episodes=len(seeds), max_episode_steps=max_steps, terminate_on_success=True)
+    recorder = None
+    if trajectories is not None:
+        from arena.config import TrajectoriesConfig
+        from arena.rollout.trajectories import TrajectoryRecorder
+
+        recorder = TrajectoryRecorder(TrajectoriesConfig(enabled=True), trajectories, run="run", task="count")
+    try:
+        rollout(env, live, [WorkItem("run", i, s) for i, s in enumerate(seeds)], limit,
+                on_episode_end=records.append, max_consecutive_errors=None, trajectories=recorder)
+    finally:
+        live.close()
+    return {r.seed: r for r in records}

@@ -64,3 +64,28 @@ def test_live_keys_without_live_mode_are_a_warning_naming_them(tmp_path):
     assert result.exit_code == 0, result.output
     assert "run forgot: execution.delay, execution.execute_horizon ignored: execution.mode is sync" in output
     assert "run sync:" not in output and "run live:" not in output
+
+
+@pytest.mark.parametrize(
+    "policy, execution, message",
+    [
+        # the case: chunks of 4 rows cannot fill execute_horizon 8
+        ({"chunk_size": 4}, {"delay": {"steps": 6}, "execute_horizon": 8},
+         "the policy's chunks have 4 rows; this schedule executes 14 of each"),
+        ({"chunk_size": 8}, {"delay": {"steps": 2}, "execute_horizon": 8, "hold": "continue_chunk"},
+         "chunks have 8 rows; this schedule executes 10 of each (execute_horizon 8 + the largest delay 2"),
+        ({"chunk_size": 4}, {"delay": {"steps": 1}, "execute_horizon": 8, "hold": "repeat_last"},
+         "chunks have 4 rows; this schedule executes 8 of each (execute_horizon 8)"),
+    ],
+)
+def test_a_schedule_the_policys_chunks_cannot_fill_is_refused_naming_run_and_values(policy, execution, message):
+    exp = {"runs": {"r": {"environment": {"type": "kinetix", "task": "grasp_easy"},
+                          "policy": {"type": "kinetix_hill_climb", **policy}, "execution": {"mode": "live", **execution}}}}
+    with pytest.raises(ConfigError) as info:
+        load_experiment_dict(exp, source="live.yaml")
+    text = str(info.value)
+    assert message in text and "run 'r'" in text and "execution.execute_horizon" in text and "live.yaml" in text, text
+    exp["runs"]["r"]["execution"]["execute_horizon"] = 2  # 2 + 2 <= 4: fits
+    exp["runs"]["r"]["execution"]["delay"] = {"steps": 2}
+    exp["runs"]["r"]["policy"]["chunk_size"] = 4
+    load_experiment_dict(exp, source="live.yaml")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 import pytest
 
 from arena.testing.experiments import tiny_experiment
@@ -37,3 +39,28 @@ def test_measured_clock_paces_steps_and_measures_delays(run_experiment, policy_s
     assert live["delays"] and all(1 <= d <= worst * 80 + 1 for d in live["delays"]), live["delays"]
     assert live["latency_ms"]["p50"] >= INFER_S * 1e3
     assert live["stale_steps"] >= sum(live["delays"]) and metrics["live_stale_ratio"] > 0.3
+
+
+def test_measured_rtc_delay_leaves_out_the_warm_up_and_never_exceeds_the_horizon(run_experiment, openpi_double):
+    rows, s = 16, 8
+
+    def reply(request):
+        return {"actions": np.zeros((rows, 4))}
+
+    # the episode's first request takes 300 ms (24 steps at 80 Hz: a warm-up), later ones 25 ms
+    double = openpi_double(reply, infer_delay_s=0.025, first_delay_s=0.3)
+    exp = tiny_experiment({"type": "metaworld_expert_remote", "remote_port": double.port, "open_loop_horizon": rows},
+                          episodes=1, max_episode_steps=70, external_server=True)
+    exp["runs"]["run"]["execution"] = {"mode": "live", "clock": "measured", "execute_horizon": s, "rtc": True}
+    outcome = run_experiment(exp)
+    assert outcome.exit_code == 0, outcome.explain()
+    (record,) = outcome.episodes("run")
+    delays = record["policy_extras"]["live"]["delays"]
+    sent = [r["inference_delay"] for r in double.model.requests]
+    assert delays[0] >= 20 and len(delays) >= 4, delays  # the warm-up held the env
+    # LeRobot's estimate (the largest recent delay) over the delays after the first request;
+    # before there is one, the warm-up's, clipped to the execute horizon
+    expected = [0, min(delays[0], s)] + [min(max(delays[1:k]), s) for k in range(2, len(delays) + 1)]
+    n = min(len(sent), len(expected))  # the episode may end before or after its last request was sent
+    assert n >= 4 and sent[:n] == expected[:n], (sent, delays)
+    assert max(sent) <= s and max(sent[2:]) <= max(delays[1:]) < 8

@@ -52,13 +52,17 @@ def test_live_expert_records_delays_stale_ratio_and_latency(run_experiment, refe
         assert len(live["delays"]) == -(-(steps - 4) // 4) and live["requests"] == len(live["delays"]) + 1
         assert live["stale_steps"] == sum((t - 4) % 4 < 2 for t in range(4, steps))
         assert r["metrics"]["live_stale_ratio"] == pytest.approx(live["stale_steps"] / r["steps"])
-        assert {"live_latency_p50_ms", "live_latency_p99_ms", "live_control_hz"} <= set(r["metrics"])
+        assert {"live_latency_p50_ms", "live_latency_p99_ms"} <= set(r["metrics"])
+        # a simulated clock has no control rate, and a fixed delay (with the ages it makes) is the
+        # configuration, not a measurement
+        assert not {"live_control_hz", "live_delay_steps", "live_age_mean"} & set(r["metrics"])
+        assert live["age"]["max"] <= 4 - 1 + 2
         assert live["latency_ms"]["p99"] >= live["latency_ms"]["p50"] > 0
     assert [r["outcome"] for r in records] == ["success", "success"]  # reach survives 2 stale steps in 4
     summary = outcome.result["runs"]["run"]["metrics"]
     assert "live_stale_ratio" in summary
     # latency cannot be negative: Student's t clipped at 0 ms; the stale ratio is a fraction
-    for key in ("live_latency_p50_ms", "live_latency_p99_ms", "live_control_hz", "live_delay_steps"):
+    for key in ("live_latency_p50_ms", "live_latency_p99_ms"):
         assert summary[key]["method"] == "student-t-clipped" and summary[key]["bounds"] == [0.0, None]
         assert 0.0 <= summary[key]["ci_low"] <= summary[key]["mean"] <= summary[key]["ci_high"]
     assert summary["live_stale_ratio"]["method"] == "betting-bounded-mean"

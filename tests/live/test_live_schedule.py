@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from arena.errors import PolicyError
 from arena.live.config import DelayConfig, ExecutionConfig, ms_to_steps
 from arena.live.policy import LivePolicy
 from arena.live.schedule import DelaySampler
@@ -79,11 +80,11 @@ def test_d0_is_sync_chunk_replay_whatever_the_hold():
     assert runs["continue_chunk"] == runs["repeat_last"] == runs["null_action"] == expected(0, 8, "continue_chunk", 20)
 
 
-def test_continue_chunk_past_the_previous_chunks_end_repeats_its_last_row():
-    # chunks of 5 rows, s = 4, d = 2: only row 4 is left over; the second hold step repeats it
-    executed, _, info = drive(2, 4, "continue_chunk", 8, rows=5)
-    assert executed == [0, 1, 2, 3, 4, 4, 102, 103]
-    assert info["live"]["hold_past_chunk"] == 1
+def test_a_chunk_without_the_rows_continue_chunk_holds_is_refused():
+    # chunks of 5 rows, s = 4, d = 2: the hold needs rows 4 and 5; only row 4 exists
+    with pytest.raises(PolicyError, match=r"chunk of 5 rows; this live schedule needs at least 6"):
+        drive(2, 4, "continue_chunk", 8, rows=5)
+    assert drive(2, 4, "repeat_last", 8, rows=5)[0] == [0, 1, 2, 3, 3, 3, 102, 103]  # needs rows 0..3 only
 
 
 def test_a_one_action_policy_is_replanned_every_s_steps():

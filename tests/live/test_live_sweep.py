@@ -36,7 +36,14 @@ def test_matrix_delay_sweep_is_compared_with_delay_zero(run_experiment, policy_s
         assert "p_holm" in row["vs_nominal"]
     # 60 steps, s = 8: after the first chunk, d of every 8 steps come from the hold rule
     assert [round(r["stale_ratio"], 3) for r in others] == [round(4 * 7 / 60, 3), round((8 * 6 + 4) / 60, 3)]
+    # how old the executed actions were: rows 0..7 of each chunk at d = 0 (mean 3.5 a cycle),
+    # rows 4..7 after the first chunk at d = 4; at d = 8 only the first chunk's rows have an age
+    # (the null action has none)
+    ages = [r["age_mean"] for r in sweep["rows"]]
+    assert ages[0] <= 3.5 and ages[2] == 3.5 and ages[1] > 4.5, ages
+    assert all(r["age_max"] == 7 for r in sweep["rows"])
     html = (outcome.output_dir / "index.html").read_text()
+    assert "age (mean / max)" in html
     assert "Success versus delay" in html and 'class="delay-plot"' in html and "reach.d8" in html
     assert "100 ms</text>" in html and "(50 ms)" in html  # d = 8 on the axis, d = 4 in the table
     assert 'class="sync-baseline"' in html and "the sync baseline, run <strong>sync</strong>" in html

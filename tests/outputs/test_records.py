@@ -134,3 +134,16 @@ def test_run_result_of_a_runner_that_died_counts_what_it_recorded(tmp_path):
     assert empty["success_rate"] is None and empty["ci95"] == [0.0, 1.0]
     with pytest.raises(ValueError):
         write_run_result(tmp_path, run="r", state="exploded")
+
+
+def test_run_result_sums_reconnects_and_warns_about_episodes_whose_server_session_was_reset(tmp_path):
+    from arena.outputs.records import write_run_result
+
+    def reconnected(count: int, reset: bool) -> dict:
+        return {"reconnects": {"count": count, "at_request": [0] * count, "at_step": [0] * count, "session_reset": reset}}
+
+    records = [_record(0), _record(1, policy_extras=reconnected(1, False)), _record(2, policy_extras=reconnected(2, True))]
+    result = write_run_result(tmp_path, run="r", state="completed", records=records)
+    assert result["reconnects"] == {"count": 3, "episodes": 2, "session_reset_episodes": [2]}
+    assert any("mid-episode" in w and "episodes 2" in w for w in result["warnings"])
+    assert "reconnects" not in write_run_result(tmp_path / "quiet", run="r", state="completed", records=records[:1])

@@ -269,7 +269,8 @@ def check_run(run: ResolvedRun, *, source: str | None) -> None:
         run.worker_plan = plan_workers(run.environment_cls, run.environment, run.environment_builder.num_envs)  # type: ignore[arg-type]
     except ValueError as exc:
         raise ConfigError(str(exc), file=source, run=run.name, key="environment.workers") from None
-    for key, message in run.execution.check(run.environment_cls, run.environment):
+    rows = getattr(run.policy, "live_chunk_rows", None)
+    for key, message in run.execution.check(run.environment_cls, run.environment, rows() if callable(rows) else None):
         raise ConfigError(message, file=source, run=run.name, key=f"execution.{key}")
     from arena.envs.perturbations import PerturbationError, check_values
 

@@ -6,14 +6,16 @@
       mode: live                 # sync (default: the simulator waits for every chunk) | live
       hold: continue_chunk       # continue_chunk | repeat_last | null_action (null: the env's first)
       delay: {steps: 2}          # {steps: d} | {ms: x} | {steps: [0, 1, 2], p: [...], seed: 0}
-      execute_horizon: 8         # s: steps per chunk before the next request (s >= every d)
+      execute_horizon: 8         # s: steps per chunk before the next request (s >= every d; s + d <= chunk rows)
       clock: simulated           # simulated (delay above) | measured (wall clock at control_hz)
       rtc: false                 # requests carry inference_delay and prev_chunk_left_over
 
 Hold rules (what the simulator executes while a request is in flight), declared valid per
 action space by the environment (:meth:`arena.envs.base.Environment.hold_rules_for`):
 ``continue_chunk`` executes the previous chunk's not-yet-executed rows (RTC's protocol; a
-chunk with too few rows left repeats its last row); ``repeat_last`` the last executed action
+chunk must hold ``s + d`` rows on a simulated delay, else the episode is an error; on a
+measured clock, whose delay is not known in advance, a hold past the chunk's end repeats its
+last row, counted in ``hold_past_chunk``); ``repeat_last`` the last executed action
 again (absolute position control); ``null_action`` the environment's null action
 (:meth:`~arena.envs.base.Environment.null_action_for`, delta or velocity control).
 
@@ -129,8 +131,12 @@ class ExecutionConfig(BaseModel):
             raise ValueError(f"hold '{self.hold}' is not valid for environment '{name}' here; valid: {', '.join(valid)}")
         return self.hold
 
-    def check(self, env_cls: type, env_config: Any) -> list[tuple[str, str]]:
-        """Problems of this section on ``env_cls``, as ``(key under execution, message)``; none in sync mode."""
+    def check(self, env_cls: type, env_config: Any, chunk_rows: int | None = None) -> list[tuple[str, str]]:
+        """Problems of this section on ``env_cls``, as ``(key under execution, message)``; none in
+        sync mode. ``chunk_rows``: the rows of the policy's chunks when its config fixes them
+        (:meth:`arena.policies.base.PolicyConfig.live_chunk_rows`): a schedule they cannot fill
+        is refused (``execute_horizon`` > rows; with ``continue_chunk`` and a simulated delay,
+        ``execute_horizon`` > rows - the largest delay)."""
         if not self.live:
             return []
         problems: list[tuple[str, str]] = []
@@ -155,4 +161,19 @@ class ExecutionConfig(BaseModel):
                 f"execute_horizon {self.execute_horizon} is below the largest delay, {max(steps)} steps "
                 "(RTC's protocol needs s >= d)",
             ))
+        if chunk_rows is not None:
+            hold = None
+            try:
+                hold = self.resolve_hold(env_cls, env_config)
+            except ValueError:
+                pass
+            held = max(steps) if hold == "continue_chunk" else 0
+            if self.execute_horizon + held > chunk_rows:
+                why = (f"execute_horizon {self.execute_horizon} + the largest delay {held} (rows continue_chunk "
+                       "holds while the next request is in flight)") if held else f"execute_horizon {self.execute_horizon}"
+                problems.append((
+                    "execute_horizon",
+                    f"the policy's chunks have {chunk_rows} rows; this schedule executes {self.execute_horizon + held} of "
+                    f"each ({why}): lower execute_horizon or the delay",
+                ))
         return problems

@@ -8,24 +8,33 @@ Two clocks:
 
 - ``simulated``: each request is answered at once, and the env executes the hold rule for the
   request's drawn delay ``d`` (:class:`~arena.live.schedule.DelaySampler`), then the chunk from
-  row ``d``: an episode is a function of its seed and the delays, on any machine or layout;
+  row ``d``; an episode's first chunk is waited for (``d = 0``): an episode is a function of
+  its seed and the delays, on any machine or layout;
 - ``measured``: every step starts at the next tick of the environment's control clock
-  (``1 / control_hz`` seconds; a step that takes longer starts the next at once); a due env's
-  request is sent from a background thread (one batch in flight at a time) and the env
-  executes the hold rule, one step per tick, until the reply is there; ``d`` is the steps it
-  took. The episode's first chunk is waited for in both (the clock starts when it arrives).
-  Resetting or re-activating envs while a request is in flight waits for it (the wrapped
-  policy is called from one thread at a time), so an episode boundary may stretch one tick.
+  (``1 / control_hz`` seconds; a step that takes longer starts the next at once). **Each env
+  keeps its own schedule on that clock**: a due env's request (an episode's first included) is
+  sent from a background thread and the env executes the hold rule, one step per tick, until
+  the reply is there; ``d`` is the steps *that env* executed meanwhile. Nothing waits: an env
+  starting an episode, or the wrapped policy being reset, never stops another env's clock
+  (every call into the wrapped policy -- requests, resets, activations -- runs in order on that
+  one thread). Before an episode's first chunk the hold has no chunk to continue: the env's
+  null action (zeros where it declares none), as vla-eval's live runner holds before its first
+  action. The wrapped policy serves one call at a time: envs whose requests overlap queue
+  behind each other, and that wait is part of their delay (it is what sharing a server costs).
+
+Every executed action's **age** (control steps since the observation it was computed from;
+``None`` for the null action) is recorded per step (:mod:`arena.live.episode_stats`).
 
 With ``execution.rtc`` each request carries ``inference_delay`` (simulated: the drawn ``d``;
-measured: ``ceil(max latency of the episode's last 100 requests * control_hz)``, LeRobot's
-estimate), ``execute_horizon`` and ``prev_chunk_left_over`` (:meth:`EnvSchedule.rtc_fields`).
+measured: LeRobot's RTC estimate -- the largest delay of the episode's last 100 requests -- over
+the requests after the episode's first, whose delay includes a warm-up, and clipped to
+``execute_horizon``), ``execute_horizon`` and ``prev_chunk_left_over``
+(:meth:`EnvSchedule.rtc_fields`).
 """
 
 from __future__ import annotations
 
 import copy
-import math
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -33,10 +42,11 @@ from typing import Any
 
 import numpy as np
 
+from arena.errors import PolicyError
 from arena.live.chunks import ChunkSource, prepare
 from arena.live.config import ExecutionConfig
-from arena.live.schedule import DelaySampler, EnvSchedule
 from arena.live.episode_stats import episode_live
+from arena.live.schedule import DelaySampler, EnvSchedule, ShortChunkError
 from arena.policies.base import PolicyBase
 
 
@@ -65,8 +75,11 @@ class LivePolicy(PolicyBase):
         self.measured = execution.clock == "measured"
         self._clock, self._sleep = clock, sleep
         s = execution.execute_horizon
-        self.rows = s + (s if self.measured else max(execution.delay.step_values(control_hz)))
+        self.max_delay = 0 if self.measured else max(execution.delay.step_values(control_hz))
+        self.rows = s + (s if self.measured else self.max_delay)
         prepare(inner, self.rows)
+        if hasattr(inner, "execution_mode"):  # a client that tells its server the mode (vla-eval's EPISODE_START)
+            inner.execution_mode = "live"
         self.schedules: list[EnvSchedule] = []
         self._samplers: list[DelaySampler | None] = []
         self._latency: list[list[float]] = []
@@ -74,10 +87,13 @@ class LivePolicy(PolicyBase):
         self._last: list[float] = []
         self._generation: list[int] = []
         self._waited: list[int] = []
+        self._request_steps: list[list[int]] = []  # per env, the step each request of its episode was sent at
         self._pool: ThreadPoolExecutor | None = None
-        self._future: Future | None = None
-        self._pending: dict[int, int] = {}  # env -> generation of the request in flight
+        #: measured: env -> (the future of its request in flight, its episode's generation, the step it saw)
+        self._pending: dict[int, tuple[Future, int, int]] = {}
+        self._resets: dict[int, Future] = {}  # measured: env -> its wrapped policy's reset, queued
         self._tick: float | None = None
+        self._ticked = False
         self.overruns = 0
 
     # -- what the records and the plan read ----------------------------------------------------
@@ -98,9 +114,11 @@ class LivePolicy(PolicyBase):
         n = env.num_envs
         self.action_dim = int(np.prod(env.action_space.shape))
         null = getattr(env, "null_action", None)
+        leftover_rows = self.max_delay if self.hold == "continue_chunk" else 0
         self.schedules = [
             EnvSchedule(self.hold, self.execution.execute_horizon,
-                        None if not callable(null) or null(e) is None else np.asarray(null(e), np.float64))
+                        None if not callable(null) or null(e) is None else np.asarray(null(e), np.float64),
+                        leftover_rows=leftover_rows)
             for e in range(n)
         ]
         self._samplers = [None] * n
@@ -109,31 +127,44 @@ class LivePolicy(PolicyBase):
         self._last = [0.0] * n
         self._generation = [0] * n
         self._waited = [0] * n
+        self._request_steps = [[] for _ in range(n)]
         self.source = ChunkSource(self.inner, self.rows)
         if self.measured:
+            # one thread makes every call into the wrapped policy, in the order they were made
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arena-live")
 
     def set_task_description(self, text: str | None) -> str | None:
         self.inner.set_task_description(text)
         return super().set_task_description(text)
 
+    def _call(self, fn: Callable[..., Any], *args: Any) -> Future | None:
+        """``fn(*args)`` on the wrapped policy: measured, queued on its thread and never waited
+        for (the future; a reset's failure ends its envs' episodes at the next step); simulated, now."""
+        if self._pool is None:
+            with self.source.lock:
+                fn(*args)
+            return None
+        return self._pool.submit(fn, *args)
+
     def reset(self, env_ids: list[int] | None = None, seeds: list[int] | None = None) -> None:
         ids = list(range(len(self.schedules))) if env_ids is None else [int(e) for e in env_ids]
         seeds = list(seeds) if seeds is not None else [0] * len(ids)
-        with self.source.lock:
-            self.inner.reset(env_ids, seeds)
+        done = self._call(self.inner.reset, env_ids, seeds)
         for e, seed in zip(ids, seeds):
+            if done is not None:
+                self._resets[e] = done
             self.schedules[e].reset()
             self._samplers[e] = DelaySampler(self.execution.delay, self.control_hz, seed) if not self.measured else None
             self._latency[e] = []
             self._began[e] = None
             self._generation[e] += 1
             self._waited[e] = 0
+            self._request_steps[e] = []
+            self._pending.pop(e, None)  # a reply for the ended episode is dropped
 
     def set_active(self, env_ids: Sequence[int]) -> None:
         super().set_active(env_ids)
-        with self.source.lock:
-            self.inner.set_active(env_ids)
+        self._call(self.inner.set_active, list(env_ids))
 
     def _active(self) -> list[int]:
         return [e for e in range(len(self.schedules)) if self.is_active(e)]
@@ -143,26 +174,33 @@ class LivePolicy(PolicyBase):
         """``float64 (num_envs, action_dim)``: each active env's scheduled action (idle rows zero).
 
         Raises:
-            arena.errors.PolicyError: a request failed for some envs (their episodes end as errors).
+            arena.errors.PolicyError: a request failed for some envs, or a chunk had fewer rows
+                than the schedule executes (their episodes end as errors).
         """
         active = self._active()
         if self.measured:
-            self._wait_for_tick()
+            if not self._ticked:  # a retry of this step (the rollout asks again after a PolicyError) waits no tick
+                self._wait_for_tick()
+                self._ticked = True
             self._collect(active)
-        first = [e for e in active if self.schedules[e].first and e not in self._pending]
-        due = first if self.measured else [e for e in active if self.schedules[e].due]
-        if due:
-            delays = {e: 0 if self.schedules[e].first else self._samplers[e].next() for e in due}  # type: ignore[union-attr]
-            chunks, ms = self._request(env, observation, due, active, delays)
-            for e in due:
-                self._latency[e].append(ms)
-                self.schedules[e].plan(chunks[e], delays[e])
-            if self.measured:
-                # an episode's first chunk is waited for: the next step is a full period after
-                # this one's action, not after the tick that preceded the wait
-                self._tick = self._clock() + 1.0 / self.control_hz  # type: ignore[operator]
-        if self.measured:
             self._send_due(env, observation, active)
+            self._ticked = False
+        else:
+            due = [e for e in active if self.schedules[e].due]
+            if due:
+                delays = {e: 0 if self.schedules[e].first else self._samplers[e].next() for e in due}  # type: ignore[union-attr]
+                for e in due:
+                    self._request_steps[e].append(self.schedules[e].steps)
+                chunks, ms = self._request(env, observation, due, active, delays)
+                short: dict[int, str] = {}
+                for e in due:
+                    self._latency[e].append(ms)
+                    try:
+                        self.schedules[e].plan(chunks[e], delays[e])
+                    except ShortChunkError as exc:
+                        short[e] = str(exc)
+                if short:
+                    raise PolicyError(next(iter(short.values())), env_ids=sorted(short), env_errors=short)
         out = np.zeros((len(self.schedules), self.action_dim), np.float64)
         now = self._clock()
         for e in active:
@@ -173,16 +211,20 @@ class LivePolicy(PolicyBase):
             if schedule.queue:
                 out[e] = schedule.pop()[0]
             else:  # measured: the request is in flight; hold
-                out[e] = schedule.hold_action(self._waited[e], self.action_dim)
-                schedule.execute(out[e], True)
+                action, source = schedule.hold_action(self._waited[e], self.action_dim)
+                out[e] = action
+                schedule.execute(out[e], True, source)
                 self._waited[e] += 1
         return out
 
     def _request(
-        self, env: Any, observation: Any, due: list[int], active: list[int], delays: dict[int, int]
+        self, env: Any, observation: Any, due: list[int], active: list[int], delays: dict[int, int],
+        sent: float | None = None,
     ) -> tuple[dict[int, np.ndarray], float]:
+        """``(chunks, ms)``: ``ms`` from ``sent`` (measured: when the env sent it, so a wait
+        behind another call on the live thread counts) to the reply."""
         fields = {e: self.schedules[e].rtc_fields(delays[e]) for e in due} if self.execution.rtc else None
-        started = time.perf_counter()
+        started = time.perf_counter() if sent is None else sent
         chunks = self.source.request(env, observation, due, active, fields)
         return chunks, (time.perf_counter() - started) * 1e3
 
@@ -200,37 +242,63 @@ class LivePolicy(PolicyBase):
         self._tick = now + period
 
     def _send_due(self, env: Any, observation: Any, active: list[int]) -> None:
-        if self._future is not None:
-            return
-        due = [e for e in active if self.schedules[e].due and not self.schedules[e].first]
+        """Send one request for the active envs that are due and have none in flight."""
+        due = [e for e in active if self.schedules[e].due and e not in self._pending]
         if not due:
             return
         delays = {e: self._estimate(e) for e in due}
         obs = copy.deepcopy(observation)  # the simulator steps on while the request is in flight
-        self._pending = {e: self._generation[e] for e in due}
+        assert self._pool is not None
+        future = self._pool.submit(self._request, env, obs, due, active, delays, time.perf_counter())
         for e in due:
             self._waited[e] = 0
-        assert self._pool is not None
-        self._future = self._pool.submit(self._request, env, obs, due, active, delays)
+            self._pending[e] = (future, self._generation[e], self.schedules[e].steps)
+            self._request_steps[e].append(self.schedules[e].steps)
 
     def _estimate(self, env_id: int) -> int:
-        recent = self._latency[env_id][-100:]
-        return int(math.ceil(max(recent) / 1e3 * self.control_hz)) if recent and self.control_hz else 0
+        """RTC's ``inference_delay`` for the env's next request (module docstring)."""
+        delays = self.schedules[env_id].delays
+        later = delays[1:] or delays[:1]  # the episode's first request includes a warm-up
+        return min(max(later[-100:]), self.execution.execute_horizon) if later else 0
 
     def _collect(self, active: list[int]) -> None:
-        """Accept the reply in flight, if it is there: ``d`` = the steps each env held meanwhile."""
-        future = self._future
-        if future is None or not future.done():
-            return
-        pending, self._future, self._pending = self._pending, None, {}
-        chunks, ms = future.result()  # a PolicyError names its envs
-        for e, generation in pending.items():
+        """Accept each env's reply that is there: ``d`` = the steps that env held meanwhile."""
+        failures: dict[int, str] = {}
+        failed: PolicyError | None = None
+        for e, done in list(self._resets.items()):
+            if done.done():
+                del self._resets[e]
+                if done.exception() is not None and e in active:
+                    exc = done.exception()
+                    failures[e] = f"reset failed: {type(exc).__name__}: {exc}"
+                    self._pending.pop(e, None)
+        for e, (future, generation, source) in list(self._pending.items()):
+            if not future.done():
+                continue
+            del self._pending[e]
             if generation != self._generation[e] or e not in active:
                 continue  # the episode ended while its request was in flight
+            try:
+                chunks, ms = future.result()
+            except PolicyError as exc:
+                named = exc.env_ids if exc.env_ids is not None else [e]
+                if e in named:
+                    failures[e], failed = exc.for_env(e).partition(": ")[2], exc
+                continue
+            except Exception as exc:  # anything else from the wrapped policy ends this env's episode
+                failures[e] = f"live request failed: {type(exc).__name__}: {exc}"
+                continue
             schedule = self.schedules[e]
             self._latency[e].append(ms)
+            try:
+                schedule.accept(chunks[e], self._waited[e], source)
+            except ShortChunkError as exc:
+                failures[e] = str(exc)
+                continue
             schedule.delays.append(self._waited[e])
-            schedule.accept(chunks[e], self._waited[e])
+        if failures:
+            message = failed.args[0] if failed is not None else next(iter(failures.values()))
+            raise PolicyError(str(message), env_ids=sorted(failures), env_errors=failures)
 
     # -- records -------------------------------------------------------------------------------
     def episode_info(self, env_id: int) -> dict[str, Any]:
@@ -242,8 +310,14 @@ class LivePolicy(PolicyBase):
         live, metrics = episode_live(
             self.schedules[env_id], mode="live", clock=self.execution.clock, hold=self.hold,
             latency_ms=self._latency[env_id], elapsed_s=(self._last[env_id] - began) if began is not None else 0.0,
+            fixed_delay=not self.measured and len(set(self.execution.delay.step_values(self.control_hz))) == 1,
         )
         info["live"] = live
+        info["trajectory_columns"] = {"live_age": np.array([-1 if a is None else a for a in live["ages"]], np.int64)}
+        reconnects = info.get("reconnects")
+        if isinstance(reconnects, dict):  # the wrapped policy counts its calls, not the env's steps
+            steps = self._request_steps[env_id]
+            reconnects["at_step"] = [steps[r] if r < len(steps) else None for r in reconnects.get("at_request", [])]
         info["metrics"] = {**dict(info.get("metrics") or {}), **metrics}
         return info
 

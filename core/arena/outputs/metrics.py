@@ -88,9 +88,11 @@ Bounds = tuple[float | None, float | None]
 #: (:mod:`arena.live.episode_stats`, which checks at import that it lists each of its metrics;
 #: kept here so this module imports nothing above it). ``stale_steps <= steps``; delays are
 #: ``d >= 0`` (:meth:`arena.live.schedule.DelaySampler.next`; measured ones count elapsed steps);
-#: ``(steps - 1) / elapsed_s`` with ``elapsed_s > 0`` and a wall-clock latency are ``>= 0``.
+#: ``(steps - 1) / elapsed_s`` with ``elapsed_s > 0`` and a wall-clock latency are ``>= 0``; an
+#: action's age counts steps since its observation, ``>= 0``.
 KNOWN_BOUNDS: dict[str, Bounds] = {
     "live_delay_steps": (0.0, None), "live_stale_ratio": (0.0, 1.0), "live_control_hz": (0.0, None),
+    "live_age_mean": (0.0, None), "live_age_max": (0.0, None),
     "live_latency_p50_ms": (0.0, None), "live_latency_p95_ms": (0.0, None), "live_latency_p99_ms": (0.0, None),
 }
 #: Candidate means (of the values rescaled to [0, 1]) the betting interval is evaluated on.

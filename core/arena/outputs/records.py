@@ -491,7 +491,9 @@ def write_run_result(
     :func:`arena.outputs.metrics.summarize_metrics`, inside the environment's ``metric_bounds``
     where it declares them; ``None`` when the environment declares no metric), ``non_finite``
     (the episodes whose records flag a non-finite value, :func:`non_finite_episodes`; ``None``
-    when none, else also a warning).
+    when none, else also a warning), ``reconnects`` (only when an episode reconnected to its
+    policy server: ``count`` summed over the records' ``policy_extras.reconnects``,
+    ``episodes``, ``session_reset_episodes``, the latter also a warning).
 
     Raises:
         ValueError: ``state`` is not one of :data:`RUN_STATES`.
@@ -526,6 +528,18 @@ def write_run_result(
         "metrics": summarize_metrics(merged, metric_bounds),
         "non_finite": non_finite_episodes(merged) or None,
     }
+    reconnects = [(r, (getattr(r, "policy_extras", None) or {}).get("reconnects")) for r in merged]
+    reconnects = [(r, x) for r, x in reconnects if isinstance(x, dict) and x.get("count")]
+    if reconnects:
+        reset = sorted(r.episode_index for r, x in reconnects if x.get("session_reset"))
+        result["reconnects"] = {"count": sum(int(x["count"]) for _, x in reconnects),
+                                "episodes": len(reconnects), "session_reset_episodes": reset}
+        if reset:
+            result["warnings"].append(
+                f"{len(reset)} episode(s) reconnected to the policy server mid-episode: a server keeping per-session "
+                f"state started them afresh part-way (episodes {', '.join(map(str, reset[:10]))}"
+                f"{', ...' if len(reset) > 10 else ''}; policy_extras.reconnects)"
+            )
     flagged = non_finite_warning(merged)
     if flagged and flagged not in result["warnings"]:
         result["warnings"].append(flagged)

@@ -28,6 +28,11 @@ class PolicyConfig(BaseModel):
         """The policy's variant for records and reports (e.g. ``pi05``); ``None`` if it has none."""
         return getattr(self, "policy_variant", None)
 
+    def live_chunk_rows(self) -> int | None:
+        """Rows of each action chunk this policy returns, when its config fixes them (live
+        mode's validation refuses a schedule they cannot fill); ``None``: known at run time only."""
+        return None
+
 
 ConfigT = TypeVar("ConfigT", bound=PolicyConfig)
 

@@ -236,6 +236,10 @@ class RemoteChunkReplayPolicy(PolicyBase):
         self._pool: ThreadPoolExecutor | None = None
         self._metadata: dict[str, Any] | None = None
         self.chunk_length: ChunkLength | None = None
+        # per env, this episode's: requests sent, steps served, and (request, step) of each reconnect
+        self._episode_requests: list[int] = []
+        self._episode_steps: list[int] = []
+        self._episode_reconnects: list[list[tuple[int, int]]] = []
 
     @classmethod
     def make_adapter(cls, config: RemotePolicyConfig) -> EmbodimentAdapter:
@@ -266,6 +270,8 @@ class RemoteChunkReplayPolicy(PolicyBase):
         """
         n = env.num_envs
         c = self.config
+        self._episode_requests, self._episode_steps = [0] * n, [0] * n
+        self._episode_reconnects = [[] for _ in range(n)]
         self.broker = ChunkBroker(n, self.open_loop_horizon, self.adapter.action_dim, active=self.active_envs)
         self._clients = [self._new_client() for _ in range(n)]
         watch = ServerWatch()  # one server: once a reconnect finds it gone, every env knows
@@ -309,6 +315,9 @@ class RemoteChunkReplayPolicy(PolicyBase):
         subclass (``vla_eval_remote`` does); openpi's wire has none."""
         if self.broker is not None:
             self.broker.reset(env_ids)
+        for e in range(len(self._episode_steps)) if env_ids is None else env_ids:
+            self._episode_requests[e] = self._episode_steps[e] = 0
+            self._episode_reconnects[e] = []
 
     def set_active(self, env_ids: Sequence[int]) -> None:
         """Only ``env_ids`` run episodes: idle envs send no request and take no chunk rows."""
@@ -339,7 +348,10 @@ class RemoteChunkReplayPolicy(PolicyBase):
             self._fetch_due(due, observation)
             rounds += 1
         # idle envs' rows stay zero: no request; the rollout repeats their last action
-        return broker.take(broker.active, out=self._simulator_actions(broker.num_envs))
+        actions = broker.take(broker.active, out=self._simulator_actions(broker.num_envs))
+        for e in np.flatnonzero(broker.active).tolist():
+            self._episode_steps[e] += 1
+        return actions
 
     def _simulator_actions(self, num_envs: int) -> np.ndarray:
         """Zeros in the dtype actions reach the simulator in, ``float64 (num_envs, action_dim)``
@@ -378,6 +390,7 @@ class RemoteChunkReplayPolicy(PolicyBase):
             return response, chunk
 
         loop = self._loops[env_id]
+        before = loop.reconnects
         try:
             (response, chunk), latency_ms = loop.call(send)
         except (ProtocolViolation, ProtocolError, CodecError) as exc:
@@ -388,6 +401,11 @@ class RemoteChunkReplayPolicy(PolicyBase):
             )
         except TransportError as exc:  # ConnectionGaveUp
             return env_id, str(exc)
+        finally:
+            if env_id < len(self._episode_reconnects):
+                at = (self._episode_requests[env_id], self._episode_steps[env_id])
+                self._episode_reconnects[env_id] += [at] * (loop.reconnects - before)
+                self._episode_requests[env_id] += 1
         timing = response.get("server_timing") if isinstance(response, dict) else None
         infer_ms = timing.get("infer_ms") if isinstance(timing, dict) else None
         assert self.broker is not None
@@ -409,8 +427,21 @@ class RemoteChunkReplayPolicy(PolicyBase):
 
     def episode_info(self, env_id: int) -> dict[str, Any]:
         """``latency`` and ``server_timing`` of the requests that served ``env_id``'s episode
-        (:meth:`ChunkBroker.episode_info`); ``{}`` before :meth:`start`."""
-        return {} if self.broker is None else self.broker.episode_info(env_id)
+        (:meth:`ChunkBroker.episode_info`) and its ``reconnects``: ``count``, ``at_request`` /
+        ``at_step`` (the episode's request and step, from 0, each happened at) and
+        ``session_reset`` (a reconnect after the episode's first request: a server that keeps
+        per-session state -- vla-eval's chunk buffer, step counter, model state -- started the
+        episode's rest afresh), absent without one; ``{}`` before :meth:`start`."""
+        if self.broker is None:
+            return {}
+        info = dict(self.broker.episode_info(env_id))
+        at = self._episode_reconnects[env_id] if 0 <= env_id < len(self._episode_reconnects) else []
+        if at:  # absent: none
+            info["reconnects"] = {
+                "count": len(at), "at_request": [r for r, _ in at], "at_step": [t for _, t in at],
+                "session_reset": any(r > 0 for r, _ in at),
+            }
+        return info
 
     def close(self) -> None:
         for client in self._clients:

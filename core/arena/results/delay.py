@@ -33,17 +33,33 @@ def _delay(execution: dict[str, Any]) -> tuple[float, str] | None:
     return 0.0, "0"
 
 
+def _ages(records: list[Any]) -> tuple[float | None, float | None]:
+    """The mean over ``records`` of their episodes' mean and maximum action age (``None``: none has one)."""
+    ages = []
+    for record in records:
+        extras = getattr(record, "policy_extras", None) if not isinstance(record, dict) else record.get("policy_extras")
+        age = ((extras or {}).get("live") or {}).get("age") if isinstance(extras, dict) else None
+        if isinstance(age, dict) and age.get("mean") is not None:
+            ages.append((float(age["mean"]), float(age["max"])))
+    if not ages:
+        return None, None
+    return round(sum(a for a, _ in ages) / len(ages), 3), round(sum(m for _, m in ages) / len(ages), 3)
+
+
 def delay_sweeps(
     runs: dict[str, dict[str, Any]], snapshot_runs: dict[str, Any], records_of: dict[str, list[Any]],
     setups: dict[str, Any],
 ) -> list[dict[str, Any]]:
     """The experiment's delay sweeps (module docstring), each ``{task, policy, hold,
-    execute_horizon, clock, unit, rows, sync}`` (``sync``: the sync baseline, a run of the same
-    task, policy label and environment setup that waits for every chunk, ``{run, k, n,
+    execute_horizon, clock, unit, rows, sync, step_ms}`` (``sync``: the sync baseline, a run of
+    the same task, policy label and environment setup that waits for every chunk, ``{run, k, n,
     success_rate, ci95}``, or ``None``; ``step_ms``: one control step in ms when the delay is in
-    steps and the environment declares its control rate, so the plot reads in both); a row: ``run``, ``delay``, ``delay_label``, ``k``,
-    ``n``, ``success_rate``, ``ci95``, ``stale_ratio`` (the run's mean ``live_stale_ratio``)
-    and ``vs_nominal`` (the comparison with the ``d = 0`` run, ``None`` for that run or when
+    steps and the environment declares its control rate, so the plot reads in both); a row:
+    ``run``, ``delay``, ``delay_label``, ``k``,
+    ``n``, ``success_rate``, ``ci95``, ``stale_ratio`` (the run's mean ``live_stale_ratio``),
+    ``age_mean`` and ``age_max`` (over the run's records, the mean of their episodes' mean and
+    maximum action age, ``policy_extras.live.age``: how old, in control steps, the executed
+    actions were; ``None`` without ages) and ``vs_nominal`` (the comparison with the ``d = 0`` run, ``None`` for that run or when
     the sweep has none), Holm-adjusted within the sweep (:func:`arena.results.task_comparisons.adjust_holm`)."""
     groups: dict[tuple, list[tuple[float, str, str]]] = {}
     for name, run in runs.items():
@@ -80,9 +96,10 @@ def delay_sweeps(
                 comparison = compare_runs(name, run, nominal, runs[nominal], records_of.get(name), records_of.get(nominal),
                                           setup_differences=differences)
             stale = ((run.get("metrics") or {}).get("live_stale_ratio") or {}).get("mean")
+            age_mean, age_max = _ages(records_of.get(name) or [])
             rows.append({"run": name, "delay": value, "delay_label": label, "k": run["k"], "n": run["n"],
                          "success_rate": run["success_rate"], "ci95": run["ci95"], "stale_ratio": stale,
-                         "vs_nominal": comparison})
+                         "age_mean": age_mean, "age_max": age_max, "vs_nominal": comparison})
         compared = [r["vs_nominal"] for r in rows if r["vs_nominal"] is not None]
         note = adjust_holm(compared) if compared else None
         task, policy, hold, horizon, clock, unit, setup = key

@@ -406,10 +406,14 @@ class _Rollout:
         episode = self.active[env_id]
         self.active[env_id] = None
         extras = _episode_extras(self.policy, env_id)
+        columns = extras.pop("trajectory_columns", None)  # per-step arrays: the trajectory's, not the record's
         env_extras = _episode_extras(self.env, env_id)
         protocol = _protocol(env_extras.pop(PROTOCOL_KEY, None), self.policy)
         video = self.recorder.end(env_id, outcome) if self.recorder is not None else None
-        trajectory = self.trajectories.end(env_id, outcome) if self.trajectories is not None else None
+        trajectory = (
+            self.trajectories.end(env_id, outcome, columns if isinstance(columns, dict) else None)
+            if self.trajectories is not None else None
+        )
         latency = extras.pop("latency", None)
         server_timing = extras.pop("server_timing", None)
         # numbers a policy measures per episode (live mode's delays, stale ratio, latency

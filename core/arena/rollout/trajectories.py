@@ -28,6 +28,9 @@ policy saw before step ``t``, the action applied at step ``t`` and what that ste
 - ``action``: ``(T, action_dim)``, the action applied (the policy's dtype, float32 or float64);
 - ``reward``: ``float64 (T,)``; ``success``, ``terminated``, ``truncated``: ``bool (T,)`` (the
   env's success signal and end flags after the step);
+- ``step/<name>``: ``(T,)`` per-step columns the policy adds (its ``episode_info``'s
+  ``trajectory_columns``): live mode's ``step/live_age``, ``int64``, each executed action's age
+  in control steps (``-1``: the null action, computed from no observation; :mod:`arena.live`);
 - ``meta``: a 0-d unicode array holding JSON: ``format_version``, ``run``, ``episode_index``,
   ``seed``, ``outcome``, ``steps``, ``env_id``, ``task`` (the run's task name), ``instruction``
   (the env's ``task_description``, what a language-conditioned policy is told),
@@ -53,6 +56,7 @@ import json
 import os
 import sys
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +75,7 @@ from arena.outputs.layout import (
 FORMAT_VERSION = 1
 CAMERA_GROUP = "camera_obs"
 OBS_PREFIX = "obs/"
+STEP_PREFIX = "step/"
 META_KEY = "meta"
 #: Per-frame arrays besides the observation.
 STEP_KEYS = ("action", "reward", "success", "terminated", "truncated")
@@ -178,9 +183,11 @@ class TrajectoryRecorder:
             episode.steps["truncated"].append(bool(truncated[env_id]))
             episode.pending = self._row(observation, env_id)
 
-    def end(self, env_id: int, outcome: str) -> str | None:
+    def end(self, env_id: int, outcome: str, columns: dict[str, Any] | None = None) -> str | None:
         """Write ``env_id``'s episode; return its path relative to ``relative_to``, or ``None``
-        (not recorded, an ``error`` episode, no step, or the file could not be written)."""
+        (not recorded, an ``error`` episode, no step, or the file could not be written).
+        ``columns``: per-step arrays to add as ``step/<name>`` (one value per recorded step;
+        others are left out)."""
         episode = self._episodes.pop(env_id, None)
         if episode is None or outcome == "error" or not episode.steps["action"]:
             return None
@@ -188,6 +195,10 @@ class TrajectoryRecorder:
         partial = partial_path(self.directory, item.episode_index, TRAJECTORY_PARTIAL_SUFFIX)
         try:
             arrays = self._arrays(episode, outcome)
+            for name, values in (columns or {}).items():
+                column = np.asarray(values)
+                if column.ndim >= 1 and len(column) == len(arrays["action"]):
+                    arrays[f"{STEP_PREFIX}{name}"] = column
             self.directory.mkdir(parents=True, exist_ok=True)
             np.savez_compressed(partial, **arrays)
             final = unique_path(self.directory, episode_file_stem(item.episode_index, item.seed, outcome), TRAJECTORY_SUFFIX)
@@ -276,6 +287,8 @@ class Trajectory:
     terminated: np.ndarray
     truncated: np.ndarray
     meta: dict[str, Any]
+    #: ``step/<name>`` columns, by name (e.g. ``live_age``).
+    columns: dict[str, np.ndarray] = dataclass_field(default_factory=dict)
 
     @property
     def steps(self) -> int:
@@ -314,10 +327,11 @@ def read_trajectory(path: str | os.PathLike[str]) -> Trajectory:
     for key in [k for k in data if k.startswith(OBS_PREFIX)]:
         group, _, name = key[len(OBS_PREFIX) :].partition("/")
         observations.setdefault(group, {})[name] = data.pop(key)
+    columns = {key[len(STEP_PREFIX) :]: data.pop(key) for key in [k for k in data if k.startswith(STEP_PREFIX)]}
     steps = data["action"].shape[0]
     lengths = {key: len(value) for key, value in data.items()} | {
         f"{group}/{name}": len(value) for group, arrays in observations.items() for name, value in arrays.items()
-    }
+    } | {f"{STEP_PREFIX}{name}": len(value) for name, value in columns.items()}
     wrong = {key: n for key, n in lengths.items() if n != steps}
     if wrong:
         raise ValueError(f"{path}: arrays of other lengths than its {steps} actions: {wrong}")
@@ -329,6 +343,7 @@ def read_trajectory(path: str | os.PathLike[str]) -> Trajectory:
         terminated=data["terminated"],
         truncated=data["truncated"],
         meta=meta,
+        columns=columns,
     )
 
 

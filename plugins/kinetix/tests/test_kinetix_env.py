@@ -69,7 +69,8 @@ def test_live_sweep_end_to_end(run_experiment, kinetix_python):
     env = {"type": "kinetix", "task": "car_launch", "python": str(kinetix_python)}
     runs = {
         "hill": {"environment": env, "policy": {"type": "kinetix_hill_climb"},
-                 "execution": {"mode": "live", "execute_horizon": 8, "delay": {"steps": 0}}},
+                 # RTC: s <= H - d for the 8-row chunks at d = 4
+                 "execution": {"mode": "live", "execute_horizon": 4, "delay": {"steps": 0}}},
         "zero": {"environment": env, "policy": {"type": "zero_action"}},
     }
     exp = {

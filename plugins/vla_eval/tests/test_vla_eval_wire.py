@@ -158,10 +158,13 @@ def test_a_killed_server_is_reconnected_and_told_the_episode_again(server_proces
         server.stop()  # closes the dead process's pipe
         server.start()  # the same port; a fresh process knows no session
         after = _marks(policy.get_action(None, _obs(1))[0])
+        record = policy.episode_info(0)
     finally:
         policy.close()
     assert [m[1] for m in before] == [0, 1]
     assert policy.reconnects == 1
+    # the episode's record says its third request reconnected to a fresh server session
+    assert record["reconnects"] == {"count": 1, "at_request": [2], "at_step": [2], "session_reset": True}
     # a new chunk (row 0) of a session that got EPISODE_START again (episode count 1)
     assert after[1] == 0 and after[3] == 1
 

@@ -33,6 +33,9 @@ class HillClimbConfig(PolicyConfig):
     chunk_size: int = Field(8, ge=1, description="rows of each chunk (RTC's H = 8)")
     tolerance: float = Field(0.01, ge=0, description="distance decrease that counts as progress")
 
+    def live_chunk_rows(self) -> int:
+        return self.chunk_size
+
 
 class KinetixHillClimb(PolicyBase[HillClimbConfig]):
     """See the module docstring. Actions ``float64 (num_envs, 6)``; chunks ``(num_envs, H, 6)``.

@@ -144,11 +144,14 @@ class VlaEvalClient(PolicyClient):
 
     # -- episodes -----------------------------------------------------------------------------
     def start_episode(self, env_id: int, info: dict[str, Any]) -> None:
-        """Send EPISODE_START ``{"task": info["task"]}`` (the server drops the
+        """Send EPISODE_START ``{"task": info["task"]}`` (and ``mode`` when ``info`` has one:
+        ``"live"``, as vla-eval's live runner sends it) (the server drops the
         session's chunk buffer and per-episode state). Not connected: it is sent on the next
         :meth:`connect`. A send that fails drops the connection; the next request reconnects
         (and sends it then)."""
         self._episode = {"task": dict(info.get("task") or {})}
+        if info.get("mode"):
+            self._episode["mode"] = str(info["mode"])
         self.episodes_started += 1
         if self.connected:
             try:

@@ -94,12 +94,32 @@ class VlaEvalRemoteConfig(RemotePolicyConfig):
     def validate_run(self, run: Any) -> None:
         """At ``arena validate``: the adapter follows the run's environment (``embodiment``
         null: the environment's own; an adapter of another of arena's environments is refused:
-        every episode would fail on the first observation).
+        every episode would fail on the first observation); a live run (``execution.mode:
+        live``) needs ``server_args.chunk_size: 1``.
+
+        Why: a vla-eval ``PredictModelServer`` with ``chunk_size`` > 1 answers an observation
+        from its chunk buffer without calling the model while the buffer holds rows (vla-eval
+        0.8.0 ``model_servers/predict.py``, ``_try_serve_from_buffer``): a reply is then a row
+        computed from an older observation, and arena, which requests once per
+        ``execute_horizon`` steps, would execute it as fresh. vla-eval's own live runner
+        (``runners/live_runner.py``) instead streams an observation every control tick over
+        one connection; arena's client sends one request at a time, so it refuses rather
+        than record ages that are wrong. With ``chunk_size: 1`` every reply is the model's
+        action for the observation just sent.
 
         Raises:
             ValueError: no vla_eval adapter fits the environment, or ``embodiment`` names
-                another environment's.
+                another environment's, or a live run serves chunks from the server's buffer.
         """
+        execution = getattr(run, "execution", None)
+        if getattr(execution, "live", False) and self.server_args.get("chunk_size") != 1:
+            raise ValueError(
+                "vla_eval_remote cannot run live with a server that answers from its chunk buffer "
+                f"(server_args.chunk_size is {self.server_args.get('chunk_size', 'unset')}): such a server replies "
+                "to an observation with a row computed from an older one, so the actions' ages would be wrong. "
+                "Start the server with server_args: {chunk_size: 1} (every reply computed from the observation "
+                "sent; for an external server, start it so and say so here), or evaluate it with execution.mode: sync"
+            )
         env_name = getattr(run.environment_cls, "name", None) or run.environment_type
         fits = env_name if env_name in ENVIRONMENT_ADAPTERS else None
         if self.embodiment is None:
@@ -157,6 +177,9 @@ class VlaEvalRemotePolicy(RemoteChunkReplayPolicy):
         self._episode_started: list[float] = []
         self._env: Environment | None = None
         self._identity: dict[str, str | None] | None = None
+        #: ``"live"`` when arena's live mode drives this policy (:class:`arena.live.policy.LivePolicy`
+        #: sets it): EPISODE_START then says ``mode: "live"``, as vla-eval's live runner does.
+        self.execution_mode = "sync"
 
     @classmethod
     def make_adapter(cls, config: VlaEvalRemoteConfig) -> VlaEvalAdapter:  # type: ignore[override]
@@ -237,7 +260,10 @@ class VlaEvalRemotePolicy(RemoteChunkReplayPolicy):
                 lambda env_id=env_id: dict(env.episode_info(env_id) or {}) if env is not None else {},
             )
             self._episode_started[env_id] = time.perf_counter()
-            client.start_episode(env_id, {"task": task})
+            start: dict[str, Any] = {"task": task}
+            if self.execution_mode == "live":  # vla-eval's sync runner sends no mode; its live runner "live"
+                start["mode"] = "live"
+            client.start_episode(env_id, start)
 
     def _result(self, env_id: int) -> dict[str, Any]:
         steps = int(self.broker.requests[env_id]) if self.broker is not None else 0
