@@ -82,12 +82,12 @@ def test_validate_warns_when_a_benchmark_venv_the_runs_need_is_missing(tmp_path,
     result = CliRunner().invoke(app, ["validate", str(example)])
     assert result.exit_code == 0, result.output  # a warning: the simulator may be installed here
     text = " ".join(result.output.split())
-    assert text.count("arena libero setup") == 1 and "every episode will fail" in text
+    assert text.count("arena venv setup libero") == 1 and "every episode will fail" in text
     python = tmp_path / "venvs" / "libero" / "bin" / "python"
     python.parent.mkdir(parents=True)
     python.write_text("")
     result = CliRunner().invoke(app, ["validate", str(example)])
-    assert result.exit_code == 0 and "arena libero setup" not in result.output
+    assert result.exit_code == 0 and "arena venv setup libero" not in result.output
 
 
 def test_arena_version_prints_the_installed_arena_core():

@@ -108,15 +108,67 @@ print(json.dumps({"problems": problems, "checked": checked, "helped": sorted(hel
 """
 
 
-def test_every_command_shown_to_a_user_exists() -> None:
-    commands = _commands()
-    assert len(commands) > 100, len(commands)  # the extraction found the READMEs' commands
+def _check(commands: list[tuple[str, str]]) -> dict:
     done = subprocess.run([sys.executable, "-c", _CHECK, str(REPO), PLACEHOLDER.pattern], input=json.dumps(commands),
                           capture_output=True, text=True, timeout=300, cwd=REPO)
     assert done.returncode == 0, done.stderr[-3000:]
-    got = json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_every_command_shown_to_a_user_exists() -> None:
+    commands = _commands()
+    assert len(commands) > 100, len(commands)  # the extraction found the READMEs' commands
+    got = _check(commands)
     assert got["problems"] == [], "\n".join(got["problems"])
     assert {"run", "validate", "watch", "venv setup", "export lerobot", "compare"} <= set(got["helped"]), got["helped"]
+
+
+#: What a fresh machine prints: `arena validate` of examples whose venvs (benchmark and model)
+#: do not exist yet and whose server program is not on PATH, and the venv set-up's own hints.
+_RUNTIME = r"""
+import json, os, sys
+from typer.testing import CliRunner
+from arena.cli import app
+from arena.plugins import get_plugin_manager
+from arena.venvs import declared_venvs
+
+get_plugin_manager().register_commands(app)
+runner = CliRunner()
+printed = []
+for argv in json.loads(sys.argv[1]):
+    done = runner.invoke(app, argv)
+    printed.append([" ".join(argv), done.output])
+print(json.dumps({"printed": printed, "venvs": sorted(declared_venvs())}))
+"""
+
+
+def test_every_command_a_fresh_machine_prints_exists(tmp_path: Path) -> None:
+    """`arena validate` on a machine without the venvs (benchmark and model) or the server's
+    program names set-up commands that run: `arena venv setup NAME` (and each declared venv's
+    `arena NAME setup` alias, which the README promises, exists too)."""
+    server = "runs.reach_vla_eval.server.local_command=[no-such-server-program, serve]"
+    invocations = [
+        ["validate", "examples/pusht.yaml"],
+        ["validate", "examples/aloha_quick.yaml"],
+        ["validate", "examples/lerobot_bridge/bridge.yaml"],
+        ["validate", "examples/vla_eval_metaworld.yaml", server],
+        ["venv", "setup", "no-such-venv"],
+    ]
+    env = {**__import__("os").environ, "ARENA_VENVS": str(tmp_path)}  # no venv exists there
+    done = subprocess.run([sys.executable, "-c", _RUNTIME, json.dumps(invocations)], capture_output=True, text=True,
+                          timeout=300, cwd=REPO, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    commands = [(f"`arena {argv}` prints", m) for argv, output in got["printed"]
+                for m in re.findall(r"`(arena [^`]+)`", " ".join(output.split()))]
+    printed = {argv: " ".join(output.split()) for argv, output in got["printed"]}
+    assert "`arena venv setup pusht`" in printed["validate examples/pusht.yaml"], printed
+    assert "`arena venv setup lerobot`" in printed["validate examples/lerobot_bridge/bridge.yaml"], printed
+    commands += [("README: `arena NAME setup` is each venv's alias", f"arena {name} setup") for name in got["venvs"]]
+    assert {"pusht", "lerobot", "aloha", "libero"} <= set(got["venvs"]), got["venvs"]
+    checked = _check(commands)
+    assert checked["problems"] == [], "\n".join(checked["problems"])
+    assert {"venv setup", "pusht setup", "lerobot setup"} <= set(checked["helped"]), checked["helped"]
 
 
 def test_install_instructions_say_what_is_true_today() -> None:

@@ -61,7 +61,7 @@ def test_doctor_and_validate_find_the_checkouts_venvs_without_arena_venvs(tmp_pa
     done = _arena(root, tmp_path, "validate", str(ALOHA_QUICK))
     assert done.returncode == 0, done.stderr
     text = " ".join(done.stderr.split())
-    assert "arena aloha setup" in text and str(root / ".venvs" / "aloha") in text  # not there yet: where it looked
+    assert "arena venv setup aloha" in text and str(root / ".venvs" / "aloha") in text  # not there yet: where it looked
 
     (root / ".venvs").mkdir()
     (root / ".venvs" / "aloha").symlink_to(real, target_is_directory=True)

@@ -153,10 +153,14 @@ def validate(
 
 
 def _print_run_warnings(exp) -> None:
-    """Caveats of a valid experiment: no success signal, endpoints arena will not use."""
+    """Caveats of a valid experiment, what stops a run first: a server's program not on PATH
+    (which `arena run` refuses), then missing venvs, no success signal, endpoints arena will not use."""
     from arena.envs.base import success_warning
     from arena.launch.planning import ignored_endpoints
 
+    if exp.launch.backend == "local":  # a cluster's nodes have their own PATH
+        for warning in _missing_programs(exp):  # `arena run` refuses these: named first
+            err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     for warning in getattr(exp, "warnings", []):
         err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     for name, run_cfg in exp.runs.items():
@@ -177,7 +181,7 @@ def _print_run_warnings(exp) -> None:
             err.print(f"[yellow]warning:[/] {escape(f'run {name}: {warning}')}", highlight=False)
     if exp.launch.backend == "local":  # a cluster's nodes have their own venvs
         refusals, warnings = _missing_venvs(exp)  # `arena run` refuses the former; validate warns
-        for warning in refusals + warnings + _missing_programs(exp):  # `arena run` refuses programs too
+        for warning in refusals + warnings:
             err.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
 
 
@@ -195,8 +199,10 @@ def _missing_programs(exp) -> list[str]:
 
 
 def _setup_command(venv: str) -> str:
-    """The command that creates benchmark venv ``venv`` (the one place that names it)."""
-    return f"arena {venv} setup"
+    """The command that creates benchmark venv ``venv``: core's ``arena venv setup NAME``
+    (:attr:`arena.venvs.VenvSpec.setup_command`), which exists for every declared venv, a
+    third-party plugin's too (its ``arena NAME setup`` alias exists only where the plugin adds it)."""
+    return f"arena venv setup {venv}"
 
 
 def _missing_venvs(exp) -> tuple[list[str], list[str]]:

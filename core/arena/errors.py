@@ -145,6 +145,19 @@ class LaunchError(ArenaError):
     """A launch backend could not start, wait for or stop something it manages."""
 
 
+class ExecutableNotFound(LaunchError, FileNotFoundError):
+    """A command's program is not an executable here (a bare name not on ``PATH``, or a path
+    that is not an executable file): what it would run cannot start. ``program`` names it. A
+    ``FileNotFoundError`` too, as ``subprocess.Popen`` raises; never an unwritable output."""
+
+    def __init__(self, program: str, message: str) -> None:
+        self.program = program
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
 class EvaluationFailed(ArenaError):
     """``arena.evaluate()``: the experiment ran, but a run failed or has error episodes
     (``arena run`` would exit 3), so its numbers are not the policy's. ``result`` is the

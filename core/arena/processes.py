@@ -49,7 +49,8 @@ def spawn(
     stdout and stderr to a pipe (``proc.stdout``) instead of ``log_path``.
 
     Raises:
-        FileNotFoundError: ``argv[0]`` is not an executable (checked here, as ``Popen`` would).
+        arena.errors.ExecutableNotFound: ``argv[0]`` is not an executable (checked here, as
+            ``Popen`` would; a ``FileNotFoundError``).
     """
     argv = [str(a) for a in argv]
     _check_executable(argv[0], env)
@@ -87,12 +88,14 @@ def _die_with_parent() -> None:
 
 
 def _check_executable(program: str, env: Mapping[str, str] | None) -> None:
+    from arena.errors import ExecutableNotFound
+
     path = (env if env is not None else os.environ).get("PATH", os.defpath)
     if os.sep in program:
         if not (os.path.isfile(program) and os.access(program, os.X_OK)):
-            raise FileNotFoundError(f"no executable {program!r}")
+            raise ExecutableNotFound(program, f"`{program}` is not an executable file")
     elif shutil.which(program, path=path) is None:
-        raise FileNotFoundError(f"{program!r} not found on PATH")
+        raise ExecutableNotFound(program, f"`{program}` is not on PATH")
 
 
 def terminate(proc: subprocess.Popen, grace_s: float = 10.0) -> int | None:

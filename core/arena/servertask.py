@@ -197,7 +197,7 @@ class ServerTask(BaseModel):
         if not program or "{" in program or "/" in program or shutil.which(program, path=path) is not None:
             return None
         return (
-            f"server task '{self.name}' starts with `{program}`, which is not on PATH: install it (or put it on PATH) "
+            f"`{program}` is not on PATH, and server task '{self.name}' starts with it: install it (or put it on PATH) "
             "before `arena run`, or start the server yourself and set `server: {external: true}`"
         )
 

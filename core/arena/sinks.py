@@ -73,8 +73,9 @@ class SinkContext:
     all those processes (:func:`experiment_group`); ``step`` the checkpoint's training step;
     ``label`` names this evaluation (``tracking.label``, e.g. the checkpoint's name; default
     ``step<step>`` when there is a step); ``series`` is the id shared by every evaluation of
-    one training run (``tracking.series``; ``arena watch`` sets it), which a tracker draws as
-    one curve against ``step``. :meth:`tracker_name` is the name a tracker's run gets.
+    one training run (``tracking.series``; ``arena watch`` sets it; with a ``step`` and no
+    series, :data:`DEFAULT_SERIES`: the experiment's name), which a tracker draws as one curve
+    against ``step``. :meth:`tracker_name` is the name a tracker's run gets.
     """
 
     experiment: str
@@ -95,6 +96,14 @@ class SinkContext:
             run = f"{run}-shard{self.shard[0]}"
         label = self.label if self.label is not None else (f"step{self.step}" if self.step is not None else None)
         return "/".join(p for p in (self.experiment, run, label) if p)
+
+    def series_name(self) -> str | None:
+        """The name of the tracker run holding the series' curve: ``<experiment>/<series>``, or
+        ``<experiment>`` alone for the default series (the experiment's name); ``None``
+        without a series."""
+        if not self.series:
+            return None
+        return self.experiment if self.series == self.experiment else f"{self.experiment}/{self.series}"
 
 
 class ResultSink:
@@ -285,17 +294,33 @@ class Sinks:
         self.close()
 
 
+#: What ``tracking.series`` is when an evaluation gives ``tracking.step`` and no series (a
+#: training loop calling ``arena.evaluate(..., tracking.step=N)``): the experiment's name, the
+#: same for every evaluation of the loop, so the trackers draw one curve. Another training run
+#: evaluated with the same experiment names its own series.
+DEFAULT_SERIES = "the experiment's name"
+
+
+def default_series(experiment_name: str, step: int | None, series: str | None) -> str | None:
+    """``series`` as given; else, when there is a ``step``, the experiment's name
+    (:data:`DEFAULT_SERIES`); else ``None`` (a one-off evaluation is no curve)."""
+    if series is not None:
+        return series
+    return experiment_name if step is not None else None
+
+
 def _sinks(experiment: Any, output_dir: str | os.PathLike[str], role: str, **where: Any) -> Sinks:
     """The sinks of a process of ``role`` (``run``: ``where`` names its run and shard)."""
     tracking = getattr(experiment, "tracking", None)
+    step = tracking.step if tracking else None
     context = SinkContext(
         experiment=experiment.name,
         output_dir=Path(output_dir),
         group=experiment_group(experiment.name, output_dir) if tracking and tracking.sinks else "",
         role=role,
-        step=tracking.step if tracking else None,
+        step=step,
         label=tracking.label if tracking else None,
-        series=tracking.series if tracking else None,
+        series=default_series(experiment.name, step, tracking.series if tracking else None),
         **where,
     )
     return Sinks(tracking, context)
@@ -329,13 +354,20 @@ def rate_metrics(entry: Mapping[str, Any], prefix: str = "") -> dict[str, float]
     metric ``metrics/<key>/mean``, ``metrics/<key>/ci95_low`` and ``metrics/<key>/ci95_high``
     (the figures and interval method of :func:`arena.outputs.metrics.summarize_metrics`, as the
     results hold them); the episode return as ``return/mean`` with its interval, when the entry
-    carries ``returns`` (:func:`with_returns`). Keys prefixed ``prefix/`` when given. Works on
+    carries ``returns`` (:func:`with_returns`); each figure a reference tool names
+    (``as_reported``, e.g. ``lerobot-eval/avg_sum_reward/mean`` with its interval). Keys
+    prefixed ``prefix/`` when given. Works on
     an ``experiment_result.json`` run entry and on a ``run_result.json``; a missing rate
-    (n = 0) or interval is left out."""
+    (n = 0) or interval is left out. A run that ended ``failed`` or ``cancelled`` adds
+    ``failed`` = 1 (and leaves out ``n``, ``k``, ``errors`` when it recorded no episode)."""
     counts = entry.get("counts") or {}
     k = entry.get("k", counts.get("success", 0))
     n = entry.get("n", sum(int(counts.get(o, 0)) for o in ("success", "failure", "timeout")))
-    out: dict[str, float] = {"n": float(n), "k": float(k), "errors": float(entry.get("errors", counts.get("error", 0)))}
+    errors = entry.get("errors", counts.get("error", 0))
+    failed = entry.get("state") in FAILED_STATES
+    out: dict[str, float] = {"failed": 1.0} if failed else {}
+    if not (failed and not n and not errors):  # a run that never measured anything logs no zeros
+        out.update({"n": float(n), "k": float(k), "errors": float(errors)})
     if entry.get("success_rate") is not None:
         out["success_rate"] = float(entry["success_rate"])
         stop = entry.get("stop") if isinstance(entry.get("stop"), dict) else {}
@@ -345,6 +377,9 @@ def rate_metrics(entry: Mapping[str, Any], prefix: str = "") -> dict[str, float]
     named = {f"metrics/{key}": m for key, m in (entry.get("metrics") or {}).items()} if isinstance(entry.get("metrics"), Mapping) else {}
     if isinstance(entry.get("returns"), Mapping):
         named["return"] = entry["returns"]
+    reported = entry.get("as_reported") if isinstance(entry.get("as_reported"), Mapping) else {}
+    for name, figure in (reported.get("figures") or {}).items():  # e.g. lerobot-eval's avg_sum_reward
+        named[f"{reported.get('by') or 'reference'}/{name}"] = figure
     for name, summary in named.items():  # the same mean and interval as the results
         if not isinstance(summary, Mapping):
             continue
@@ -352,6 +387,20 @@ def rate_metrics(entry: Mapping[str, Any], prefix: str = "") -> dict[str, float]
             if _finite(summary.get(field)):
                 out[f"{name}/{key}"] = float(summary[field])
     return {f"{prefix}/{k}" if prefix else k: v for k, v in out.items()}
+
+
+#: Run states of an evaluation that did not finish: its numbers are not the policy's.
+FAILED_STATES = ("failed", "cancelled")
+
+
+def failures(result: Mapping[str, Any]) -> list[str]:
+    """One line per run of ``result`` (``experiment_result.json``, or a ``run_result.json``
+    with ``run`` in it) that ended ``failed`` or ``cancelled``: ``run 'NAME' failed: ERROR``.
+    Empty when the evaluation finished (a tracker marks it failed otherwise)."""
+    runs = result.get("runs")
+    entries = runs.items() if isinstance(runs, Mapping) else [(result.get("run", "?"), result)]
+    return [f"run '{name}' {entry.get('state')}" + (f": {entry['error']}" if entry.get("error") else "")
+            for name, entry in entries if isinstance(entry, Mapping) and entry.get("state") in FAILED_STATES]
 
 
 def _finite(value: Any) -> bool:

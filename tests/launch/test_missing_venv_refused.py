@@ -34,7 +34,7 @@ def test_a_run_needing_a_missing_venv_is_refused_with_the_setup_command(tmp_path
     result = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
     flat = " ".join(result.stderr.split())
     assert result.returncode == 2, result.stdout + result.stderr
-    assert f"`arena {venv} setup`" in flat and "run bench" in flat and str(path) in flat
+    assert f"`arena venv setup {venv}`" in flat and "run bench" in flat and str(path) in flat
     assert f"its own venv '{venv}', which does not exist ({tmp_path / 'no-venvs' / venv})" in flat
     assert module in flat
     assert not out.exists()  # nothing started, nothing written

@@ -73,3 +73,30 @@ def test_the_cause_is_the_last_tracebacks_exception_line_else_an_error_line_else
     cut = log_cause(log)
     assert cut.startswith("ValueError: unknown policy type 'act_v9'") and cut.endswith("…") and len(cut) == 400
     assert log_cause(tmp_path / "missing.log") == ""
+
+
+def test_a_server_whose_program_is_not_on_path_fails_its_run_naming_the_program(tmp_path):
+    """`arena.evaluate` (which has no CLI to refuse it beforehand) of a run whose server starts
+    with a program that is not installed: the run ends `failed`, never `cancelled`, and the
+    reason names the program in status.json, run_result.json, the result and the report."""
+    import arena
+    from arena.outputs.layout import REPORT_FILE
+
+    doc = {
+        "launch": {"backend": "local", "local": {"jobs": 1}},
+        "shared": {"environment_builder": {"num_envs": 1, "seed": 0}, "rollout_limit": {"num_episodes": 1}},
+        "runs": {"served": {"environment": REACH, "policy": {"type": "metaworld_expert_remote"},
+                            "server": {"local_command": ["no-such-vla-eval", "serve", "--port", "{port}"]}}},
+    }
+    out = tmp_path / "out"
+    result = arena.evaluate(doc, output_dir=out, check=False)
+    said = "`no-such-vla-eval` is not on PATH"
+    assert result.exit_code == 3 and not result.ok
+    run = result.runs["served"]
+    assert run.state == "failed" and said in run.error, run
+    status = json.loads((out / "served" / "status.json").read_text())
+    assert status["state"] == "failed" and said in status["error"], status
+    assert said in json.loads((out / "served" / "run_result.json").read_text())["error"]
+    assert said in " ".join((out / REPORT_FILE).read_text().split())
+    with pytest.raises(arena.errors.EvaluationFailed, match="no-such-vla-eval"):
+        arena.evaluate(doc, output_dir=tmp_path / "again")

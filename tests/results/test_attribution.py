@@ -91,6 +91,15 @@ def test_a_cell_that_solved_everything_falls_back_to_firth_which_is_haldanes_log
     assert beta[0] == pytest.approx(math.log(10.5 / 0.5))
 
 
+def test_the_firth_note_says_how_many_more_cells_it_does_not_list():
+    levels = {f"s.noise-{v}": {"image_noise": v} for v in (10, 20, 40, 80)}
+    sweep = {"nominal": "s.nominal", "levels": levels}
+    records = {name: _records(name, [True] * 12) for name in ("s.nominal", *levels)}
+    model = logistic_model(sweep, records)
+    assert model["method"] == "firth-penalized-logistic", model
+    assert model["note"].count("every episode of 12 solved") == 3 and "; and 2 more)" in model["note"], model["note"]
+
+
 def test_holm_over_every_level_matches_statsmodels(tmp_path):
     from statsmodels.stats.multitest import multipletests
 
@@ -165,8 +174,13 @@ def test_sinks_get_the_same_attribution_numbers_under_names_mlflow_accepts(sweep
         validation._validate_metric_name(key)
 
 
-def test_a_sweep_is_not_reported_as_a_suite(sweep_run):
+def test_a_sweep_is_not_reported_as_a_suite_and_its_report_leads_with_the_failure_drivers(sweep_run):
     assert "toy" not in sweep_run.result["by_group"] and sweep_run.result["group_comparisons"] == []
+    html = (sweep_run.output_dir / "index.html").read_text()
+    first_section = html[html.index("</nav>"):].split("<h2", 1)[1]
+    assert first_section.startswith(' id="drivers">What drives failure'), first_section[:200]
+    # no rate pooled over the nominal run and its perturbed levels
+    assert "Overall (episode-weighted)" not in html and "A perturbation sweep:" in html
 
 
 def test_compare_refuses_a_perturbed_run_against_a_nominal_one_unless_forced(tmp_path):

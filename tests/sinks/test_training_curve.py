@@ -135,3 +135,78 @@ def test_the_watch_page_draws_the_curve_in_a_browser(watched: dict, width: int, 
     page.write_text(framed("", 1600))
     subprocess.run([*base, f"--user-data-dir={tmp_path / 'p2'}", f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120)
     assert shot.stat().st_size > 10_000
+
+
+#: The README's training loop ("Evaluating while training"), with both trackers: only
+#: `tracking.step` is given, a checkpoint evaluates, then a broken one fails (two
+#: evaluations: the least that shows one curve, and what a failed point looks like on it).
+_LOOP = '''
+import json, os, sys
+import numpy as np
+import arena
+from arena.errors import EvaluationFailed
+
+said = {}
+for step in (100,):
+    path = os.path.abspath(f"ckpt_{step}.npz")
+    np.savez(path, actions=np.full((6, 2), 0.5, np.float32))
+    result = arena.evaluate("loop.yaml", overrides={"runs.toy.policy.path": path, "tracking.step": step},
+                            output_dir=f"evals/step_{step}")
+    said[step] = result.success_rate
+try:
+    arena.evaluate("loop.yaml", overrides={"runs.toy.policy.path": os.path.abspath("ckpt_200.npz"), "tracking.step": 200},
+                   output_dir="evals/step_200")
+except EvaluationFailed as exc:
+    said[200] = str(exc)
+print(json.dumps(said))
+'''
+
+
+@pytest.fixture(scope="module")
+def looped(tmp_path_factory, watched: dict) -> dict:
+    tmp = tmp_path_factory.mktemp("loop")
+    uri = watched["uri"]  # the watch's store, created already (its own MLflow experiment)
+    (tmp / "loop.yaml").write_text(yaml.safe_dump({
+        "tracking": {"wandb": {"project": "arena-test", "mode": "offline", "dir": str(tmp / "wb"), "max_videos": 0},
+                     "mlflow": {"tracking_uri": uri, "experiment_name": "loop", "max_videos": 0}},
+        "shared": {"rollout_limit": {"num_episodes": 2, "max_episode_steps": 6}, "environment_builder": {"num_envs": 2}},
+        "runs": {"toy": {"environment": {"type": "arena.testing.envs:ToyReachEnv", "cameras": False},
+                         "policy": {"type": "replay", "path": "given-per-step.npz"}}},
+    }))
+    done = subprocess.run([sys.executable, "-c", _LOOP], cwd=tmp, capture_output=True, text=True, timeout=400,
+                          env={**os.environ, "WANDB_SILENT": "true"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "ckpt_200.npz" in said["200"], said  # the broken checkpoint raised
+    return {"tmp": tmp, "uri": uri}
+
+
+def test_a_training_loop_giving_only_the_step_makes_one_wandb_curve_and_marks_the_failed_step(looped: dict) -> None:
+    runs = sorted((r for r in offline_runs(looped["tmp"] / "wb" / "wandb") if r.job_type == "arena-experiment"),
+                  key=lambda r: r.summary.get("checkpoint_step", 0))
+    assert len(runs) == 2 and len({r.run_id for r in runs}) == 1, [(r.run_id, r.name) for r in runs]  # one W&B run
+    assert {r.name for r in runs} == {"loop"} and {r.group for r in runs} == {"loop"}  # the default series: the experiment's name
+    steps = [row["checkpoint_step"] for r in runs for row in r.history if "toy/failed" in row or "toy/success_rate" in row]
+    assert steps == [100, 200]
+    good, failed = runs
+    assert good.summary["failed"] is False and good.exit_code == 0 and "failed" not in " ".join(good.tags)
+    assert failed.summary["failed"] is True and "ckpt_200.npz" in failed.summary["failures"], failed.summary
+    assert failed.exit_code == 1 and "failed:step200" in failed.tags, failed.tags
+    [row] = [row for row in failed.history if "toy/failed" in row]
+    assert row["checkpoint_step"] == 200 and row["toy/failed"] == 1 and "toy/n" not in row and "toy/success_rate" not in row  # no zeros that read as a rate
+
+
+def test_a_training_loop_giving_only_the_step_makes_one_mlflow_series_whose_failed_evaluation_is_failed(looped: dict) -> None:
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=looped["uri"])
+    runs = client.search_runs([client.get_experiment_by_name("loop").experiment_id])
+    (series,) = [r for r in runs if r.data.tags.get("arena.role") == "series"]
+    assert series.data.tags["arena.series"] == "loop" and series.info.run_name == "loop"
+    children = {int(r.data.tags["arena.step"]): r for r in runs if r.data.tags.get("mlflow.parentRunId") == series.info.run_id}
+    assert sorted(children) == [100, 200]
+    assert [children[s].info.status for s in (100, 200)] == ["FINISHED", "FAILED"]
+    assert "ckpt_200.npz" in children[200].data.tags["arena.failures"]
+    assert series.info.status == "FAILED"  # the series ended with its last evaluation, never left RUNNING
+    assert sorted(m.step for m in client.get_metric_history(series.info.run_id, "toy/success_rate")) == [100]
+    assert [m.step for m in client.get_metric_history(series.info.run_id, "toy/failed")] == [200]

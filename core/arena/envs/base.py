@@ -185,6 +185,15 @@ class Environment:
     #: ``metrics``. A class whose metrics depend on its config (the task) overrides
     #: :meth:`episode_metrics_for`.
     episode_metrics: ClassVar[dict[str, str]] = {}
+    #: The names a reference tool reports this environment's run figures under, ``{its name:
+    #: arena's figure}``, the figure one of ``success_rate``, ``success_rate_pct`` (the rate in
+    #: percent), ``return`` (the episode return's mean) or ``metrics.<key>`` (an episode
+    #: metric's mean), e.g. lerobot-eval's ``{"pc_success": "success_rate_pct", "avg_sum_reward":
+    #: "return", "avg_max_reward": "metrics.max_reward"}``; :attr:`reported_by` names the tool.
+    #: The results give each figure under that name too, with arena's interval
+    #: (:func:`arena.results.run_summary.as_reported`), beside arena's own name.
+    reported_as: ClassVar[dict[str, str]] = {}
+    reported_by: ClassVar[str | None] = None
 
     # -- perturbations (issue 40, owner `perturb`; arena.envs.perturbations) ----------------
     #: The simulator-side perturbations this environment supports

@@ -357,6 +357,9 @@ class _Scheduler:
         server.probe_key = self._client_key(inst)
         server.log_path = self.output_dir / SERVERS_DIR / f"{task.name}-{list(self.instances).index(inst.key)}.log"
         server.start()
+        if server.state == "failed":  # its program is not here: the runs that need it fail, saying why
+            self.say(f"[red]server {escape(task.name)} failed[/]: {escape(str(server.error))}")
+            return
         gpu_note = (
             f", CUDA_VISIBLE_DEVICES={server.env['CUDA_VISIBLE_DEVICES']} (CUDA_DEVICE_ORDER={server.env['CUDA_DEVICE_ORDER']})"
             if gpus is not None else ""

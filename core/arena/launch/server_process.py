@@ -40,7 +40,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from arena.errors import TransportError
+from arena.errors import ExecutableNotFound, TransportError
 from arena.launch.listeners import foreign_listeners
 from arena.processes import signal_group, spawn, terminate
 from arena.servertask import ServerTask
@@ -188,14 +188,26 @@ class LocalServer:
         )
 
     def start(self) -> None:
-        """Start the process (state ``starting``); a port of 0 becomes a free one first."""
+        """Start the process (state ``starting``); a port of 0 becomes a free one first.
+
+        A command whose program is not an executable here (``vla-eval`` not on ``PATH``)
+        leaves the server ``failed``, :attr:`error` naming the program, and its log saying so."""
         if self.port == 0:
             self.port = free_port(self.host)
         env = {**os.environ, **self.task.env, **self.env, "PORT": str(self.port)}
         if self.instance_env is not None:
             self._instance = f"{os.getpid()}.{self.port}.{secrets.token_hex(8)}"
             env[self.instance_env] = self._instance
-        self._proc = spawn(self.argv(), self.log_path, env)
+        try:
+            self._proc = spawn(self.argv(), self.log_path, env)
+        except ExecutableNotFound as exc:
+            self._proc, self._spawn_at = None, None
+            self._fail(
+                f"server '{self.task.name}' cannot start: {exc} (install it or put it on PATH, "
+                "or start the server yourself and set `server: {external: true}`)"
+            )
+            self.note(self.error or "")
+            return
         self._spawn_at = None
         self._deadline = time.monotonic() + self.task.startup_timeout_s
         self.state = "starting"
@@ -239,6 +251,8 @@ class LocalServer:
             if time.monotonic() < self._spawn_at:
                 return self.state
             self.start()
+            if self.state == "failed":  # its program is gone
+                return self.state
         assert self._proc is not None
         code = self._proc.poll()
         if code is not None:

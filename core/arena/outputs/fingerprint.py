@@ -7,7 +7,11 @@ image size, the settle steps and the step limit. The rollout moves it to the rec
 top-level ``protocol`` and adds the policy's embodiment adapter and its version
 (:func:`adapter_fingerprint`); ``run_result.json`` carries the records' common
 fingerprint (:func:`common_fingerprint`), and ``arena compare`` refuses two runs whose
-fingerprints differ (:func:`fingerprint_differences`).
+fingerprints differ (:func:`fingerprint_differences`) — but for two runs whose fingerprints
+declare the same episodes (:data:`EQUIVALENCE_KEY`, :func:`declared_equivalence`): the same
+simulator behind two wrappers (LeRobot's PushT through the native ``pusht`` and through the
+``lerobot_env`` bridge) plays the same episode for the same seed, so those runs are compared
+paired without ``--force``.
 
 What is *not* in it on purpose: how the envs are spread over processes (``workers``) and
 which interpreter runs them (``python``): results do not depend on the first, and the
@@ -24,6 +28,11 @@ import numpy as np
 
 #: The ``episode_info`` key (and record field) holding the fingerprint.
 PROTOCOL_KEY = "protocol"
+#: The fingerprint key an environment declares its episodes with when another environment
+#: (another wrapper of the same simulator) plays the same ones: a dict naming the simulator and
+#: its version, the task, how a seed becomes an episode, the observation and the step limit.
+#: Two runs whose fingerprints carry equal values here play the same episode for the same seed.
+EQUIVALENCE_KEY = "episodes_as"
 #: A difference's value for a key one fingerprint does not have.
 ABSENT = "(absent)"
 #: ``common_fingerprint``'s value when a run's records disagree.
@@ -117,3 +126,12 @@ def fingerprint_differences(a: Mapping[str, Any] | str | None, b: Mapping[str, A
         for k in keys
         if k not in flat_a or k not in flat_b or flat_a[k] != flat_b[k]
     ]
+
+
+def declared_equivalence(a: Mapping[str, Any] | str | None, b: Mapping[str, Any] | str | None) -> dict[str, Any] | None:
+    """The episodes two common fingerprints (:func:`common_fingerprint`) both declare
+    (:data:`EQUIVALENCE_KEY`), when they declare the same; else ``None``."""
+    if not isinstance(a, Mapping) or not isinstance(b, Mapping):
+        return None
+    declared = a.get(EQUIVALENCE_KEY)
+    return dict(declared) if isinstance(declared, Mapping) and declared and declared == b.get(EQUIVALENCE_KEY) else None

@@ -88,9 +88,12 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
     comparisons = task_comparisons(output_dir, runs, records_of, setups)
     drivers = attribution(output_dir, runs, records_of, setups)
     # a perturbation sweep's runs are levels of one policy on one task, not a suite's tasks
-    groups = {g: v for g, v in by_group(runs).items() if not (drivers and g in drivers["sweeps"])}
     snapshot = read_snapshot(output_dir) or {}
     sweeps = delay_sweeps(runs, snapshot.get("runs") if isinstance(snapshot.get("runs"), dict) else {}, records_of, setups)
+    # nor are a delay sweep's runs (its delays) a suite's tasks
+    swept = {row["run"] for sweep in sweeps for row in sweep["rows"]}
+    groups = {g: v for g, v in by_group(runs).items()
+              if not (drivers and g in drivers["sweeps"]) and not swept & set(v["runs"])}
     overall = pooled_rates(list(runs.values()))
     result = {
         "format_version": FORMAT_VERSION,

@@ -185,7 +185,8 @@ def level_rows(sweep: Mapping[str, Any], records_of: Mapping[str, list[Any]],
         if setups is not None:
             diffs = pairing_differences(setups.get(name), setups.get(nominal))
             if diffs:
-                why = "setups differ in " + ", ".join(str(d["key"]) for d in diffs[:3])
+                why = "setups differ in " + ", ".join(str(d["key"]) for d in diffs[:3]) + (
+                    f" and {len(diffs) - 3} more" if len(diffs) > 3 else "")
         same_seeds = all(base[i][0] == own[i][0] for i in set(base) & set(own))
         if not same_seeds:
             why = why or "episode seeds differ"
@@ -408,13 +409,15 @@ def _firth_model(out: dict[str, Any], names: list[str], x: Any, y: Any, degenera
                       "odds_ratio": math.exp(b), "odds_ratio_ci95": [math.exp(low), math.exp(high)], "p_value": p})
     return {**out, "status": "ok", "method": FIRTH_METHOD, "intercept": float(beta[0]), "terms": terms,
             "note": "a cell's plain maximum-likelihood log odds are infinite (" + "; ".join(degenerate[:3])
-            + "): Firth's penalized estimates with model-based (not seed-clustered) intervals"}
+            + (f"; and {len(degenerate) - 3} more" if len(degenerate) > 3 else "") + "): Firth's penalized estimates with model-based (not seed-clustered) intervals"}
 
 
 def factor_curves(sweep: Mapping[str, Any], rows: list[dict[str, Any]], nominal: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """Per factor, success against level: the nominal point then each run that changes only
-    that factor, ``{level, run, k, n, success_rate, ci95, errors, episodes, nominal}`` (levels
-    in sweep order; ``success_rate`` ``None`` for a level that could not run)."""
+    """Per factor, success against level: the nominal point and each run that changes only
+    that factor, ``{level, run, k, n, success_rate, ci95, errors, episodes, nominal}`` (in
+    order of level when every level is a number, the nominal one where its value falls, e.g.
+    after a smaller level; else nominal first, then sweep order; ``success_rate`` ``None`` for a
+    level that could not run)."""
     curves: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         if len(row["factors"]) != 1:
@@ -425,6 +428,9 @@ def factor_curves(sweep: Mapping[str, Any], rows: list[dict[str, Any]], nominal:
         curve.append({"level": level, "run": row["run"], "nominal": False, "k": row["k"], "n": row["n"],
                       "success_rate": row["success_rate"], "ci95": row["rate_ci95"], "errors": row.get("errors"),
                       "episodes": row.get("episodes")})
+    for factor, curve in curves.items():  # along the axis: by level, the nominal one where its value falls
+        if all(isinstance(p["level"], (int, float)) and not isinstance(p["level"], bool) for p in curve):
+            curve.sort(key=lambda p: p["level"])
     return curves
 
 

@@ -23,7 +23,11 @@ Where they differ, :func:`compare_experiments` lists the differences and the CLI
 (exit 2) unless ``--force`` — but for two runs named with ``--pair`` that differ only in their
 perturbations (``environment.perturbations``): a perturbed run and its nominal one play the
 same seeds, so they are compared paired (as a sweep's attribution compares them) and the
-notes name the perturbation. The policy may differ: that is what is being compared; when two
+notes name the perturbation — and for two runs whose fingerprints declare the same episodes
+(:func:`arena.outputs.fingerprint.declared_equivalence`: one simulator behind two wrappers, e.g.
+the native ``pusht`` and the ``lerobot_env`` bridge's PushT): their environment and
+fingerprint may differ (``wrapper_differences``), their seeds and rollout limits may not, and
+they are compared paired, the notes saying so (``equivalent``). The policy may differ: that is what is being compared; when two
 runs of the same policy type were served by different models (checkpoint, revision, image,
 server metadata), the row says so (``models_differ``).
 
@@ -50,7 +54,7 @@ from typing import Any, Optional
 from rich.markup import escape
 
 from arena.errors import ConfigError
-from arena.outputs.fingerprint import common_fingerprint, fingerprint_differences
+from arena.outputs.fingerprint import common_fingerprint, declared_equivalence, fingerprint_differences
 from arena.results.aggregate import build_experiment_result
 from arena.results.difference_stats import is_perturbation, pairing_differences
 from arena.results.groups import suite_comparison
@@ -99,14 +103,19 @@ def compare_experiments(
         name = name_a if name_a == name_b else f"{name_a} vs {name_b}"
         # B - A: compare_runs computes first - second, so B goes first.
         records_a, records_b = counted_run_records(a / name_a), counted_run_records(b / name_b)
-        protocol = fingerprint_differences(
-            _unperturbed(common_fingerprint(r.protocol for r in records_a)),
-            _unperturbed(common_fingerprint(r.protocol for r in records_b)),
-        )
+        fingerprint_a = _unperturbed(common_fingerprint(r.protocol for r in records_a))
+        fingerprint_b = _unperturbed(common_fingerprint(r.protocol for r in records_b))
+        protocol = fingerprint_differences(fingerprint_a, fingerprint_b)
         if _policy_type(run_a) != _policy_type(run_b):  # the adapter belongs to the compared policy
             protocol = [d for d in protocol if not d["key"].startswith("protocol.adapter")]
         setup = setup_differences(setups_a.get(name_a), setups_b.get(name_b)) + protocol
         pairing = pairing_differences(setups_a.get(name_a), setups_b.get(name_b), protocol)
+        equivalent = declared_equivalence(fingerprint_a, fingerprint_b)
+        wrapper: list[dict[str, Any]] = []
+        if equivalent is not None:  # the same episodes behind two wrappers: only the wrapper differs
+            wrapper = [d for d in setup if _wrapper_key(str(d["key"]))]
+            setup = [d for d in setup if not _wrapper_key(str(d["key"]))]
+            pairing = [d for d in pairing if not _wrapper_key(str(d["key"]))]
         row = compare_runs(name, run_b, name, run_a, records_b, records_a, pairing)
         paired = row["paired"]
         if paired is not None:  # flip the labels back to A/B
@@ -137,6 +146,8 @@ def compare_experiments(
                 "discordant": None if row["discordant"] is None else row["discordant"][::-1],
                 "paired": paired,
                 "setup_differences": setup,
+                "equivalent": equivalent,
+                "wrapper_differences": wrapper,
                 "models_differ": models_differ(run_a, run_b),
                 "model_differences": model_differences(run_a, run_b),
             }
@@ -156,6 +167,12 @@ def compare_experiments(
         "suites": _suite_rows(result_a, result_b, rows) if pairs is None else [],
         "methods": METHODS,
     }
+
+
+def _wrapper_key(key: str) -> bool:
+    """A setup or fingerprint key two wrappers of one simulator may differ in: the environment
+    (type and fields) and the fingerprint's keys; never the seeds or the rollout limits."""
+    return key.startswith(("environment.", "protocol."))
 
 
 def _unperturbed(fingerprint: Any) -> Any:
@@ -346,6 +363,12 @@ def notes(data: dict[str, Any]) -> list[str]:
         if perturbed:
             described = ", ".join(f"{d['key']} (A {describe_value(d['a'])}, B {describe_value(d['b'])})" for d in perturbed)
             lines.append(escape(f"run {row['run']}: the difference measures the perturbation: {described}"))
+        if row.get("equivalent"):
+            declared = ", ".join(f"{k} {describe_value(v)}" for k, v in row["equivalent"].items())
+            keys = sorted({str(d["key"]).split(".")[0] + "." + str(d["key"]).split(".")[1] for d in row.get("wrapper_differences") or []
+                           if "." in str(d["key"])})
+            lines.append(escape(f"run {row['run']}: the same episodes behind two wrappers, as both environments declare "
+                                f"({declared}); they differ only in {', '.join(keys) or 'nothing else'}"))
     lines.append("bold: the 95% interval excludes 0; p: "
                  + ("raw (Holm-adjusted in brackets)" if data.get("multiplicity") else "raw"))
     if data.get("multiplicity"):

@@ -58,6 +58,7 @@ def _environment() -> jinja2.Environment:
     env.filters["policy"] = _policy_label
     env.filters["breakable"] = breakable
     env.globals["sweep_svg"] = lambda sweep: markupsafe.Markup(_sweep_svg(sweep))
+    env.globals["delay_figures"] = _delay_figures
     from arena.results.sweep_plot import factor_svg
 
     env.globals["factor_svg"] = factor_svg
@@ -65,7 +66,13 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-def _sweep_svg(sweep: dict[str, Any]) -> str:
+def _delay_figures(sweeps: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    from arena.results.delay import delay_figures
+
+    return delay_figures(sweeps)
+
+
+def _sweep_svg(sweep: dict[str, Any] | list[dict[str, Any]]) -> str:
     from arena.results.delay import sweep_svg
 
     return sweep_svg(sweep)

@@ -168,10 +168,12 @@ def summarize_records(
         "server_log": f"{name}/{SERVER_LOG}" if server_log.exists() else None,
         "issues": issues,
         "latency": latency_summary(records),
-        "metrics": summarize_metrics(records, entry.get("metric_bounds")),
+        "metrics": (metrics := summarize_metrics(records, entry.get("metric_bounds"))),
+        "as_reported": as_reported(entry.get("reported_as"), k, n, (low, high), metrics, records, entry.get("metric_bounds")),
         "non_finite": non_finite_episodes(records) or None,
         "seeds": seeds,
         "num_envs": entry.get("num_envs"),
+        "control_hz": entry.get("control_hz"),
         "videos": sum(1 for r in records if r.video),
         "restarts": restarts if isinstance(restarts, int) else 0,
         "machine": machine,
@@ -179,6 +181,40 @@ def summarize_records(
         "model": model,
         "stop": stop,
     }
+
+
+def as_reported(
+    declared: Any, k: int, n: int, ci95: tuple[float | None, float | None], metrics: dict[str, Any] | None,
+    records: list[EpisodeRecord], bounds: dict[str, Any] | None,
+) -> dict[str, Any] | None:
+    """A run's figures under the names a reference tool reports them (the environment's
+    ``reported_as``, from the manifest: ``{"by": TOOL, "names": {NAME: FIGURE}}``), each
+    ``{"figure", "mean", "ci_low", "ci_high", "episodes"}`` with arena's interval for it (Wilson
+    for a success rate, the episode metric's or the return's own); ``None`` without a
+    declaration. A figure with no value (no counted episode, a metric the run lacks) is left out.
+
+    Returns:
+        ``{"by": TOOL, "figures": {NAME: {...}}}``, e.g. lerobot-eval's ``pc_success`` as the
+        success rate in percent (``mean`` 85.0, ``ci_low`` 64.0, ...).
+    """
+    from arena.outputs.metrics import summarize_returns
+
+    if not isinstance(declared, dict) or not isinstance(declared.get("names"), dict):
+        return None
+    figures: dict[str, Any] = {}
+    for name, figure in declared["names"].items():
+        value: dict[str, Any] | None = None
+        if figure in ("success_rate", "success_rate_pct") and n:
+            scale = 100.0 if figure == "success_rate_pct" else 1.0
+            value = {"mean": scale * k / n, "ci_low": None if ci95[0] is None else scale * ci95[0],
+                     "ci_high": None if ci95[1] is None else scale * ci95[1], "episodes": n}
+        elif figure == "return":
+            value = summarize_returns(records, bounds)
+        elif figure.startswith("metrics."):
+            value = (metrics or {}).get(figure.removeprefix("metrics."))
+        if value:
+            figures[name] = {"figure": figure, **{key: value.get(key) for key in ("mean", "ci_low", "ci_high", "episodes")}}
+    return {"by": declared.get("by"), "figures": figures} if figures else None
 
 
 #: The most of an error reason :func:`error_note` keeps (its first line).

@@ -26,8 +26,9 @@ def _level_text(level: Any) -> str:
     return text if len(text) <= 12 else text[:11] + "…"
 
 
-def factor_svg(factor: str, curve: list[dict[str, Any]]) -> markupsafe.Markup:
-    """An ``<svg>`` of ``curve`` titled ``factor`` (escaped; safe to put in the page)."""
+def factor_svg(factor: str, curve: list[dict[str, Any]], unit: str | None = None) -> markupsafe.Markup:
+    """An ``<svg>`` of ``curve`` titled ``factor`` (escaped; safe to put in the page), its x axis
+    named by the factor's ``unit`` (``level`` without one)."""
     esc = markupsafe.escape
     inner_w, inner_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     n = max(len(curve), 1)
@@ -65,5 +66,5 @@ def factor_svg(factor: str, curve: list[dict[str, Any]]) -> markupsafe.Markup:
         parts.append(f'<circle cx="{x(i):.1f}" cy="{y(rate):.1f}" r="3.5" fill="{fill}" class="point"><title>{esc(title)}</title></circle>')
     if len(points) > 1:
         parts.insert(2, f'<polyline points="{" ".join(points)}" class="line"/>')
-    parts.append(f'<text x="{LEFT + inner_w / 2:.1f}" y="{HEIGHT - 2}" text-anchor="middle" class="tick">level</text></svg>')
+    parts.append(f'<text x="{LEFT + inner_w / 2:.1f}" y="{HEIGHT - 2}" text-anchor="middle" class="tick">{esc(unit or "level")}</text></svg>')
     return markupsafe.Markup("".join(parts))

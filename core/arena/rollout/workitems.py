@@ -80,7 +80,28 @@ def manifest_entry(run: Any) -> dict[str, Any]:
         "num_episodes": int(run.rollout_limit.num_episodes),
         "work_items": [asdict(item) for item in plan_work_items(run)],
         "metric_bounds": {key: list(pair) for key, pair in bounds.items()} or None,
+        "reported_as": _reported_as(getattr(run, "environment_cls", None)),
+        "control_hz": _control_hz(run),
     }
+
+
+def _control_hz(run: Any) -> float | None:
+    """The environment's control steps per second for this run's config
+    (``Environment.control_hz_for``), so a delay in steps also reads in ms; ``None`` unknown."""
+    try:
+        hz = run.environment_cls.control_hz_for(run.environment)
+    except Exception:  # not declared, or a stand-in run
+        return None
+    return float(hz) if isinstance(hz, (int, float)) and hz > 0 else None
+
+
+def _reported_as(env_cls: Any) -> dict[str, Any] | None:
+    """``{"by": TOOL, "names": {its name: arena's figure}}`` as the environment class declares
+    (``Environment.reported_as``), or ``None``."""
+    names = getattr(env_cls, "reported_as", None)
+    if not isinstance(names, dict) or not names:
+        return None
+    return {"by": getattr(env_cls, "reported_by", None), "names": {str(k): str(v) for k, v in names.items()}}
 
 
 def write_manifest(experiment: Any, output_dir: str | os.PathLike[str]) -> Path:
@@ -89,7 +110,9 @@ def write_manifest(experiment: Any, output_dir: str | os.PathLike[str]) -> Path:
     Layout: ``{"format_version", "experiment", "created_at", "runs": {NAME: {"task",
     "environment", "policy": {"type", "variant"}, "num_envs", "seed", "num_episodes",
     "work_items": [{"run", "episode_index", "seed"}, ...], "metric_bounds": {KEY: [low, high]}
-    | null (the environment's declared episode-metric bounds)}}}``.
+    | null (the environment's declared episode-metric bounds), "reported_as": {"by", "names":
+    {NAME: FIGURE}} | null (the names a reference tool reports the run's figures under),
+    "control_hz": float | null (the environment's control steps per second)}}}``.
     """
     data = {
         "format_version": FORMAT_VERSION,

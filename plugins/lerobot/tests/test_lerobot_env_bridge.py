@@ -9,7 +9,7 @@ episode, with one env and two (two runs of one experiment); and on lerobot-env-s
 ``arena run`` (environment ``lerobot_env`` in the lerobot venv's env workers, ``lerobot_remote``
 served by ``arena serve lerobot``, seed 1000) with one env and with two env workers. Per
 episode the seed, every action, the length, success, ``sum_reward`` (the record's ``return``)
-and ``max_reward`` (the ``reward`` metric) must be equal. The policy runs in the reference-exact
+and ``max_reward`` (the ``max_reward`` metric) must be equal. The policy runs in the reference-exact
 serving mode (``reference_exact: true``: the server answers one request per forward pass on one
 torch thread, as the reference computes with ``OMP_NUM_THREADS=1``; arena's own processes get no
 thread setting): a batched forward pass, or one split over another number of threads, may round
@@ -69,13 +69,16 @@ def _reference_result(root: Path, env_config: dict, max_steps: int | None = None
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory) -> tuple[Path, list[dict]]:
-    return _reference(tmp_path_factory.mktemp("bridge"), ENV)
+def reference(tmp_path_factory) -> tuple[Path, dict]:
+    return _reference_result(tmp_path_factory.mktemp("bridge"), ENV)
 
 
 @pytest.mark.parametrize("num_envs", [1, 2])
 def test_lerobot_env_pusht_equals_lerobot_eval(num_envs, reference, tmp_path, monkeypatch):
-    _check_equal(ENV, num_envs, reference, tmp_path, monkeypatch)
+    """Episode by episode, and the run's figures under lerobot-eval's names equal its own
+    ``aggregated`` block (``avg_sum_reward``, ``avg_max_reward``, ``pc_success``)."""
+    checkpoint, result = reference
+    _check_equal(ENV, num_envs, (checkpoint, result["episodes"]), tmp_path, monkeypatch, aggregated=result["aggregated"])
 
 
 def test_lerobot_env_so101_equals_lerobot_eval_with_two_envs(tmp_path, monkeypatch):
@@ -120,6 +123,7 @@ def test_lerobot_env_metaworld_equals_lerobot_eval_with_one_env_and_two(metaworl
 def _check_equal(
     env_config: dict, num_envs: int | tuple[int, ...], reference, tmp_path: Path, monkeypatch, rewards_vary: bool = True,
     lerobot_eval_counts_missing_success: bool = False, max_episode_steps: int | None = None,
+    aggregated: dict | None = None,
 ) -> None:
     """``arena run`` of ``env_config`` against the reference episodes: one run ``bridge`` of
     ``num_envs`` envs, or (a tuple) one run ``bridge_<n>`` per count, in one experiment."""
@@ -146,6 +150,13 @@ def _check_equal(
         assert any(e["sum_reward"] > 0 for e in expected)  # the comparison of rewards can fail
     for run in counts:
         _check_run(outcome, run, env_config, expected, lerobot_eval_counts_missing_success)
+        if aggregated is not None:  # lerobot-eval's own figures, under its names
+            named = outcome.result["runs"][run]["as_reported"]
+            assert named["by"] == "lerobot-eval", named
+            for name in ("avg_sum_reward", "avg_max_reward", "pc_success"):
+                figure = named["figures"][name]
+                assert figure["mean"] == pytest.approx(aggregated[name], abs=1e-6), (run, name, figure, aggregated)
+                assert figure["ci_low"] <= figure["mean"] <= figure["ci_high"], (run, name, figure)
 
 
 def _check_run(outcome, run: str, env_config: dict, expected: list[dict], lerobot_eval_counts_missing_success: bool) -> None:
@@ -160,7 +171,9 @@ def _check_run(outcome, run: str, env_config: dict, expected: list[dict], lerobo
         else:
             assert (record["outcome"] == "success") == ref["success"], where
         assert record["return"] == pytest.approx(ref["sum_reward"], abs=1e-9), where
-        assert record["metrics"]["reward"] == pytest.approx(ref["max_reward"], abs=1e-9), where
+        assert record["metrics"]["max_reward"] == pytest.approx(ref["max_reward"], abs=1e-9), where
+        if env_config["type"] == "pusht":  # the bridge reports the env's coverage: gym-pusht's reward is its rescaling
+            assert record["metrics"]["max_reward"] == pytest.approx(min(record["metrics"]["coverage"] / 0.95, 1.0), abs=1e-9)
         trajectory = read_trajectory(outcome.output_dir / run / record["trajectory"])
         np.testing.assert_array_equal(
             np.asarray(trajectory.action, np.float32), np.asarray(ref["actions"], np.float32), err_msg=where

@@ -93,7 +93,7 @@ def test_serve_lerobot_without_lerobot_says_where_to_run_it(tmp_path):
 
 def test_lerobot_env_pusht_bounds_reach_the_run_and_return_intervals(tmp_path):
     """The bridge's pusht bounds (class method, no simulator) go through the manifest into
-    run_result.json (``reward``: betting inside [0, 1]) and the sinks' ``returns`` (clipped at 0)."""
+    run_result.json (``max_reward``: betting inside [0, 1]) and the sinks' ``returns`` (clipped at 0)."""
     import json
     from types import SimpleNamespace
 
@@ -103,8 +103,12 @@ def test_lerobot_env_pusht_bounds_reach_the_run_and_return_intervals(tmp_path):
     from arena_lerobot.bridge import LeRobotEnvConfig, LeRobotEnvironment
 
     pusht = LeRobotEnvConfig(env={"type": "pusht"})
-    assert LeRobotEnvironment.episode_metric_bounds_for(pusht) == {"reward": (0.0, 1.0), "return": (0.0, None)}
-    assert LeRobotEnvironment.episode_metric_bounds_for(LeRobotEnvConfig(env={"type": "aloha"}))["reward"] == (0.0, 4.0)
+    assert LeRobotEnvironment.episode_metric_bounds_for(pusht) == {"max_reward": (0.0, 1.0), "return": (0.0, None),
+                                                                   "coverage": (0.0, 1.0)}
+    assert LeRobotEnvironment.episode_metric_bounds_for(LeRobotEnvConfig(env={"type": "aloha"}))["max_reward"] == (0.0, 4.0)
+    # the bridge reports what the env reports: PushT's coverage beside lerobot-eval's max_reward
+    assert LeRobotEnvironment.episode_metrics_for(pusht) == {"max_reward": "max", "coverage": "max"}
+    assert LeRobotEnvironment.episode_metrics_for(LeRobotEnvConfig(env={"type": "aloha"})) == {"max_reward": "max"}
     assert LeRobotEnvironment.episode_metric_bounds_for(LeRobotEnvConfig(env={"type": "metaworld"})) == {}
     run = SimpleNamespace(
         name="pusht", environment_type="lerobot_env", environment=pusht, environment_cls=LeRobotEnvironment,
@@ -113,15 +117,16 @@ def test_lerobot_env_pusht_bounds_reach_the_run_and_return_intervals(tmp_path):
     )
     manifest = json.loads(write_manifest(SimpleNamespace(name="exp", runs={"pusht": run}), tmp_path).read_text())
     bounds = manifest["runs"]["pusht"]["metric_bounds"]
-    assert bounds == {"reward": [0.0, 1.0], "return": [0.0, None]}
+    assert bounds == {"max_reward": [0.0, 1.0], "return": [0.0, None], "coverage": [0.0, 1.0]}
+    assert manifest["runs"]["pusht"]["reported_as"]["by"] == "lerobot-eval"
     # few PushT episodes, small and skewed: Student's t went below 0 for both
     writer = RecordWriter(tmp_path / "pusht" / "episodes.jsonl")
     for i, (best, total) in enumerate(((0.02, 0.3), (0.0, 0.0), (0.61, 9.0))):
         writer.write(EpisodeRecord(run="pusht", episode_index=i, seed=i, outcome="timeout", steps=300,
-                                   **{"return": total}, metrics={"reward": best}))
+                                   **{"return": total}, metrics={"max_reward": best}))
     writer.close()
     result = write_run_result(tmp_path / "pusht", run="pusht", state="completed", metric_bounds=bounds)
-    reward = result["metrics"]["reward"]
+    reward = result["metrics"]["max_reward"]
     assert reward["method"] == "betting-bounded-mean" and 0.0 <= reward["ci_low"] < reward["ci_high"] <= 1.0
     returns = with_returns(result, tmp_path / "pusht")["returns"]
     assert returns["method"] == "student-t-clipped" and returns["ci_low"] == 0.0 < returns["ci_high"]

@@ -41,11 +41,11 @@ def test_example_expert_solves_pusht_zero_actions_do_not_and_coverage_is_recorde
     assert successes >= 18, [r["outcome"] for r in expert]  # 20/20 measured on gym-pusht 0.1.8, pymunk 6.11
     for r in expert:
         if r["outcome"] == "success":
-            assert r["steps"] < 300 and r["metrics"]["coverage"] > 0.95 and r["metrics"]["reward"] == 1.0
+            assert r["steps"] < 300 and r["metrics"]["coverage"] > 0.95 and r["metrics"]["max_reward"] == 1.0
     assert [r["outcome"] for r in zero] == ["timeout"] * 4 and all(r["steps"] == 300 for r in zero)
     for r in expert + zero:
-        assert set(r["metrics"]) == {"coverage", "reward"}
-        assert r["metrics"]["reward"] == pytest.approx(min(r["metrics"]["coverage"] / 0.95, 1.0))
+        assert set(r["metrics"]) == {"coverage", "max_reward"}  # the best reward, named as lerobot-eval names it
+        assert r["metrics"]["max_reward"] == pytest.approx(min(r["metrics"]["coverage"] / 0.95, 1.0))
         assert r["protocol"]["benchmark"] == "pusht" and r["protocol"]["suite_version"] == "0.1.8"
         assert r["protocol"]["obs_type"] == "state" and r["protocol"]["step_limit"] == 300
     # The same seed is the same episode in both runs.
@@ -56,9 +56,9 @@ def test_example_expert_solves_pusht_zero_actions_do_not_and_coverage_is_recorde
         summary = json.loads((out / run / "run_result.json").read_text())["metrics"]
         assert summary["coverage"]["episodes"] == len(rows)
         assert summary["coverage"]["mean"] == pytest.approx(np.mean([r["metrics"]["coverage"] for r in rows]))
-        assert summary["reward"]["mean"] == pytest.approx(np.mean([r["metrics"]["reward"] for r in rows]))
-        assert f"{run}: coverage" in result.stdout and f"{run}: reward" in result.stdout
-        for key in ("coverage", "reward"):  # declared in [0, 1]: an interval inside it, never of zero width
+        assert summary["max_reward"]["mean"] == pytest.approx(np.mean([r["metrics"]["max_reward"] for r in rows]))
+        assert f"{run}: coverage" in result.stdout and f"{run}: max_reward" in result.stdout
+        for key in ("coverage", "max_reward"):  # declared in [0, 1]: an interval inside it, never of zero width
             m = summary[key]
             assert m["method"] == "betting-bounded-mean" and m["bounds"] == [0.0, 1.0]
             assert 0.0 <= m["ci_low"] <= m["mean"] <= m["ci_high"] <= 1.0 and m["ci_high"] > m["ci_low"]
@@ -67,6 +67,19 @@ def test_example_expert_solves_pusht_zero_actions_do_not_and_coverage_is_recorde
     assert expert_cov > 0.9 and zero_cov < 0.5
     report = (out / "index.html").read_text()
     assert "Episode metrics" in report and "coverage" in report
+    # the run's figures under lerobot-eval's names too, computed as lerobot-eval computes them
+    # (eval_policy's "aggregated": nanmean of sum_rewards and max_rewards, 100 x the success mean)
+    experiment = json.loads((out / "experiment_result.json").read_text())["runs"]
+    for run, rows in (("pusht_expert", expert), ("pusht_zero", zero)):
+        named = experiment[run]["as_reported"]
+        assert named["by"] == "lerobot-eval", named
+        figures = named["figures"]
+        assert figures["pc_success"]["mean"] == pytest.approx(100 * np.mean([r["outcome"] == "success" for r in rows]))
+        assert figures["avg_sum_reward"]["mean"] == pytest.approx(np.mean([r["return"] for r in rows]))
+        assert figures["avg_max_reward"]["mean"] == pytest.approx(np.mean([r["metrics"]["max_reward"] for r in rows]))
+        for figure in figures.values():
+            assert figure["ci_low"] <= figure["mean"] <= figure["ci_high"] and figure["episodes"] == len(rows)
+    assert "Under the reference tool's names" in report and "avg_sum_reward" in report and "pc_success" in report
 
 
 def _random_pixels_run(tmp_path: Path, name: str, workers: int) -> list[dict]:
@@ -100,3 +113,36 @@ def test_episodes_depend_on_their_seed_only_not_on_the_worker_layout(tmp_path):
     assert episodes(one) == episodes(three)
     assert len({tuple(r["env_extras"]["initial_state"]) for r in one}) == 5
     assert one[0]["protocol"]["image_size"] == [96, 96]
+
+
+@pytest.mark.slow
+def test_native_pusht_and_the_lerobot_bridge_play_the_same_episodes_and_compare_paired(tmp_path):
+    """LeRobot's PushT through the native `pusht` and through the `lerobot_env` bridge, one
+    experiment, the same seeds: per episode the same return, max_reward and coverage (the bridge
+    reports the env's coverage too), and `arena compare` pairs the two runs without --force,
+    their environments declaring the same episodes (README, LeRobot, "Native or bridge?")."""
+    benchmark_python("pusht")
+    benchmark_python("lerobot")
+    shared = {"environment_builder": {"num_envs": 1, "seed": 1000},
+              "rollout_limit": {"num_episodes": 2, "max_episode_steps": 12}}
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(yaml.safe_dump({"shared": shared, "launch": {"local": {"jobs": 2}}, "runs": {
+        "native": {"environment": {"type": "pusht", "obs_type": "pixels_agent_pos", "instruction": ""},
+                   "policy": {"type": "zero_action"}},
+        "bridge": {"environment": {"type": "lerobot_env", "env": {"type": "pusht"}}, "policy": {"type": "zero_action"}},
+    }}))
+    out = tmp_path / "out"
+    run_arena(str(exp), "--output-dir", str(out))
+    native, bridge = records(out, "native"), records(out, "bridge")
+    assert [r["seed"] for r in native] == [r["seed"] for r in bridge] == [1000, 1001]
+    for a, b in zip(native, bridge):
+        assert set(a["metrics"]) == set(b["metrics"]) == {"coverage", "max_reward"}
+        assert b["return"] == pytest.approx(a["return"], abs=1e-5) and b["steps"] == a["steps"]
+        for key in ("coverage", "max_reward"):
+            assert b["metrics"][key] == pytest.approx(a["metrics"][key], abs=1e-5)
+        assert a["protocol"]["episodes_as"] == b["protocol"]["episodes_as"]
+    done = subprocess.run([sys.executable, "-m", "arena", "compare", str(out), str(out), "--pair", "native:bridge"],
+                          capture_output=True, text=True, timeout=300)
+    said = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 0, said
+    assert "paired" in said and "the same episodes behind two wrappers" in said, said

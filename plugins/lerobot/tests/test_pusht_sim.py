@@ -56,7 +56,8 @@ def test_obs_types_lay_out_cameras_state_and_privileged_pose_in_arena_layout():
             assert got[group] == content, (obs_type, group)
         assert got["privileged"] == privileged
         assert got["task"] == ["Push the T-shaped block onto the T-shaped target."] * 2
-        per_env = {"is_success": [[2], "bool"], "success": [[2], "bool"], "coverage": [[2], "float64"], "reward": [[2], "float64"]}
+        per_env = {"is_success": [[2], "bool"], "success": [[2], "bool"], "coverage": [[2], "float64"], "reward": [[2], "float64"],
+                   "max_reward": [[2], "float64"]}
         assert got["info"] == per_env
         assert got["step"] == ["float64", "bool", "bool"]
         assert got["render"] == [[680, 680, 3], "uint8"]  # videos: gym-pusht's render() size

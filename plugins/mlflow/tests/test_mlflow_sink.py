@@ -28,8 +28,11 @@ def test_per_run_logs_a_parent_and_a_child_run(tmp_path: Path) -> None:
     client = MlflowClient(tracking_uri=uri)
     experiment = client.get_experiment_by_name("arena-test")
     runs = {r.data.tags["arena.role"]: r for r in client.search_runs([experiment.experiment_id])}
-    assert set(runs) == {"experiment", "run"}
-    parent, child = runs["experiment"], runs["run"]
+    # tracking.step without a series: the default series (the experiment's name) holds the parent
+    assert set(runs) == {"series", "experiment", "run"}
+    parent, child, series = runs["experiment"], runs["run"], runs["series"]
+    assert parent.data.tags["mlflow.parentRunId"] == series.info.run_id and series.info.run_name == "out-experiment"
+    assert series.info.status == "FINISHED"  # ended with its evaluation
     expected = outcome.result["runs"]["reach"]
     assert child.data.tags["mlflow.parentRunId"] == parent.info.run_id
     assert child.data.tags["arena.group"] == parent.data.tags["arena.group"]
@@ -62,7 +65,8 @@ def test_per_experiment_is_one_run_with_every_episode(tmp_path: Path) -> None:
     outcome = run_tiny_experiment(exp, tmp_path / "out")
     assert outcome.exit_code == 0, outcome.explain()
     client = MlflowClient(tracking_uri=uri)
-    (only,) = client.search_runs([client.get_experiment_by_name("arena-test").experiment_id])
+    runs = client.search_runs([client.get_experiment_by_name("arena-test").experiment_id])
+    (only,) = [r for r in runs if r.data.tags["arena.role"] != "series"]  # beside the default series
     assert only.data.tags["arena.role"] == "experiment" and only.data.metrics["reach/n"] == outcome.result["runs"]["reach"]["n"]
     local = client.download_artifacts(only.info.run_id, "episodes.json", str(tmp_path))
     episodes = json.loads(Path(local).read_text())["episodes"]

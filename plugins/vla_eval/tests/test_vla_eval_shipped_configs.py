@@ -102,9 +102,10 @@ def test_validate_names_uv_when_it_is_missing_and_run_refuses_before_starting_an
     validated = run_arena("validate", str(path), cwd=tmp_path, env={"PATH": no_uv})
     assert validated.returncode == 0, validated.stdout + validated.stderr
     said = " ".join(validated.stderr.split())
-    assert "run pi05: server task 'vla-eval-pi05_libero' starts with `uv`, which is not on PATH" in said, said
+    # the missing program is named first, before any other caveat
+    assert said.startswith("warning: run pi05: `uv` is not on PATH, and server task 'vla-eval-pi05_libero' starts with it"), said
     ran = run_arena("run", str(path), "--output-dir", str(tmp_path / "out"), cwd=tmp_path, env={"PATH": no_uv})
-    assert ran.returncode == 2 and "`uv`, which is not on PATH" in " ".join(ran.stderr.split()), ran.stdout + ran.stderr
+    assert ran.returncode == 2 and "`uv` is not on PATH" in " ".join(ran.stderr.split()), ran.stdout + ran.stderr
     assert not (tmp_path / "out" / "pi05").exists()
 
 

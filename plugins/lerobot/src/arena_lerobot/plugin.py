@@ -6,10 +6,12 @@ LeRobot environment bridge, the LeRobot embodiment adapters, export.
 - PushT (``arena_lerobot.pusht``): the environment ``pusht`` and its scripted expert;
 - the environment bridge (``arena_lerobot.bridge``): ``lerobot_env``;
 - embodiment adapters (``arena_lerobot.adapters``): family ``lerobot``;
-- ``arena export lerobot`` (``arena_lerobot.export``): recorded episodes as a LeRobotDataset.
+- ``arena export lerobot`` (``arena_lerobot.export``): recorded episodes as a LeRobotDataset;
+- ``arena pusht setup`` and ``arena lerobot setup``: the aliases of ``arena venv setup pusht``
+  and ``arena venv setup lerobot`` (the README's "each venv's alias").
 """
 
-from arena.declare import declare
+from arena.declare import VenvGroup, declare
 
 declare(
     __name__,
@@ -25,4 +27,8 @@ declare(
     },
     adapters={"lerobot": "arena_lerobot.adapters:ADAPTERS"},
     exporters={"lerobot": "arena_lerobot.exportcli:export_lerobot"},
+    commands={
+        "pusht": VenvGroup("arena_lerobot.pusht.venv:VENV", "The PushT benchmark (gym-pusht): its venv."),
+        "lerobot": VenvGroup("arena_lerobot.venv:LEROBOT_VENV", "LeRobot's model venv (arena serve lerobot, lerobot_env)."),
+    },
 )

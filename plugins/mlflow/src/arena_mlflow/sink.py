@@ -29,7 +29,9 @@ end :func:`arena.sinks.experiment_metrics` as metrics (``<run>/success_rate``,
 ``evaluated/…`` for the run marked ``role: evaluated``; nothing pooled over runs; all at step
 ``tracking.step``, or 0), the report (``index.html``), ``episodes.json`` (every episode
 record, ``per: experiment``) and at most ``max_videos`` videos (``videos/<run>/…``), and ends
-``FINISHED``.
+``FINISHED``; or, when a run ended ``failed`` or ``cancelled`` (its numbers are not the
+policy's), ``FAILED``, with the tag ``arena.failures`` saying why (one line per run) and
+``<run>/failed`` = 1 among its metrics in place of ``n``/``k`` zeros.
 
 With ``per: run``, each ``arena run-one`` opens a **child run** (tag ``mlflow.parentRunId``,
 ``arena.run``, named ``<experiment>/<run>/<label>``, ``-shard<K>`` after the run for a shard):
@@ -40,18 +42,22 @@ intervals, at step ``tracking.step``) and ``episodes.json``; it ends ``FINISHED`
 completed, else ``FAILED``. "Step" means the training step only: episodes are rows of
 ``episodes.json``, not steps of a metric.
 
-**One curve per training run.** With ``tracking.series`` (``arena watch`` sets it) the
+**One curve per training run.** With ``tracking.series`` (``arena watch`` sets it; with
+``tracking.step`` and no series, the experiment's name: :func:`arena.sinks.default_series`, so
+a training loop calling ``arena.evaluate`` draws one curve) the
 evaluations of one training run hang under one **series run** (tags ``arena.series``,
 ``arena.role`` = ``series``, named ``<experiment>/<series>``): each evaluation's parent run is
 its child (``mlflow.parentRunId``), and the series run itself gets each evaluation's metrics at
 step ``tracking.step``, so its metric charts are the curve. This is MLflow's own idiom for
 one training run evaluated many times: nested runs under a parent (as its hyperparameter
-sweeps and autologging use) and a metric history keyed by step.
+sweeps and autologging use) and a metric history keyed by step. The series run is ``RUNNING``
+while an evaluation is, and ends with it: ``FINISHED``, or ``FAILED`` when that evaluation
+failed (the next evaluation sets it ``RUNNING`` again).
 
 MLflow facts used (3.17): ``MlflowClient(tracking_uri)``, ``get_experiment_by_name``,
 ``create_experiment``, ``create_run(experiment_id, tags, run_name)``, ``search_runs`` with a
 ``tags.`name` = 'v'`` filter, ``log_batch(metrics, params)`` (at most 100 params a call),
-``log_dict``, ``log_artifact``, ``set_terminated`` (https://mlflow.org/docs/latest/python_api/mlflow.client.html).
+``log_dict``, ``log_artifact``, ``set_terminated``, ``update_run(run_id, status)`` (https://mlflow.org/docs/latest/python_api/mlflow.client.html).
 """
 
 from __future__ import annotations
@@ -63,7 +69,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from arena.sinks import ResultSink, SinkConfig, SinkContext, experiment_metrics, rate_metrics
+from arena.sinks import ResultSink, SinkConfig, SinkContext, experiment_metrics, failures, rate_metrics
 
 GROUP_TAG = "arena.group"
 ROLE_TAG = "arena.role"
@@ -126,6 +132,8 @@ class MlflowSink(ResultSink):
         if not self.child_parented and self._wait_for_parent() is not None:  # the parent came after the child
             self.client.set_tag(child, "mlflow.parentRunId", self.parent)
         self._metrics(child, rate_metrics(result))
+        if failed := failures({**result, "run": run}):
+            self.client.set_tag(child, "arena.failures", "; ".join(failed)[:5000])
         self.client.log_dict(child, {"episodes": self.episodes}, "episodes.json")
         self.client.set_terminated(child, "FINISHED" if result.get("state") == "completed" else "FAILED")
         self.child = None
@@ -136,7 +144,10 @@ class MlflowSink(ResultSink):
         client = self.client
         parent = self._parent(create=True)
         metrics = experiment_metrics(result, roles_of(self.context.output_dir))
+        failed = failures(result)
         self._metrics(parent, metrics)
+        if failed:  # its numbers are not the policy's: say so where the run list shows it
+            client.set_tag(parent, "arena.failures", "; ".join(failed)[:5000])
         if self.context.series:
             self._metrics(self._series(), metrics)
         if self.config.per == "experiment":
@@ -146,7 +157,10 @@ class MlflowSink(ResultSink):
         for video in videos[: self.config.max_videos]:
             rel = _relative(video, self.context.output_dir)
             client.log_artifact(parent, str(video), artifact_path=str(Path("videos") / Path(rel).parent))
-        client.set_terminated(parent, "FINISHED")
+        status = "FAILED" if failed else "FINISHED"
+        client.set_terminated(parent, status)
+        if self.context.series:  # ends with its latest evaluation; the next one reopens it
+            client.set_terminated(self._series(), status)
 
     def close(self) -> None:
         if self.child is not None:  # the run-one process ended before its run_finished
@@ -214,10 +228,12 @@ class MlflowSink(ResultSink):
             runs = self.client.search_runs([self.experiment_id], filter_string=query, max_results=1, order_by=["attributes.start_time ASC"])
             if runs:
                 self._series_id = runs[0].info.run_id
+                if runs[0].info.status != "RUNNING":  # ended by the previous evaluation: running again
+                    self.client.update_run(self._series_id, status="RUNNING")
             else:
                 tags = {"arena.series": str(self.context.series), ROLE_TAG: "series"}
                 self._series_id = self.client.create_run(self.experiment_id, tags=tags,
-                                                         run_name=f"{self.context.experiment}/{self.context.series}").info.run_id
+                                                         run_name=self.context.series_name()).info.run_id
         return self._series_id
 
     def _wait_for_parent(self) -> str | None:

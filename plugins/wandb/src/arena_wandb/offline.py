@@ -42,6 +42,7 @@ class OfflineRun:
     history: list[dict[str, Any]] = field(default_factory=list)
     artifacts: list[dict[str, Any]] = field(default_factory=list)  # {"name", "type", "files": [paths]}
     finished: bool = False
+    exit_code: int | None = None
 
 
 def iter_records(path: str | os.PathLike[str]):
@@ -124,7 +125,7 @@ def read_offline_run(run_dir: str | os.PathLike[str]) -> OfflineRun:
                 {"name": art.name, "type": art.type, "files": [entry.path for entry in art.manifest.contents]}
             )
         elif kind == "exit":
-            out.finished = True
+            out.finished, out.exit_code = True, record.exit.exit_code
     return out
 
 

@@ -24,8 +24,16 @@ the label is ``tracking.label``, else ``step<tracking.step>``), in W&B group ``g
   ``role: evaluated`` (nothing is pooled over runs); with ``tracking.step`` the row carries
   ``checkpoint_step`` = step and every metric uses it as its x-axis (``wandb.define_metric``).
 
+**A failed evaluation is marked failed** (a run ``failed`` or ``cancelled``: its numbers are
+not the policy's): the summary's ``failed`` is true and ``failures`` says why (one line per
+run), each such run logs ``<run>/failed`` = 1 in place of ``n``/``k`` zeros, the W&B run gets
+the tag ``failed`` (in a series: ``failed:<label>``) and finishes with exit code 1, which W&B
+shows as a failed run.
+
 **One curve per training run.** With ``tracking.series`` (``arena watch`` sets it to the
-watch's id) every evaluation logs into *one* W&B run, id derived from the series, resumed by
+watch's id; with ``tracking.step`` and no series, the experiment's name:
+:func:`arena.sinks.default_series`, so a training loop calling ``arena.evaluate`` draws one
+curve) every evaluation logs into *one* W&B run, id derived from the series, resumed by
 each evaluation (``resume="allow"``), one history row per checkpoint at ``checkpoint_step``:
 W&B's users read a training curve as one run's chart against a step metric, which a group of
 one-point runs does not draw. Offline, each evaluation writes its own ``offline-run-*``
@@ -56,7 +64,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from arena.sinks import ResultSink, SinkConfig, SinkContext, experiment_metrics, rate_metrics, roles_of
+from arena.sinks import ResultSink, SinkConfig, SinkContext, experiment_metrics, failures, rate_metrics, roles_of
 
 #: Columns of the ``episodes`` table, in order.
 EPISODE_COLUMNS = ("run", "episode_index", "seed", "outcome", "steps", "duration_s", "task")
@@ -88,6 +96,7 @@ class WandbSink(ResultSink):
         self.started: dict[str, Any] | None = None
         self.run: Any = None
         self.rows: list[list[Any]] = []
+        self.failed: list[str] = []
 
     # -- events ------------------------------------------------------------------------------
     def experiment_started(self, config: dict[str, Any], provenance: dict[str, Any] | None) -> None:
@@ -100,9 +109,10 @@ class WandbSink(ResultSink):
     def run_finished(self, run: str, result: dict[str, Any]) -> None:
         if self.config.per != "run":
             return
+        failed = failures({**result, "run": run})
         wb = self._open(self.context.tracker_name(), job_type="arena-run", config=None,
-                        series=f"{self.context.series}-{self.context.run}" if self.context.series else None)
-        self._log(wb, rate_metrics(result))
+                        series=f"{self.context.series}-{self.context.run}" if self.context.series else None, failed=failed)
+        self._log(wb, rate_metrics(result), failed)
         if self.rows:
             wb.log(self._table(self.rows))
 
@@ -110,8 +120,10 @@ class WandbSink(ResultSink):
         import wandb
 
         config = self.started or {"experiment": _snapshot(self.context.output_dir), "provenance": result.get("provenance")}
-        wb = self._open(self.context.tracker_name(), job_type="arena-experiment", config=config, series=self.context.series)
-        self._log(wb, experiment_metrics(result, roles_of(self.context.output_dir)))
+        failed = failures(result)
+        wb = self._open(self.context.tracker_name(), job_type="arena-experiment", config=config, series=self.context.series,
+                        failed=failed)
+        self._log(wb, experiment_metrics(result, roles_of(self.context.output_dir)), failed)
         if self.config.per == "experiment":
             rows = [_row(run, r) for run, records in _records(self.context.output_dir, result).items() for r in records]
             wb.log(self._table(rows))
@@ -128,14 +140,22 @@ class WandbSink(ResultSink):
 
     def close(self) -> None:
         if self.run is not None:
-            self.run.finish()
+            self.run.finish(exit_code=1 if self.failed else 0)  # W&B shows a run that exits non-zero as failed
             self.run = None
 
     # -- W&B ---------------------------------------------------------------------------------
-    def _open(self, name: str, *, job_type: str, config: dict[str, Any] | None, series: str | None = None) -> Any:
+    def _open(
+        self, name: str, *, job_type: str, config: dict[str, Any] | None, series: str | None = None, failed: list[str] = ()
+    ) -> Any:
         if self.run is not None:
             return self.run
         import wandb
+
+        self.failed = list(failed)
+        tags = list(self.config.tags)
+        if failed:  # a series' run is tagged with the evaluation that failed, not as a whole
+            label = self.context.label or (f"step{self.context.step}" if self.context.step is not None else None)
+            tags.append(f"failed:{label}" if series and label else "failed")
 
         cfg = self.config
         directory = Path(cfg.dir) if cfg.dir else self.context.output_dir / "wandb"
@@ -144,7 +164,7 @@ class WandbSink(ResultSink):
         resume: dict[str, Any] = {}
         if series:  # every evaluation of the series logs into one W&B run (the module docstring)
             resume = {"id": _safe(series)[:64], "resume": "allow"}
-            name = f"{self.context.experiment}/{self.context.series}" + (f"/{self.context.run}" if self.context.run else "")
+            name = f"{self.context.series_name()}" + (f"/{self.context.run}" if self.context.run else "")
         self.run = wandb.init(
             **resume,
             project=cfg.project,
@@ -152,7 +172,7 @@ class WandbSink(ResultSink):
             group=cfg.group or (self.context.series if series else self.context.group),
             name=name,
             job_type=job_type,
-            tags=list(cfg.tags),
+            tags=tags,
             config={"arena": {**(config or {}), "group": self.context.group, "step": self.context.step,
                               "label": self.context.label, "series": self.context.series}},
             dir=str(directory),
@@ -165,12 +185,13 @@ class WandbSink(ResultSink):
             self.run.define_metric("*", step_metric=STEP_METRIC)
         return self.run
 
-    def _log(self, wb: Any, metrics: dict[str, float]) -> None:
+    def _log(self, wb: Any, metrics: dict[str, float], failed: list[str]) -> None:
         row: dict[str, Any] = dict(metrics)
         if self.context.step is not None:
             row[STEP_METRIC] = self.context.step
         wb.log(row)
-        wb.summary.update(row)
+        # the summary says whether this (the latest) evaluation failed, and why
+        wb.summary.update({**row, "failed": bool(failed), "failures": "; ".join(failed)})
 
     def _table(self, rows: list[list[Any]]) -> dict[str, Any]:
         import wandb

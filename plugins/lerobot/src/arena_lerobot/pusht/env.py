@@ -41,9 +41,11 @@ block at integers in [100, 400), angle uniform in [-pi, pi), from the env's own
 Success, reward, coverage as gym-pusht defines them: ``coverage`` is the area of the block inside
 the target over the target's area; ``info["is_success"]`` (the :attr:`~PushTEnvironment.success_key`)
 is coverage > 0.95, which also terminates the episode; the reward is ``clip(coverage / 0.95, 0,
-1)``. ``info`` carries ``coverage`` and ``reward`` per env for the episode metrics (their
-maximum over the episode; the mean of the latter is what lerobot-eval reports as
-``avg_max_reward`` and Diffusion Policy as ``mean_score``).
+1)``. ``info`` carries ``coverage`` and ``max_reward`` (the step's reward again, under the name
+of its episode maximum) per env for the episode metrics ``coverage`` and ``max_reward`` (their
+maximum over the episode: lerobot-eval's per-episode ``max_reward``; their mean is what it
+reports as ``avg_max_reward`` and Diffusion Policy as ``mean_score``). The run's figures are
+also given under lerobot-eval's names (:attr:`~PushTEnvironment.reported_as`).
 """
 
 from __future__ import annotations
@@ -56,8 +58,10 @@ import gymnasium as gym
 import numpy as np
 
 from arena.envs.serial import SerialEnvironment
-from arena.outputs.fingerprint import package_versions
+from arena.outputs.fingerprint import EQUIVALENCE_KEY, package_versions
 from arena_lerobot.pusht.config import GYM_ID, PushTConfig
+from arena_lerobot.names import LEROBOT_EVAL_NAMES
+from arena_lerobot.pusht.episodes import pusht_episodes
 from arena_lerobot.pusht.venv import VENV
 
 # pygame draws into memory surfaces only; without a display it needs the dummy video driver.
@@ -91,11 +95,16 @@ class PushTEnvironment(SerialEnvironment):
     #: gym-pusht's own success key: coverage > 0.95.
     success_key: ClassVar[str | None] = "is_success"
     #: Partial credit per episode: the best coverage reached, and the best reward
-    #: (``clip(coverage / 0.95, 0, 1)``: lerobot-eval's ``max_reward``).
-    episode_metrics: ClassVar[dict[str, str]] = {"coverage": "max", "reward": "max"}
+    #: (``clip(coverage / 0.95, 0, 1)``: lerobot-eval's ``max_reward``; not a mean reward).
+    episode_metrics: ClassVar[dict[str, str]] = {"coverage": "max", "max_reward": "max"}
     #: Both stay in [0, 1] (gym-pusht: coverage is an area ratio, the reward its clipped
-    #: rescaling), so their intervals stay inside it (arena.outputs.metrics).
-    episode_metric_bounds: ClassVar[dict[str, tuple[float, float]]] = {"coverage": (0.0, 1.0), "reward": (0.0, 1.0)}
+    #: rescaling), so their intervals stay inside it (arena.outputs.metrics); the episode return
+    #: (a sum of rewards in [0, 1]) is non-negative.
+    episode_metric_bounds: ClassVar[dict[str, tuple[float | None, float | None]]] = {
+        "coverage": (0.0, 1.0), "max_reward": (0.0, 1.0), "return": (0.0, None)}
+    #: The run's figures under lerobot-eval's names too (its ``eval_info.json`` "aggregated").
+    reported_as: ClassVar[dict[str, str]] = LEROBOT_EVAL_NAMES
+    reported_by: ClassVar[str | None] = "lerobot-eval"
     #: The venv ``arena venv setup pusht`` creates; its interpreter runs the workers.
     default_venv = VENV
     simulator_modules = ("gym_pusht", "pymunk", "pygame")
@@ -169,7 +178,8 @@ class PushTEnvironment(SerialEnvironment):
         Returns the observation, gym-pusht's reward ``(N,)`` float64 (``clip(coverage / 0.95,
         0, 1)``), ``terminated (N,)`` bool (success, as gym-pusht), ``truncated`` (all false:
         arena owns the step limit) and ``info`` with ``is_success`` and ``success`` ``(N,)``
-        bool, ``coverage`` and ``reward`` ``(N,)`` float64.
+        bool, ``coverage``, ``reward`` and ``max_reward`` (the same reward, for the episode
+        metric) ``(N,)`` float64.
 
         Raises:
             ValueError: ``actions`` is not ``(N, 2)`` or holds NaN or infinite values.
@@ -183,7 +193,8 @@ class PushTEnvironment(SerialEnvironment):
             reward[e] = float(r)
             coverage[e] = float(info["coverage"])
             success[e] = bool(info["is_success"])  # gym-pusht: terminated is the same value
-        info = {"is_success": success.copy(), "success": success.copy(), "coverage": coverage, "reward": reward.copy()}
+        info = {"is_success": success.copy(), "success": success.copy(), "coverage": coverage, "reward": reward.copy(),
+                "max_reward": reward.copy()}
         return self._observation(), reward, success.copy(), np.zeros(self.num_envs, bool), info
 
     def episode_info(self, env_id: int) -> dict[str, Any]:
@@ -200,6 +211,7 @@ class PushTEnvironment(SerialEnvironment):
         sampling), the obs type, image size, step limit (no settle steps)."""
         versions = package_versions(SIMULATOR_PACKAGES)
         c = self.config
+        image_size = [c.observation_height, c.observation_width] if c.has_pixels else None
         return {
             "benchmark": "pusht",
             "suite": "PushT-v0",
@@ -208,9 +220,11 @@ class PushTEnvironment(SerialEnvironment):
             "init_states": {"source": "gym-pusht reset(seed): np_random integers/uniform"},
             "seeding": "gym-pusht reset(seed)",
             "obs_type": c.obs_type,
-            "image_size": [c.observation_height, c.observation_width] if c.has_pixels else None,
+            "image_size": image_size,
             "settle_steps": 0,
             "step_limit": self.default_max_episode_steps,
+            # the same episodes as the lerobot_env bridge's PushT with these settings
+            EQUIVALENCE_KEY: pusht_episodes(versions["gym-pusht"], c.obs_type, image_size, self.default_max_episode_steps),
         }
 
     def render(self, env_id: int) -> np.ndarray:
