@@ -1,10 +1,5 @@
-"""Registers the ``ray`` launch backend."""
+"""Registers the ``ray`` launch backend (imported when a run uses it: ``ray`` is heavy)."""
 
-from arena.hookspecs import hookimpl
+from arena.declare import declare
 
-
-@hookimpl
-def arena_register_launch_backends(register):
-    from arena_ray.backend import RayBackend
-
-    register("ray", RayBackend)
+declare(__name__, launch_backends={"ray": "arena_ray.backend:RayBackend"})
