@@ -17,6 +17,7 @@ Every tensor is bit-exact except LIBERO's axis-angle (``observation.state[3:6]``
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -88,8 +89,25 @@ def assert_bit_exact(report: dict[str, Any], keys: set[str], *, close: dict[str,
         assert task["a"] == task["b"]
 
 
-def test_pusht_equals_lerobots_own_gym_pusht_env(tmp_path):
-    report = reference(tmp_path, "pusht")
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory) -> dict[str, dict[str, Any]]:
+    """The reports on PushT and (where arena's interpreter has Meta-World) on a Meta-World
+    recording, from one ``lerobot_reference.py`` process (one LeRobot import)."""
+    root = tmp_path_factory.mktemp("equivalence")
+    sources = {"pusht": "pusht"}
+    if importlib.util.find_spec("metaworld") is not None:
+        sources["metaworld"] = record(root, sys.executable, "metaworld")
+    outs = {name: root / f"{name}.report.frames" for name in sources}
+    _run(lerobot_python(), str(HERE / "lerobot_reference.py"), *[str(x) for n in sources for x in (sources[n], outs[n])])
+    reports = {}
+    for name, out in outs.items():
+        with out.open("rb") as f:
+            reports[name] = read_frame(f)
+    return reports
+
+
+def test_pusht_equals_lerobots_own_gym_pusht_env(reports):
+    report = reports["pusht"]
     types = {s["obs_type"] for s in report["steps"]}
     assert types == {"pixels_agent_pos", "environment_state_agent_pos"}
     for obs_type, keys in [("pixels_agent_pos", {"observation.image", "observation.state"}),
@@ -98,9 +116,9 @@ def test_pusht_equals_lerobots_own_gym_pusht_env(tmp_path):
     assert report["tasks"][0]["b"] == ["", ""]
 
 
-def test_metaworld_equals_lerobots_metaworld_env(tmp_path):
+def test_metaworld_equals_lerobots_metaworld_env(reports):
     pytest.importorskip("metaworld")
-    report = reference(tmp_path, record(tmp_path, sys.executable, "metaworld"))
+    report = reports["metaworld"]
     assert_bit_exact(report, {"observation.image", "observation.state", "observation.environment_state"})
     assert report["tasks"][0]["b"] == ["Push the puck to a goal"] * 2
     from arena_lerobot.adapters import LEROBOT_METAWORLD_TASKS
