@@ -43,9 +43,9 @@ HERE = Path(__file__).resolve().parent
 ENV = {"type": "pusht", "episode_length": 40}
 #: lerobot-env-so101 (PyPI, a third-party lerobot_env_* package: registered by
 #: register_third_party_plugins), state only: 14-dim agent_pos, 3-dim environment_state.
-SO101 = {"type": "so101", "episode_length": 30}
+SO101 = {"type": "so101", "episode_length": 10}
 #: gym-aloha's transfer cube (480x640 top camera + 14-dim qpos, 14 joint targets), short episodes.
-ALOHA = {"type": "aloha", "task": "AlohaTransferCube-v0", "episode_length": 20}
+ALOHA = {"type": "aloha", "task": "AlohaTransferCube-v0", "episode_length": 10}
 #: LeRobot's Meta-World (metaworld==3.0.0 in the lerobot venv): 480x480 corner2 camera + 4-dim
 #: agent_pos, 4 actions. Its episodes are 500 steps whatever ``episode_length`` says, so both
 #: sides stop at METAWORLD_STEPS (lerobot-eval's limit is the env's ``_max_episode_steps``).
