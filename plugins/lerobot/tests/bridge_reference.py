@@ -5,6 +5,14 @@ own evaluation of a checkpoint on a LeRobot env config.
     python bridge_reference.py eval DIR ENV_JSON N_EPISODES BATCH SEED OUT.json [MAX_STEPS]
     python bridge_reference.py both DIR ENV_JSON N_EPISODES BATCH SEED OUT.json [MAX_STEPS]  # build, then eval
                                                                      # (one import of torch, one env build)
+    python bridge_reference.py many JOBS.json  # ``both`` for each job, in this one process
+
+``many`` reads a JSON list of jobs, each ``{"dir", "env", "episodes", "batch", "seed", "out"}``
+and optionally ``"max_steps"`` (the arguments of ``both``, ``env`` a mapping), and runs them in
+order: LeRobot and torch are imported once for all (a test module's references cost one
+start-up). Each job's checkpoint is seeded and each evaluation seeds its envs, so a job gives
+what it gives alone; a ``metaworld`` job re-seeds the global ``numpy`` generator (its
+``scenes``), so list it last.
 
 ``eval`` is ``lerobot-eval``'s ``eval_main`` (``lerobot/scripts/lerobot_eval.py``, 0.6.1) without
 its CLI: ``make_env(cfg, n_envs=BATCH, use_async_envs=False)``, ``make_policy(cfg, env_cfg=...,
@@ -177,8 +185,19 @@ def metaworld_scenes(vec, env_cfg, seeds: list[int]) -> dict[str, list]:
     return {"batch1": batch1, "batch2_swapped": swapped, "global_reseeded": again}
 
 
+def many(jobs_path: str) -> None:
+    """``both`` for each job of the JSON list at ``jobs_path`` (see the module docstring)."""
+    with open(jobs_path) as handle:
+        jobs = json.load(handle)
+    for job in jobs:
+        evaluate(job["dir"], json.dumps(job["env"]), int(job["episodes"]), int(job["batch"]), int(job["seed"]), job["out"],
+                 job.get("max_steps"), build_first=True)
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "build":
+    if sys.argv[1] == "many":
+        many(sys.argv[2])
+    elif sys.argv[1] == "build":
         build(sys.argv[2], sys.argv[3])
     else:
         limit = int(sys.argv[8]) if len(sys.argv) > 8 else None

@@ -4,6 +4,11 @@ recorded trajectories put through the same adapter. Prints a JSON summary; exits
 first difference) when a frame differs.
 
     python check_export.py DIR REPO_ID RUN_DIR ADAPTER MAX_MEAN_ABS_IMAGE_DIFF
+    python check_export.py --many JOBS.json   # several datasets, one LeRobot import
+
+``--many`` reads a JSON list of ``[DIR, REPO_ID, RUN_DIR, ADAPTER, MAX_MEAN_ABS_IMAGE_DIFF]`` and
+prints one JSON list: per dataset ``{"summary": {...}}``, or ``{"error": traceback}`` where the
+check failed (the next datasets are still checked); it exits 0 either way.
 
 ADAPTER: the adapter the export used (``lerobot/<embodiment>`` or ``module:Class``).
 """
@@ -76,6 +81,22 @@ def main(root: str, repo_id: str, run_dir: str, adapter_spec: str, tolerance: fl
     }
 
 
+def many(jobs_path: str) -> list[dict]:
+    """``main`` for each job of ``jobs_path`` (see the module docstring)."""
+    import traceback
+
+    results = []
+    for root, repo_id, run_dir, adapter_spec, tolerance in json.loads(Path(jobs_path).read_text()):
+        try:
+            results.append({"summary": main(root, repo_id, run_dir, adapter_spec, float(tolerance))})
+        except Exception:
+            results.append({"error": traceback.format_exc()})
+    return results
+
+
 if __name__ == "__main__":
-    root, repo_id, run_dir, adapter_spec, tolerance = sys.argv[1:6]
-    print(json.dumps(main(root, repo_id, run_dir, adapter_spec, float(tolerance))))
+    if sys.argv[1] == "--many":
+        print(json.dumps(many(sys.argv[2])))
+    else:
+        root, repo_id, run_dir, adapter_spec, tolerance = sys.argv[1:6]
+        print(json.dumps(main(root, repo_id, run_dir, adapter_spec, float(tolerance))))

@@ -1,6 +1,7 @@
 """LeRobot side of the adapter-equivalence tests; runs in the ``lerobot`` model venv.
 
-``python lerobot_reference.py IN.frames OUT.frames``: for each step of the simulator's recording
+``python lerobot_reference.py IN.frames OUT.frames [IN.frames OUT.frames ...]`` (several pairs:
+one process, LeRobot imported once): for each step of the simulator's recording
 (:mod:`equivalence_sources`; ``IN`` may be ``pusht``, which runs LeRobot's own gym-pusht env
 here), computes
 
@@ -191,7 +192,15 @@ def pusht_recording() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
 
 
 def main() -> None:
-    source, out = sys.argv[1], sys.argv[2]
+    pairs = sys.argv[1:]
+    if not pairs or len(pairs) % 2:
+        raise SystemExit(f"usage: lerobot_reference.py IN OUT [IN OUT ...], got {pairs}")
+    for start in range(0, len(pairs), 2):
+        compare_source(pairs[start], pairs[start + 1])
+
+
+def compare_source(source: str, out: str) -> None:
+    """The report of one recording ``source`` (or ``pusht``), written to ``out``."""
     report: dict[str, Any] = {}
     if source == "pusht":
         report["steps"], tasks = pusht_recording()

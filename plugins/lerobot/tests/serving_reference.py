@@ -1,9 +1,12 @@
 """Run in the ``lerobot`` venv by the tests: build random checkpoints, and LeRobot's own loop.
 
-    python serving_reference.py build KIND DIR
-    python serving_reference.py reference DIR OBS.npz OUT.npz [--seed S]
+    python serving_reference.py build KIND DIR [KIND DIR ...]
+    python serving_reference.py reference DIR OBS.npz OUT.npz [DIR OBS.npz OUT.npz ...] [--seed S]
     python serving_reference.py prepare ROOT KIND... [--seed S]
 
+``build`` and ``reference`` take several argument groups, done in order in one process (one
+torch and LeRobot import for a test module's checkpoints or references; every checkpoint is
+seeded, so each gives what it gives alone).
 ``prepare`` does both for each KIND in one process (torch imports once): ROOT/KIND/pretrained_model
 from ROOT/KIND/obs.npz to ROOT/KIND/ref.npz.
 
@@ -119,12 +122,9 @@ def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build")
-    b.add_argument("kind", choices=sorted(KINDS))
-    b.add_argument("directory")
+    b.add_argument("pairs", nargs="+", metavar="KIND DIR")
     r = sub.add_parser("reference")
-    r.add_argument("directory")
-    r.add_argument("obs")
-    r.add_argument("out")
+    r.add_argument("triples", nargs="+", metavar="DIR OBS OUT")
     r.add_argument("--seed", type=int)
     p = sub.add_parser("prepare")
     p.add_argument("root")
@@ -132,9 +132,15 @@ def main(argv: list[str]) -> None:
     p.add_argument("--seed", type=int)
     args = parser.parse_args(argv)
     if args.command == "build":
-        build(args.kind, args.directory)
+        if len(args.pairs) % 2 or any(kind not in KINDS for kind in args.pairs[::2]):
+            parser.error(f"build takes KIND DIR pairs, KIND one of {sorted(KINDS)}: {args.pairs}")
+        for kind, directory in zip(args.pairs[::2], args.pairs[1::2]):
+            build(kind, directory)
     elif args.command == "reference":
-        reference(args.directory, args.obs, args.out, args.seed)
+        if len(args.triples) % 3:
+            parser.error(f"reference takes DIR OBS OUT triples: {args.triples}")
+        for start in range(0, len(args.triples), 3):
+            reference(*args.triples[start : start + 3], args.seed)
     else:
         for kind in args.kinds:
             where = f"{args.root}/{kind}"

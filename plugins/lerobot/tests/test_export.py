@@ -109,13 +109,47 @@ def _lerobot_python() -> Path:
     pytest.skip(message)
 
 
-def _check(python: Path, dataset: Path, repo_id: str, run_dir: Path, tolerance: float, adapter: str = METAWORLD) -> dict:
-    done = subprocess.run(
-        [str(python), str(TESTS / "check_export.py"), str(dataset), repo_id, str(run_dir), adapter, str(tolerance)],
-        capture_output=True, text=True, timeout=600, env=_env(),
-    )
+#: The module's exports of ``recorded``'s run ``expert``: name -> (``arena export lerobot`` args
+#: after ``--to DIR``, repo id, adapter, tolerance of check_export.py).
+EXPORTS = {
+    "ds": ((), "local/expert", METAWORLD, 0.0),  # PNG images: exact
+    "failures": (("--adapter", STANDIN, "--failed-only", "--repo-id", "local/failures", "--fps", "20"), "local/failures",
+                 STANDIN, 0.0),
+    "videos": (("--videos",), "local/expert", METAWORLD, VIDEO_TOLERANCE),
+}
+
+
+@pytest.fixture(scope="module")
+def exports(recorded, tmp_path_factory) -> dict[str, tuple[Path, subprocess.CompletedProcess, dict | None]]:
+    """Each export of EXPORTS (``videos`` only where FFmpeg's libraries are), then every exported
+    dataset loaded back by one check_export.py process in the lerobot venv (one LeRobot import):
+    name -> (dataset, the export's finished process, check_export's ``{"summary"}`` or
+    ``{"error"}``, None when the export failed)."""
+    python = _lerobot_python()
+    root = tmp_path_factory.mktemp("exports")
+    exported = {}
+    for name, (args, _, _, _) in EXPORTS.items():
+        if name == "videos" and not _ffmpeg_libraries():
+            continue
+        dataset = root / name
+        exported[name] = (dataset, _arena("export", "lerobot", str(recorded), "--run", "expert", "--to", str(dataset), *args))
+    jobs = [[str(dataset), EXPORTS[name][1], str(recorded / "expert"), EXPORTS[name][2], EXPORTS[name][3]]
+            for name, (dataset, done) in exported.items() if done.returncode == 0]
+    (root / "jobs.json").write_text(json.dumps(jobs))
+    done = subprocess.run([str(python), str(TESTS / "check_export.py"), "--many", str(root / "jobs.json")],
+                          capture_output=True, text=True, timeout=900, env=_env())
     assert done.returncode == 0, done.stdout + done.stderr
-    return json.loads(done.stdout.splitlines()[-1])
+    checks = iter(json.loads(done.stdout.splitlines()[-1]))
+    return {name: (dataset, run, next(checks) if run.returncode == 0 else None) for name, (dataset, run) in exported.items()}
+
+
+def _checked(exports, name: str) -> tuple[Path, subprocess.CompletedProcess, dict]:
+    """Export ``name``: its dataset, its export's process (asserted successful) and
+    check_export.py's summary (asserted: every frame equal to the records)."""
+    dataset, done, check = exports[name]
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "error" not in check, check["error"]
+    return dataset, done, check["summary"]
 
 
 @pytest.mark.slow
@@ -126,18 +160,14 @@ def test_the_run_recorded_a_failure_and_a_success(recorded):
 
 
 @pytest.mark.slow
-def test_export_round_trip_frames_equal_the_records(recorded, tmp_path):
-    python = _lerobot_python()
-    dataset = tmp_path / "ds"
-    done = _arena("export", "lerobot", str(recorded), "--run", "expert", "--to", str(dataset))
-    assert done.returncode == 0, done.stdout + done.stderr
+def test_export_round_trip_frames_equal_the_records(recorded, exports):
+    dataset, done, checked = _checked(exports, "ds")
     summary = json.loads(done.stdout.splitlines()[-1])
     assert summary["adapter"] == METAWORLD  # by the environment type
     records = sorted(_records(recorded, "expert"), key=lambda r: r["episode_index"])
     assert summary["episodes"] == len(records) and summary["frames"] == sum(r["steps"] for r in records)
     assert summary["repo_id"] == "local/expert" and summary["videos"] is False
     assert summary["fps"] == 80  # LeRobot's Meta-World env config
-    checked = _check(python, dataset, "local/expert", recorded / "expert", 0.0)  # PNG images: exact
     assert checked["task"] == "Reach a goal position"  # not arena's instruction: LeRobot's wording, as served
     assert checked["episode_indices"] == [r["episode_index"] for r in records]
     assert checked["outcomes"] == [r["outcome"] for r in records]
@@ -147,15 +177,10 @@ def test_export_round_trip_frames_equal_the_records(recorded, tmp_path):
 
 
 @pytest.mark.slow
-def test_failed_only_exports_only_the_failures(recorded, tmp_path):
-    python = _lerobot_python()
-    dataset = tmp_path / "failures"
-    done = _arena("export", "lerobot", str(recorded), "--run", "expert", "--to", str(dataset), "--adapter", STANDIN,
-                  "--failed-only", "--repo-id", "local/failures", "--fps", "20")
-    assert done.returncode == 0, done.stdout + done.stderr
+def test_failed_only_exports_only_the_failures(recorded, exports):
+    _, _, checked = _checked(exports, "failures")  # --adapter STANDIN --failed-only --repo-id local/failures --fps 20
     failed = [r["episode_index"] for r in sorted(_records(recorded, "expert"), key=lambda r: r["episode_index"])
               if r["outcome"] in ("failure", "timeout")]
-    checked = _check(python, dataset, "local/failures", recorded / "expert", 0.0, adapter=STANDIN)
     assert checked["episode_indices"] == failed and set(checked["outcomes"]) <= {"failure", "timeout"}
     assert checked["fps"] == 20 and checked["image_keys"] == ["observation.images.corner"]  # the stand-in's names
 
@@ -166,18 +191,14 @@ def _ffmpeg_libraries() -> bool:
 
 
 @pytest.mark.slow
-def test_export_with_videos_decodes_close_to_the_records(recorded, tmp_path):
-    python = _lerobot_python()
+def test_export_with_videos_decodes_close_to_the_records(recorded, exports):
     if not _ffmpeg_libraries():
         message = "decoding LeRobot videos needs Debian's FFmpeg: run once: sudo scripts/setup-system.sh"
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
-    dataset = tmp_path / "videos"
-    done = _arena("export", "lerobot", str(recorded), "--run", "expert", "--to", str(dataset), "--videos")
-    assert done.returncode == 0, done.stdout + done.stderr
+    dataset, _, checked = _checked(exports, "videos")
     assert list((dataset / "videos").rglob("*.mp4"))
-    checked = _check(python, dataset, "local/expert", recorded / "expert", VIDEO_TOLERANCE)
     assert checked["video_keys"] == ["observation.image"]
     assert checked["frames"] == sum(r["steps"] for r in _records(recorded, "expert"))
     # lossy, yet close: the measured error stays well inside the tolerance

@@ -16,6 +16,10 @@ thread setting): a batched forward pass, or one split over another number of thr
 the last float32 bit differently, which PushT's contacts then amplify (README, "Reference-exact
 serving"); test_serving.py covers batching.
 
+CPU budget (issue 46): the four references come from one ``bridge_reference.py many`` process
+and all arena runs from one experiment (module fixtures; the runs of one env config share one
+server); each test only reads its cases' results.
+
 Needs the ``lerobot`` venv (skipped without it, failed under CI).
 """
 
@@ -33,15 +37,15 @@ from arena.rollout.trajectories import read_trajectory
 from arena.testing.experiments import run_tiny_experiment
 from arena.testing.venvs import benchmark_python
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]  # the first test pays the module's fixtures
 
 HERE = Path(__file__).resolve().parent
 ENV = {"type": "pusht", "episode_length": 40}
 #: lerobot-env-so101 (PyPI, a third-party lerobot_env_* package: registered by
 #: register_third_party_plugins), state only: 14-dim agent_pos, 3-dim environment_state.
-SO101 = {"type": "so101", "episode_length": 30}
+SO101 = {"type": "so101", "episode_length": 10}
 #: gym-aloha's transfer cube (480x640 top camera + 14-dim qpos, 14 joint targets), short episodes.
-ALOHA = {"type": "aloha", "task": "AlohaTransferCube-v0", "episode_length": 20}
+ALOHA = {"type": "aloha", "task": "AlohaTransferCube-v0", "episode_length": 10}
 #: LeRobot's Meta-World (metaworld==3.0.0 in the lerobot venv): 480x480 corner2 camera + 4-dim
 #: agent_pos, 4 actions. Its episodes are 500 steps whatever ``episode_length`` says, so both
 #: sides stop at METAWORLD_STEPS (lerobot-eval's limit is the env's ``_max_episode_steps``).
@@ -49,107 +53,112 @@ METAWORLD = {"type": "metaworld", "task": "metaworld-reach-v3"}
 METAWORLD_STEPS = 8
 EPISODES = 3
 SEED = 1000
-
-
-def _reference(root: Path, env_config: dict, max_steps: int | None = None) -> tuple[Path, list[dict]]:
-    checkpoint, result = _reference_result(root, env_config, max_steps)
-    return checkpoint, result["episodes"]
-
-
-def _reference_result(root: Path, env_config: dict, max_steps: int | None = None) -> tuple[Path, dict]:
-    python = benchmark_python("lerobot")
-    checkpoint = root / "pretrained_model"
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    text = json.dumps(env_config)
-    args = ["both", str(checkpoint), text, str(EPISODES), "1", str(SEED), str(root / "ref.json")]
-    args += [str(max_steps)] if max_steps is not None else []
-    done = subprocess.run([str(python), str(HERE / "bridge_reference.py"), *args], capture_output=True, text=True, timeout=900, env=env)
-    assert done.returncode == 0, done.stderr[-4000:]
-    return checkpoint, json.loads((root / "ref.json").read_text())
+#: Each env config of the module: (config, env-worker counts of its arena runs, max steps).
+#: Meta-World last: its reference re-seeds the global numpy generator (bridge_reference.py).
+CASES = {
+    "pusht": (ENV, (1, 2), None),
+    "so101": (SO101, (2,), None),
+    "aloha": (ALOHA, (2,), None),
+    "metaworld": (METAWORLD, (1, 2), METAWORLD_STEPS),
+}
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory) -> tuple[Path, dict]:
-    return _reference_result(tmp_path_factory.mktemp("bridge"), ENV)
+def references(tmp_path_factory) -> dict[str, tuple[Path, dict]]:
+    """Each case's checkpoint and reference result, all from one ``bridge_reference.py many``
+    process (one LeRobot + torch start-up for the module; ``OMP_NUM_THREADS=1``)."""
+    root = tmp_path_factory.mktemp("bridge")
+    jobs = [
+        {"dir": str(root / name / "pretrained_model"), "env": config, "episodes": EPISODES, "batch": 1, "seed": SEED,
+         "out": str(root / name / "ref.json"), **({"max_steps": steps} if steps is not None else {})}
+        for name, (config, _, steps) in CASES.items()
+    ]
+    for name in CASES:
+        (root / name).mkdir()
+    (root / "jobs.json").write_text(json.dumps(jobs))
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([str(benchmark_python("lerobot")), str(HERE / "bridge_reference.py"), "many", str(root / "jobs.json")],
+                          capture_output=True, text=True, timeout=1500, env=env)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return {name: (root / name / "pretrained_model", json.loads((root / name / "ref.json").read_text())) for name in CASES}
+
+
+@pytest.fixture(scope="module")
+def bridge_runs(references, tmp_path_factory):
+    """One ``arena run`` experiment holding every case's runs (``<case>_<num_envs>``), each
+    served by ``arena serve lerobot`` in the reference-exact mode; the runs of one case share
+    its server. Tests only read its records."""
+    policies = {
+        name: {"type": "lerobot_remote", "policy_path": str(references[name][0]), "device": "cpu", "reference_exact": True}
+        for name in CASES
+    }
+    runs = {
+        f"{name}_{n}": {
+            "environment": {"type": "lerobot_env", "env": config},
+            "policy": policies[name],
+            "environment_builder": {"num_envs": n, "seed": SEED},
+            "rollout_limit": {"num_episodes": EPISODES} | ({"max_episode_steps": steps} if steps else {}),
+            "trajectories": {"enabled": True},
+        }
+        for name, (config, counts, steps) in CASES.items()
+        for n in counts
+    }
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("OMP_NUM_THREADS", raising=False)  # the mode pins the server's threads itself
+        return run_tiny_experiment({"runs": runs}, tmp_path_factory.mktemp("arena") / "out")
 
 
 @pytest.mark.parametrize("num_envs", [1, 2])
-def test_lerobot_env_pusht_equals_lerobot_eval(num_envs, reference, tmp_path, monkeypatch):
+def test_lerobot_env_pusht_equals_lerobot_eval(num_envs, references, bridge_runs):
     """Episode by episode, and the run's figures under lerobot-eval's names equal its own
     ``aggregated`` block (``avg_sum_reward``, ``avg_max_reward``, ``pc_success``)."""
-    checkpoint, result = reference
-    _check_equal(ENV, num_envs, (checkpoint, result["episodes"]), tmp_path, monkeypatch, aggregated=result["aggregated"])
+    _check_equal("pusht", (num_envs,), references, bridge_runs, aggregated=references["pusht"][1]["aggregated"])
 
 
-def test_lerobot_env_so101_equals_lerobot_eval_with_two_envs(tmp_path, monkeypatch):
+def test_lerobot_env_so101_equals_lerobot_eval_with_two_envs(references, bridge_runs):
     """so101 reports success as ``succeed``, not ``is_success``: lerobot-eval 0.6.1 then reads
     ``final_info.get("is_success", [False] * n)``, a list without ``tolist``, and takes
     ``[bool([False])]`` = ``[True]``: every so101 episode it runs counts as a success. arena
     reads the same missing key as no success; everything else must be equal."""
-    _check_equal(SO101, 2, _reference(tmp_path / "ref", SO101), tmp_path, monkeypatch, rewards_vary=False,
-                 lerobot_eval_counts_missing_success=True)
+    _check_equal("so101", (2,), references, bridge_runs, rewards_vary=False, lerobot_eval_counts_missing_success=True)
 
 
-def test_lerobot_env_aloha_equals_lerobot_eval_with_two_envs(tmp_path, monkeypatch):
-    _check_equal(ALOHA, 2, _reference(tmp_path / "ref", ALOHA), tmp_path, monkeypatch, rewards_vary=False)
+def test_lerobot_env_aloha_equals_lerobot_eval_with_two_envs(references, bridge_runs):
+    _check_equal("aloha", (2,), references, bridge_runs, rewards_vary=False)
 
 
-@pytest.fixture(scope="module")
-def metaworld_reference(tmp_path_factory) -> tuple[Path, dict]:
-    return _reference_result(tmp_path_factory.mktemp("metaworld"), METAWORLD, METAWORLD_STEPS)
-
-
-def test_lerobot_metaworld_seed_fixes_the_scene(metaworld_reference):
+def test_lerobot_metaworld_seed_fixes_the_scene(references):
     """LeRobot 0.6.1's Meta-World draws each scene from the env's own generator, seeded by the
     episode seed (``envs/metaworld.py`` l.157-158, 225-226: ``seeded_rand_vec``): the same seed
     gives the same object/goal vector at batch size 1, in another slot of a batch of two and
     after the global numpy generator moved; two seeds give two scenes."""
-    scenes = metaworld_reference[1]["scenes"]
+    scenes = references["metaworld"][1]["scenes"]
     first, second = scenes["batch1"]
     assert not np.allclose(first, second)
     np.testing.assert_array_equal(scenes["batch2_swapped"], scenes["batch1"])
     np.testing.assert_array_equal(scenes["global_reseeded"], scenes["batch1"])
 
 
-def test_lerobot_env_metaworld_equals_lerobot_eval_with_one_env_and_two(metaworld_reference, tmp_path, monkeypatch):
+def test_lerobot_env_metaworld_equals_lerobot_eval_with_one_env_and_two(references, bridge_runs):
     """Meta-World reach-v3 (the corner2 camera at LeRobot's pose, 480x480), 8 steps an episode
-    on both sides; a random ACT earns reach's dense reward, which varies with the scene. One
-    experiment of two runs (one env, two env workers) sharing one policy server."""
-    checkpoint, result = metaworld_reference
-    _check_equal(METAWORLD, (1, 2), (checkpoint, result["episodes"]), tmp_path, monkeypatch,
-                 max_episode_steps=METAWORLD_STEPS)
+    on both sides; a random ACT earns reach's dense reward, which varies with the scene. Two
+    runs (one env, two env workers) sharing one policy server."""
+    _check_equal("metaworld", (1, 2), references, bridge_runs)
 
 
 def _check_equal(
-    env_config: dict, num_envs: int | tuple[int, ...], reference, tmp_path: Path, monkeypatch, rewards_vary: bool = True,
-    lerobot_eval_counts_missing_success: bool = False, max_episode_steps: int | None = None,
-    aggregated: dict | None = None,
+    case: str, num_envs: tuple[int, ...], references, outcome, rewards_vary: bool = True,
+    lerobot_eval_counts_missing_success: bool = False, aggregated: dict | None = None,
 ) -> None:
-    """``arena run`` of ``env_config`` against the reference episodes: one run ``bridge`` of
-    ``num_envs`` envs, or (a tuple) one run ``bridge_<n>`` per count, in one experiment."""
-    checkpoint, expected = reference
-    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)  # the mode pins the server's threads itself
-    counts = {"bridge": num_envs} if isinstance(num_envs, int) else {f"bridge_{n}": n for n in num_envs}
-    limit = {"num_episodes": EPISODES} | ({"max_episode_steps": max_episode_steps} if max_episode_steps else {})
-    policy = {"type": "lerobot_remote", "policy_path": str(checkpoint), "device": "cpu", "reference_exact": True}
-    experiment = {
-        "runs": {
-            name: {
-                "environment": {"type": "lerobot_env", "env": env_config},
-                "policy": policy,
-                "environment_builder": {"num_envs": n, "seed": SEED},
-                "rollout_limit": limit,
-                "trajectories": {"enabled": True},
-            }
-            for name, n in counts.items()
-        }
-    }
-    outcome = run_tiny_experiment(experiment, tmp_path / "out")
+    """The module experiment's runs ``<case>_<n>`` (n in ``num_envs``) against the case's
+    reference episodes."""
+    expected = references[case][1]["episodes"]
     assert outcome.exit_code == 0, outcome.explain()
     if rewards_vary:
         assert any(e["sum_reward"] > 0 for e in expected)  # the comparison of rewards can fail
-    for run in counts:
-        _check_run(outcome, run, env_config, expected, lerobot_eval_counts_missing_success)
+    for n in num_envs:
+        run = f"{case}_{n}"
+        _check_run(outcome, run, CASES[case][0], expected, lerobot_eval_counts_missing_success)
         if aggregated is not None:  # lerobot-eval's own figures, under its names
             named = outcome.result["runs"][run]["as_reported"]
             assert named["by"] == "lerobot-eval", named

@@ -61,25 +61,33 @@ def _adapter_plugin(site: Path) -> Path:
     return site
 
 
-def _checkpoint_and_adapter(kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A random checkpoint ``kind`` (``serving_reference.py build``, in the lerobot venv) and the
-    test adapter plugin on ``PYTHONPATH``, one torch thread, for an ``arena run``."""
-    python = benchmark_python("lerobot")
-    checkpoint = tmp_path / "pretrained_model"
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> tuple[dict[str, Path], Path]:
+    """The module's random checkpoints (``act-metaworld-state``, ``act-ensemble-state``), built by
+    one ``serving_reference.py build`` process in the lerobot venv, and the test adapter plugin's
+    site directory."""
+    root = tmp_path_factory.mktemp("lerobot_remote")
+    checkpoints = {kind: root / kind / "pretrained_model" for kind in ("act-metaworld-state", "act-ensemble-state")}
+    pairs = [str(x) for kind, checkpoint in checkpoints.items() for x in (kind, checkpoint)]
     done = subprocess.run(
-        [str(python), str(HERE / "serving_reference.py"), "build", kind, str(checkpoint)],
-        capture_output=True, text=True, timeout=600, env=env,
+        [str(benchmark_python("lerobot")), str(HERE / "serving_reference.py"), "build", *pairs],
+        capture_output=True, text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"},
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    site = _adapter_plugin(tmp_path / "site")
+    return checkpoints, _adapter_plugin(root / "site")
+
+
+def _checkpoint_and_adapter(kind: str, built, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The random checkpoint ``kind`` of ``built``, with the test adapter plugin on
+    ``PYTHONPATH`` and one torch thread, for an ``arena run``."""
+    checkpoints, site = built
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    return checkpoint
+    return checkpoints[kind]
 
 
-def test_arena_run_serves_a_random_act_checkpoint_on_metaworld(tmp_path, monkeypatch):
-    checkpoint = _checkpoint_and_adapter("act-metaworld-state", tmp_path, monkeypatch)
+def test_arena_run_serves_a_random_act_checkpoint_on_metaworld(built, tmp_path, monkeypatch):
+    checkpoint = _checkpoint_and_adapter("act-metaworld-state", built, monkeypatch)
 
     policy = {"type": "lerobot_remote", "policy_path": str(checkpoint), "embodiment": "test-metaworld-state", "device": "cpu"}
     outcome = run_tiny_experiment(
@@ -106,11 +114,11 @@ def test_arena_run_serves_a_random_act_checkpoint_on_metaworld(tmp_path, monkeyp
         socket.create_connection(("127.0.0.1", run_result["server"]["port"]), timeout=2).close()
 
 
-def test_a_server_that_drops_running_episodes_states_tells_the_records_and_the_run(tmp_path, monkeypatch):
+def test_a_server_that_drops_running_episodes_states_tells_the_records_and_the_run(built, tmp_path, monkeypatch):
     """Issue 38 item 6: with fewer per-env states (``max_states``) than envs, the step-served
     ACT's temporal ensembler of a running episode is dropped; the reply says so, the episode's
     record counts it and the run's warnings name it."""
-    checkpoint = _checkpoint_and_adapter("act-ensemble-state", tmp_path, monkeypatch)
+    checkpoint = _checkpoint_and_adapter("act-ensemble-state", built, monkeypatch)
     policy = {
         "type": "lerobot_remote", "policy_path": str(checkpoint), "embodiment": "test-metaworld-state", "device": "cpu",
         "max_states": 1,

@@ -82,21 +82,24 @@ def test_example_expert_solves_pusht_zero_actions_do_not_and_coverage_is_recorde
     assert "Under the reference tool's names" in report and "avg_sum_reward" in report and "pc_success" in report
 
 
-def _random_pixels_run(tmp_path: Path, name: str, workers: int) -> list[dict]:
+def _random_pixels_runs(tmp_path: Path, workers: dict[str, int]) -> dict[str, list[dict]]:
+    """One ``arena run`` of one run per ``{name: env worker count}``: random actions on pixels,
+    3 envs, 5 episodes of 25 steps from seed 40. Returns each run's records."""
+    body = {
+        "policy": {"type": "random_action", "seed": 3},
+        "environment_builder": {"num_envs": 3, "seed": 40},
+        "rollout_limit": {"num_episodes": 5, "max_episode_steps": 25},
+    }
     experiment = {
         "runs": {
-            "push": {
-                "environment": {"type": "pusht", "obs_type": "pixels_agent_pos", "workers": workers},
-                "policy": {"type": "random_action", "seed": 3},
-                "environment_builder": {"num_envs": 3, "seed": 40},
-                "rollout_limit": {"num_episodes": 5, "max_episode_steps": 25},
-            }
+            name: {"environment": {"type": "pusht", "obs_type": "pixels_agent_pos", "workers": n}, **body}
+            for name, n in workers.items()
         }
     }
-    path = tmp_path / f"{name}.yaml"
+    path = tmp_path / "push.yaml"
     path.write_text(yaml.safe_dump(experiment))
-    run_arena(str(path), "--output-dir", str(tmp_path / name))
-    return records(tmp_path / name, "push")
+    run_arena(str(path), "--output-dir", str(tmp_path / "out"))
+    return {name: records(tmp_path / "out", name) for name in workers}
 
 
 @pytest.mark.slow
@@ -104,7 +107,8 @@ def test_episodes_depend_on_their_seed_only_not_on_the_worker_layout(tmp_path):
     """Random actions on pixels: episode i has seed 40 + i, and one worker per env gives the
     same episodes (initial state, return, coverage) as all envs in one worker process."""
     benchmark_python("pusht")
-    one, three = _random_pixels_run(tmp_path, "one", 1), _random_pixels_run(tmp_path, "three", 3)
+    runs = _random_pixels_runs(tmp_path, {"one": 1, "three": 3})  # one arena start for both layouts
+    one, three = runs["one"], runs["three"]
     assert [r["seed"] for r in one] == [40, 41, 42, 43, 44]
 
     def episodes(rows):

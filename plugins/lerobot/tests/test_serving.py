@@ -199,8 +199,21 @@ def test_batched_equals_single_and_lerobot_loop(kind, lerobot_python, prepared, 
 LEROBOT044 = HERE / "data" / "lerobot044"
 
 
+@pytest.fixture(scope="module")
+def lerobot044_references(lerobot_python, tmp_path_factory) -> dict[str, dict[str, np.ndarray]]:
+    """LeRobot 0.6's own loop on each 0.4.4 checkpoint (seed 7), both in one venv process:
+    ``{kind: {"e0": actions, "e1": actions}}``."""
+    root = tmp_path_factory.mktemp("lerobot044")
+    data = dict(np.load(LEROBOT044 / "episodes.npz"))
+    np.savez(root / "obs.npz", **{k: v for k, v in data.items() if k.startswith("e")})
+    kinds = ("act", "diffusion")
+    triples = [str(x) for kind in kinds for x in (LEROBOT044 / kind, root / "obs.npz", root / f"{kind}.npz")]
+    _venv_run(lerobot_python, "reference", *triples, "--seed", "7")
+    return {kind: dict(np.load(root / f"{kind}.npz")) for kind in kinds}
+
+
 @pytest.mark.parametrize("kind", ["act", "diffusion"])
-def test_lerobot044_checkpoint_serves_bit_identically(kind, lerobot_python, tmp_path):
+def test_lerobot044_checkpoint_serves_bit_identically(kind, lerobot_python, lerobot044_references, tmp_path):
     """A checkpoint LeRobot 0.4.4 saved is served by the 0.6 venv with the very actions LeRobot's
     own select_action loop gives on this machine (max |diff| 0 one request at a time; batched
     within float rounding of a batched forward pass), and with the actions 0.4.4's loop gave
@@ -210,10 +223,7 @@ def test_lerobot044_checkpoint_serves_bit_identically(kind, lerobot_python, tmp_
     data = dict(np.load(LEROBOT044 / "episodes.npz"))
     observations = {k: v for k, v in data.items() if k.startswith("e")}
     recorded = {k.split("/", 1)[1]: v for k, v in data.items() if k.startswith(kind + "/")}
-    np.savez(tmp_path / "obs.npz", **observations)
-    _venv_run(lerobot_python, "reference", str(LEROBOT044 / kind), str(tmp_path / "obs.npz"), str(tmp_path / "ref.npz"),
-              "--seed", "7")
-    expected = dict(np.load(tmp_path / "ref.npz"))
+    expected = lerobot044_references[kind]
     server = Served(lerobot_python, tmp_path / "server.log", policy_path=LEROBOT044 / kind, device="cpu", seed=7)
     try:
         single, _ = _serve_episodes(server, observations, "single", batched=False)
