@@ -167,7 +167,7 @@ def test_validate_warns_that_lerobot_options_without_the_venv_run_in_arenas_inte
     assert result.exit_code == 0, result.output  # Meta-World is installed here: a warning
     text = " ".join(result.output.split())
     assert "own venv 'lerobot', which does not exist" in text and "run in this interpreter instead" in text, text
-    assert "arena lerobot setup" in text
+    assert "arena venv setup lerobot" in text
 
 
 def test_metaworld_lerobot_camera_pose_needs_corner2():

@@ -65,6 +65,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import Field
@@ -175,9 +176,7 @@ class MlflowSink(ResultSink):
 
             if self.config.token_env and os.environ.get(self.config.token_env):
                 os.environ["MLFLOW_TRACKING_TOKEN"] = os.environ[self.config.token_env]
-            client = MlflowClient(tracking_uri=self.config.tracking_uri)
-            _open_store(client)
-            self._client = client
+            self._client = _open_store(lambda: MlflowClient(tracking_uri=self.config.tracking_uri), self.config.tracking_uri)
         return self._client
 
     @property
@@ -345,21 +344,36 @@ PARENT_WAIT_S = 30.0
 STORE_OPEN_TIMEOUT_S = 30.0
 
 
-def _open_store(client: Any) -> None:
-    """Open ``client``'s store once, trying again while it fails for up to
-    :data:`STORE_OPEN_TIMEOUT_S` seconds.
+def _open_store(make_client: Callable[[], Any], uri: str | None) -> Any:
+    """A client from ``make_client()`` whose store (``uri``) has been opened once, trying again
+    while that fails for up to :data:`STORE_OPEN_TIMEOUT_S` seconds.
 
     ``arena run`` and each ``arena run-one`` open the same store at about the same time; with a
     new SQLite store, one of them may meet the other's table creation (a locked database, a
     table that exists already) on its first call, which would otherwise cost that process's
-    first event. Raises the last error when the store still cannot be opened.
+    first event. A SQLite store is first opened under an exclusive lock on a file beside it
+    (``<db>.arena-lock``): MLflow migrates a new database's schema on its first open, and two
+    processes migrating at once leave one of them with a stale schema version (alembic's
+    "Online migration expected to match one row ... 0 found"). Raises the last error when the
+    store still cannot be opened.
     """
     deadline = time.monotonic() + STORE_OPEN_TIMEOUT_S
     delay = 0.05
+    uri = str(uri or "")
+    lock_path = Path(uri[len("sqlite:///"):] + ".arena-lock") if uri.startswith("sqlite:///") else None
     while True:
         try:
-            client.search_experiments(max_results=1)
-            return
+            if lock_path is None:
+                client = make_client()
+                client.search_experiments(max_results=1)
+            else:
+                import fcntl
+
+                with open(lock_path, "a") as lock:
+                    fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+                    client = make_client()
+                    client.search_experiments(max_results=1)
+            return client
         except Exception:
             if time.monotonic() >= deadline:
                 raise
