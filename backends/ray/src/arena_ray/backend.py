@@ -123,8 +123,8 @@ class RayBackend(LaunchBackend):
             spec = node_spec(first[0], first[1], o, output_dir)
             server = spec.server.command if spec.server is not None else "none (a local policy or an external server)"
             lines.append(f"# each task's arena node ({SPECS_DIR}/RUN.node.json) starts the server on its node: {server}")
-        lines.append("# the same on Kubernetes: a KubeRay RayJob (not validated against the CRD here: no package "
-                     "installed with arena ships its schema)")
+        lines.append("# the same on Kubernetes: a KubeRay RayJob (not validated against the CRD here: none of the "
+                     "installed packages ships its schema)")
         lines.append(yaml.safe_dump(rayjob_manifest(experiment, servers, o, output_dir), sort_keys=False).rstrip())
         return "\n".join(lines)
 

@@ -76,7 +76,7 @@ def rayjob_manifest(experiment: ResolvedExperiment, servers: dict[str, ServerPla
     entrypoint is ``arena run`` of the output directory's snapshot with ``address: auto``
     (the job's own cluster), its worker group as many pods as the most tasks running at once,
     each with the largest task's resources. Mount the output directory at the same path in
-    every pod (a shared volume) and use an image with arena installed."""
+    every pod (a shared volume) and use an image that has arena installed."""
     per_task = [task_resources(servers.get(run), options) for run in experiment.runs] or [task_resources(None, options)]
     cpus = max(r["num_cpus"] for r in per_task)
     gpus = max(r["num_gpus"] for r in per_task)
