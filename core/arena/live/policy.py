@@ -236,13 +236,9 @@ class LivePolicy(PolicyBase):
                         short[e] = str(exc)
                 if short:
                     raise PolicyError(next(iter(short.values())), env_ids=sorted(short), env_errors=short)
-        out = np.zeros((len(self.schedules), self.action_dim), np.float64)
-        now = self._clock()
+        out = self._stamp(active)
         for e in active:
             schedule = self.schedules[e]
-            if self._began[e] is None:
-                self._began[e] = now
-            self._last[e] = now
             if schedule.queue:
                 out[e] = schedule.pop()[0]
             else:  # measured: the request is in flight; hold
@@ -251,6 +247,17 @@ class LivePolicy(PolicyBase):
                 schedule.execute(out[e], True, source)
                 self._waited[e] += 1
         return out
+
+    def _stamp(self, active: list[int]) -> np.ndarray:
+        """Note this control tick's time as the latest step of each env in ``active`` (and the
+        first of a new episode); return the zero ``(num_envs, action_dim)`` float64 batch the
+        tick's actions go into."""
+        now = self._clock()
+        for e in active:
+            if self._began[e] is None:
+                self._began[e] = now
+            self._last[e] = now
+        return np.zeros((len(self.schedules), self.action_dim), np.float64)
 
     def _request(
         self, env: Any, observation: Any, due: list[int], active: list[int], delays: dict[int, int],
@@ -387,13 +394,9 @@ class LivePolicy(PolicyBase):
         if failures:
             raise PolicyError(next(iter(failures.values())), env_ids=sorted(failures), env_errors=failures)
         self._ticked = False
-        out = np.zeros((len(self.schedules), self.action_dim), np.float64)
-        now = self._clock()
+        out = self._stamp(active)
         for e in active:
             schedule = self.schedules[e]
-            if self._began[e] is None:
-                self._began[e] = now
-            self._last[e] = now
             if e in fresh:
                 out[e] = fresh[e][0]
                 schedule.execute(out[e], False, fresh[e][1])
