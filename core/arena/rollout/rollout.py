@@ -138,7 +138,7 @@ def rollout(
     loop = _Rollout(
         env,
         policy,
-        items if hasattr(items, "take") else list(items),
+        items,
         limit,
         on_episode_end=on_episode_end,
         on_progress=on_progress,
