@@ -29,6 +29,10 @@ class CounterConfig(EnvironmentConfig):
     max_steps: int = Field(6, ge=1)
     #: seconds every step sleeps (to make a run last long enough to be interrupted)
     step_delay_s: float = Field(0.0, ge=0)
+    #: while this file exists, every step after the env's first ``hold_after_resets`` resets
+    #: waits (a run held mid-way, deterministically, until a test removes the file)
+    hold_file: str | None = None
+    hold_after_resets: int = Field(1, ge=0)
     #: episode seeds whose second step fails in ``info["env_errors"]`` (as a dead worker's envs)
     fault_seeds: list[int] = Field(default_factory=list)
     #: episode seeds whose reset fails with a SimulatorError naming that env (the others reset)
@@ -80,6 +84,11 @@ class CounterEnv(Environment):
             import time
 
             time.sleep(self.config.step_delay_s)
+        if self.config.hold_file and len(self.resets) > self.config.hold_after_resets:
+            import time
+
+            while os.path.exists(self.config.hold_file):
+                time.sleep(0.05)
         inc = np.round(actions[:, 0])
         self.counter += inc
         self.steps += 1

@@ -54,12 +54,14 @@ def cluster():
                 os.environ[key] = value
 
 
-def experiment(path: Path, address: str, episodes: int, step_delay_s: float, backend: str = "ray") -> Path:
+def experiment(path: Path, address: str, episodes: int, step_delay_s: float, backend: str = "ray",
+               hold_file: Path | None = None) -> Path:
     path.write_text(yaml.safe_dump({
         "launch": {"backend": backend, **({"ray": {"address": address, "nodes": 2, "lease_s": 3,
                                                     "cancel_grace_s": 10, "poll_interval_s": 0.3}} if backend == "ray" else {})},
         "runs": {"count": {
-            "environment": {"type": "rollout_fakes:CounterEnv", "step_delay_s": step_delay_s},
+            "environment": {"type": "rollout_fakes:CounterEnv", "step_delay_s": step_delay_s,
+                            **({"hold_file": str(hold_file)} if hold_file else {})},
             "policy": {"type": "rollout_fakes:CoinFlipPolicy"},
             "environment_builder": {"num_envs": 1, "seed": 0},
             "rollout_limit": {"num_episodes": episodes},
@@ -99,9 +101,12 @@ def test_arena_cancel_stops_every_task_and_resume_finishes_the_run(cluster, tmp_
     address = cluster[0].address
     out = tmp_path / "out"
     episodes = 16
-    proc = start_run(experiment(tmp_path / "exp.yaml", address, episodes, 0.15), out)
+    hold = tmp_path / "hold"  # each runner records its first episode, then waits until resume
+    hold.touch()
+    proc = start_run(experiment(tmp_path / "exp.yaml", address, episodes, 0, hold_file=hold), out)
     try:
-        wait_for(lambda: shard_states(out) == ["running", "running"], 120, "both tasks' runners to run")
+        wait_for(lambda: shard_states(out) == ["running", "running"] and len(records(out)) == 2, 120,
+                 "both tasks' runners to record an episode")
         pids = [json.loads((out / "count" / "shards" / str(k) / "status.json").read_text())["pid"] for k in (0, 1)]
         done = subprocess.run([sys.executable, "-m", "arena", "cancel", str(out)], capture_output=True, text=True,
                               timeout=60)
@@ -115,8 +120,8 @@ def test_arena_cancel_stops_every_task_and_resume_finishes_the_run(cluster, tmp_
     for pid in pids:  # every runner is gone
         wait_for(lambda: not Path(f"/proc/{pid}").exists() or Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z",
                  30, f"runner {pid} to exit")
-    before = len(records(out))
-    assert before < episodes
+    assert len(records(out)) == 2  # what was finished before the cancel is kept
+    hold.unlink()
     assert _status(out)[0] == "cancelled"
     # nothing of the run is left on the cluster: its tasks ended, their CPUs are free again
     wait_for(lambda: _free_cpus(address) == 2, 30, "the tasks' CPUs to be free")
