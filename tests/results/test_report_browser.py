@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from arena.results.aggregate import build_experiment_result
 from arena.results.report import render_report
 from arena.outputs.records import EpisodeRecord, RecordWriter, write_json_atomic
 
@@ -179,3 +180,100 @@ def test_comparisons_against_baselines_come_before_baselines_against_each_other(
     chart = page_html[page_html.index('id="compare-chart"'):page_html.index('id="latency"')]
     labels = re.findall(r'class="chart-label">([^<]+)<', chart)
     assert labels == [f"{a} − {b}" for a, b in zip(firsts, seconds)]
+
+
+# -- what leads a matrix's report and a checkpoint series' page ------------------------------------
+CHECKPOINTS = {"s5000": 5000, "s10000": 10000, "s15000": 15000}
+MW_TASKS = ("reach-v3", "push-v3")
+
+
+def _matrix_dir(out: Path) -> Path:
+    """``eval`` expanded by a matrix over 3 checkpoints × 2 tasks, as ``experiment.yaml`` keeps
+    it (the expanded runs, no ``matrix`` section), 10 episodes a run."""
+    runs, snapshot = {}, {}
+    for c, (label, step) in enumerate(CHECKPOINTS.items()):
+        for t, task in enumerate(MW_TASKS):
+            run = f"eval.{label}-{task}"
+            policy = {"type": "lerobot_remote", "variant": None}
+            snapshot[run] = {"environment": {"type": "metaworld", "task": task}, "policy": {"type": "lerobot_remote"},
+                             "server": {"checkpoint": f"/ckpts/step_{step}/pretrained_model"}}
+            runs[run] = {"task": task, "policy": policy, "num_envs": 1, "seed": 0, "num_episodes": 10,
+                         "work_items": [{"run": run, "episode_index": i, "seed": i} for i in range(10)]}
+            with RecordWriter(out / run / "episodes.jsonl") as writer:
+                for i in range(10):
+                    writer.write(EpisodeRecord(run=run, episode_index=i, seed=i, env_id=0, task=task, policy=policy,
+                                               outcome="success" if i < 2 + 3 * c - t else "failure", steps=50))
+            write_json_atomic(out / run / "run_result.json", {"run": run, "state": "completed", "error": None})
+    write_json_atomic(out / "manifest.json", {"format_version": 1, "experiment": "act_checkpoints", "runs": runs})
+    (out / "experiment.yaml").write_text(json.dumps({"name": "act_checkpoints", "runs": snapshot}))
+    return out
+
+
+def _watch_page(out: Path) -> str:
+    """``arena watch``'s page over three checkpoints of one run (each evaluation's result as
+    ``arena run`` writes it)."""
+    from arena.results.curve import gather, render_page
+
+    checkpoints = {}
+    for c, (label, step) in enumerate(CHECKPOINTS.items()):
+        where = out / label
+        k = 2 + 3 * c
+        write_json_atomic(where / "experiment_result.json", {"runs": {"reach": {
+            "success_rate": k / 10, "k": k, "n": 10, "ci95": [max(0.0, k / 10 - 0.25), min(1.0, k / 10 + 0.25)]}}})
+        checkpoints[f"step_{step}"] = {"step": step, "state": "done", "output_dir": str(where)}
+    return render_page(gather(out, checkpoints), "watch: act")
+
+
+#: Runs in each framed page: its extent, and where its leading plot and table are.
+LEAD = """<script>
+(function () {
+  const box = (sel) => { const e = document.querySelector(sel); if (!e) return null;
+    const r = e.getBoundingClientRect(); return {top: r.top, right: r.right, width: r.width}; };
+  const out = {page_name: document.title, viewport: document.documentElement.clientWidth,
+               page: document.documentElement.scrollWidth, plot: box("svg.series-plot, svg.curve"),
+               table: box("table.matrix, section.quantity table")};
+  const pre = window.parent.document.createElement("pre");
+  pre.className = "arena-measure"; pre.textContent = JSON.stringify(out); window.parent.document.body.appendChild(pre);
+})();
+</script>"""
+
+
+def test_matrix_and_checkpoint_series_lead_with_their_comparison(tmp_path):
+    out = _matrix_dir(tmp_path / "matrix")
+    result = build_experiment_result(out)
+    [matrix] = result["matrices"]
+    assert [a["key"] for a in matrix["axes"]] == ["server.checkpoint", "environment.task"]
+    assert matrix["axes"][0]["labels"] == list(CHECKPOINTS) and matrix["axes"][0]["steps"] == CHECKPOINTS
+    assert matrix["rows"] == list(CHECKPOINTS) and matrix["columns"] == list(MW_TASKS)
+    cell = matrix["cells"]["s15000 | push-v3"]  # 2 + 3*2 - 1 = 7 of 10: the run's own rate
+    assert (cell["run"], cell["k"], cell["n"]) == ("eval.s15000-push-v3", 7, 10)
+    assert [c["step"] for c in matrix["series"]["lines"]["reach-v3"]] == [5000, 10000, 15000]
+    assert result["by_group"] == {}  # no suite pools the checkpoints' tasks
+    page = render_report(out, result)
+    first = page[page.index("</nav>"):].split("<h2", 1)[1]
+    assert first.startswith(' id="matrix-1">Success versus checkpoint step'), first[:120]
+    assert "Overall (episode-weighted)" not in page and "A matrix:" in page
+    assert "70.0%" in page and "7/10" in page  # a cell: rate, interval, k/n
+    # each run is listed once open: the chart and the task table, which repeat it, are folded
+    assert '<details class="fold" id="chart">' in page and '<details class="fold" id="tasks">' in page
+    watch = _watch_page(tmp_path / "watch")
+
+    frames = [(page, 1280), (page, 390), (watch, 1280), (watch, 390)]
+    measure = tmp_path / "measure.html"
+    measure.write_text("".join(_framed(p, w, 1000, LEAD) for p, w in frames))
+    dom = _chromium(measure, tmp_path / "profile", (1400, 1000), "--dump-dom").stdout
+    got = [json.loads(html.unescape(m)) for m in re.findall(r'<pre class="arena-measure">(.*?)</pre>', dom, re.S)]
+    assert len(got) == 4, dom[-2000:]
+    for seen, (_, width) in zip(sorted(got, key=lambda g: (g["page_name"], -g["viewport"])), frames):
+        assert seen["viewport"] == width and seen["page"] <= width, seen  # nothing leaves the page
+        plot, table = seen["plot"], seen["table"]
+        assert plot["top"] < 1000 and plot["right"] <= width, seen  # the curve on the first screen
+        assert plot["width"] >= min(600, width - 40), seen  # at a readable size
+        assert table["top"] < (1000 if width > 400 else 2000), seen  # its table right below it
+    shot = tmp_path / "lead.png"  # the four first screens side by side, kept for a look
+    side = '<div style="display:flex;gap:8px;align-items:flex-start">{}</div>'.format(
+        "".join(_framed(p, w, 1000).replace("<!DOCTYPE html><html><body style=\"margin:0\">", "").replace("</body></html>", "")
+                for p, w in frames))
+    (tmp_path / "shot.html").write_text(f'<!DOCTYPE html><html><body style="margin:0">{side}</body></html>')
+    _chromium(tmp_path / "shot.html", tmp_path / "profile", (1280 * 2 + 390 * 2 + 32, 1000), f"--screenshot={shot}")
+    assert shot.stat().st_size > 10_000

@@ -24,6 +24,7 @@ from arena.results.attribution import attribution
 from arena.results.delay import delay_sweeps
 from arena.results.groups import by_group, by_policy, by_task, group_comparisons, pooled_rates
 from arena.results.labels import policy_labels
+from arena.results.matrix import matrices
 from arena.results.methods import METHODS, holm_note
 from arena.results.provenance import read_provenance
 from arena.results.run_summary import counted_run_records, summarize_records
@@ -59,7 +60,9 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
     ``by_policy`` (pooled and macro rates per policy), ``by_group`` (expanded runs under their
     parent run, e.g. a LIBERO suite's tasks: see :func:`arena.results.groups.by_group`), ``comparisons`` (every pair of policies on one task: difference and
     its Newcombe interval, see :func:`arena.results.task_comparisons.compare_runs`), ``delay_sweeps`` (live runs differing only in
-    their delay, each paired with its ``d = 0`` run: :mod:`arena.results.delay`), ``provenance`` (``provenance.json``)
+    their delay, each paired with its ``d = 0`` run: :mod:`arena.results.delay`), ``matrices`` (a
+    matrix's runs laid out by its axes, one cell per run, a checkpoint axis as a series:
+    :mod:`arena.results.matrix`), ``provenance`` (``provenance.json``)
     and ``overall`` (pooled
     counts, ``n``, ``k``, ``success_rate``, ``ci95``, ``macro_success_rate``: the mean of
     the per-run rates, ``states``: runs per state), ``attribution`` (perturbation sweeps: paired
@@ -92,8 +95,13 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
     sweeps = delay_sweeps(runs, snapshot.get("runs") if isinstance(snapshot.get("runs"), dict) else {}, records_of, setups)
     # nor are a delay sweep's runs (its delays) a suite's tasks
     swept = {row["run"] for sweep in sweeps for row in sweep["rows"]}
+    perturbed = {name for s in (drivers or {}).get("sweeps", {}).values()
+                 for name in [s.get("nominal"), *(r.get("run") for r in s.get("rows", []))] if name}
+    # nor a matrix's cells (its axis values, checkpoints or horizons): each is its own cell
+    laid_out = matrices(runs, snapshot.get("runs") if isinstance(snapshot.get("runs"), dict) else {}, swept | perturbed)
+    in_matrix = {cell["run"] for m in laid_out for cell in m["cells"].values()}
     groups = {g: v for g, v in by_group(runs).items()
-              if not (drivers and g in drivers["sweeps"]) and not swept & set(v["runs"])}
+              if not (drivers and g in drivers["sweeps"]) and not (swept | in_matrix) & set(v["runs"])}
     overall = pooled_rates(list(runs.values()))
     result = {
         "format_version": FORMAT_VERSION,
@@ -106,6 +114,7 @@ def build_experiment_result(output_dir: str | os.PathLike[str], *, write: bool =
         "comparisons": comparisons,
         "group_comparisons": group_comparisons(runs, groups, comparisons),
         "delay_sweeps": sweeps,
+        "matrices": laid_out,
         "multiplicity": holm_note(c.get("p_value") for c in comparisons),
         "methods": METHODS,
         "provenance": read_provenance(output_dir),

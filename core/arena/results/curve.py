@@ -148,7 +148,11 @@ _COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e
 _W, _H, _PAD_L, _PAD_R, _PAD_T, _PAD_B = 640, 300, 56, 16, 16, 40
 
 
-def _svg(quantity: str, lines: dict[str, list[Point]]) -> str:
+def curve_svg(quantity: str, lines: dict[str, list[Point]], *, css_class: str = "curve") -> str:
+    """``lines`` (series -> points in step order) drawn against training step as inline SVG
+    (640 x 300 user units, scaled to its box), each point with its interval as an error bar,
+    and a legend below; ``css_class`` names the ``<svg>`` for the page's styles. The watch page
+    and the experiment report's checkpoint series (:mod:`arena.results.matrix`) draw with it."""
     points = [p for ps in lines.values() for p in ps]
     steps = [float(p.step if p.step is not None else i) for i, p in enumerate(points)]
     lo_x, hi_x = min(steps), max(steps)
@@ -171,7 +175,7 @@ def _svg(quantity: str, lines: dict[str, list[Point]]) -> str:
     def y(v: float) -> float:
         return _PAD_T + (1 - (min(max(v, lo_y), hi_y) - lo_y) / (hi_y - lo_y)) * height
 
-    parts = [f'<svg viewBox="0 0 {_W} {_H}" role="img" aria-label="{html.escape(quantity)} against training step">',
+    parts = [f'<svg class="{html.escape(css_class)}" viewBox="0 0 {_W} {_H}" role="img" aria-label="{html.escape(quantity)} against training step">',
              f'<rect x="{_PAD_L}" y="{_PAD_T}" width="{width}" height="{height}" fill="none" stroke="#999"/>']
     for i in range(5):
         v = lo_y + (hi_y - lo_y) * i / 4
@@ -205,9 +209,11 @@ def render_page(curve: Curve, title: str) -> str:
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
            f"<title>{html.escape(title)}</title><style>",
            "body{font-family:system-ui,sans-serif;margin:1.5rem auto;max-width:900px;padding:0 1rem;color:#222}",
-           "svg{width:100%;height:auto;font-size:12px}.legend .key{margin-right:1rem;overflow-wrap:anywhere}",
+           "svg{width:100%;height:auto;font-size:12px}@media (max-width:40rem){svg{font-size:19px}}.legend .key{margin-right:1rem;overflow-wrap:anywhere}",
            ".legend .key span{display:inline-block;width:.8em;height:.8em;margin-right:.3em}",
-           "table{border-collapse:collapse;margin:.5rem 0 1.5rem}td,th{padding:.2rem .6rem;border-bottom:1px solid #ddd;text-align:left;overflow-wrap:anywhere}",
+           "table{border-collapse:collapse;margin:.5rem 0 1.5rem}td,th{padding:.2rem .6rem;border-bottom:1px solid #ddd;text-align:left}",
+           # a phone scrolls the table in its own box rather than break a run's name letter by letter
+           ".scroll{overflow-x:auto;max-width:100%}td.value{white-space:nowrap}",
            ".failed{color:#a00}</style></head><body>",
            f"<h1>{html.escape(title)}</h1>",
            "<p>Each point is one checkpoint's evaluation of one run; bars are 95 % intervals (success: Wilson, or the "
@@ -218,13 +224,13 @@ def render_page(curve: Curve, title: str) -> str:
         lines = curve.points[quantity]
         name = "success rate" if quantity == "success_rate" else quantity
         out.append(f'<section class="quantity" id="{html.escape(quantity)}"><h2>{html.escape(name)} against training step</h2>')
-        out.append(_svg(quantity, lines))
-        out.append("<table><tr><th>run</th><th>step</th><th>checkpoint</th><th>value [95 % interval]</th><th>episodes</th></tr>")
+        out.append(curve_svg(quantity, lines))
+        out.append("<div class=\"scroll\"><table><tr><th>run</th><th>step</th><th>checkpoint</th><th>value [95 % interval]</th><th>episodes</th></tr>")
         for series, ps in sorted(lines.items()):
             for p in ps:
                 out.append(f"<tr><td>{html.escape(series)}</td><td>{p.step if p.step is not None else '-'}</td>"
-                           f"<td>{html.escape(p.checkpoint)}</td><td>{html.escape(point_text(quantity, p))}</td><td>{p.n}</td></tr>")
-        out.append("</table></section>")
+                           f"<td>{html.escape(p.checkpoint)}</td><td class=\"value\">{html.escape(point_text(quantity, p))}</td><td>{p.n}</td></tr>")
+        out.append("</table></div></section>")
     if curve.changes:
         out.append('<h2>Changed experiment</h2><ul class="changes">')
         out.extend(f"<li>{html.escape(line)}</li>" for line in change_lines(curve))

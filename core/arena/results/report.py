@@ -59,6 +59,7 @@ def _environment() -> jinja2.Environment:
     env.filters["breakable"] = breakable
     env.globals["sweep_svg"] = lambda sweep: markupsafe.Markup(_sweep_svg(sweep))
     env.globals["delay_figures"] = _delay_figures
+    env.globals["series_svg"] = lambda matrix: markupsafe.Markup(_series_svg(matrix))
     from arena.results.sweep_plot import factor_svg
 
     env.globals["factor_svg"] = factor_svg
@@ -70,6 +71,20 @@ def _delay_figures(sweeps: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     from arena.results.delay import delay_figures
 
     return delay_figures(sweeps)
+
+
+def _series_svg(matrix: dict[str, Any]) -> str:
+    """A matrix's checkpoint series (:mod:`arena.results.matrix`) as success against training
+    step, one line per combination of its other axes, with Wilson intervals."""
+    from arena.results.curve import Point, curve_svg
+
+    lines = {
+        line: [Point(c["step"], c["run"], float(c["success_rate"]), *(c.get("ci95") or (None, None)), int(c.get("n") or 0), c.get("k"))
+               for c in cells if c.get("success_rate") is not None]
+        for line, cells in (matrix.get("series") or {}).get("lines", {}).items()
+    }
+    lines = {line: points for line, points in lines.items() if points}
+    return curve_svg("success_rate", lines, css_class="series-plot") if lines else ""
 
 
 def _sweep_svg(sweep: dict[str, Any] | list[dict[str, Any]]) -> str:
