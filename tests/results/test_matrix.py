@@ -1,0 +1,43 @@
+"""A matrix's axes read back from its expanded runs (the snapshot keeps the runs, not the
+``matrix`` section): labels from the run names, a checkpoint axis as steps, and groups that
+are not a matrix (a suite's tasks, a run overridden by hand) left to the other sections."""
+
+from __future__ import annotations
+
+from arena.results.matrix import matrices
+
+
+def _runs(snapshot: dict) -> dict:
+    return {name: {"k": i, "n": 10, "success_rate": i / 10, "ci95": [0.0, 1.0], "counts": {"error": 0}, "state": "completed"}
+            for i, name in enumerate(snapshot)}
+
+
+def test_labels_with_dashes_come_back_from_the_run_names():
+    policies = {"act-v2": {"type": "act_remote", "remote_port": 9000}, "diffusion-hi": {"type": "dp_remote", "remote_port": 9001}}
+    snapshot = {f"eval.{p}-{t}": {"policy": body, "environment": {"type": "metaworld", "task": t}}
+                for p, body in policies.items() for t in ("reach-v3", "pick-place-v3")}
+    [m] = matrices(_runs(snapshot), snapshot)
+    assert [(a["key"], a["labels"]) for a in m["axes"]] == [("policy", ["act-v2", "diffusion-hi"]),
+                                                            ("environment.task", ["reach-v3", "pick-place-v3"])]
+    assert m["series"] is None and all(a["steps"] is None for a in m["axes"])
+    assert m["cells"]["diffusion-hi | pick-place-v3"]["run"] == "eval.diffusion-hi-pick-place-v3"
+
+
+def test_a_checkpoint_axis_is_a_series_and_other_axes_are_not():
+    snapshot = {f"eval.{c}-s{h}": {"server": {"checkpoint": f"/ckpt/{c}"}, "execution": {"execute_horizon": h}}
+                for c in ("step_200", "step_100") for h in (4, 8)}
+    [m] = matrices(_runs(snapshot), snapshot)
+    checkpoint, horizon = m["axes"]
+    assert checkpoint["steps"] == {"step_100": 100, "step_200": 200} and horizon["steps"] is None
+    assert m["rows"] == ["step_100", "step_200"] and m["columns"] == ["s4", "s8"]  # steps down the rows, ascending
+    assert list(m["series"]["lines"]) == ["s4", "s8"]
+    assert [c["step"] for c in m["series"]["lines"]["s8"]] == [100, 200]
+
+
+def test_a_suite_a_hand_overridden_run_and_skipped_runs_are_no_matrix():
+    suite = {f"libero.{t}": {"environment": {"type": "libero", "task": t}} for t in ("a", "b", "c")}
+    assert matrices(_runs(suite), suite) == []  # one axis, the task: By suite
+    uneven = {"eval.x-a": {"p": 1, "t": "a"}, "eval.x-b": {"p": 1, "t": "b"}, "eval.y-a": {"p": 2, "t": "a"}}
+    assert matrices(_runs(uneven), uneven) == []  # not one run per combination
+    swept = {f"reach.d{d}": {"execution": {"delay": {"steps": d}}} for d in (0, 4)}
+    assert matrices(_runs(swept), swept, skip=set(swept)) == []  # a delay sweep has its own section
