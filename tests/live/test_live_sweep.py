@@ -53,6 +53,7 @@ def test_matrix_delay_sweep_is_compared_with_delay_zero(run_experiment, policy_s
     assert first_section.startswith(' id="delay">Success versus delay'), first_section[:200]
     assert "Overall (episode-weighted)" not in html and "no rate pooled over them" in html
     assert outcome.result["by_group"] == {} and 'id="groups"' not in html
+    assert outcome.result["matrices"] == []  # the delay matrix is the sweep above, not a second table
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is not None:  # as a user sees it: the curve on the first screen, nothing off the page
         for width in (1280, 390):

@@ -18,8 +18,8 @@ stable (the labels, not positions) and readable. A label is the mapping key, or 
 with every character but letters, digits, ``_`` and ``-`` replaced by ``_``. Each expanded run
 is the run's own mapping with the axes' keys set (the matrix wins over the run's value;
 ``runs.eval.s1000-push-v3.<key>=V`` overrides still win over the matrix, and
-``runs.eval.<key>=V`` applies to every expanded run). The report's "By suite" groups them under
-``eval`` (the part before the first ``.``). Runs that differ only in the axes that do not
+``runs.eval.<key>=V`` applies to every expanded run). The report opens with them laid out by
+the axes, one cell per run (:mod:`arena.results.matrix`), never as a suite pooling them. Runs that differ only in the axes that do not
 reach the server share one policy server: a checkpoint × task sweep starts one server per
 checkpoint (``arena run --dry-run`` shows them).
 

@@ -1,9 +1,12 @@
 """The static HTML report: ``<output_dir>/index.html`` (opens from disk: no network, no
 scripts, inline CSS and SVG; links are relative so the directory can be copied anywhere).
 
-Sections: runs (task, policy, k/n, success rate with its 95 % Wilson interval, failures,
+First, the comparison the experiment was written for: a matrix's runs laid out by its axes
+(:mod:`arena.results.matrix`; a checkpoint axis drawn against step), a delay sweep's curve, a
+perturbation sweep's failure drivers; a pooled rate only for plain runs. Then: runs (task, policy, k/n, success rate with its 95 % Wilson interval, failures,
 timeouts and errors apart, seeds, state, watchdog restarts); an SVG chart of success rates
-with interval whiskers; a breakdown by task (and by policy: pooled and macro); every pair of
+with interval whiskers and a breakdown by task (and by policy: pooled and macro), both folded
+(``<details>``) where a section above leads, since they repeat the runs; every pair of
 policies on one task compared (difference and its Newcombe interval, with a forest plot and
 paired seeds; policies against each other and their baselines first, arena's baselines against
 each other last: :func:`ordered_comparisons`); request latency from the records (``latency``, ``server_timing``); config and
