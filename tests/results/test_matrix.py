@@ -41,3 +41,11 @@ def test_a_suite_a_hand_overridden_run_and_skipped_runs_are_no_matrix():
     assert matrices(_runs(uneven), uneven) == []  # not one run per combination
     swept = {f"reach.d{d}": {"execution": {"delay": {"steps": d}}} for d in (0, 4)}
     assert matrices(_runs(swept), swept, skip=set(swept)) == []  # a delay sweep has its own section
+
+
+def test_steps_are_read_from_step_like_names_only():
+    from arena.results.matrix import _step_of
+
+    assert [_step_of(t) for t in ("s1000", "step_2000", "ckpt-30", "005000", "/c/005000/pretrained_model", "/c/ckpt_7.npz")] == [
+        1000, 2000, 30, 5000, 5000, 7]
+    assert _step_of("pi05") is None and _step_of("/models/pi0_droid") is None and _step_of("last") is None

@@ -13,8 +13,9 @@ itself is shown.
 
 A group whose only axis is the environment's task is a suite (``By suite``), not a matrix; the
 runs of delay and perturbation sweeps have their own sections. An axis over checkpoints (its
-key names a checkpoint, model or step, and every label or value carries a distinct integer,
-the last one in it: ``s1000`` -> 1000, ``/ckpts/step_2000`` -> 2000) is a *checkpoint series*:
+key names a checkpoint, model, path or step, and every label, or else every value, names a
+distinct step: ``s1000``, ``step_1000``, ``ckpt-1000``, ``1000``, or a path with such a
+segment, ``/ckpts/005000/pretrained_model``, ``ckpt_1000.npz``; ``pi05`` names none) is a *checkpoint series*:
 the report draws success against that step, one line per combination of the other axes.
 Every cell is one run's own rate with its 95 % Wilson interval and ``n``; no rate is pooled
 over an axis's values.
@@ -28,8 +29,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-_STEP_WORDS = ("checkpoint", "ckpt", "step", "model", "pretrained")
-_LAST_INT = re.compile(r"(\d+)(?!.*\d)")
+_STEP_WORDS = ("checkpoint", "ckpt", "step", "model", "pretrained", "path")
+#: A label or path segment that names a step: ``1000``, ``s1000``, ``step_1000``, ``ckpt-1000``, ``005000``.
+_STEP_NAME = re.compile(r"^(?:s|step|steps|global_step|ckpt|checkpoint|iter|it|epoch)?[_-]?(\d+)$", re.IGNORECASE)
 _TASK_KEY = "environment.task"
 
 
@@ -81,13 +83,18 @@ def _solve(rest: dict[str, str], order: list[dict[str, int]]) -> list[dict[int, 
 
 
 def _step_of(text: str) -> int | None:
-    found = _LAST_INT.search(text)
-    return int(found.group(1)) if found else None
+    """The step a label (``s1000``) or a path (``/ckpts/005000/pretrained_model``,
+    ``ckpt_100.npz``: its last segment that names one) names, else ``None`` (``pi05`` names none)."""
+    for segment in reversed(text.replace("\\", "/").split("/")):
+        found = _STEP_NAME.match(segment.rsplit(".", 1)[0] if "." in segment else segment)
+        if found:
+            return int(found.group(1))
+    return None
 
 
 def _steps(key: str, paths: list[str], labels: list[str], values: list[str]) -> dict[str, int] | None:
     """``label -> training step`` for a checkpoint axis (module docstring), else ``None``."""
-    if not any(word in path.lower() for path in [key, *paths] for word in _STEP_WORDS):
+    if not any(word in text.lower() for text in [key, *paths] for word in _STEP_WORDS):
         return None
     for source in (labels, values):
         steps = [_step_of(text) for text in source]
