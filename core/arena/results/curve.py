@@ -148,11 +148,15 @@ _COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e
 _W, _H, _PAD_L, _PAD_R, _PAD_T, _PAD_B = 640, 300, 56, 16, 16, 40
 
 
-def curve_svg(quantity: str, lines: dict[str, list[Point]], *, css_class: str = "curve") -> str:
+def curve_svg(quantity: str, lines: dict[str, list[Point]], *, css_class: str = "curve", keep_order: bool = False) -> str:
     """``lines`` (series -> points in step order) drawn against training step as inline SVG
     (640 x 300 user units, scaled to its box), each point with its interval as an error bar,
     and a legend below; ``css_class`` names the ``<svg>`` for the page's styles. The watch page
-    and the experiment report's checkpoint series (:mod:`arena.results.matrix`) draw with it."""
+    and the experiment report's checkpoint series (:mod:`arena.results.matrix`) draw with it.
+    Lines are drawn and listed by name, or in the order given with ``keep_order`` (a matrix's
+    lines in its table's column order)."""
+    if not keep_order:
+        lines = dict(sorted(lines.items()))
     points = [p for ps in lines.values() for p in ps]
     steps = [float(p.step if p.step is not None else i) for i, p in enumerate(points)]
     lo_x, hi_x = min(steps), max(steps)
@@ -185,7 +189,7 @@ def curve_svg(quantity: str, lines: dict[str, list[Point]], *, css_class: str = 
     for v in sorted(set(steps)):
         parts.append(f'<text x="{x(v):.1f}" y="{_PAD_T + height + 16}" text-anchor="middle">{v:g}</text>')
     parts.append(f'<text x="{_PAD_L + width / 2}" y="{_H - 4}" text-anchor="middle">training step</text>')
-    for color, (series, ps) in zip(_COLORS * 8, sorted(lines.items())):
+    for color, (series, ps) in zip(_COLORS * 8, lines.items()):
         xy = [(x(float(p.step if p.step is not None else i)), p) for i, p in enumerate(ps)]
         parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="'
                      + " ".join(f"{px:.1f},{y(p.value):.1f}" for px, p in xy) + '"/>')
@@ -198,7 +202,7 @@ def curve_svg(quantity: str, lines: dict[str, list[Point]], *, css_class: str = 
                          f'<title>{html.escape(series)} step {p.step}: {html.escape(point_text(quantity, p))}</title></circle>')
     parts.append("</svg>")
     legend = " ".join(f'<span class="key"><span style="background:{c}"></span>{html.escape(s)}</span>'
-                      for c, s in zip(_COLORS * 8, sorted(lines)))
+                      for c, s in zip(_COLORS * 8, lines))
     return "".join(parts) + f'<p class="legend">{legend}</p>'
 
 

@@ -87,7 +87,7 @@ def _series_svg(matrix: dict[str, Any]) -> str:
         for line, cells in (matrix.get("series") or {}).get("lines", {}).items()
     }
     lines = {line: points for line, points in lines.items() if points}
-    return curve_svg("success_rate", lines, css_class="series-plot") if lines else ""
+    return curve_svg("success_rate", lines, css_class="series-plot", keep_order=True) if lines else ""
 
 
 def _sweep_svg(sweep: dict[str, Any] | list[dict[str, Any]]) -> str:
