@@ -261,3 +261,13 @@ def test_arena_compare_two_experiments_run_by_run(tmp_path):
     as_json = CliRunner().invoke(app, ["compare", str(a), str(b), "--json"])
     assert json.loads(as_json.output)["runs"][0]["run"] == "pick"
     assert not (a / "experiment_result.json").exists()  # comparing writes nothing
+
+
+def test_by_task_is_folded_where_it_would_repeat_the_runs_table(tmp_path):
+    one_task = _experiment(tmp_path / "one", {
+        "pick_a": ("pick-place-v3", "zero_action", ["success"] * 2 + ["failure"] * 3),
+        "pick_b": ("pick-place-v3", "random_action", ["failure"] * 5),
+    })
+    html = write_report(one_task).read_text()
+    assert '<details class="fold" id="tasks">' in html and '<h2 id="tasks">' not in html
+    assert '<h2 id="chart">Success rates</h2>' in html  # plain runs: the chart stays open
