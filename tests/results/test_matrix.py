@@ -49,3 +49,15 @@ def test_steps_are_read_from_step_like_names_only():
     assert [_step_of(t) for t in ("s1000", "step_2000", "ckpt-30", "005000", "/c/005000/pretrained_model", "/c/ckpt_7.npz")] == [
         1000, 2000, 30, 5000, 5000, 7]
     assert _step_of("pi05") is None and _step_of("/models/pi0_droid") is None and _step_of("last") is None
+
+
+def test_values_stand_in_for_labels_the_names_do_not_give_without_local_paths():
+    snapshot = {"eval.first": {"policy": {"path": "/home/me/ckpts/005000/pretrained_model"}},
+                "eval.second": {"policy": {"path": "/home/me/ckpts/010000/pretrained_model"}},
+                "eval.third": {"policy": {"path": "/home/me/ckpts/015000/pretrained_model"}}}
+    [m] = matrices(_runs(snapshot), snapshot)  # one axis: its labels are the names' suffixes
+    assert m["axes"][0]["labels"] == ["first", "second", "third"]
+    assert m["axes"][0]["steps"] == {"first": 5000, "second": 10000, "third": 15000}  # from the paths
+    from arena.results.matrix import _short
+
+    assert _short('"/home/me/ckpts/005000/pretrained_model"') == "…/005000/pretrained_model"

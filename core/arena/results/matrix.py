@@ -104,10 +104,14 @@ def _steps(key: str, paths: list[str], labels: list[str], values: list[str]) -> 
 
 
 def _short(value_json: str) -> str:
+    """A value as a label: text as it is, a path by its last two parts (``…/005000/pretrained_model``:
+    the report names no local directory), anything else as JSON."""
     try:
         value = json.loads(value_json)
     except ValueError:
         return value_json
+    if isinstance(value, str) and value.count("/") > 1:
+        return "…/" + "/".join(value.rstrip("/").split("/")[-2:])
     return value if isinstance(value, str) else json.dumps(value)
 
 
