@@ -189,21 +189,23 @@ MW_TASKS = ("reach-v3", "push-v3")
 
 def _matrix_dir(out: Path) -> Path:
     """``eval`` expanded by a matrix over 3 checkpoints × 2 tasks, as ``experiment.yaml`` keeps
-    it (the expanded runs, no ``matrix`` section), 10 episodes a run."""
+    it (the expanded runs, no ``matrix`` section), and a zero-action baseline per task; 10
+    episodes a run."""
     runs, snapshot = {}, {}
-    for c, (label, step) in enumerate(CHECKPOINTS.items()):
-        for t, task in enumerate(MW_TASKS):
-            run = f"eval.{label}-{task}"
-            policy = {"type": "lerobot_remote", "variant": None}
-            snapshot[run] = {"environment": {"type": "metaworld", "task": task}, "policy": {"type": "lerobot_remote"},
-                             "server": {"checkpoint": f"/ckpts/step_{step}/pretrained_model"}}
-            runs[run] = {"task": task, "policy": policy, "num_envs": 1, "seed": 0, "num_episodes": 10,
-                         "work_items": [{"run": run, "episode_index": i, "seed": i} for i in range(10)]}
-            with RecordWriter(out / run / "episodes.jsonl") as writer:
-                for i in range(10):
-                    writer.write(EpisodeRecord(run=run, episode_index=i, seed=i, env_id=0, task=task, policy=policy,
-                                               outcome="success" if i < 2 + 3 * c - t else "failure", steps=50))
-            write_json_atomic(out / run / "run_result.json", {"run": run, "state": "completed", "error": None})
+    plan = [(f"eval.{label}-{task}", "lerobot_remote", task, 2 + 3 * c - t, f"/ckpts/step_{step}/pretrained_model")
+            for c, (label, step) in enumerate(CHECKPOINTS.items()) for t, task in enumerate(MW_TASKS)]
+    plan += [(f"zero_{task}", "zero_action", task, 1, None) for task in MW_TASKS]
+    for run, policy_type, task, successes, checkpoint in plan:
+        policy = {"type": policy_type, "variant": None}
+        snapshot[run] = {"environment": {"type": "metaworld", "task": task}, "policy": {"type": policy_type},
+                         "server": {"checkpoint": checkpoint}}
+        runs[run] = {"task": task, "policy": policy, "num_envs": 1, "seed": 0, "num_episodes": 10,
+                     "work_items": [{"run": run, "episode_index": i, "seed": i} for i in range(10)]}
+        with RecordWriter(out / run / "episodes.jsonl") as writer:
+            for i in range(10):
+                writer.write(EpisodeRecord(run=run, episode_index=i, seed=i, env_id=0, task=task, policy=policy,
+                                           outcome="success" if i < successes else "failure", steps=50))
+        write_json_atomic(out / run / "run_result.json", {"run": run, "state": "completed", "error": None})
     write_json_atomic(out / "manifest.json", {"format_version": 1, "experiment": "act_checkpoints", "runs": runs})
     (out / "experiment.yaml").write_text(json.dumps({"name": "act_checkpoints", "runs": snapshot}))
     return out
@@ -249,11 +251,14 @@ def test_matrix_and_checkpoint_series_lead_with_their_comparison(tmp_path):
     assert (cell["run"], cell["k"], cell["n"]) == ("eval.s15000-push-v3", 7, 10)
     assert [c["step"] for c in matrix["series"]["lines"]["reach-v3"]] == [5000, 10000, 15000]
     assert result["by_group"] == {}  # no suite pools the checkpoints' tasks
+    [zero] = matrix["beside"]  # the baseline runs, a row below the matrix's
+    assert zero["label"] == "zero_action" and zero["cells"]["push-v3"]["run"] == "zero_push-v3"
     page = render_report(out, result)
     first = page[page.index("</nav>"):].split("<h2", 1)[1]
     assert first.startswith(' id="matrix-1">Success versus checkpoint step'), first[:120]
     assert "Overall (episode-weighted)" not in page and "A matrix:" in page
     assert "70.0%" in page and "7/10" in page  # a cell: rate, interval, k/n
+    assert "zero_<wbr>action <span class=\"small\">(not in the matrix)</span>" in page
     # each run is listed once open: the chart and the task table, which repeat it, are folded
     assert '<details class="fold" id="chart">' in page and '<details class="fold" id="tasks">' in page
     watch = _watch_page(tmp_path / "watch")

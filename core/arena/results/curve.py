@@ -213,7 +213,7 @@ def render_page(curve: Curve, title: str) -> str:
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
            f"<title>{html.escape(title)}</title><style>",
            "body{font-family:system-ui,sans-serif;margin:1.5rem auto;max-width:900px;padding:0 1rem;color:#222}",
-           "svg{width:100%;height:auto;font-size:12px}@media (max-width:40rem){svg{font-size:19px}}.legend .key{margin-right:1rem;overflow-wrap:anywhere}",
+           "svg{width:100%;height:auto;font-size:12px}@media (max-width:40rem){svg{font-size:17px}}.legend .key{margin-right:1rem;overflow-wrap:anywhere}",
            ".legend .key span{display:inline-block;width:.8em;height:.8em;margin-right:.3em}",
            "table{border-collapse:collapse;margin:.5rem 0 1.5rem}td,th{padding:.2rem .6rem;border-bottom:1px solid #ddd;text-align:left}",
            # a phone scrolls the table in its own box rather than break a run's name letter by letter

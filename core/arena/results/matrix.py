@@ -167,6 +167,33 @@ def _cell(name: str, run: Mapping[str, Any]) -> dict[str, Any]:
             "partial_note": run.get("partial_note")}
 
 
+def _beside(runs: Mapping[str, Mapping[str, Any]], names: list[str], axes: list[dict[str, Any]], column: int | None,
+            in_groups: set[str]) -> list[dict[str, Any]]:
+    """Runs outside the matrix on its tasks (a baseline per task), one row per policy label:
+    ``[{"label", "cells": {column label: cell}}]``. Only where the columns are the task axis,
+    or the matrix has one axis and one task; a label with two runs on one task is left out."""
+    if column is not None and axes[column]["key"] == _TASK_KEY:
+        label_of_task = {runs[n].get("task"): axes[column]["of_run"][n] for n in names}
+    elif column is None and len({runs[n].get("task") for n in names}) == 1:
+        label_of_task = {runs[names[0]].get("task"): ""}
+    else:
+        return []
+    if None in label_of_task or len(label_of_task) != len(set(label_of_task.values())):
+        return []
+    rows: dict[str, dict[str, Any]] = {}
+    clashes: set[str] = set()
+    for name, run in runs.items():
+        if name in in_groups or run.get("task") not in label_of_task:
+            continue
+        label = str(run.get("policy_label") or name)
+        col = label_of_task[run.get("task")]
+        cells = rows.setdefault(label, {})
+        if col in cells:
+            clashes.add(label)
+        cells[col] = _cell(name, run)
+    return [{"label": label, "cells": cells} for label, cells in rows.items() if label not in clashes]
+
+
 def matrices(runs: Mapping[str, Mapping[str, Any]], snapshot_runs: Mapping[str, Any],
              skip: set[str] = frozenset()) -> list[dict[str, Any]]:  # type: ignore[assignment]
     """The experiment's matrices (module docstring), in run order. ``runs``: the runs of
@@ -177,7 +204,8 @@ def matrices(runs: Mapping[str, Mapping[str, Any]], snapshot_runs: Mapping[str, 
     axes], "columns": [labels of the column axis], "row_axes": [int], "column_axis": int | None,
     "cells": {"<row label> | <column label>": cell}, "series": {"axis": int, "lines": {line label:
     [cell + "step"]}} | None}``; a cell is ``{run, k, n, success_rate, ci95, errors, state,
-    partial_note}``, the run's own figures. The column axis is the axis with the fewest values
+    partial_note}``, the run's own figures; ``"beside"``: runs outside the matrix on its tasks
+    (:func:`_beside`), e.g. a zero-action baseline per task. The column axis is the axis with the fewest values
     (the later on a tie; none when there is one axis); the row axes are the others, in order, a
     checkpoint series' steps ascending.
     """
@@ -215,8 +243,9 @@ def matrices(runs: Mapping[str, Mapping[str, Any]], snapshot_runs: Mapping[str, 
                 line = " · ".join(axes[i]["of_run"][name] for i in range(len(axes)) if i != s) or parent
                 lines.setdefault(line, []).append({**_cell(name, runs[name]), "step": axes[s]["steps"][axes[s]["of_run"][name]]})
             series = {"axis": s, "lines": {k: sorted(v, key=lambda c: c["step"]) for k, v in lines.items()}}
+        beside = _beside(runs, names, axes, column, in_groups={n for ns in children.values() for n in ns} | set(skip))
         out.append({
-            "run": parent,
+            "run": parent, "beside": beside,
             "axes": [{k: axis[k] for k in ("key", "labels", "steps")} for axis in axes],
             "row_axes": row_axes, "column_axis": column, "rows": rows,
             "columns": axes[column]["labels"] if column is not None else [""],
