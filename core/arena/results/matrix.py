@@ -26,7 +26,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Set as AbstractSet
 from typing import Any
 
 _STEP_WORDS = ("checkpoint", "ckpt", "step", "model", "pretrained", "path")
@@ -195,7 +195,7 @@ def _beside(runs: Mapping[str, Mapping[str, Any]], names: list[str], axes: list[
 
 
 def matrices(runs: Mapping[str, Mapping[str, Any]], snapshot_runs: Mapping[str, Any],
-             skip: set[str] = frozenset()) -> list[dict[str, Any]]:  # type: ignore[assignment]
+             skip: AbstractSet[str] = frozenset()) -> list[dict[str, Any]]:
     """The experiment's matrices (module docstring), in run order. ``runs``: the runs of
     ``experiment_result.json``; ``snapshot_runs``: ``experiment.yaml``'s ``runs``; ``skip``: run
     names another section reads (delay and perturbation sweeps).
