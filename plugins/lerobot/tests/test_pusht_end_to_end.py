@@ -79,6 +79,9 @@ def test_example_expert_solves_pusht_zero_actions_do_not_and_coverage_is_recorde
         assert figures["avg_max_reward"]["mean"] == pytest.approx(np.mean([r["metrics"]["max_reward"] for r in rows]))
         for figure in figures.values():
             assert figure["ci_low"] <= figure["mean"] <= figure["ci_high"] and figure["episodes"] == len(rows)
+        # on the console too, under those names
+        line = next(x for x in result.stdout.splitlines() if x.startswith(f"{run}: as lerobot-eval reports it: "))
+        assert all(f"{name} {figures[name]['mean']:.3g}" in line for name in ("pc_success", "avg_sum_reward", "avg_max_reward")), line
     assert "Under the reference tool's names" in report and "avg_sum_reward" in report and "pc_success" in report
 
 
