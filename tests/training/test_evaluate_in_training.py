@@ -1,5 +1,5 @@
-"""`arena.evaluate()` from a training loop (issue 39 item 1): the README's snippet runs as
-printed; a training script gets a checkpoint's own rate, never one pooled with its baseline,
+"""`arena.evaluate()` from a training loop (issue 39 item 1): the snippet of docs/tracking.md
+(the README's training-loop path leads there) runs as printed; a training script gets a checkpoint's own rate, never one pooled with its baseline,
 and a broken checkpoint raises instead of returning a number a loop would log."""
 
 from __future__ import annotations
@@ -22,8 +22,7 @@ EXAMPLE = REPO / "examples" / "evaluate_checkpoint.yaml"
 
 
 def _readme_snippet() -> str:
-    text = (REPO / "README.md").read_text()
-    section = text[text.index("## Evaluating while training"):]
+    section = (REPO / "docs" / "tracking.md").read_text()
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
