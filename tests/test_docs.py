@@ -29,9 +29,9 @@ def test_relative_links_lead_to_a_file_and_heading_that_exist(page):
             continue
         path, _, anchor = target.partition("#")
         linked = (page.parent / path).resolve() if path else page
-        assert linked.exists(), f"{page.name}: link to {target}: no such file"
+        assert linked.exists(), f"{page.relative_to(ROOT)}: link to {target}: no such file"
         if anchor and linked.suffix == ".md":
-            assert anchor in _anchors(linked), f"{page.name}: link to {target}: no such heading"
+            assert anchor in _anchors(linked), f"{page.relative_to(ROOT)}: link to {target}: no such heading"
 
 
 def test_the_readme_maps_every_docs_page_and_starts_each_path_with_a_command():
