@@ -127,7 +127,7 @@ def test_native_pusht_and_the_lerobot_bridge_play_the_same_episodes_and_compare_
     """LeRobot's PushT through the native `pusht` and through the `lerobot_env` bridge, one
     experiment, the same seeds: per episode the same return, max_reward and coverage (the bridge
     reports the env's coverage too), and `arena compare` pairs the two runs without --force,
-    their environments declaring the same episodes (README, LeRobot, "Native or bridge?")."""
+    their environments declaring the same episodes (docs/lerobot.md, "Native or bridge?")."""
     benchmark_python("pusht")
     benchmark_python("lerobot")
     shared = {"environment_builder": {"num_envs": 1, "seed": 1000},
