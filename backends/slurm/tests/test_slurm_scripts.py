@@ -373,7 +373,8 @@ def test_every_job_script_runs_one_node_supervisor_command_and_defines_no_lifecy
     [
         ({"memory": 4}, 2, ["--mem=6G"], "--mem=2G", "--mem=4G"),  # the job covers both steps
         ({"memory": 4}, None, [], None, None),  # the server's share is unknown: the partition's default
-        ({}, 2, [], None, None),  # the runner's share is unknown
+        ({}, 2, ["--mem=18G"], "--mem=2G", "--mem=16G"),  # the runner's share unset: arena's 16 GiB beside a server
+        ({"gpus": 1}, 32, ["--mem=48G"], "--mem=32G", "--mem=16G"),  # openpi's pi05_libero task declares 32 GiB
         ({"memory": 4, "layout": "hetjob"}, 2, ["--mem=2G", "--mem=4G"], None, None),  # each component its own
         ({"layout": "hetjob"}, 2, ["--mem=2G"], None, None),
     ],

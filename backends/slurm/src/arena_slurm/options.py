@@ -76,7 +76,8 @@ class SlurmOptions(BackendOptions):
     memory: float | None = Field(
         None, gt=0,
         description="GiB of host memory of the runner step; with a server whose task declares its memory the job "
-        "asks for the sum; null (or a server without one): the partition's default",
+        "asks for the sum (--mem; null here: 16 GiB for the runner); null without a server, or a server that "
+        "declares none: the partition's default",
     )
     container_mounts: list[str] = Field(
         default_factory=list, description="pyxis mounts SRC:DST[:FLAGS] for server and runner containers"
