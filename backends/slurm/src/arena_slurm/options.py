@@ -129,6 +129,19 @@ class SlurmOptions(BackendOptions):
         # these become `#SBATCH --partition=VALUE` lines: a space or a line break would start another
         return _matching(value, _WORD, "{} is not a Slurm name (letters, digits and _ . , : + - only)")
 
+    @field_validator("arena")
+    @classmethod
+    def _a_command(cls, value: str) -> str:
+        import shlex
+
+        try:
+            words = shlex.split(value)
+        except ValueError as exc:
+            raise ValueError(f"arena {short_repr(value)} is not a shell command line ({exc})") from None
+        if not words:
+            raise ValueError("arena is empty: give the command that runs arena on the nodes, e.g. 'arena'")
+        return value
+
     @field_validator("time")
     @classmethod
     def _slurm_time(cls, value: str | None) -> str | None:

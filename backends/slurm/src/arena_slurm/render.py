@@ -48,9 +48,9 @@ import jinja2
 
 from arena.errors import ConfigError, short_repr
 from arena.launch.exposure import GENERATED_KEY_ENV, Exposure, decide_exposure, is_loopback
-from arena.launch.shell import DOUBLE_QUOTE_SPECIAL, in_double_quotes, one_line
+from arena.launch.shell import DOUBLE_QUOTE_SPECIAL, in_double_quotes, one_line, require_command
 from arena.launch.node import NodeServer, NodeSpec
-from arena.outputs.layout import EXPERIMENT_FILE
+from arena.outputs.layout import EXPERIMENT_FILE, SHARDS_DIR, run_dir
 from arena.rollout.invocation import SERVER_HOST_ENV, SERVER_INFO_ENV, SERVER_PORT_ENV, SERVER_TASK_ENV, TIME_LIMIT_ENV
 from arena_slurm.options import SlurmOptions
 
@@ -77,6 +77,12 @@ SIGNAL_SERVER = (
 #: ``launch.slurm.memory`` is unset (a simulator with a few env workers; raise
 #: ``launch.slurm.memory`` for more): the job's ``--mem`` is this plus the server's.
 RUNNER_MEMORY_BESIDE_SERVER_GIB = 16.0
+#: What a job whose ``launch.slurm.arena`` is not a command on the node records as the fix.
+ARENA_MISSING_FIX = (
+    "set launch.slurm.arena to a command that runs arena on the compute nodes (a path such as "
+    "/shared/venv/bin/arena, or `/shared/venv/bin/python -m arena`), or put arena on PATH with launch.slurm.setup "
+    "(e.g. `source /shared/venv/bin/activate`)"
+)
 #: The ARENA_SLURM_JOB variable the script exports: the job (or array element) id for status.json.
 JOB_ENV = "ARENA_SLURM_JOB"
 
@@ -343,6 +349,10 @@ def run_context(
     if shards > 1:
         array = f"0-{shards - 1}" + (f"%{options.array_parallelism}" if options.array_parallelism else "")
     log_name = "slurm-%A_%a.log" if shards > 1 else "slurm-%j.log"
+    status_dir = shlex.quote(str(run_dir(out, run_name)))
+    if shards > 1:
+        status_dir += f'/{SHARDS_DIR}/"$SLURM_ARRAY_TASK_ID"'
+    arena_check = require_command(shlex.split(options.arena)[0], work_dir=status_dir, run=run_name, fix=ARENA_MISSING_FIX)
     return {
         "experiment": experiment.name,
         "run": run_name,
@@ -355,6 +365,7 @@ def run_context(
         "components": components,
         "setup": options.setup,
         "arena": " ".join(shlex.quote(word) for word in shlex.split(options.arena)),
+        "arena_check": arena_check,
         "server": server,
         "external": plan is not None and plan.external,
         "runner": {"srun_flags": runner_flags},
