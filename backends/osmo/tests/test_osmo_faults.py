@@ -122,6 +122,32 @@ def test_a_runner_killed_with_137_loses_nothing_else_and_resume_completes_it(fak
         assert _outcomes(out, name) == _outcomes(reference, name), name
 
 
+def test_a_runner_image_without_arena_ends_the_run_failed_with_the_fix_and_collect_keeps_that_reason(
+    fake_models, fake_osmo, tmp_path
+):
+    bucket = tmp_path / "bucket"
+    osmo = osmo_options(output_url=bucket.as_uri() + "/{{workflow_id}}", runner={"gpu": 0}, credentials={})
+    doc = {
+        "launch": {"backend": "osmo", "osmo": osmo},
+        "shared": {"environment_builder": {"num_envs": 1, "seed": 0}, "rollout_limit": {"num_episodes": 2, "max_episode_steps": 40}},
+        "runs": {"short": {"environment": REACH, "policy": {"type": "zero_action"}}},
+    }
+    path = tmp_path / "exp.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    out = tmp_path / "out"
+    assert cli.invoke(app, ["run", str(path), "--output-dir", str(out)]).exit_code == 0
+    # the pod of an image built without arena: its PATH has no arena
+    code = execute_task(fake_osmo, "arena-exp-1", "r0-short-runner", tmp_path / "pod", path="/usr/bin:/bin", timeout_s=30)
+    assert code == 127, (tmp_path / "pod" / "task.log").read_text()
+    fake_osmo.set_workflow("arena-exp-1", "FAILED", {"r0-short": [task("r0-short-runner", "FAILED", exit_code=127)]})
+    collected = cli.invoke(app, ["collect", str(out)])
+    assert collected.exit_code == 0, collected.output
+    short = _results(out)["short"]
+    assert short["state"] == "failed", short
+    assert "`arena` is not a command on the node" in short["error"] and "launch.osmo.runner_image" in short["error"], short
+    assert not (out / "short" / "episodes.jsonl").exists()  # nothing ran
+
+
 PROMPT = 'put the {{ cup }} {% if full %}on{% endif %} the shelf {# not a comment #} "now": it\'s\nsecond: line'
 
 
