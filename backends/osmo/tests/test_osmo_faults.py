@@ -229,6 +229,17 @@ def test_a_server_without_a_public_image_is_refused_naming_the_key_to_set(fake_m
     assert tasks_of(wf.spec)["r0-un-server"]["image"] == "registry.example/un:1"
 
 
+def test_a_suites_dry_run_says_a_missing_server_image_and_bare_tasks_once_not_per_run(fake_models):
+    text = dry_run_text(experiment({f"t{i}": run("fake_unpublished") for i in range(6)}))
+    notes = [line for line in text.splitlines() if "has no container image" in line]
+    assert notes == [
+        "#   runs.<run>.server.image (run(s) t0, t1, t2 and 3 more): policy server 'unpublished-server' has no container "
+        "image (no public image exists: build one from the model's Dockerfile); set runs.<run>.server.image=IMAGE, or "
+        "shared.server.image for every run"
+    ], notes
+    assert "gets no credentials" not in text and "12 tasks (r0-t0-runner … r5-t5-server) get no credentials" in text
+
+
 def test_dry_run_lists_every_missing_setting_at_once_and_blames_no_run(fake_models, fake_osmo, tmp_path):
     doc = {
         "launch": {"backend": "osmo"},
