@@ -238,6 +238,15 @@ def test_a_suites_dry_run_says_a_missing_server_image_and_bare_tasks_once_not_pe
         "shared.server.image for every run"
     ], notes
     assert "gets no credentials" not in text and "12 tasks (r0-t0-runner … r5-t5-server) get no credentials" in text
+    assert "runner image cannot run" not in text  # metaworld needs no benchmark venv
+
+
+def test_a_dry_run_names_the_runs_an_image_built_from_the_runner_dockerfile_cannot_run(fake_models):
+    bridge = {"environment": {"type": "lerobot_env", "env": {"type": "pusht"}}, "policy": {"type": "zero_action"}}
+    text = dry_run_text(experiment({"bridge": bridge, "zero": run("zero_action")}))
+    notes = text[text.index("# runs the runner image cannot run"):].splitlines()
+    assert notes[1].startswith("#   run bridge: an image built from docker/runner.Dockerfile has no venv 'lerobot'"), notes
+    assert "zero" not in notes[1]
 
 
 def test_dry_run_lists_every_missing_setting_at_once_and_blames_no_run(fake_models, fake_osmo, tmp_path):

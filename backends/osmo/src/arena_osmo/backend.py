@@ -111,6 +111,7 @@ class OsmoBackend(LaunchBackend):
         ``arena run ... --dry-run > wf.yaml`` cannot be mistaken for a workflow file."""
         import tempfile
 
+        from arena.launch import runner_image
         from arena.launch.wording import LIST_WHOLE, command, count, run_names
 
         workflows, problems = self._render(experiment, servers, placeholders=True)
@@ -129,6 +130,10 @@ class OsmoBackend(LaunchBackend):
             lines.append(f"    submit: {command(submit_argv(str(path), wf.pool, self.options.priority))}")
         if workflows:
             lines.append(f"  (read one: less {where / workflows[0].name}.yaml)")
+        lacking = runner_image.notes(experiment, "launch.osmo.runner_image")
+        if lacking:
+            lines.append("# runs the runner image cannot run, if it is built from docker/runner.Dockerfile:")
+            lines += [f"#   {line}" for line in lacking]
         return "\n".join(lines + [f"# {line}" for line in problems.notes()])
 
     def check(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan]) -> None:

@@ -2,7 +2,7 @@
 
 One group per run, in the experiment's order:
 
-- ``<group>-runner`` (the lead) runs ``arena run-one`` in the runner image on a single-run
+- ``<group>-runner`` (the lead) runs ``arena node`` (which runs ``arena run-one``) in the runner image on a single-run
   snapshot carried as a base64 file, so no template engine touches the user's text (OSMO
   renders the whole workflow file with Jinja and substitutes its tokens in every string; a
   prompt holding ``{{ }}``, ``{% %}`` or ``{# #}`` would otherwise be refused, break the
@@ -14,7 +14,7 @@ One group per run, in the experiment's order:
 - ``<group>-server`` (remote runs only) is the run's own policy server, derived from the
   ServerTask its policy's plugin registers, so runs of different models mix in one workflow.
   The runner reaches it at ``{{host:<server task>}}`` and the ServerTask's port, after
-  ``arena probe`` says it is ready. OSMO stops it when the lead ends. Server and runner are
+  ``arena node``'s readiness probe says it is ready. OSMO stops it when the lead ends. Server and runner are
   separate tasks, so the server binds all interfaces: exposed. arena's own server then
   requires a key generated for the submission, kept in an OSMO credential the backend
   creates at submit time (``key_credential``) and given to both tasks as

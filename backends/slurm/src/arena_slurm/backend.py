@@ -183,6 +183,13 @@ class SlurmBackend(LaunchBackend):
             name = node_spec_file(run)
             lines.append(f"  {where / name!s:<{len(str(where)) + width + 1}}  what run {run}'s `arena node` supervises")
         lines.append(f"  (read one: less {where / next(iter(experiment.runs))}.sbatch)")
+        if self.options.runner_image:
+            from arena.launch import runner_image
+
+            lacking = runner_image.notes(experiment, "launch.slurm.runner_image")
+            if lacking:
+                lines.append("# runs launch.slurm.runner_image cannot run, if it is built from docker/runner.Dockerfile:")
+                lines += [f"#   {line}" for line in lacking]
         if missing:
             lines.append("# to set before submitting (submitting refuses these runs):")
             # one line per server task, not per run (a LIBERO suite is 40 runs)
