@@ -458,6 +458,23 @@ def test_a_dry_run_lists_server_images_still_to_name_once_per_task_and_writes_th
     assert sorted(p.name for p in where.glob("r*.sbatch")) == [f"r{i}.sbatch" for i in range(5)]
 
 
+def test_a_dry_run_with_a_runner_image_names_the_runs_whose_venv_the_runner_dockerfile_lacks(tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    bridge = {"environment": {"type": "lerobot_env", "env": {"type": "pusht"}}, "policy": {"type": "zero_action"}}
+    runs = {"bridge": bridge, "zero": {"environment": REACH, "policy": {"type": "zero_action"}}}
+    for slurm, named in (({"runner_image": "registry/arena-runner:1"}, True), ({}, False)):  # no image: the node's own venvs
+        exp = experiment(runs, slurm)
+        text = SlurmBackend(exp.launch.options("slurm")).plan(exp, plan_servers(exp), OUT)
+        notes = [line for line in text.splitlines() if "has no venv" in line]
+        assert notes == ([
+            "#   run bridge: an image built from docker/runner.Dockerfile has no venv 'lerobot' (it needs Python ==3.12.*, "
+            "the image has 3.11); set launch.slurm.runner_image to an image that ran `arena venv setup lerobot` "
+            "(ARENA_VENVS pointing at it)"
+        ] if named else []), text
+
+
 def test_a_server_task_in_a_declared_venv_runs_that_venvs_interpreter_unless_python_is_set(monkeypatch, tmp_path):
     monkeypatch.setenv("ARENA_VENVS", str(tmp_path / "venvs"))
     server = {"venv": "model", "local_command": ["{python}", "-m", "arena", "serve", "x", "--host", "{host}", "--port", "{port}"]}
