@@ -1,8 +1,9 @@
 """How plans and progress name things on a console: counts, lists of runs, commands.
 
 A LIBERO suite is 40 runs: a dry-run or a warning that lists every one of them on one line is
-900 characters nobody reads; ``40 runs (spatial.0 … long.9)`` says the same. These helpers keep each line short and each command pasteable; :func:`fold_by_run` writes a
-message that every run of a suite repeats (the same missing server image 40 times) once.
+900 characters nobody reads; ``40 runs (spatial.0 … long.9)`` says the same. These helpers keep each line short and each command pasteable;
+:func:`fold_by_run` writes a message that every run of a suite repeats (the same missing
+server image 40 times) once.
 """
 
 from __future__ import annotations
