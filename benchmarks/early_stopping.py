@@ -3,7 +3,7 @@
 Simulates runs (numpy, fixed seed 0, 2000 replicates, the runs' own grid) of a policy with a
 known success rate against a stopping rule, with a planned ``num_episodes``, and prints the
 mean / median / 90th-percentile episodes used and how often each decision was taken. The
-README's Experiments section quotes the first case (a 0.95-rate policy against a 0.80
+docs/statistics.md ("Early stopping") quotes the first case (a 0.95-rate policy against a 0.80
 threshold, 200 episodes planned). Not part of ``python -m benchmarks`` (that one times wires).
 """
 

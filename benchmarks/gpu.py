@@ -17,7 +17,7 @@
 
 With ``--smoke``, or with no CUDA device, everything runs on the CPU at toy sizes (a tiny
 model, 1 and 4 clients, 2 envs, short windows): about a minute or two, which the test suite
-runs to keep this benchmark working. GPU figures belong in the README with date and machine.
+runs to keep this benchmark working. GPU figures belong in docs/performance.md with date and machine.
 """
 
 from __future__ import annotations

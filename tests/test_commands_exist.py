@@ -145,7 +145,7 @@ print(json.dumps({"printed": printed, "venvs": sorted(declared_venvs())}))
 def test_every_command_a_fresh_machine_prints_exists(tmp_path: Path) -> None:
     """`arena validate` on a machine without the venvs (benchmark and model) or the server's
     program names set-up commands that run: `arena venv setup NAME` (and each declared venv's
-    `arena NAME setup` alias, which the README promises, exists too)."""
+    `arena NAME setup` alias, which docs/commands.md promises, exists too)."""
     server = "runs.reach_vla_eval.server.local_command=[no-such-server-program, serve]"
     invocations = [
         ["validate", "examples/pusht.yaml"],
@@ -164,7 +164,7 @@ def test_every_command_a_fresh_machine_prints_exists(tmp_path: Path) -> None:
     printed = {argv: " ".join(output.split()) for argv, output in got["printed"]}
     assert "`arena venv setup pusht`" in printed["validate examples/pusht.yaml"], printed
     assert "`arena venv setup lerobot`" in printed["validate examples/lerobot_bridge/bridge.yaml"], printed
-    commands += [("README: `arena NAME setup` is each venv's alias", f"arena {name} setup") for name in got["venvs"]]
+    commands += [("docs/commands.md: `arena NAME setup` is each venv's alias", f"arena {name} setup") for name in got["venvs"]]
     assert {"pusht", "lerobot", "aloha", "libero"} <= set(got["venvs"]), got["venvs"]
     checked = _check(commands)
     assert checked["problems"] == [], "\n".join(checked["problems"])

@@ -9,8 +9,8 @@ CPU ONLY, about 3 minutes on 2 busy cores; needs only arena-core[sim]:
 
 The server is arena's policy server in this process (the chunked expert below); the runs go
 through ``arena run``'s machinery (``arena.testing.experiments.run_tiny_experiment``) and the
-report's "Success versus delay" section holds one sweep per hold rule. Measured numbers: README,
-"Live evaluation".
+report's "Success versus delay" section holds one sweep per hold rule. Measured numbers: docs/live.md,
+"Where the hold rule changes the answer".
 """
 
 from __future__ import annotations

@@ -89,3 +89,16 @@ def test_run_lists_are_shortened_past_four_names():
     assert run_names([f"r{i}" for i in range(40)]) == "40 runs (r0 … r39)"
     assert run_list(["a"]) == "run a" and run_list(["a", "b"]) == "runs a, b"
     assert command(["bash", "-c", "cd /w && exec x"]) == "bash -c 'cd /w && exec x'"
+
+
+def test_a_message_every_run_repeats_is_folded_to_one_naming_the_runs():
+    from arena.launch.wording import fold_by_run, some_runs
+
+    pairs = [(f"s.{i}", f"no image; set runs.s.{i}.server.image=IMAGE") for i in range(40)]
+    pairs += [("x", "no image; set runs.x.server.image=IMAGE"), (None, "launch.osmo.pool: not set"), ("s.0", pairs[0][1])]
+    assert fold_by_run(pairs) == [
+        ([f"s.{i}" for i in range(40)] + ["x"], "no image; set runs.<run>.server.image=IMAGE"),
+        ([], "launch.osmo.pool: not set"),
+    ]
+    assert fold_by_run([("only", "set runs.only.server.image")]) == [(["only"], "set runs.only.server.image")]
+    assert some_runs([f"s.{i}" for i in range(40)]) == "s.0, s.1, s.2 and 37 more" and some_runs(["a", "b"]) == "a, b"

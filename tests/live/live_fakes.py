@@ -18,6 +18,8 @@ class CounterConfig(EnvironmentConfig):
     task: str = "count"
     #: seed -> the step its episode terminates at (other seeds never terminate)
     lengths: dict[int, int] = {}
+    #: declare a stay action: ``-(10 + t)`` at step ``t`` (as an absolute-control env's current pose)
+    stay: bool = False
 
 
 class CounterEnv(Environment):
@@ -41,6 +43,10 @@ class CounterEnv(Environment):
     @classmethod
     def null_action_for(cls, config: Any) -> np.ndarray:
         return np.array([-1.0])
+
+    @classmethod
+    def stay_action_for(cls, config: Any, observation: dict[str, Any], env_id: int) -> np.ndarray | None:
+        return -(10 + observation["policy"]["t"][env_id]) if config.stay else None
 
     def _obs(self) -> dict[str, Any]:
         return {"policy": {"t": self.t[:, None].astype(np.float64)}}
@@ -121,10 +127,12 @@ class TiledExpert:
 
 def live_records(num_envs: int, inner: PolicyBase, execution: dict[str, Any], seeds: list[int], *,
                  max_steps: int, lengths: dict[int, int] | None = None, control_hz: float = 10.0,
-                 trajectories: Any = None) -> dict[int, Any]:
+                 trajectories: Any = None, stay: bool = False, executed: dict[int, list[float]] | None = None,
+                 ) -> dict[int, Any]:
     """The records (``{seed: EpisodeRecord}``) of arena's real rollout driving ``inner`` live on
     ``num_envs`` counters, one episode per seed in order (``lengths``: seeds that terminate early;
-    ``trajectories``: a directory to record each episode's trajectory file in)."""
+    ``trajectories``: a directory to record each episode's trajectory file in; ``stay``: the
+    counters declare a stay action; ``executed``: filled with each env's last episode's actions)."""
     from arena.live.config import ExecutionConfig
     from arena.live.policy import LivePolicy
     from arena.rollout.rollout import rollout
@@ -134,7 +142,7 @@ def live_records(num_envs: int, inner: PolicyBase, execution: dict[str, Any], se
         pass
 
     Env.control_hz = control_hz
-    env = Env(CounterConfig(lengths=lengths or {}), num_envs=num_envs)
+    env = Env(CounterConfig(lengths=lengths or {}, stay=stay), num_envs=num_envs)
     config = ExecutionConfig(mode="live", **execution)
     live = LivePolicy(inner, config, hold=config.resolve_hold(Env, env.config), control_hz=control_hz)
     records: list[Any] = []
@@ -150,4 +158,6 @@ def live_records(num_envs: int, inner: PolicyBase, execution: dict[str, Any], se
                 on_episode_end=records.append, max_consecutive_errors=None, trajectories=recorder)
     finally:
         live.close()
+    if executed is not None:  # what each env executed in its last episode
+        executed.update({e: list(env.executed[e]) for e in range(num_envs)})
     return {r.seed: r for r in records}

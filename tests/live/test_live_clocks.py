@@ -85,3 +85,19 @@ def test_a_simulated_clock_reports_no_control_rate_and_a_fixed_delay_no_interval
     assert "live_control_hz" not in drawn.metrics
     assert {"live_delay_steps", "live_age_mean", "live_age_max"} <= set(drawn.metrics)
     assert drawn.metrics["live_age_max"] == max(drawn.policy_extras["live"]["ages"])
+
+
+@pytest.mark.parametrize("hold", ["continue_chunk", "repeat_last"])
+def test_before_the_first_chunk_an_absolute_control_env_holds_its_own_pose(hold):
+    # an env with a stay action (its pose as the target: -(10 + t) at step t) holds the pose it
+    # started the episode in while its first request is in flight (the first step's stay action,
+    # then repeated), never a zero target; after that the hold rule runs as before
+    executed: dict[int, list[float]] = {}
+    execution = {"clock": "measured", "execute_horizon": 4, "hold": hold}
+    record = live_records(1, RowChunkPolicy(16, {0: SLOW_S}), execution, [0], max_steps=12, control_hz=HZ,
+                          stay=True, executed=executed)[0]
+    first = record.policy_extras["live"]["delays"][0]
+    assert first >= 2  # the first chunk took a few ticks
+    assert executed[0][:first] == [-10.0] * first
+    assert executed[0][first:4] == list(range(first, 4))  # then the first chunk's rows, by their age
+    assert 0.0 not in executed[0][:first]

@@ -34,9 +34,10 @@ def test_measured_clock_paces_steps_and_measures_delays(run_experiment, policy_s
     assert live["elapsed_s"] >= (steps - 1) / 80 * 0.98 and metrics["live_control_hz"] <= 81
     assert time.perf_counter() - began >= steps / 80
     # each request held the simulator for the ticks its 100 ms took: at least one, and no more
-    # than fit into its latency at 80 Hz
+    # than fit into its latency at 80 Hz, plus the step under way when it was sent and the one
+    # under way when its reply arrived (on a loaded machine a step can outlast a period)
     worst = live["latency_ms"]["max"] / 1e3
-    assert live["delays"] and all(1 <= d <= worst * 80 + 1 for d in live["delays"]), live["delays"]
+    assert live["delays"] and all(1 <= d <= worst * 80 + 2 for d in live["delays"]), live["delays"]
     assert live["latency_ms"]["p50"] >= INFER_S * 1e3
     assert live["stale_steps"] >= sum(live["delays"]) and metrics["live_stale_ratio"] > 0.3
 

@@ -150,7 +150,7 @@ def test_an_error_episode_is_skipped_a_missing_one_holds_and_min_episodes_is_kep
 
 
 def test_early_stopping_saves_most_episodes_of_a_good_policy_against_a_threshold():
-    # README's case: a 0.95-rate policy against a 0.80 threshold with 200 episodes planned
+    # docs/statistics.md's case: a 0.95-rate policy against a 0.80 threshold with 200 episodes planned
     small = simulate_stopping(0.95, {"threshold": 0.8}, 200, replicates=300, seed=0)
     assert small == simulate_stopping(0.95, {"threshold": 0.8}, 200, replicates=300, seed=0)  # reproducible
     assert small["decisions"]["above"] > 0.95 and small["decisions"]["below"] == 0.0

@@ -137,7 +137,7 @@ def test_the_watch_page_draws_the_curve_in_a_browser(watched: dict, width: int, 
     assert shot.stat().st_size > 10_000
 
 
-#: The README's training loop ("Evaluating while training"), with both trackers: only
+#: The training loop of docs/tracking.md, with both trackers: only
 #: `tracking.step` is given, a checkpoint evaluates, then a broken one fails (two
 #: evaluations: the least that shows one curve, and what a failed point looks like on it).
 _LOOP = '''

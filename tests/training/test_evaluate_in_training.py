@@ -1,5 +1,5 @@
-"""`arena.evaluate()` from a training loop (issue 39 item 1): the README's snippet runs as
-printed; a training script gets a checkpoint's own rate, never one pooled with its baseline,
+"""`arena.evaluate()` from a training loop (issue 39 item 1): the snippet of docs/tracking.md
+(the README's training-loop path leads there) runs as printed; a training script gets a checkpoint's own rate, never one pooled with its baseline,
 and a broken checkpoint raises instead of returning a number a loop would log."""
 
 from __future__ import annotations
@@ -21,9 +21,8 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "evaluate_checkpoint.yaml"
 
 
-def _readme_snippet() -> str:
-    text = (REPO / "README.md").read_text()
-    section = text[text.index("## Evaluating while training"):]
+def _docs_snippet() -> str:
+    section = (REPO / "docs" / "tracking.md").read_text()
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
@@ -35,9 +34,9 @@ def _in_checkout_copy(tmp_path: Path) -> Path:
     return work
 
 
-def test_readme_training_loop_runs_as_printed(tmp_path: Path) -> None:
+def test_documented_training_loop_runs_as_printed(tmp_path: Path) -> None:
     work = _in_checkout_copy(tmp_path)
-    done = subprocess.run([sys.executable, "-c", _readme_snippet()], cwd=work, capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", _docs_snippet()], cwd=work, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = [line.split() for line in done.stdout.splitlines()]
     assert [line[0] for line in lines] == ["0", "5000"], done.stdout

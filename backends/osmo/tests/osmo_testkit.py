@@ -437,13 +437,15 @@ def execute_task(
     *,
     kill_when=None,
     timeout_s: float = 600.0,
+    path: str | None = None,
 ) -> int:
     """Run one task of a submitted workflow as an OSMO pod would; return its exit code.
 
     ``kill_when(root)``: polled while the task runs; when true, the task's whole process group
     is SIGKILLed (out of memory, eviction) and the exit code is 137. Either way the task's
     checkpoint directories are then published to their ``file://`` URLs, as OSMO's final
-    checkpoint upload does for a completed or failed task.
+    checkpoint upload does for a completed or failed task. ``path``: the pod's PATH (default:
+    this interpreter's bin directory first, so ``arena`` is this checkout's).
     """
     import signal
     import subprocess
@@ -454,7 +456,7 @@ def execute_task(
     task = _materialize(tasks_of(spec)[task_name], workflow_id, root)
     argv = [a.replace("/tmp/arena/", f"{root}/tmp/arena/") for a in [*task["command"], *task.get("args", [])]]
     env = {**os.environ, **task.get("environment", {})}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    env["PATH"] = path if path is not None else f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
     with open(root / "task.log", "ab") as log:
         proc = subprocess.Popen(argv, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + timeout_s

@@ -122,6 +122,32 @@ def test_a_runner_killed_with_137_loses_nothing_else_and_resume_completes_it(fak
         assert _outcomes(out, name) == _outcomes(reference, name), name
 
 
+def test_a_runner_image_without_arena_ends_the_run_failed_with_the_fix_and_collect_keeps_that_reason(
+    fake_models, fake_osmo, tmp_path
+):
+    bucket = tmp_path / "bucket"
+    osmo = osmo_options(output_url=bucket.as_uri() + "/{{workflow_id}}", runner={"gpu": 0}, credentials={})
+    doc = {
+        "launch": {"backend": "osmo", "osmo": osmo},
+        "shared": {"environment_builder": {"num_envs": 1, "seed": 0}, "rollout_limit": {"num_episodes": 2, "max_episode_steps": 40}},
+        "runs": {"short": {"environment": REACH, "policy": {"type": "zero_action"}}},
+    }
+    path = tmp_path / "exp.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    out = tmp_path / "out"
+    assert cli.invoke(app, ["run", str(path), "--output-dir", str(out)]).exit_code == 0
+    # the pod of an image built without arena: its PATH has no arena
+    code = execute_task(fake_osmo, "arena-exp-1", "r0-short-runner", tmp_path / "pod", path="/usr/bin:/bin", timeout_s=30)
+    assert code == 127, (tmp_path / "pod" / "task.log").read_text()
+    fake_osmo.set_workflow("arena-exp-1", "FAILED", {"r0-short": [task("r0-short-runner", "FAILED", exit_code=127)]})
+    collected = cli.invoke(app, ["collect", str(out)])
+    assert collected.exit_code == 0, collected.output
+    short = _results(out)["short"]
+    assert short["state"] == "failed", short
+    assert "`arena` is not a command on the node" in short["error"] and "launch.osmo.runner_image" in short["error"], short
+    assert not (out / "short" / "episodes.jsonl").exists()  # nothing ran
+
+
 PROMPT = 'put the {{ cup }} {% if full %}on{% endif %} the shelf {# not a comment #} "now": it\'s\nsecond: line'
 
 
@@ -201,6 +227,26 @@ def test_a_server_without_a_public_image_is_refused_naming_the_key_to_set(fake_m
     assert "#   runs.un.server.image: policy server 'unpublished-server' has no container image" in text
     (wf,) = render(experiment({"un": run("fake_unpublished")}, ["runs.un.server.image=registry.example/un:1"]))
     assert tasks_of(wf.spec)["r0-un-server"]["image"] == "registry.example/un:1"
+
+
+def test_a_suites_dry_run_says_a_missing_server_image_and_bare_tasks_once_not_per_run(fake_models):
+    text = dry_run_text(experiment({f"t{i}": run("fake_unpublished") for i in range(6)}))
+    notes = [line for line in text.splitlines() if "has no container image" in line]
+    assert notes == [
+        "#   runs.<run>.server.image (run(s) t0, t1, t2 and 3 more): policy server 'unpublished-server' has no container "
+        "image (no public image exists: build one from the model's Dockerfile); set runs.<run>.server.image=IMAGE, or "
+        "shared.server.image for every run"
+    ], notes
+    assert "gets no credentials" not in text and "12 tasks (r0-t0-runner … r5-t5-server) get no credentials" in text
+    assert "runner image cannot run" not in text  # metaworld needs no benchmark venv
+
+
+def test_a_dry_run_names_the_runs_an_image_built_from_the_runner_dockerfile_cannot_run(fake_models):
+    bridge = {"environment": {"type": "lerobot_env", "env": {"type": "pusht"}}, "policy": {"type": "zero_action"}}
+    text = dry_run_text(experiment({"bridge": bridge, "zero": run("zero_action")}))
+    notes = text[text.index("# runs the runner image cannot run"):].splitlines()
+    assert notes[1].startswith("#   run bridge: an image built from docker/runner.Dockerfile has no venv 'lerobot'"), notes
+    assert "zero" not in notes[1]
 
 
 def test_dry_run_lists_every_missing_setting_at_once_and_blames_no_run(fake_models, fake_osmo, tmp_path):

@@ -88,6 +88,32 @@ def test_local_policy_run_runs_alone_golden(fake_models):
     assert node_spec_of(group["tasks"][0])["snapshot"] == "experiment.yaml"  # beside the spec
 
 
+def test_a_runner_image_without_arena_fails_the_run_with_the_fix_before_anything_starts(fake_models, tmp_path):
+    import json
+    import subprocess
+
+    wfs = render(experiment({"zero": run("zero_action")}, name="local"))
+    script = wfs[0].spec["workflow"]["groups"][0]["tasks"][0]["files"][1]["contents"]
+    out = tmp_path / "output"  # what OSMO puts in place of {{output}}
+    path = tmp_path / "run.sh"
+    path.write_text(script.replace("{{output}}", str(out)))
+    bare = {"PATH": "/usr/bin:/bin"}  # an image without arena
+    ended = subprocess.run(["bash", str(path)], capture_output=True, text=True, env=bare, timeout=30)
+    assert ended.returncode == 127, ended.stderr
+    status = json.loads((out / "zero" / "status.json").read_text())  # published with the run's records
+    assert status["state"] == "failed" and status["run"] == "zero"
+    assert "`arena` is not a command on the node" in status["error"] and "launch.osmo.runner_image" in status["error"]
+    assert "docker/runner.Dockerfile" in ended.stderr
+
+    # with arena on the PATH the check passes and the script runs `arena node` as before
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "arena").write_text('#!/bin/sh\necho "ran: $*"\n')
+    (tmp_path / "bin" / "arena").chmod(0o755)
+    found = subprocess.run(["bash", str(path)], capture_output=True, text=True, timeout=30,
+                           env={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})
+    assert found.returncode == 0 and found.stdout == "ran: node /tmp/arena/node.json\n", found
+
+
 def test_experiment_over_the_task_limit_is_split_golden(fake_models):
     runs = {f"run{i}": run("fake_openpi") for i in range(3)} | {"zero": run("zero_action")}
     exp = experiment(runs, ["launch.osmo.max_tasks_per_workflow=5"], name="split")

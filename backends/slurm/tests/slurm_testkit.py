@@ -17,13 +17,16 @@ QUICKSTART_RUNS = ("reach_expert", "reach_zero", "pick_place_random")
 
 
 def slurm_options(**extra) -> dict:
-    """Jobs run this interpreter's arena: the setup line is what a user's venv activation does."""
+    """Jobs run this interpreter's arena: the setup line is what a user's venv activation does.
+    The runner asks for 0.5 GiB: beside a server that declares its memory, an unset
+    launch.slurm.memory would add 16 GiB, more than the test node's 8000 MB."""
     bin_dir = Path(sys.executable).parent
     return {
         "setup": [f"export PATH={bin_dir}:$PATH", "export MUJOCO_GL=osmesa"],
         "arena": f"{sys.executable} -m arena",
         "python": sys.executable,
         "cpus": 1,
+        "memory": 0.5,
         "poll_interval_s": 0.5,
         **extra,
     }

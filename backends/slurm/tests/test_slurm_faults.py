@@ -176,3 +176,21 @@ def test_a_cancelled_run_resumed_records_every_episode_of_an_uninterrupted_run(s
     assert outcomes(out, "random") == outcomes(local, "random")  # seed, outcome, steps, return of all 300
     assert len(outcomes(out, "random")) == 300
     assert results(out)["random"]["state"] == "completed"
+
+
+def test_a_job_whose_arena_command_is_missing_on_the_node_fails_naming_it_before_its_server_starts(slurm_cluster, tmp_path):
+    runs = {"expert": {"environment": REACH, "policy": {"type": "metaworld_expert_remote"}}}
+    missing = tmp_path / "no-venv" / "bin" / "arena"  # launch.slurm.arena pointing where no arena was installed
+    path = write_experiment(tmp_path, "noarena", runs, arena=str(missing))
+    out = tmp_path / "out"
+    started = time.monotonic()
+    waited = arena("run", path, "--backend", "slurm", "--wait", "--output-dir", out, timeout=180)
+    assert waited.returncode == 3, waited.stdout[-3000:] + waited.stderr[-3000:]
+    assert time.monotonic() - started < 90, "the job should end as it starts, not at a timeout"
+    run = results(out)["expert"]
+    assert run["state"] == "failed", run
+    assert f"`{missing}` is not a command on the node" in run["error"] and "launch.slurm.arena" in run["error"], run["error"]
+    flat = " ".join(_status_lines(out).replace("│", " ").split())  # what `arena status` shows
+    assert "failed" in flat and "launch.slurm.arena" in flat, flat
+    assert not (out / "expert" / "server.log").exists()  # nothing started: no server, no episodes
+    assert not (out / "expert" / "episodes.jsonl").exists()

@@ -21,6 +21,7 @@ import pytest
 from arena.config import load_experiment_dict
 from arena.errors import ConfigError
 from arena.launch.planning import plan_servers
+from arena.launch.shell import MISSING_CHECK_MARK
 from arena_slurm.backend import SlurmBackend
 from arena_slurm.options import SlurmOptions
 from arena_slurm.render import SIGNAL_SERVER, node_spec, node_spec_file, render_collect_script, render_node_spec, render_run_script
@@ -363,7 +364,9 @@ def test_every_job_script_runs_one_node_supervisor_command_and_defines_no_lifecy
         assert [line for line in text.splitlines() if line.startswith("exec ")] == [
             f'exec arena node {OUT}/slurm/{run}.node.json ${{NOTED[@]+"${{NOTED[@]}}"}} "$@"'
         ]
-        assert not re.search(r"^\w+\(\) \{", text, re.M) and "status.json" not in text
+        # the one state the script writes itself: arena missing on the node (no arena to write it)
+        outside_check = re.sub(rf"# {MISSING_CHECK_MARK}:.*?\nfi\n", "", text, flags=re.S)
+        assert not re.search(r"^\w+\(\) \{", text, re.M) and "status.json" not in outside_check
         assert not [line for line in text.splitlines() if "srun " in line and not line.startswith("#")]
         assert scripts[node_spec_file(run)].startswith("{")
 
@@ -373,7 +376,8 @@ def test_every_job_script_runs_one_node_supervisor_command_and_defines_no_lifecy
     [
         ({"memory": 4}, 2, ["--mem=6G"], "--mem=2G", "--mem=4G"),  # the job covers both steps
         ({"memory": 4}, None, [], None, None),  # the server's share is unknown: the partition's default
-        ({}, 2, [], None, None),  # the runner's share is unknown
+        ({}, 2, ["--mem=18G"], "--mem=2G", "--mem=16G"),  # the runner's share unset: arena's 16 GiB beside a server
+        ({"gpus": 1}, 32, ["--mem=48G"], "--mem=32G", "--mem=16G"),  # openpi's pi05_libero task declares 32 GiB
         ({"memory": 4, "layout": "hetjob"}, 2, ["--mem=2G", "--mem=4G"], None, None),  # each component its own
         ({"layout": "hetjob"}, 2, ["--mem=2G"], None, None),
     ],
@@ -452,6 +456,23 @@ def test_a_dry_run_lists_server_images_still_to_name_once_per_task_and_writes_th
     ]
     (where,) = tmp_path.glob("arena-dry-run-pi0-eval-slurm-*")
     assert sorted(p.name for p in where.glob("r*.sbatch")) == [f"r{i}.sbatch" for i in range(5)]
+
+
+def test_a_dry_run_with_a_runner_image_names_the_runs_whose_venv_the_runner_dockerfile_lacks(tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    bridge = {"environment": {"type": "lerobot_env", "env": {"type": "pusht"}}, "policy": {"type": "zero_action"}}
+    runs = {"bridge": bridge, "zero": {"environment": REACH, "policy": {"type": "zero_action"}}}
+    for slurm, named in (({"runner_image": "registry/arena-runner:1"}, True), ({}, False)):  # no image: the node's own venvs
+        exp = experiment(runs, slurm)
+        text = SlurmBackend(exp.launch.options("slurm")).plan(exp, plan_servers(exp), OUT)
+        notes = [line for line in text.splitlines() if "has no venv" in line]
+        assert notes == ([
+            "#   run bridge: an image built from docker/runner.Dockerfile has no venv 'lerobot' (it needs Python ==3.12.*, "
+            "the image has 3.11); set launch.slurm.runner_image to an image that ran `arena venv setup lerobot` "
+            "(ARENA_VENVS pointing at it)"
+        ] if named else []), text
 
 
 def test_a_server_task_in_a_declared_venv_runs_that_venvs_interpreter_unless_python_is_set(monkeypatch, tmp_path):

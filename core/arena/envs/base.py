@@ -457,6 +457,24 @@ class Environment:
         """Env ``env_id``'s null action (default :meth:`null_action_for` of its config)."""
         return self.null_action_for(self.config)
 
+    @classmethod
+    def stay_action_for(cls, config: EnvironmentConfig, observation: dict[str, Any], env_id: int) -> np.ndarray | None:
+        """``float64 (action_dim,)``: the absolute command that keeps env ``env_id`` where
+        ``observation`` (the batch the env returned last) shows it, e.g. the current joint
+        positions as joint targets; ``None`` (the default) when the action space has none
+        (delta or velocity control, whose null action already holds still).
+
+        Live mode executes it on a measured clock while an episode's first action chunk is in
+        flight, when no action has been executed yet to repeat (a real arm holds its pose; a
+        zero target would drive an absolute-control env to the origin). NaN entries of the null
+        action take their values from it under ``hold: null_action``.
+        """
+        return None
+
+    def stay_action(self, observation: dict[str, Any], env_id: int) -> np.ndarray | None:
+        """Env ``env_id``'s stay action (default :meth:`stay_action_for` of its config)."""
+        return self.stay_action_for(self.config, observation, env_id)
+
 
 _UNDECLARED = object()
 

@@ -658,6 +658,14 @@ def _print_summary(result: dict[str, Any], console: Console) -> None:
                 + (f", {escape(str(m['method']))})" if m.get("method") else ")"),
                 highlight=False,
             )
+        reported = r.get("as_reported") if isinstance(r.get("as_reported"), dict) else None
+        if reported and reported.get("figures"):  # the names the reference tool's users look for
+            figures = []
+            for label, f in reported["figures"].items():
+                interval = "" if f.get("ci_low") is None else f" [{f['ci_low']:.3g}, {f['ci_high']:.3g}]"
+                figures.append(f"{label} {f['mean']:.3g}{interval}")
+            console.print(f"{escape(name)}: as {escape(str(reported.get('by') or 'its reference'))} reports it: "
+                          + escape(", ".join(figures)), highlight=False)
         if r.get("error"):  # why a run failed belongs on the console, not only in runner.log
             console.print(f"[red]{escape(name)}[/]: {escape(str(r['error']))}", highlight=False)
         for warning in r.get("warnings") or []:

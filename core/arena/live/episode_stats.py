@@ -1,6 +1,6 @@
 """Per-episode numbers of live execution, for the record's ``policy_extras["live"]`` and ``metrics``.
 
-Terms (the README's "Live evaluation" uses the same):
+Terms (docs/live.md uses the same):
 
 - **delay** of a request: the control steps its env executed (from the hold rule) while the
   request was in flight -- simulated: the drawn ``d``; measured: counted on that env's own

@@ -242,11 +242,18 @@ class LivePolicy(PolicyBase):
             if schedule.queue:
                 out[e] = schedule.pop()[0]
             else:  # measured: the request is in flight; hold
-                action, source = schedule.hold_action(self._waited[e], self.action_dim)
+                stay = self._stay_action(env, observation, e) if schedule.last is None else None
+                action, source = schedule.hold_action(self._waited[e], self.action_dim, stay)
                 out[e] = action
                 schedule.execute(out[e], True, source)
                 self._waited[e] += 1
         return out
+
+    def _stay_action(self, env: Any, observation: Any, e: int) -> np.ndarray | None:
+        """Env ``e``'s stay action now (``None``: the env declares none), as float64."""
+        stay = getattr(env, "stay_action", None)
+        value = stay(observation, e) if callable(stay) else None
+        return None if value is None else np.asarray(value, np.float64).reshape(self.action_dim)
 
     def _stamp(self, active: list[int]) -> np.ndarray:
         """Note this control tick's time as the latest step of each env in ``active`` (and the

@@ -125,8 +125,13 @@ class EnvSchedule:
         """Whether the next request is the episode's first."""
         return self.requests == 0
 
-    def hold_action(self, k: int, action_dim: int) -> tuple[np.ndarray, int | None]:
-        """``(action, source)`` of the ``k``-th step (from 0) since the pending request was sent."""
+    def hold_action(self, k: int, action_dim: int, stay: np.ndarray | None = None) -> tuple[np.ndarray, int | None]:
+        """``(action, source)`` of the ``k``-th step (from 0) since the pending request was sent.
+
+        ``stay``: the environment's stay action for this step
+        (:meth:`arena.envs.base.Environment.stay_action`), what an absolute-control env holds
+        before the episode's first action exists; without it, the null action, else zeros.
+        """
         if self.hold == "continue_chunk" and self.leftover is not None and len(self.leftover):
             if k < len(self.leftover):
                 return self.leftover[k], self.leftover_source
@@ -134,12 +139,15 @@ class EnvSchedule:
             return self.leftover[-1], self.leftover_source
         if self.hold == "null_action" and self.null_action is not None:
             null = self.null_action
-            if self.last is not None and np.isnan(null).any():  # NaN: keep that dimension's last value
-                return np.where(np.isnan(null), self.last, null), None
+            keep = self.last if self.last is not None else stay
+            if keep is not None and np.isnan(null).any():  # NaN: keep that dimension's value
+                return np.where(np.isnan(null), keep, null), None
             return np.nan_to_num(null), None
         if self.last is not None:  # repeat_last, or continue_chunk with nothing left
             return self.last, self.last_source
-        return (self.null_action if self.null_action is not None else np.zeros(action_dim)), None
+        if stay is not None:
+            return stay, None
+        return (np.nan_to_num(self.null_action) if self.null_action is not None else np.zeros(action_dim)), None
 
     def accept(self, chunk: np.ndarray, delay: int, source: int) -> None:
         """Queue a new chunk ``(H, A)``, computed from step ``source``'s observation, that

@@ -73,7 +73,7 @@ def delay_sweeps(
                execution.get("clock"), unit, repr(sorted((setups.get(name) or ("", {}))[1].items())))
         groups.setdefault(key, []).append((delay[0], delay[1], name))
     # the sync baseline of a sweep: a run of the same task, policy and setup that waits for
-    # every chunk (no `execution`, or mode sync), what the README compares live runs against
+    # every chunk (no `execution`, or mode sync), what docs/live.md compares live runs against
     synced: dict[tuple, str] = {}
     for name, run in runs.items():
         snap = snapshot_runs.get(name) or {}

@@ -46,8 +46,8 @@ go from the records, so neither is ever counted.
 Size: an episode's frames are held in memory (raw) while it runs, then compressed (zip deflate)
 into its file. Measured file bytes per step (raw in brackets): Meta-World reach-v3 state only
 138 B (339 B), 224×224 camera 40.8 kB (151 kB), 64×64 1.4 kB (12.6 kB); PushT 96×96 pixels
-0.5 kB (27.8 kB); ALOHA's 480×640 top camera 24.8 kB (922 kB). The README's "Recording
-episodes" has them too.
+0.5 kB (27.8 kB); ALOHA's 480×640 top camera 24.8 kB (922 kB). docs/experiments.md
+("Recording episodes") has them too.
 """
 
 from __future__ import annotations

@@ -49,6 +49,25 @@ def parity(steps: int = 15) -> dict:
     return out
 
 
+def stay(steps: int = 10) -> dict:
+    """How far the joints move (max abs, rad or normalized gripper) in ``steps`` steps of
+    transfer_cube seed 7, holding the env's stay action taken at reset, and holding zeros."""
+    from arena_aloha.config import AlohaConfig
+    from arena_aloha.env import AlohaEnvironment
+
+    out = {}
+    for name in ("stay", "zeros"):
+        env = AlohaEnvironment(AlohaConfig(task="transfer_cube", cameras=[]), num_envs=1)
+        obs = env.reset_envs([0], [7])
+        start = obs["policy"]["joint_pos"][0].copy()
+        action = env.stay_action(obs, 0) if name == "stay" else np.zeros(14)
+        for _ in range(int(steps)):
+            obs = env.step(np.asarray(action, np.float64)[None])[0]
+        out[name] = float(np.abs(obs["policy"]["joint_pos"][0] - start).max())
+        env.close()
+    return out
+
+
 def float32_actions(steps: int = 8) -> dict:
     """``action_dtype`` against gym-aloha stepped as each client steps it: float32 rows, as
     lerobot-eval 0.6 hands a LeRobot policy's action over (``scripts/lerobot_eval.py``
@@ -176,5 +195,5 @@ def perturbations() -> dict:
 if __name__ == "__main__":
     check, *args = sys.argv[1:]
     checks = {"parity": parity, "kinematics": kinematics, "cameras": cameras, "perturbations": perturbations,
-              "float32_actions": float32_actions}
+              "float32_actions": float32_actions, "stay": stay}
     print(json.dumps(checks[check](*args)))

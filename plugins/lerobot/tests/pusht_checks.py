@@ -160,6 +160,22 @@ def initial_states(*seeds: str) -> dict:
     return out
 
 
+def stay(steps: int = 5) -> dict:
+    """How far the disc moves (pixels) in ``steps`` steps of seed 0, holding the env's stay action
+    taken at reset, and holding a zero target."""
+    out = {}
+    for name in ("stay", "zeros"):
+        env = _ours("pixels_agent_pos")
+        obs = env.reset_envs([0], [0])
+        start = obs["privileged"]["agent_pos"][0].copy()
+        action = env.stay_action(obs, 0) if name == "stay" else np.zeros(2)
+        for _ in range(int(steps)):
+            obs = env.step(np.asarray(action, np.float64)[None])[0]
+        out[name] = float(np.linalg.norm(obs["privileged"]["agent_pos"][0] - start))
+        env.close()
+    return out
+
+
 def timing(steps: int = 200) -> dict:
     """Milliseconds per step of one env, per obs type (random targets)."""
     out = {}

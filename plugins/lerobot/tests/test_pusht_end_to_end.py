@@ -79,6 +79,9 @@ def test_example_expert_solves_pusht_zero_actions_do_not_and_coverage_is_recorde
         assert figures["avg_max_reward"]["mean"] == pytest.approx(np.mean([r["metrics"]["max_reward"] for r in rows]))
         for figure in figures.values():
             assert figure["ci_low"] <= figure["mean"] <= figure["ci_high"] and figure["episodes"] == len(rows)
+        # on the console too, under those names
+        line = next(x for x in result.stdout.splitlines() if x.startswith(f"{run}: as lerobot-eval reports it: "))
+        assert all(f"{name} {figures[name]['mean']:.3g}" in line for name in ("pc_success", "avg_sum_reward", "avg_max_reward")), line
     assert "Under the reference tool's names" in report and "avg_sum_reward" in report and "pc_success" in report
 
 
@@ -124,7 +127,7 @@ def test_native_pusht_and_the_lerobot_bridge_play_the_same_episodes_and_compare_
     """LeRobot's PushT through the native `pusht` and through the `lerobot_env` bridge, one
     experiment, the same seeds: per episode the same return, max_reward and coverage (the bridge
     reports the env's coverage too), and `arena compare` pairs the two runs without --force,
-    their environments declaring the same episodes (README, LeRobot, "Native or bridge?")."""
+    their environments declaring the same episodes (docs/lerobot.md, "Native or bridge?")."""
     benchmark_python("pusht")
     benchmark_python("lerobot")
     shared = {"environment_builder": {"num_envs": 1, "seed": 1000},

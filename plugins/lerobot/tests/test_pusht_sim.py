@@ -83,3 +83,9 @@ def test_a_seed_is_the_same_episode_in_another_process_and_after_other_episodes(
     assert first == second
     assert first["0"] != first["1"] != first["7"]
     assert first["0"][:2] == [390.0, 304.0]  # gym-pusht's reset(seed=0): integer disc position
+
+
+def test_the_stay_action_holds_the_disc_where_a_zero_target_drags_it_away():
+    # what a live episode on a measured clock executes before its first chunk (arena.live)
+    moved = pusht_check("stay")
+    assert moved["stay"] < 0.5 and moved["zeros"] > 20, moved

@@ -111,7 +111,8 @@ class OsmoBackend(LaunchBackend):
         ``arena run ... --dry-run > wf.yaml`` cannot be mistaken for a workflow file."""
         import tempfile
 
-        from arena.launch.wording import command, count
+        from arena.launch import runner_image
+        from arena.launch.wording import LIST_WHOLE, command, count, run_names
 
         workflows, problems = self._render(experiment, servers, placeholders=True)
         where = Path(tempfile.mkdtemp(prefix=f"arena-dry-run-{experiment.name}-osmo-"))
@@ -120,10 +121,19 @@ class OsmoBackend(LaunchBackend):
             path = where / f"{wf.name}.yaml"
             path.write_text(wf.text())
             lines.append(f"  {path}  {wf.header[0] if wf.header else ''}".rstrip())
-            lines += [f"  {line}" for line in wf.header if " gets " in line]
+            grants = [line for line in wf.header if " gets " in line]
+            bare = [line.split(" gets ")[0].strip() for line in grants if line.endswith(" gets no credentials")]
+            if len(bare) > LIST_WHOLE:  # a suite's 80 tasks without credentials: one line, not 80
+                grants = [line for line in grants if not line.endswith(" gets no credentials")]
+                grants.append(f"    {run_names(bare, 'task')} get no credentials")
+            lines += [f"  {line}" for line in grants]
             lines.append(f"    submit: {command(submit_argv(str(path), wf.pool, self.options.priority))}")
         if workflows:
             lines.append(f"  (read one: less {where / workflows[0].name}.yaml)")
+        lacking = runner_image.notes(experiment, "launch.osmo.runner_image")
+        if lacking:
+            lines.append("# runs the runner image cannot run, if it is built from docker/runner.Dockerfile:")
+            lines += [f"#   {line}" for line in lacking]
         return "\n".join(lines + [f"# {line}" for line in problems.notes()])
 
     def check(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan]) -> None:

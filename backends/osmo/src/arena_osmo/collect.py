@@ -102,7 +102,11 @@ def collect_workflow(entry: dict[str, Any], output_dir: Path, say=print) -> dict
         if published and isinstance(result, dict) and result.get("state") in FINAL_STATES:
             how[run] = "downloaded"
             continue
-        if state == "completed":  # run-one exited 0 but its final result never arrived
+        own = read_json(run_dir / STATUS_FILE) if published else None
+        if isinstance(own, dict) and own.get("state") in FINAL_STATES and own.get("error"):
+            # the task recorded why it ended before run-one could (arena missing from the image)
+            state, error = own["state"], own["error"]
+        elif state == "completed":  # run-one exited 0 but its final result never arrived
             state = "failed"
             error = f"the runner task ended but published no final result to {names.get('url')} (see runner.log)"
         run_dir.mkdir(parents=True, exist_ok=True)

@@ -50,6 +50,12 @@ class Problems:
         """Comment lines naming every missing setting (for ``--dry-run``)."""
         if not self.missing:
             return []
+        from arena.launch.wording import fold_by_run, some_runs
+
         lines = ["missing settings (a submission refuses these; each shows as <unset: KEY> above):"]
-        lines += [f"  {'runs.' + e.run + '.' if e.run else ''}{e.key}: {e.message}" for e in self.missing]
+        # a setting every run misses alike (40 LIBERO runs without a server image) is one line
+        pairs = ((e.run, f"{'runs.' + e.run + '.' if e.run else ''}{e.key}: {e.message}") for e in self.missing)
+        for runs, message in fold_by_run(pairs):
+            key, _, text = message.partition(": ")
+            lines.append(f"  {key} (run(s) {some_runs(runs)}): {text}" if len(runs) > 1 else f"  {message}")
         return lines

@@ -2,7 +2,7 @@
 
 One group per run, in the experiment's order:
 
-- ``<group>-runner`` (the lead) runs ``arena run-one`` in the runner image on a single-run
+- ``<group>-runner`` (the lead) runs ``arena node`` (which runs ``arena run-one``) in the runner image on a single-run
   snapshot carried as a base64 file, so no template engine touches the user's text (OSMO
   renders the whole workflow file with Jinja and substitutes its tokens in every string; a
   prompt holding ``{{ }}``, ``{% %}`` or ``{# #}`` would otherwise be refused, break the
@@ -14,7 +14,7 @@ One group per run, in the experiment's order:
 - ``<group>-server`` (remote runs only) is the run's own policy server, derived from the
   ServerTask its policy's plugin registers, so runs of different models mix in one workflow.
   The runner reaches it at ``{{host:<server task>}}`` and the ServerTask's port, after
-  ``arena probe`` says it is ready. OSMO stops it when the lead ends. Server and runner are
+  ``arena node``'s readiness probe says it is ready. OSMO stops it when the lead ends. Server and runner are
   separate tasks, so the server binds all interfaces: exposed. arena's own server then
   requires a key generated for the submission, kept in an OSMO credential the backend
   creates at submit time (``key_credential``) and given to both tasks as
@@ -54,7 +54,7 @@ from arena.errors import ConfigError
 from arena.launch.exposure import GENERATED_KEY_ENV, Exposure, decide_exposure
 from arena.launch.planning import missing_image
 from arena.launch.node import NodeServer, NodeSpec
-from arena.launch.shell import one_line
+from arena.launch.shell import one_line, require_command
 from arena.outputs.layout import EPISODES_FILE
 from arena.rollout.invocation import resume_args
 from arena_osmo.placement import Placements, place
@@ -77,6 +77,13 @@ NODE_SPEC_FILE = "/tmp/arena/node.json"
 CARRIED_RECORDS = "/tmp/arena/resume/episodes.jsonl.gz"
 #: Stands for the name of the key credential, which ``submit`` creates with a fresh name.
 KEY_CREDENTIAL_PLACEHOLDER = "arena-key-created-at-submit"
+#: The command the runner task's script calls (on the runner image's PATH) and, when it is
+#: missing there, what the run's ``status.json`` says to do.
+RUNNER_ARENA = "arena"
+RUNNER_ARENA_FIX = (
+    "launch.osmo.runner_image must have arena installed on its PATH: build it from docker/runner.Dockerfile of "
+    "this repository and push it where the pool can pull from"
+)
 #: The key's name inside that credential.
 KEY_CREDENTIAL_KEY = "api_key"
 
@@ -505,7 +512,9 @@ class _Context:
 
     def run_script(self, rt: RunTasks, plan: ServerPlan | None) -> str:
         """The runner task's script: the output directory, a resumed run's records, the server's
-        host (an OSMO token), then one command, ``arena node`` (:mod:`arena.launch.node`)."""
+        host (an OSMO token), the check that ``arena`` is on the image's PATH (else the run's
+        ``status.json`` says ``failed`` with the fix, published like any record), then one
+        command, ``arena node`` (:mod:`arena.launch.node`)."""
         q = shlex.quote
         run_dir = f'"$OUT"/{q(rt.run)}'
         lines = ["#!/bin/bash", f"# arena run '{one_line(rt.run)}'", "set -u", "export OUT={{output}}", f"mkdir -p {run_dir}"]
@@ -519,8 +528,9 @@ class _Context:
         flags = "".join(f" {flag}" for flag in resume_args(self.resume.keep_errors)) if self.resume is not None else ""
         what = (f"waits for policy server {one_line(rt.server)} ({one_line(plan.task.readiness)} on $HOST:{plan.task.port}), "
                 "then runs" if rt.server else "runs")
+        lines += require_command(RUNNER_ARENA, work_dir=run_dir, run=rt.run, fix=RUNNER_ARENA_FIX)
         lines += [f"# arena node {what} arena run-one and writes the run's state ({NODE_SPEC_FILE})",
-                  f"exec arena node {NODE_SPEC_FILE}{flags}"]
+                  f"exec {RUNNER_ARENA} node {NODE_SPEC_FILE}{flags}"]
         return "\n".join(lines) + "\n"
 
     def server_task(self, rt: RunTasks, plan: ServerPlan) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from rich.markup import escape
 from arena.errors import ConfigError, LaunchError
 from arena.launch.base import LaunchBackend, Poll, Resume, Submission
 from arena.launch.planning import missing_image
+from arena.launch.wording import fold_by_run, some_runs
 from arena.outputs.layout import MANIFEST_FILE, RUN_RESULT_FILE, STATUS_FILE, work_dir as work_directory
 from arena.outputs.records import FINAL_STATES, StatusWriter, read_json, write_run_result
 
@@ -182,14 +183,18 @@ class SlurmBackend(LaunchBackend):
             name = node_spec_file(run)
             lines.append(f"  {where / name!s:<{len(str(where)) + width + 1}}  what run {run}'s `arena node` supervises")
         lines.append(f"  (read one: less {where / next(iter(experiment.runs))}.sbatch)")
+        if self.options.runner_image:
+            from arena.launch import runner_image
+
+            lacking = runner_image.notes(experiment, "launch.slurm.runner_image")
+            if lacking:
+                lines.append("# runs launch.slurm.runner_image cannot run, if it is built from docker/runner.Dockerfile:")
+                lines += [f"#   {line}" for line in lacking]
         if missing:
             lines.append("# to set before submitting (submitting refuses these runs):")
-            by_message: dict[str, list[str]] = {}
-            for error in missing:  # one line per server task, not per run (a LIBERO suite is 40 runs)
-                by_message.setdefault(error.message.replace(f"runs.{error.run}.", "runs.<run>."), []).append(error.run)
-            for message, runs in by_message.items():
-                shown = ", ".join(runs[:3]) + (f" and {len(runs) - 3} more" if len(runs) > 3 else "")
-                lines.append(f"#   run(s) {shown}: {message}")
+            # one line per server task, not per run (a LIBERO suite is 40 runs)
+            for runs, message in fold_by_run((error.run, error.message) for error in missing):
+                lines.append(f"#   run(s) {some_runs(runs)}: {message}")
         return "\n".join(lines)
 
     # -- submission ----------------------------------------------------------------------------

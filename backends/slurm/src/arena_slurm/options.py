@@ -76,7 +76,8 @@ class SlurmOptions(BackendOptions):
     memory: float | None = Field(
         None, gt=0,
         description="GiB of host memory of the runner step; with a server whose task declares its memory the job "
-        "asks for the sum; null (or a server without one): the partition's default",
+        "asks for the sum (--mem; null here: 16 GiB for the runner); null without a server, or a server that "
+        "declares none: the partition's default",
     )
     container_mounts: list[str] = Field(
         default_factory=list, description="pyxis mounts SRC:DST[:FLAGS] for server and runner containers"
@@ -127,6 +128,19 @@ class SlurmOptions(BackendOptions):
     def _one_word(cls, value: str | None) -> str | None:
         # these become `#SBATCH --partition=VALUE` lines: a space or a line break would start another
         return _matching(value, _WORD, "{} is not a Slurm name (letters, digits and _ . , : + - only)")
+
+    @field_validator("arena")
+    @classmethod
+    def _a_command(cls, value: str) -> str:
+        import shlex
+
+        try:
+            words = shlex.split(value)
+        except ValueError as exc:
+            raise ValueError(f"arena {short_repr(value)} is not a shell command line ({exc})") from None
+        if not words:
+            raise ValueError("arena is empty: give the command that runs arena on the nodes, e.g. 'arena'")
+        return value
 
     @field_validator("time")
     @classmethod

@@ -17,8 +17,9 @@ limit; a server step that dies while the runner works is restarted on the same p
 error (``stop_reason`` + SIGUSR1); a server is stopped with SIGTERM and SIGKILLed only after
 ``server_stop_grace_s`` (``scancel --signal`` on its step, :data:`SIGNAL_SERVER`: ``srun``
 itself answers SIGTERM by SIGKILLing its tasks). Memory: a job asks for the sum of its
-steps' memory, and each step for its own, when both the runner's (``memory``) and the
-server's (its ServerTask) are known; otherwise the partition's default applies. Facts used:
+steps' memory, and each step for its own, when the server's (its ServerTask's
+``resources.memory``) is known (the runner's is ``memory``, or
+:data:`RUNNER_MEMORY_BESIDE_SERVER_GIB` when unset); otherwise the partition's default applies. Facts used:
 pyxis flags (``NVIDIA/pyxis`` README: ``--container-image``, ``--container-mounts``,
 ``--container-env`` takes names only), het jobs (``#SBATCH hetjob``, ``srun --het-group``,
 ``SLURM_JOB_NODELIST_HET_GROUP_0``; the batch script runs on the first node of component 0),
@@ -47,9 +48,9 @@ import jinja2
 
 from arena.errors import ConfigError, short_repr
 from arena.launch.exposure import GENERATED_KEY_ENV, Exposure, decide_exposure, is_loopback
-from arena.launch.shell import DOUBLE_QUOTE_SPECIAL, in_double_quotes, one_line
+from arena.launch.shell import DOUBLE_QUOTE_SPECIAL, in_double_quotes, one_line, require_command
 from arena.launch.node import NodeServer, NodeSpec
-from arena.outputs.layout import EXPERIMENT_FILE
+from arena.outputs.layout import EXPERIMENT_FILE, SHARDS_DIR, run_dir
 from arena.rollout.invocation import SERVER_HOST_ENV, SERVER_INFO_ENV, SERVER_PORT_ENV, SERVER_TASK_ENV, TIME_LIMIT_ENV
 from arena_slurm.options import SlurmOptions
 
@@ -71,6 +72,16 @@ SIGNAL_SERVER = (
     "step=$(squeue --steps --noheader --jobs \"$SLURM_JOB_ID\" --format '%i %j' 2>/dev/null"
     f" | awk '$2 == \"{SERVER_STEP}\" {{ print $1 }}' | tail -n1); "
     '[ -n "$step" ] && scancel --signal={signal} "$step"'
+)
+#: GiB the runner step is given beside a server that declares its memory while
+#: ``launch.slurm.memory`` is unset (a simulator with a few env workers; raise
+#: ``launch.slurm.memory`` for more): the job's ``--mem`` is this plus the server's.
+RUNNER_MEMORY_BESIDE_SERVER_GIB = 16.0
+#: What a job whose ``launch.slurm.arena`` is not a command on the node records as the fix.
+ARENA_MISSING_FIX = (
+    "set launch.slurm.arena to a command that runs arena on the compute nodes (a path such as "
+    "/shared/venv/bin/arena, or `/shared/venv/bin/python -m arena`), or put arena on PATH with launch.slurm.setup "
+    "(e.g. `source /shared/venv/bin/activate`)"
 )
 #: The ARENA_SLURM_JOB variable the script exports: the job (or array element) id for status.json.
 JOB_ENV = "ARENA_SLURM_JOB"
@@ -177,10 +188,13 @@ def _memory(runner: float | None, server: float | None, has_server: bool, hetjob
     """``(--mem of each job component, whether each step asks for its own, a comment line)``.
 
     ``runner``: ``launch.slurm.memory``; ``server``: the ServerTask's ``resources.memory``
-    (GiB, ``None``: not declared). A job whose steps share it asks for the sum and each step
-    for its own share (where memory is enforced, neither step can take the other's). When
-    either share is unknown the job gets the partition's default and the steps share it: a
-    sum that left one step out would be too small. A het job's components ask for their own.
+    (GiB, ``None``: not declared). A job whose steps share it asks for the sum (sbatch(1)
+    ``--mem``: memory per node; both steps run on the first node) and each step for its own
+    share (where memory is enforced, neither step can take the other's). A server that declares
+    its memory always gets it: with ``launch.slurm.memory`` unset the runner's share is
+    :data:`RUNNER_MEMORY_BESIDE_SERVER_GIB`. When the server's share is unknown the job gets the
+    partition's default and the steps share it: a sum that left one step out would be too
+    small. A het job's components ask for their own.
     """
     gib = memory_flag
     if not has_server:
@@ -193,13 +207,15 @@ def _memory(runner: float | None, server: float | None, has_server: bool, hetjob
             for what, value, source in (("server", server, "its ServerTask's resources.memory"), ("runner", runner, "launch.slurm.memory"))
         )
         return [server, runner], False, note
-    if runner and server:
-        note = f"memory: --mem={gib(runner + server)}: the runner step's {gib(runner)} (launch.slurm.memory) + the server step's {gib(server)} (its ServerTask)"
-        return [runner + server], True, note
-    missing = " and ".join(
-        what for what, value in (("launch.slurm.memory is unset", runner), ("the server task declares no memory", server)) if not value
+    if server:
+        share = runner or RUNNER_MEMORY_BESIDE_SERVER_GIB
+        source = "launch.slurm.memory" if runner else "launch.slurm.memory is unset: arena's share for a runner beside a server"
+        note = f"memory: --mem={gib(share + server)}: the runner step's {gib(share)} ({source}) + the server step's {gib(server)} (its ServerTask)"
+        return [share + server], True, note
+    return [None], False, (
+        "memory: the partition's default for both steps (the server task declares no memory; arena asks for the sum "
+        "of the runner's and the server's when the server's is known)"
     )
-    return [None], False, f"memory: the partition's default for both steps ({missing}; arena asks for the sum when both are known)"
 
 
 def server_exposure(experiment: ResolvedExperiment, run_name: str, plan: ServerPlan | None, options: SlurmOptions) -> Exposure | None:
@@ -260,7 +276,7 @@ def run_context(
     if options.gpus:
         runner_flags.append(f"--gpus={options.gpus}")
     if step_memory:
-        runner_flags.append(f"--mem={memory_flag(options.memory)}")
+        runner_flags.append(f"--mem={memory_flag(options.memory or RUNNER_MEMORY_BESIDE_SERVER_GIB)}")
     runner_flags += runner_container
 
     common = _common_lines(options)
@@ -333,6 +349,10 @@ def run_context(
     if shards > 1:
         array = f"0-{shards - 1}" + (f"%{options.array_parallelism}" if options.array_parallelism else "")
     log_name = "slurm-%A_%a.log" if shards > 1 else "slurm-%j.log"
+    status_dir = shlex.quote(str(run_dir(out, run_name)))
+    if shards > 1:
+        status_dir += f'/{SHARDS_DIR}/"$SLURM_ARRAY_TASK_ID"'
+    arena_check = require_command(shlex.split(options.arena)[0], work_dir=status_dir, run=run_name, fix=ARENA_MISSING_FIX)
     return {
         "experiment": experiment.name,
         "run": run_name,
@@ -345,6 +365,7 @@ def run_context(
         "components": components,
         "setup": options.setup,
         "arena": " ".join(shlex.quote(word) for word in shlex.split(options.arena)),
+        "arena_check": arena_check,
         "server": server,
         "external": plan is not None and plan.external,
         "runner": {"srun_flags": runner_flags},

@@ -489,6 +489,10 @@ class WorkerEnvironment(Environment):
         """The workers' class's null action for this config (live mode's ``null_action`` hold)."""
         return self.env_cls.null_action_for(self.config)
 
+    def stay_action(self, observation: dict[str, Any], env_id: int) -> np.ndarray | None:
+        """The workers' class's stay action, read from the merged observation (no worker call)."""
+        return self.env_cls.stay_action_for(self.config, observation, env_id)
+
     def episode_info(self, env_id: int) -> dict[str, Any]:
         """The environment's extras for ``env_id``'s episode (``{}`` when its worker is dead)."""
         worker = self._owner(env_id)

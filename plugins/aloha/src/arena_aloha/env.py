@@ -125,6 +125,13 @@ class AlohaEnvironment(SerialEnvironment):
     hold_rules: ClassVar[tuple[str, ...]] = ("continue_chunk", "repeat_last")
     #: gym-aloha's control period DT = 0.02 s: 50 control steps per second.
     control_hz: ClassVar[float | None] = 50.0
+
+    @classmethod
+    def stay_action_for(cls, config: AlohaConfig, observation: dict[str, Any], env_id: int) -> np.ndarray:
+        """The arms' current ``joint_pos`` as their targets (the action layout, grippers
+        normalized alike): what a live episode holds before its first chunk arrives, where
+        zeros would swing both arms to their zero pose."""
+        return np.asarray(observation["policy"]["joint_pos"][env_id], np.float64)
     #: MuJoCo scene perturbations (:mod:`arena.envs.mujoco_perturb`): the scene cameras of
     #: ``config.cameras`` (not the wrist ones), every light, the free objects (the cube; the peg
     #: and the socket). No ``table_color``: the scene's table has no material of its own.

@@ -8,7 +8,7 @@ LeRobot environment bridge, the LeRobot embodiment adapters, export.
 - embodiment adapters (``arena_lerobot.adapters``): family ``lerobot``;
 - ``arena export lerobot`` (``arena_lerobot.export``): recorded episodes as a LeRobotDataset;
 - ``arena pusht setup`` and ``arena lerobot setup``: the aliases of ``arena venv setup pusht``
-  and ``arena venv setup lerobot`` (the README's "each venv's alias").
+  and ``arena venv setup lerobot`` (docs/commands.md: "each one's alias").
 """
 
 from arena.declare import VenvGroup, declare

@@ -114,6 +114,13 @@ class PushTEnvironment(SerialEnvironment):
     #: gym-pusht's control_hz (its metadata's render_fps): 10 control steps per second.
     control_hz: ClassVar[float | None] = 10.0
 
+    @classmethod
+    def stay_action_for(cls, config: PushTConfig, observation: dict[str, Any], env_id: int) -> np.ndarray:
+        """The disc's current position as its target (``privileged.agent_pos``, pixels): what a
+        live episode holds before its first chunk arrives, where zeros would pull the disc to the
+        corner."""
+        return np.asarray(observation["privileged"]["agent_pos"][env_id], np.float64)
+
     def __init__(self, config: PushTConfig, *, num_envs: int, cameras: bool = False) -> None:
         # The obs type decides the image: `cameras` (asked by policies that want images) does not
         # add one to a state obs type; choose a pixels obs type for that.
