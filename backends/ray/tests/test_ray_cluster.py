@@ -269,3 +269,69 @@ def test_the_head_lost_mid_run_fails_the_run_naming_the_cluster_and_resume_finis
     assert done.returncode == 0, done.stdout + done.stderr
     assert sorted(r.episode_index for r in records(out)) == list(range(episodes))
     assert _status(out) == ("completed", episodes, episodes)
+
+
+# The Meta-World expert behind arena's server double. Its first life writes its PID to the
+# marker file and hangs on its second inference, so the run cannot go on (nor end) until the
+# test kills it; a restarted server (the marker exists) answers every request.
+HANGING_SERVER = """
+import os, sys, threading
+from pathlib import Path
+from arena.testing import doubles
+marker = Path(sys.argv[3])
+if not marker.exists():
+    build = doubles.chunk_model_from_args
+    class Hangs:
+        def __init__(self, model):
+            self.model, self.calls = model, 0
+        def __getattr__(self, name):
+            return getattr(self.model, name)
+        def _count(self):
+            self.calls += 1
+            if self.calls == 2:
+                marker.write_text(str(os.getpid()))
+                threading.Event().wait()
+        def infer(self, obs):
+            self._count()
+            return self.model.infer(obs)
+        def infer_batch(self, batch):
+            self._count()
+            return self.model.infer_batch(batch)
+    doubles.chunk_model_from_args = lambda args: Hangs(build(args))
+doubles.main(["--host", sys.argv[1], "--port", sys.argv[2], "--model", "metaworld-expert"])
+"""
+
+
+def test_a_policy_server_killed_in_its_ray_task_is_restarted_and_the_run_completes(cluster, tmp_path):
+    marker = tmp_path / "server-pid"
+    episodes = 3
+    (tmp_path / "exp.yaml").write_text(yaml.safe_dump({
+        "launch": {"backend": "ray", "ray": {"address": cluster[0].address, "nodes": 1, "runner_cpus": 0.5,
+                                             "poll_interval_s": 0.3}},
+        "runs": {"expert": {
+            "environment": {"type": "metaworld", "task": "reach-v3"},
+            "policy": {"type": "metaworld_expert_remote", "request_timeout_s": 60},
+            "server": {"local_command": ["{python}", "-c", HANGING_SERVER, "{host}", "{port}", str(marker)],
+                       "readiness": "websocket", "startup_timeout_s": 60, "resources": {"cpu": 0}},
+            "environment_builder": {"num_envs": 1, "seed": 0},
+            "rollout_limit": {"num_episodes": episodes, "max_episode_steps": 20},
+        }},
+    }))
+    out = tmp_path / "out"
+    proc = start_run(tmp_path / "exp.yaml", out)
+    try:
+        wait_for(lambda: marker.exists() and marker.read_text().strip(), 120, "the server to hang on its 2nd request")
+        os.kill(int(marker.read_text()), signal.SIGKILL)  # the server process arena node started
+        output, _ = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode in (0, 3), output  # 3: the episode cut short by the kill may be an error episode
+    log = (out / "expert" / "server.log").read_text()
+    assert "restart 1 of 2" in log, log[-3000:]
+    result = json.loads((out / "experiment_result.json").read_text())["runs"]["expert"]
+    assert result["state"] == "completed", result
+    got = read_records(out / "expert" / "episodes.jsonl")[0]
+    assert sorted(r.episode_index for r in got) == list(range(episodes))
+    assert all(r.outcome != "failure" for r in got), [(r.outcome, r.error) for r in got]  # never blamed on the policy
+    assert all(r.error for r in got if r.outcome == "error")
