@@ -14,6 +14,10 @@ Tasks are not retried by Ray (``max_retries=0``): with the queue, a lost node's 
 episodes lapse and the other tasks of the run claim them; with ``work: static`` a lost task's
 shard is left for ``arena run --resume``.
 
+A lost head is decided here, not by Ray (which leaves a driver waiting): each poll probes the
+head's GCS address; a task ending with its node as the probe fails, or ``head_timeout_s``
+seconds of failed probes, end every run ``failed`` naming the head (see ``_head_lost``).
+
 Ray's own listeners bind loopback when it starts the instance (``address: local``):
 ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` and ``127.0.0.1`` as the node address. Stopping it
 stops only the processes it started (``ray.shutdown``), never ``ray stop``.
