@@ -14,7 +14,7 @@ Tasks are not retried by Ray (``max_retries=0``): with the queue, a lost node's 
 episodes lapse and the other tasks of the run claim them; with ``work: static`` a lost task's
 shard is left for ``arena run --resume``.
 
-A lost head is decided here, not by Ray (which leaves a driver waiting): each poll probes the
+A lost head is decided here (Ray's driver keeps retrying its GCS instead): each poll probes the
 head's GCS address; a task ending with its node as the probe fails, or ``head_timeout_s``
 seconds of failed probes, end every run ``failed`` naming the head (see ``_head_lost``).
 
@@ -277,9 +277,9 @@ class RayBackend(LaunchBackend):
     def _head_lost(self, task_failed: bool) -> str | None:
         """Why the run cannot go on when the cluster's head is gone, else ``None``.
 
-        The head's GCS is probed (a TCP connect to its address) at each poll: a driver whose
-        head died is not told so by Ray (``ray.wait`` keeps answering "not ready" for tasks on
-        other nodes, for as long as their raylets hold on), so arena decides itself. The head is
+        The head's GCS is probed (a TCP connect to its address) at each poll: Ray does not
+        report a lost head to a driver as such (its GCS client keeps retrying in the background;
+        only the tasks whose own node died end), so arena decides itself. The head is
         lost when the probe fails as a task ends with a Ray error (the head's own node died with
         it), or has failed for ``head_timeout_s`` seconds in a row."""
         if not self._gcs:
