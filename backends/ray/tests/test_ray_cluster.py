@@ -5,6 +5,10 @@ A worker node removed mid-run: its leased episodes are run by the other node's t
 episode is recorded once and the totals equal a local run's. ``arena cancel``: every task's
 ``arena node`` records ``cancelled`` and none is left running; ``arena run --resume`` then
 runs the rest on the same cluster, each episode recorded once in all.
+
+The head lost needs a cluster of its own (``ray start --head --block`` in its own process
+group, killed with SIGKILL): the run fails within seconds naming the lost head, the recorded
+episodes stay, and ``arena run --resume`` finishes the run on another cluster (the module's).
 """
 
 from __future__ import annotations
@@ -180,3 +184,151 @@ def test_a_worker_node_removed_mid_run_has_its_episodes_rerun_and_totals_equal_a
         assert ray_result.get(key) == local_result.get(key), key
     assert "ended" in output  # the lost task is named in the run's output
     assert _status(out) == ("completed", episodes, episodes)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start_head(cpus: int) -> tuple[subprocess.Popen, str, str]:
+    """`ray start --head --block` in a session of its own (its process group holds the GCS, the
+    raylet and every worker: killing that group is the head machine lost); token auth off, as
+    the Cluster fixture's in-process head has it. Returns the process, address and temp dir."""
+    import tempfile
+
+    port = _free_port()
+    temp = tempfile.mkdtemp(prefix="rh", dir="/tmp")  # short: Ray's unix socket paths live under it
+    ray_bin = Path(sys.executable).with_name("ray")
+    head = subprocess.Popen(
+        [str(ray_bin), "start", "--head", "--block", f"--port={port}", "--node-ip-address=127.0.0.1", f"--num-cpus={cpus}",
+         "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temp}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        env={**os.environ, **LOOPBACK, "RAY_AUTH_MODE": "disabled"},
+    )
+    return head, f"127.0.0.1:{port}", temp
+
+
+def _stop_head(head: subprocess.Popen, temp: str) -> None:
+    import shutil
+
+    if head.poll() is None:
+        try:
+            os.killpg(head.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        head.wait(timeout=30)
+    shutil.rmtree(temp, ignore_errors=True)
+
+
+def test_the_head_lost_mid_run_fails_the_run_naming_the_cluster_and_resume_finishes_it(cluster, tmp_path, monkeypatch):
+    # Its own cluster (the head must die): `address: auto` finds it through $RAY_ADDRESS, as
+    # inside a Slurm job or a KubeRay pod; the resume joins another cluster the same way (the
+    # module's: a third head would only cost seconds of CPU).
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    for key, value in LOOPBACK.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(FAKES), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("ARENA_ALLOW_IMPORTS", "rollout_fakes")
+    head, address, temp = _start_head(cpus=2)
+    out = tmp_path / "out"
+    episodes = 8
+    hold = tmp_path / "hold"  # each runner records its first episode, then holds in its second
+    hold.touch()
+    try:
+        monkeypatch.setenv("RAY_ADDRESS", address)
+        proc = start_run(experiment(tmp_path / "exp.yaml", "auto", episodes, 0, hold_file=hold), out)
+        try:
+            wait_for(lambda: len(records(out)) == 2 and shard_states(out) == ["running", "running"], 120,
+                     "both tasks' runners to record an episode")
+            os.killpg(head.pid, signal.SIGKILL)  # the head machine lost: GCS, raylet and the tasks' workers
+            lost_at = time.monotonic()
+            output, _ = proc.communicate(timeout=120)
+            took = time.monotonic() - lost_at
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    finally:
+        _stop_head(head, temp)
+    assert proc.returncode == 3, output
+    assert took < 60, took  # ended with the reason, not a hang
+    result = json.loads((out / "experiment_result.json").read_text())["runs"]["count"]
+    assert result["state"] == "failed", result
+    assert address in result["error"] and "lost" in result["error"], result["error"]
+    assert len(records(out)) == 2  # what finished before the loss is kept
+    hold.unlink()
+    monkeypatch.setenv("RAY_ADDRESS", cluster[0].address)  # a cluster that is up
+    done = subprocess.run([sys.executable, "-m", "arena", "run", "--resume", str(out)], capture_output=True,
+                          text=True, timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sorted(r.episode_index for r in records(out)) == list(range(episodes))
+    assert _status(out) == ("completed", episodes, episodes)
+
+
+# The Meta-World expert behind arena's server double. Its first life writes its PID to the
+# marker file and hangs on its second inference, so the run cannot go on (nor end) until the
+# test kills it; a restarted server (the marker exists) answers every request.
+HANGING_SERVER = """
+import os, sys, threading
+from pathlib import Path
+from arena.testing import doubles
+marker = Path(sys.argv[3])
+if not marker.exists():
+    build = doubles.chunk_model_from_args
+    class Hangs:
+        def __init__(self, model):
+            self.model, self.calls = model, 0
+        def __getattr__(self, name):
+            return getattr(self.model, name)
+        def _count(self):
+            self.calls += 1
+            if self.calls == 2:
+                marker.write_text(str(os.getpid()))
+                threading.Event().wait()
+        def infer(self, obs):
+            self._count()
+            return self.model.infer(obs)
+        def infer_batch(self, batch):
+            self._count()
+            return self.model.infer_batch(batch)
+    doubles.chunk_model_from_args = lambda args: Hangs(build(args))
+doubles.main(["--host", sys.argv[1], "--port", sys.argv[2], "--model", "metaworld-expert"])
+"""
+
+
+def test_a_policy_server_killed_in_its_ray_task_is_restarted_and_the_run_completes(cluster, tmp_path):
+    marker = tmp_path / "server-pid"
+    episodes = 3
+    (tmp_path / "exp.yaml").write_text(yaml.safe_dump({
+        "launch": {"backend": "ray", "ray": {"address": cluster[0].address, "nodes": 1, "runner_cpus": 0.5,
+                                             "poll_interval_s": 0.3}},
+        "runs": {"expert": {
+            "environment": {"type": "metaworld", "task": "reach-v3"},
+            "policy": {"type": "metaworld_expert_remote", "request_timeout_s": 60},
+            "server": {"local_command": ["{python}", "-c", HANGING_SERVER, "{host}", "{port}", str(marker)],
+                       "readiness": "websocket", "startup_timeout_s": 60, "resources": {"cpu": 0}},
+            "environment_builder": {"num_envs": 1, "seed": 0},
+            "rollout_limit": {"num_episodes": episodes, "max_episode_steps": 20},
+        }},
+    }))
+    out = tmp_path / "out"
+    proc = start_run(tmp_path / "exp.yaml", out)
+    try:
+        wait_for(lambda: marker.exists() and marker.read_text().strip(), 120, "the server to hang on its 2nd request")
+        os.kill(int(marker.read_text()), signal.SIGKILL)  # the server process arena node started
+        output, _ = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode in (0, 3), output  # 3: the episode cut short by the kill may be an error episode
+    log = (out / "expert" / "server.log").read_text()
+    assert "restart 1 of 2" in log, log[-3000:]
+    result = json.loads((out / "experiment_result.json").read_text())["runs"]["expert"]
+    assert result["state"] == "completed", result
+    got = read_records(out / "expert" / "episodes.jsonl")[0]
+    assert sorted(r.episode_index for r in got) == list(range(episodes))
+    assert all(r.outcome != "failure" for r in got), [(r.outcome, r.error) for r in got]  # never blamed on the policy
+    assert all(r.error for r in got if r.outcome == "error")

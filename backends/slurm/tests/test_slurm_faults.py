@@ -6,11 +6,13 @@ memory requests. Episodes are short (zero-action or random policies, tens of ste
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 import time
 
 import pytest
-from slurm_testkit import REACH, arena, outcomes, results, state_of, wait_for, write_experiment  # noqa: F401
+from slurm_testkit import REACH, ROOT, arena, outcomes, results, state_of, wait_for, write_experiment  # noqa: F401
 
 pytestmark = pytest.mark.slow
 
@@ -194,3 +196,60 @@ def test_a_job_whose_arena_command_is_missing_on_the_node_fails_naming_it_before
     assert "failed" in flat and "launch.slurm.arena" in flat, flat
     assert not (out / "expert" / "server.log").exists()  # nothing started: no server, no episodes
     assert not (out / "expert" / "episodes.jsonl").exists()
+
+
+FAKES = ROOT / "tests" / "rollout"
+
+
+def test_a_job_killed_mid_run_has_its_leased_episodes_run_by_the_other_job_each_once(
+    slurm_cluster, tmp_path, monkeypatch
+):
+    # work: queue (the default), two jobs of one run. Each runner records its first episode and
+    # then holds in its second (the hold file) until the test removes the file: one job is then
+    # killed outright (SIGKILL to every process of it: nothing can release its lease), and the
+    # other job runs the rest, the killed job's leased episode included once its lease lapsed.
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(FAKES), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("ARENA_ALLOW_IMPORTS", "rollout_fakes")
+    hold = tmp_path / "hold"
+    hold.touch()
+    episodes = 8
+    runs = {"count": {
+        "environment": {"type": "rollout_fakes:CounterEnv", "hold_file": str(hold)},
+        "policy": {"type": "rollout_fakes:CoinFlipPolicy"},
+        "rollout_limit": {"num_episodes": episodes},
+    }}
+    path = write_experiment(tmp_path, "queued", runs, shards=2, lease_s=2)
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "arena", "run", str(path), "--wait", "--output-dir", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        shard_status = [out / "count" / "shards" / str(k) / "status.json" for k in (0, 1)]
+        wait_for(lambda: all(state_of(s).get("episodes_done", 0) >= 1 for s in shard_status), 180,
+                 "both jobs did not record their first episode", slurm_cluster)
+        from arena.outputs.workqueue import WorkQueue
+
+        assert WorkQueue(out / "queue.sqlite").counts("count")["leased"] == 2  # each job holds its second
+        killed = json.loads((out / "submission.json").read_text())["ids"]["count"]["1"]
+        done = subprocess.run(["scancel", "--full", "--signal=KILL", killed], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        wait_for(lambda: killed not in subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True,
+                                                      text=True).stdout.split(), 60,
+                 f"job {killed} did not leave the queue", slurm_cluster)
+        hold.unlink()
+        output, _ = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, output[-3000:] + slurm_cluster.logs()
+    got = outcomes(out, "count")
+    assert [o[0] for o in got] == list(range(episodes)), output[-3000:]  # each episode once: none lost, none twice
+    claims = WorkQueue(out / "queue.sqlite").claims("count")
+    assert max(claims.values()) == 2 and sum(claims.values()) == episodes + 1  # only the killed job's lease ran again
+    local = tmp_path / "local"
+    done = arena("run", path, "--backend", "local", "--output-dir", local)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert got == outcomes(local, "count")
+    run, plain = results(out)["count"], results(local)["count"]
+    assert run["state"] == "completed", run
+    for key in ("counts", "success_rate", "episodes_recorded"):
+        assert run.get(key) == plain.get(key), key

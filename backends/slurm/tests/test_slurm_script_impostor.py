@@ -22,6 +22,7 @@ import pytest
 
 from arena.config import load_experiment_dict, write_snapshot
 from arena.launch.planning import plan_servers
+from arena.launch.queueing import load_runs
 from arena.rollout.workitems import write_manifest
 from arena.testing import OpenPIDouble, RecordingModel
 from arena_slurm.render import node_spec_file, render_node_spec, render_run_script
@@ -71,6 +72,7 @@ def test_the_job_script_never_runs_against_an_impostor_on_its_port(tmp_path):
     out.mkdir()
     write_snapshot(exp, out / "experiment.yaml")
     write_manifest(exp, out)
+    load_runs(out, exp, ["expert"])  # what submit does before any job starts (launch.slurm.work: queue)
     (out / "slurm").mkdir()
     plan, options = plan_servers(exp)["expert"], exp.launch.options("slurm")
     (out / "slurm" / node_spec_file("expert")).write_text(render_node_spec(exp, "expert", plan, options, out))

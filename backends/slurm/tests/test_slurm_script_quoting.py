@@ -81,8 +81,8 @@ def test_an_output_directory_with_a_space_cannot_break_the_output_directive(tmp_
 def test_every_substitution_of_the_templates_is_quoted():
     """A guard against new unquoted values: every {{ }} names a filter or a value built quoted."""
     built_quoted = {"job_name", "array", "shards", "arena", "line", "server.where", "server.nodelist", "layout_note",
-                    "instance_env", "key_env",  # arena's constant names
-                    "time_signal", "stop_grace", "server.restarts"}  # numbers
+                    "instance_env", "key_env", "lease_env",  # arena's constant names
+                    "time_signal", "stop_grace", "server.restarts", "queue_lease_s"}  # numbers
     templates = Path(__file__).resolve().parents[1] / "src" / "arena_slurm" / "templates"
     for template in templates.glob("*.j2"):
         for expr in re.findall(r"{{\s*(.*?)\s*}}", template.read_text()):

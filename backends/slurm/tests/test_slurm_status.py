@@ -281,10 +281,14 @@ def _records(run_dir: Path, run: str, indices: list[int]) -> None:
             writer.write(EpisodeRecord(run=run, episode_index=i, seed=i, outcome="failure"))
 
 
-def test_resume_resubmits_only_the_shards_with_unfinished_work(tmp_path, fake_slurm):
+@pytest.mark.parametrize("work", ["static", "queue"])
+def test_resume_resubmits_only_the_shards_with_unfinished_work(tmp_path, fake_slurm, work):
+    """static: only shard 1 (its episode 3 is left); queue: both jobs of the run, and the
+    queue is reloaded with episode 3 only (either job may claim it)."""
     from arena.launch.submit import resume_experiment
+    from arena.outputs.workqueue import WorkQueue
 
-    out = submit(tmp_path, {"shards": {"expert": 2}})
+    out = submit(tmp_path, {"shards": {"expert": 2}, "work": work})
     fake_slurm.set(queue={})  # every job ended: shard 1 of expert was killed after one episode
     _records(out / "expert" / "shards" / "0", "expert", [0, 2])
     write_status(out / "expert" / "shards", "0", "completed")
@@ -294,9 +298,16 @@ def test_resume_resubmits_only_the_shards_with_unfinished_work(tmp_path, fake_sl
     assert resume_experiment(out) == 0
     sbatch = fake_slurm.calls("sbatch")[-2:]
     token = Submission.load(out).extra["token"]
+    submission = Submission.load(out)
+    if work == "queue":
+        assert sbatch[0][2:] == [f"--comment=arena:{token}:expert", str(out / "slurm" / "expert.sbatch"), "--resume"]
+        assert submission.ids == {"expert": {"0": "104_0", "1": "104_1"}, "zero": {"0": "102"}}
+        queue = WorkQueue(out / "queue.sqlite")
+        assert queue.counts("expert") == {"queued": 1, "leased": 0, "lapsed": 0, "done": 0}
+        assert list(queue.claims("expert")) == [3]
+        return
     assert sbatch[0][2:] == ["--array=1", f"--comment=arena:{token}:expert", str(out / "slurm" / "expert.sbatch"), "--resume"]
     assert sbatch[1][2] == "--dependency=afterany:104"
-    submission = Submission.load(out)
     assert submission.ids == {"expert": {"0": "101_0", "1": "104_1"}, "zero": {"0": "102"}}
     assert json.loads((out / "expert" / "shards" / "1" / "status.json").read_text())["state"] == "pending"
     assert not (out / "expert" / "shards" / "1" / "run_result.json").exists()

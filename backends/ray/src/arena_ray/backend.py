@@ -14,6 +14,10 @@ Tasks are not retried by Ray (``max_retries=0``): with the queue, a lost node's 
 episodes lapse and the other tasks of the run claim them; with ``work: static`` a lost task's
 shard is left for ``arena run --resume``.
 
+A lost head is decided here (Ray's driver keeps retrying its GCS instead): each poll probes the
+head's GCS address; a task ending with its node as the probe fails, or ``head_timeout_s``
+seconds of failed probes, end every run ``failed`` naming the head (see ``_head_lost``).
+
 Ray's own listeners bind loopback when it starts the instance (``address: local``):
 ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` and ``127.0.0.1`` as the node address. Stopping it
 stops only the processes it started (``ray.shutdown``), never ``ray stop``.
@@ -23,7 +27,9 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,8 +37,8 @@ from rich.markup import escape
 
 from arena.errors import ConfigError, LaunchError
 from arena.launch.base import LaunchBackend, Poll, Resume, Submission
-from arena.outputs.layout import MANIFEST_FILE, RUNNER_LOG, run_dir, work_dir
-from arena.outputs.records import LIVE_STATES, read_json
+from arena.outputs.layout import MANIFEST_FILE, RUN_RESULT_FILE, RUNNER_LOG, STATUS_FILE, run_dir, work_dir
+from arena.outputs.records import LIVE_STATES, StatusWriter, read_json, write_json_atomic
 from arena.outputs.runstate import finish_after_runner, update_status
 
 from arena_ray.options import RayOptions
@@ -72,6 +78,8 @@ class RayBackend(LaunchBackend):
         super().__init__(options)
         self._tasks: list[_Task] = []
         self._started_ray = False
+        self._gcs: str | None = None  # the head's GCS address (host:port), probed while polling
+        self._unreachable_since: float | None = None
 
     # -- planning ------------------------------------------------------------------------------
     def check(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan]) -> None:
@@ -226,6 +234,10 @@ class RayBackend(LaunchBackend):
                 for sig, handler in handlers.items():
                     if handler is not None:
                         signal.signal(sig, handler)
+        try:
+            self._gcs = str(ray.get_runtime_context().gcs_address) or None
+        except Exception:  # a Ray client connection (ray://) has none: its server watches the head
+            self._gcs = None
         if console is not None:
             where = "a local instance (loopback)" if self._started_ray else self.options.address
             console.print(f"ray: {escape(where)}; {escape(str(ray.cluster_resources()))}", highlight=False)
@@ -237,6 +249,7 @@ class RayBackend(LaunchBackend):
 
         pending = [t for t in self._tasks if not t.done]
         notes: list[str] = []
+        failed_now = False
         if pending:
             ready, _ = ray.wait([t.ref for t in pending], num_returns=len(pending), timeout=0)
             ready_ids = {r.task_id().hex() for r in ready}
@@ -248,11 +261,43 @@ class RayBackend(LaunchBackend):
                     task.code = int(ray.get(task.ref)["code"])
                 except Exception as exc:  # the node died, the task was cancelled
                     task.error = f"its Ray task ended: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                    failed_now = True
                 where = f" task {task.k}" if task.shard else ""
                 what = f"exit {task.code}" if task.error is None else task.error
                 notes.append(escape(f"run {task.run}{where}: {what}"))
+        lost = self._head_lost(failed_now)
+        if lost is not None:  # nothing more will come from the cluster: every task ends with why
+            for task in self._tasks:
+                if not task.done or task.error is not None:
+                    task.done, task.code, task.error = True, None, lost
+            notes.append(f"[red]{escape(lost)}[/]")
         left = sum(1 for t in self._tasks if not t.done)
         return Poll(done=left == 0, summary=f"ray: {len(self._tasks) - left}/{len(self._tasks)} task(s) ended", notes=tuple(notes))
+
+    def _head_lost(self, task_failed: bool) -> str | None:
+        """Why the run cannot go on when the cluster's head is gone, else ``None``.
+
+        The head's GCS is probed (a TCP connect to its address) at each poll: Ray does not
+        report a lost head to a driver as such (its GCS client keeps retrying in the background;
+        only the tasks whose own node died end), so arena decides itself. The head is
+        lost when the probe fails as a task ends with a Ray error (the head's own node died with
+        it), or has failed for ``head_timeout_s`` seconds in a row."""
+        if not self._gcs:
+            return None
+        host, _, port = self._gcs.rpartition(":")
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=2).close()
+        except (OSError, ValueError):
+            now = time.monotonic()
+            self._unreachable_since = self._unreachable_since or now
+            if task_failed or now - self._unreachable_since >= self.options.head_timeout_s:
+                where = self.options.address if self.options.address in ("local", "auto") else ""
+                return (f"the Ray cluster was lost: its head (GCS at {self._gcs}{f', address: {where}' if where else ''}) "
+                        f"stopped answering; the episodes recorded are kept, `arena run --resume` runs the rest on a "
+                        "cluster that is up")
+            return None
+        self._unreachable_since = None
+        return None
 
     def _cancel_tasks(self, ray: Any) -> None:
         for task in self._tasks:
@@ -274,15 +319,25 @@ class RayBackend(LaunchBackend):
         never wrote a final state is ``failed`` (``cancelled`` after a cancel) with why."""
         from arena.outputs.completion import complete_recorded_run
 
+        # A lost node's runners are stopped by their keeper once their Ray worker is gone, and
+        # record themselves cancelled as they stop: wait for that (at most cancel_grace_s) so
+        # the failure written below is the last word.
+        lost = [work_dir(output_dir, t.run, t.k if t.shard else None) for t in self._tasks
+                if t.error is not None and t.error != "cancelled"]
+        deadline = time.monotonic() + self.options.cancel_grace_s
+        while lost and time.monotonic() < deadline and any(_runner_may_live(d) for d in lost):
+            time.sleep(0.2)
         for run in experiment.runs:
             if complete_recorded_run(output_dir, run) is not None:
                 continue
             for task in (t for t in self._tasks if t.run == run):
                 cancelled = task.error == "cancelled"
                 reason = task.error or f"arena node exited with code {task.code} without finishing (see {RUNNER_LOG})"
+                fields = {"shard": list(task.shard)} if task.shard else {}
+                if task.error is not None and not cancelled:
+                    _failed_not_cancelled(work_dir(output_dir, run, task.k if task.shard else None), reason)
                 finish_after_runner(output_dir, run, state="cancelled" if cancelled else "failed",
-                                    error="cancelled" if cancelled else reason,
-                                    **({"shard": list(task.shard)} if task.shard else {}))
+                                    error="cancelled" if cancelled else reason, **fields)
 
     # -- later ---------------------------------------------------------------------------------
     def status(self, submission: Submission) -> dict[str, dict[str, Any]]:
@@ -317,6 +372,30 @@ class RayBackend(LaunchBackend):
         pid = submission.extra.get("pid")
         if _pid_alive(pid):
             os.kill(int(pid), signal.SIGTERM)
+
+
+def _runner_may_live(directory: Path) -> bool:
+    """Whether the runner of ``directory`` may still be about to write its final state: it has
+    none yet and its process is alive here or runs on another machine (not known from here)."""
+    from arena.outputs.runstate import final_state
+
+    status = read_json(directory / STATUS_FILE)
+    if not isinstance(status, dict) or final_state(directory) is not None or not status.get("pid"):
+        return False
+    host = status.get("hostname") or status.get("node")
+    return host != socket.gethostname() or _pid_alive(status["pid"])
+
+
+def _failed_not_cancelled(directory: Path, reason: str) -> None:
+    """A runner whose Ray worker died (its node lost) was stopped by a signal and recorded itself
+    ``cancelled``; no one cancelled it: its work directory becomes ``failed`` with ``reason``."""
+    result = read_json(directory / RUN_RESULT_FILE)
+    if not (isinstance(result, dict) and result.get("state") == "cancelled"):
+        return
+    status = read_json(directory / STATUS_FILE)
+    fields = {k: v for k, v in (status if isinstance(status, dict) else {}).items() if k not in ("state", "error")}
+    StatusWriter(directory / STATUS_FILE, **fields).write(state="failed", error=reason)
+    write_json_atomic(directory / RUN_RESULT_FILE, {**result, "state": "failed", "error": reason})
 
 
 def _run_node_task(argv: list[str], log_path: str, env: dict[str, str], grace_s: float) -> dict:

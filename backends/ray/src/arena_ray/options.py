@@ -35,6 +35,10 @@ class RayOptions(BackendOptions):
     )
     local_cpus: int | None = Field(None, ge=1, description="CPUs of the instance `address: local` starts; null: all")
     poll_interval_s: float = Field(1.0, gt=0, description="seconds between looks at the tasks")
+    head_timeout_s: float = Field(
+        30.0, gt=0, description="seconds the cluster's head (its GCS address) may stay unreachable before the runs "
+        "fail naming it (at once when a task ends with its node as the head stops answering)",
+    )
     cancel_grace_s: float = Field(30.0, ge=0, description="seconds a cancelled task's `arena node` has to record why")
     image: str = Field("rayproject/ray:2.60.0-py311", description="the image of the KubeRay RayJob --dry-run prints")
 

@@ -5,6 +5,12 @@ final aggregation job.
 --parsable``, then ``collect.sbatch`` with ``--dependency=afterany:<every run job>``, records
 the job ids in ``submission.json`` and returns (``arena run`` exits) unless ``--wait``.
 ``status``/``cancel``/``collect`` work later from the output directory alone.
+
+With ``work: queue`` (the default) ``submit`` first loads the runs' episodes into
+``OUTPUT_DIR/queue.sqlite`` (:mod:`arena.launch.queueing`) and every job of a run claims them:
+a job killed mid-run leaves its leased episodes to the run's other jobs once the lease
+(``lease_s``) lapses, and the last runner to finish marks the run ``completed`` from the
+records. With ``work: static`` shard K runs its fixed share and a lost one waits for a resume.
 """
 
 from __future__ import annotations
@@ -223,12 +229,18 @@ class SlurmBackend(LaunchBackend):
         for name, text in scripts.items():
             (script_dir / name).write_text(text)
         shards = {run: self.options.shards_of(run) for run in experiment.runs}
+        queue = self.options.work == "queue"
+        if queue:  # before any job starts: its runners claim these (a resume: the items left)
+            from arena.launch.queueing import load_runs
+
+            load_runs(output_dir, experiment, list(experiment.runs), resume)
         if resume is None:
             submission = Submission(
                 backend=self.name,
                 experiment=experiment.name,
                 output_dir=str(output_dir),
-                extra={"layout": self.options.layout, "shards": shards, "array_jobs": {}, "collect_job": None},
+                extra={"layout": self.options.layout, "shards": shards, "work": self.options.work, "array_jobs": {},
+                       "collect_job": None},
             )
         else:
             submission = _resumed(Submission.load(output_dir), shards)
@@ -238,7 +250,8 @@ class SlurmBackend(LaunchBackend):
         new_jobs: list[str] = []
         for run in experiment.runs:
             n = shards[run]
-            todo = [k for k in range(n) if resume is None or n == 1 or resume.shard_has_work(run, k, n)]
+            # with the queue every job may claim any episode left: a resume submits them all
+            todo = [k for k in range(n) if resume is None or n == 1 or queue or resume.shard_has_work(run, k, n)]
             for k in todo:  # "pending" first: the job may start before sbatch returns
                 work_dir = work_directory(output_dir, run, None if n == 1 else k)
                 StatusWriter(work_dir / STATUS_FILE, run=run, shard=None if n == 1 else [k, n], pid=None).write(

@@ -101,6 +101,15 @@ class SlurmOptions(BackendOptions):
         1, description="job-array elements per run (an int for every run, or run name -> count)"
     )
     array_parallelism: int | None = Field(None, ge=1, description="at most this many shards of a run at once (--array=...%P)")
+    work: Literal["queue", "static"] = Field(
+        "queue", description="queue: a run's jobs (its shards) claim episodes from OUTPUT_DIR/queue.sqlite with a lease, so "
+        "a killed or slow job's episodes go to the others (the output folder's file system needs working POSIX locks: "
+        "local disks, NFSv4, Lustre with flock); static: shard K runs the episodes i with i % shards == K",
+    )
+    lease_s: float = Field(
+        30.0, gt=0, description="with work: queue, seconds an episode's lease lasts without renewal: the episodes of a "
+        "job killed mid-run go back to the queue after at most this long",
+    )
     arena: str = Field("arena", description="command that runs arena on the nodes and in the runner image")
     python: str = Field(
         "python3",

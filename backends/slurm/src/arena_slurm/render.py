@@ -7,7 +7,9 @@ server lifecycle the local backend drives) reads that spec, rendered here
 (:func:`render_node_spec`): it starts the policy server as an ``srun`` step on a free port,
 probes it, checks that the socket on the port is the step's, runs the runner step ``srun ...
 arena run-one``, and writes every state. A sharded run is a job array whose element K runs
-shard K/N with its own server. ``collect.sbatch.j2`` is the final aggregation job.
+shard K/N with its own server: with ``work: queue`` (the default) every element's runner
+claims the run's episodes from ``OUTPUT_DIR/queue.sqlite``, with ``work: static`` element K
+runs the episodes ``i % N == K``. ``collect.sbatch.j2`` is the final aggregation job.
 
 Faults the job handles (the supervisor does): Slurm signals the batch shell, which is the
 supervisor after its ``exec``, ``time_signal_s`` before the time limit
@@ -50,6 +52,7 @@ from arena.errors import ConfigError, short_repr
 from arena.launch.exposure import GENERATED_KEY_ENV, Exposure, decide_exposure, is_loopback
 from arena.launch.shell import DOUBLE_QUOTE_SPECIAL, in_double_quotes, one_line, require_command
 from arena.launch.node import NodeServer, NodeSpec
+from arena.rollout.claims import LEASE_ENV
 from arena.outputs.layout import EXPERIMENT_FILE, SHARDS_DIR, run_dir
 from arena.rollout.invocation import SERVER_HOST_ENV, SERVER_INFO_ENV, SERVER_PORT_ENV, SERVER_TASK_ENV, TIME_LIMIT_ENV
 from arena_slurm.options import SlurmOptions
@@ -378,6 +381,8 @@ def run_context(
         "time_signal": options.time_signal_s,
         "time_limit": f"launch.slurm.time={options.time}" if options.time else "the partition's time limit; launch.slurm.time is unset",
         "stop_grace": options.server_stop_grace_s,
+        "queue_lease_s": f"{options.lease_s:g}" if options.work == "queue" else None,
+        "lease_env": LEASE_ENV,
     }
 
 
@@ -432,6 +437,7 @@ def node_spec(
         time_limit=context["time_limit"],
         status_env={"slurm_job_id": JOB_ENV},
         forward_term=False,  # scancel signals every step itself; srun would SIGKILL run-one on a second SIGTERM
+        queue=options.work == "queue",
     )
 
 
