@@ -180,3 +180,38 @@ def test_a_worker_node_removed_mid_run_has_its_episodes_rerun_and_totals_equal_a
         assert ray_result.get(key) == local_result.get(key), key
     assert "ended" in output  # the lost task is named in the run's output
     assert _status(out) == ("completed", episodes, episodes)
+
+
+def test_two_runs_sharing_a_server_task_start_one_server_on_their_node_with_the_local_totals(cluster, tmp_path):
+    reach = {"type": "metaworld", "task": "reach-v3"}
+    doc = {
+        "launch": {"backend": "ray", "ray": {"address": cluster[0].address, "nodes": 1, "poll_interval_s": 0.3}},
+        "shared": {"environment_builder": {"num_envs": 1, "seed": 0}, "rollout_limit": {"num_episodes": 3},
+                   "server": {"resources": {"cpu": 0}}},  # the runner's CPU is the worker node's one
+        "runs": {"a": {"environment": reach, "policy": {"type": "metaworld_expert_remote"}},
+                 "b": {"environment": reach, "policy": {"type": "metaworld_expert_remote"}}},
+    }
+    (tmp_path / "exp.yaml").write_text(yaml.safe_dump(doc))
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "arena", "run", str(tmp_path / "exp.yaml"), "--output-dir", str(out)],
+                          capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "submitted 1 Ray task(s) for 2 run(s) (1 server group(s))" in done.stdout, done.stdout
+    node_log = (out / "a" / "node.log").read_text()
+    assert node_log.count("starting policy server metaworld-expert") == 1 and "for runs a, b" in node_log, node_log
+    servers = [json.loads((out / run / "run_result.json").read_text())["server"] for run in ("a", "b")]
+    assert servers[0]["port"] == servers[1]["port"] and servers[0]["shared_by"] == ["a", "b"]
+    for run in ("a", "b"):  # the one server's log, in each run's own work directory
+        assert (out / run / "server.log").read_text().count("serving metaworld-expert") == 1
+    doc["launch"] = {"backend": "local"}
+    (tmp_path / "local.yaml").write_text(yaml.safe_dump(doc))
+    local_out = tmp_path / "local"
+    done = subprocess.run([sys.executable, "-m", "arena", "run", str(tmp_path / "local.yaml"), "--output-dir",
+                           str(local_out)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    ray_runs = json.loads((out / "experiment_result.json").read_text())["runs"]
+    local_runs = json.loads((local_out / "experiment_result.json").read_text())["runs"]
+    for run in ("a", "b"):
+        assert ray_runs[run]["state"] == "completed"
+        for key in ("counts", "success_rate", "episodes_recorded"):
+            assert ray_runs[run].get(key) == local_runs[run].get(key), (run, key)
