@@ -460,7 +460,7 @@ def test_a_dry_run_lists_server_images_still_to_name_once_per_task_and_writes_th
     assert sorted(p.name for p in where.glob("r*.sbatch")) == ["r0.sbatch"]
     assert json.loads((where / "r0.node.json").read_text())["shared_with"] == ["r1", "r2", "r3", "r4"]
     assert "# arena: runs r0, r1, r2, r3, r4, sharing one policy server, of experiment" in (where / "r0.sbatch").read_text()
-    assert "one server for r0, r1, r2, r3, r4" in spec and "# policy servers started: 1 " in spec
+    assert "one server for 5 runs (r0 … r4)" in spec and "# policy servers started: 1 " in spec
 
 
 def test_a_dry_run_with_a_runner_image_names_the_runs_whose_venv_the_runner_dockerfile_lacks(tmp_path, monkeypatch):
