@@ -196,7 +196,7 @@ class SlurmBackend(LaunchBackend):
         lines.append(f"  {where / 'collect.sbatch'!s:<{len(str(where)) + width + 1}}  arena collect {output_dir}, after every run job ends")
         for group in found:
             name = node_spec_file(group[0])
-            whose = f"run {group[0]}'s" if len(group) == 1 else f"the {len(group)} runs' ({run_names(group)})"
+            whose = f"run {group[0]}'s" if len(group) == 1 else f"the {len(group)} runs' ({group[0]} … {group[-1]})"
             lines.append(f"  {where / name!s:<{len(str(where)) + width + 1}}  what {whose} `arena node` supervises")
         started = sum(self.options.shards_of(g[0]) for g in found if _starts_server(servers.get(g[0])))
         lines.append(f"# policy servers started: {started} (one per job, or per array element of a sharded job)")
