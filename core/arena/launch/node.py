@@ -19,8 +19,9 @@ run's states and records in its own work directory. The supervisor
 3. stops the runner with the reason when the server is gone for good (the reason in
    ``stop_reason`` and SIGUSR1: run-one ends ``failed`` with it);
 4. stops the server once every runner has ended (its log is copied into each run's work
-   directory), and writes each run's final state when its runner could not (:func:`arena.outputs.runstate.finish_after_runner`), with why: the server's failure,
-   the time limit, a cancellation, or the runner's exit code.
+   directory), and writes each run's final state when its runner could not
+   (:func:`arena.outputs.runstate.finish_after_runner`), with why: the server's failure, the
+   time limit, a cancellation, or the runner's exit code.
 
 Signals: SIGTERM / SIGINT (``scancel``, OSMO's cancel, Ctrl-C) mark the run cancelled and are
 passed to the runner (unless the scheduler signals it itself: ``forward_term``), which records
@@ -133,7 +134,6 @@ class NodeSpec(BaseModel):
         description="the runner claims the run's episodes from OUTPUT_DIR/queue.sqlite (`arena run-one --queue`), "
         "sharing them with the runners of other nodes; --shard K/N then only names its work directory",
     )
-
 
     @model_serializer(mode="wrap")
     def _one_run_as_before(self, handler: Any) -> dict[str, Any]:
