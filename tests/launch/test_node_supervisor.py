@@ -178,3 +178,36 @@ def test_a_server_started_elsewhere_that_never_answers_fails_the_run_before_the_
     assert status["state"] == result["state"] == "failed"
     assert f"policy server 'remote' was not ready (tcp on 127.0.0.1:{port})" in status["error"]
     assert result["server"]["task"] == "r0-remote-server" and result["server"]["port"] == port
+
+
+# Stands in for `arena run-one` of the shared-server test: notes where the server is and when it
+# ran, holds the server a moment, exits 0.
+QUICK_RUNNER = """
+import json, os, sys, time
+args = sys.argv[1:]
+out = args[args.index("--output-dir") + 1]; run = args[args.index("--run") + 1]
+started = time.time(); time.sleep(0.3)
+with open(os.path.join(out, run, "runner.json"), "w") as f:
+    json.dump({"port": os.environ.get("ARENA_SERVER_PORT"), "info": json.loads(os.environ["ARENA_SERVER_INFO"]),
+               "started": started, "ended": time.time()}, f)
+"""
+
+
+def test_runs_sharing_a_server_start_it_once_and_run_their_runners_beside_it(tmp_path):
+    spec = _read(_spec(tmp_path))
+    assert "shared_with" not in spec and "runners" not in spec  # a one-run spec reads as it always did
+    spec["shared_with"] = ["s"]
+    (tmp_path / "runner.py").write_text(QUICK_RUNNER)
+    (tmp_path / "r.node.json").write_text(json.dumps(spec))
+    node = _node(tmp_path / "r.node.json")
+    output, _ = node.communicate(timeout=60)
+    assert node.returncode == 0, output
+    assert output.count("starting policy server toy") == 1 and "for runs r, s" in output, output
+    first, second = (_read(tmp_path / "out" / run / "runner.json") for run in ("r", "s"))
+    assert first["port"] == second["port"] and first["info"]["shared_by"] == ["r", "s"]
+    assert first["ended"] <= second["started"]  # runners: 1, in the spec's order
+    for run in ("r", "s"):  # each run's states and the server's log in its own work directory
+        log = (tmp_path / "out" / run / "server.log").read_text()
+        assert log.count("serving") == 1 and "stopping the policy server (the runner has ended)" in log, log
+        status = _read(tmp_path / "out" / run / "status.json")
+        assert status["run"] == run and status["server"]["port"] == int(first["port"])

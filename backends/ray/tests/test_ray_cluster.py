@@ -1,7 +1,8 @@
 """The Ray backend on a real Ray cluster on loopback: a head and two worker nodes
 (``ray.cluster_utils.Cluster``, one per module: each Ray start costs seconds of CPU).
 
-A worker node removed mid-run: its leased episodes are run by the other node's task, every
+Two runs sharing one server task on one node: one policy server starts, both runs complete with
+the local backend's totals. A worker node removed mid-run: its leased episodes are run by the other node's task, every
 episode is recorded once and the totals equal a local run's. ``arena cancel``: every task's
 ``arena node`` records ``cancelled`` and none is left running; ``arena run --resume`` then
 runs the rest on the same cluster, each episode recorded once in all.
@@ -332,3 +333,40 @@ def test_a_policy_server_killed_in_its_ray_task_is_restarted_and_the_run_complet
     assert sorted(r.episode_index for r in got) == list(range(episodes))
     assert all(r.outcome != "failure" for r in got), [(r.outcome, r.error) for r in got]  # never blamed on the policy
     assert all(r.error for r in got if r.outcome == "error")
+
+
+def test_two_runs_sharing_a_server_task_start_one_server_on_their_node_with_the_local_totals(cluster, tmp_path):
+    reach = {"type": "metaworld", "task": "reach-v3"}
+    doc = {
+        "launch": {"backend": "ray", "ray": {"address": cluster[0].address, "nodes": 1, "poll_interval_s": 0.3,
+                                             "runners": 2, "runner_cpus": 0.5}},  # both runners at once: one CPU
+        "shared": {"environment_builder": {"num_envs": 1, "seed": 0}, "rollout_limit": {"num_episodes": 2},
+                   "server": {"resources": {"cpu": 0}}},  # a worker node has one CPU, the runners take it
+        "runs": {"a": {"environment": reach, "policy": {"type": "metaworld_expert_remote"}},
+                 "b": {"environment": reach, "policy": {"type": "metaworld_expert_remote"}}},
+    }
+    (tmp_path / "exp.yaml").write_text(yaml.safe_dump(doc))
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "arena", "run", str(tmp_path / "exp.yaml"), "--output-dir", str(out)],
+                          capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "submitted 1 Ray task(s) for 2 run(s) (1 server group(s))" in done.stdout, done.stdout
+    node_log = (out / "a" / "node.log").read_text()
+    assert node_log.count("starting policy server metaworld-expert") == 1 and "for runs a, b" in node_log, node_log
+    servers = [json.loads((out / run / "run_result.json").read_text())["server"] for run in ("a", "b")]
+    assert servers[0]["port"] == servers[1]["port"] and servers[0]["shared_by"] == ["a", "b"]
+    for run in ("a", "b"):  # the one server's log, in each run's own work directory
+        assert (out / run / "server.log").read_text().count("serving metaworld-expert") == 1
+    doc["launch"] = {"backend": "local"}
+    del doc["runs"]["b"]  # the same run as a (same environment, policy and seeds): one local run gives both totals
+    (tmp_path / "local.yaml").write_text(yaml.safe_dump(doc))
+    local_out = tmp_path / "local"
+    done = subprocess.run([sys.executable, "-m", "arena", "run", str(tmp_path / "local.yaml"), "--output-dir",
+                           str(local_out)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    ray_runs = json.loads((out / "experiment_result.json").read_text())["runs"]
+    local_runs = json.loads((local_out / "experiment_result.json").read_text())["runs"]
+    for run in ("a", "b"):
+        assert ray_runs[run]["state"] == "completed"
+        for key in ("counts", "success_rate", "episodes_recorded"):
+            assert ray_runs[run].get(key) == local_runs["a"].get(key), (run, key)

@@ -41,3 +41,24 @@ def test_dry_run_prints_each_tasks_ray_resources_and_the_rayjob(tmp_path):
     assert limits == {"cpu": "3", "nvidia.com/gpu": "1", "memory": "8Gi"}
     assert not out.exists()
 
+
+
+def test_dry_run_submits_one_task_per_server_group_and_node_and_counts_the_servers(tmp_path):
+    exp = tmp_path / "exp.yaml"
+    expert = {"environment": {"type": "metaworld", "task": "reach-v3"}, "policy": {"type": "metaworld_expert_remote"}}
+    exp.write_text(yaml.safe_dump({
+        "launch": {"backend": "ray", "ray": {"nodes": 2, "address": "auto", "runners": 2}},
+        "shared": {"rollout_limit": {"num_episodes": 6}},
+        "runs": {"a": expert, "b": expert, "c": expert,
+                 "zero": {"environment": {"type": "metaworld", "task": "reach-v3"}, "policy": {"type": "zero_action"}}},
+    }))
+    result = CliRunner().invoke(app, ["run", str(exp), "--dry-run", "--output-dir", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    text = result.output
+    # the three expert runs: one group, 2 runners at once beside one server (1 CPU) per node
+    assert "# server group of a, b, c: 2 x ray.remote(num_cpus=3.0, num_gpus=0," in text
+    assert "# run zero: 2 x ray.remote(num_cpus=1.0, num_gpus=0, max_retries=0)" in text
+    assert "ray/a.node.json --shard 0/2" in text and "ray/b.node.json" not in text
+    assert "# policy servers started: 2 (2 per server group; 4 runs in 2 groups)" in text
+    manifest = yaml.safe_load(text[text.index("apiVersion: ray.io/v1"):])
+    assert manifest["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["maxReplicas"] == 4  # 2 groups x 2 nodes

@@ -13,7 +13,8 @@ import yaml
 
 REACH = {"type": "metaworld", "task": "reach-v3"}
 ROOT = Path(__file__).resolve().parents[3]
-QUICKSTART_RUNS = ("reach_expert", "reach_zero", "pick_place_random")
+#: The two experts share one policy server task: one Slurm job, one server (reach_expert's job).
+QUICKSTART_RUNS = ("reach_expert", "reach_zero", "pick_place_random", "pick_place_expert")
 
 
 def slurm_options(**extra) -> dict:

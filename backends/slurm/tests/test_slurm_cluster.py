@@ -1,6 +1,7 @@
 """`arena run … --backend slurm` on a real one-node Slurm cluster (see conftest.py).
 
-Server and runner steps share one allocation here; pyxis and het jobs need more than one
+Server and runner steps share one allocation here; runs of one server task share one job and
+one server; pyxis and het jobs need more than one
 node and a container runtime, so test_slurm_scripts.py checks them as golden files.
 """
 
@@ -47,6 +48,15 @@ def test_quickstart_on_slurm_matches_a_local_run_with_the_same_seeds(quickstart_
     assert "stopping the policy server (the runner has ended): SIGTERM" in log and "did not stop" not in log, log
     assert "forcing job termination" not in log and "Killed" not in log, log
     assert (out / "index.html").exists() and list((out / "slurm").glob("collect-*.log"))
+    # the two expert runs share the server task: one job started one server for both
+    ids = json.loads((out / "submission.json").read_text())["ids"]
+    assert ids["pick_place_expert"] == ids["reach_expert"] and ids["reach_zero"] != ids["reach_expert"]
+    assert not (out / "slurm" / "pick_place_expert.sbatch").exists()
+    job_log = (out / "reach_expert" / f"slurm-{job}.log").read_text()
+    assert job_log.count("starting policy server metaworld-expert") == 1, job_log
+    assert "for runs reach_expert, pick_place_expert" in job_log, job_log
+    shared = json.loads((out / "pick_place_expert" / "run_result.json").read_text())["server"]
+    assert shared["port"] == server["port"] and shared["shared_by"] == ["reach_expert", "pick_place_expert"]
 
 
 def test_sharded_run_gives_the_unsharded_totals(quickstart_on_slurm, slurm_cluster, tmp_path):

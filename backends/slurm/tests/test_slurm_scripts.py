@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import json
 import os
 import re
 import shutil
@@ -455,7 +456,11 @@ def test_a_dry_run_lists_server_images_still_to_name_once_per_task_and_writes_th
         "local_command on the node with launch.slurm.containers=false"
     ]
     (where,) = tmp_path.glob("arena-dry-run-pi0-eval-slurm-*")
-    assert sorted(p.name for p in where.glob("r*.sbatch")) == [f"r{i}.sbatch" for i in range(5)]
+    # the five runs share one server task: one job (named by its first run) starts it once
+    assert sorted(p.name for p in where.glob("r*.sbatch")) == ["r0.sbatch"]
+    assert json.loads((where / "r0.node.json").read_text())["shared_with"] == ["r1", "r2", "r3", "r4"]
+    assert "# arena: runs r0, r1, r2, r3, r4, sharing one policy server, of experiment" in (where / "r0.sbatch").read_text()
+    assert "one server for 5 runs (r0 … r4)" in spec and "# policy servers started: 1 " in spec
 
 
 def test_a_dry_run_with_a_runner_image_names_the_runs_whose_venv_the_runner_dockerfile_lacks(tmp_path, monkeypatch):

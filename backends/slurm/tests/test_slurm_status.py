@@ -112,14 +112,18 @@ def fake_slurm(tmp_path, monkeypatch) -> FakeSlurm:
     return fake
 
 
-def submit(tmp_path: Path, slurm: dict | None = None, episodes: int = 4) -> Path:
+EXPERT = {"environment": {"type": "metaworld", "task": "reach-v3"}, "policy": {"type": "metaworld_expert_remote"}}
+
+
+def submit(tmp_path: Path, slurm: dict | None = None, episodes: int = 4, more_runs: dict | None = None) -> Path:
     exp = load_experiment_dict(
         {
             "launch": {"backend": "slurm", "slurm": {"poll_interval_s": 0.05, **(slurm or {})}},
             "shared": {"environment_builder": {"num_envs": 1, "seed": 0}, "rollout_limit": {"num_episodes": episodes}},
             "runs": {
-                "expert": {"environment": {"type": "metaworld", "task": "reach-v3"}, "policy": {"type": "metaworld_expert_remote"}},
+                "expert": EXPERT,
                 "zero": {"environment": {"type": "metaworld", "task": "reach-v3"}, "policy": {"type": "zero_action"}},
+                **(more_runs or {}),
             },
         },
         source="exp.yaml",
@@ -313,3 +317,17 @@ def test_resume_resubmits_only_the_shards_with_unfinished_work(tmp_path, fake_sl
     assert not (out / "expert" / "shards" / "1" / "run_result.json").exists()
     assert json.loads((out / "expert" / "shards" / "0" / "status.json").read_text())["state"] == "completed"
     assert submission.extra["resumes"][0]["runs"] == ["expert"]
+
+
+def test_runs_sharing_a_server_task_are_one_job_each_with_its_own_status(tmp_path, fake_slurm):
+    out = submit(tmp_path, more_runs={"expert2": EXPERT})
+    submission = Submission.load(out)
+    assert submission.ids == {"expert": {"0": "101"}, "expert2": {"0": "101"}, "zero": {"0": "102"}}
+    assert len(fake_slurm.calls("sbatch")) == 3  # two run jobs and the aggregation job
+    fake_slurm.set(queue={})  # the group's job vanished: both its runs fail, each naming where its log is
+    write_status(out, "expert", "completed")
+    write_status(out, "zero", "completed")
+    status = submission_status(out)
+    assert status["expert"]["state"] == "completed" and status["expert2"]["state"] == "failed"
+    assert "Slurm job 101 is no longer queued" in status["expert2"]["error"]
+    assert "slurm-101.log in run expert's folder" in status["expert2"]["error"]

@@ -31,6 +31,7 @@ from arena.errors import ConfigError
 from arena.launch.base import BackendOptions, LaunchBackend, Resume, Submission
 from arena.launch.exposure import GENERATED_KEY_ENV, Exposure, decide_exposure, generate_key
 from arena.launch.gpus import GpuPool, cuda_device_order, discover_gpus
+from arena.launch.planning import share_key
 from arena.launch.server_process import LocalServer
 from arena.outputs.layout import EXPERIMENT_FILE, RUNNER_LOG, SERVER_LOG, SERVERS_DIR, run_dir
 from arena.outputs.records import LIVE_STATES, read_run_statuses
@@ -149,8 +150,7 @@ class LocalBackend(LaunchBackend):
                 continue
             policy_key_env = getattr(experiment.runs[run].policy, "api_key_env", None)
             exposure = decide_exposure(plan.task, plan.task.local_command or [], self.options.host, policy_key_env)
-            share = f"{plan.task.identity()}|{exposure.client_key_env}"  # one key per instance
-            key = share if plan.task.shareable else f"{run}:{plan.task.name}"
+            key = share_key(run, plan.task, exposure.client_key_env)  # one API key per instance
             inst = instances.get(key)
             if inst is None:
                 inst = instances[key] = _Instance(

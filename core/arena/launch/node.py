@@ -1,7 +1,11 @@
-"""The node supervisor: one run (or one shard of it) on one node, with its policy server.
+"""The node supervisor: the runs (or one shard of each) that share a policy server, on one node.
 
-A Slurm job and an OSMO task run one command, ``arena node SPEC [--shard K/N] [--resume]``;
-the backend renders ``SPEC`` (a :class:`NodeSpec`, JSON) next to its job script. The supervisor
+A Slurm job, an OSMO task and a Ray task run one command, ``arena node SPEC [--shard K/N] [--resume]``;
+the backend renders ``SPEC`` (a :class:`NodeSpec`, JSON) next to its job script. A spec names
+one run (``run``) or several that use the same server (``run`` and ``shared_with``: runs whose
+server tasks are the same, :func:`arena.launch.planning.share_key`); the server is started once
+and the runners of those runs run beside it, ``runners`` at a time, in the spec's order, each
+run's states and records in its own work directory. The supervisor
 
 1. writes ``starting_server`` and starts the run's policy server
    (:class:`arena.launch.server_process.LocalServer`, the lifecycle the local backend drives
@@ -14,9 +18,10 @@ the backend renders ``SPEC`` (a :class:`NodeSpec`, JSON) next to its job script.
    :data:`SERVER_PORT_ENV`, :data:`SERVER_INFO_ENV`);
 3. stops the runner with the reason when the server is gone for good (the reason in
    ``stop_reason`` and SIGUSR1: run-one ends ``failed`` with it);
-4. stops the server once the runner has ended, and writes the final state when the runner
-   could not (:func:`arena.outputs.runstate.finish_after_runner`), with why: the server's failure,
-   the time limit, a cancellation, or the runner's exit code.
+4. stops the server once every runner has ended (its log is copied into each run's work
+   directory), and writes each run's final state when its runner could not
+   (:func:`arena.outputs.runstate.finish_after_runner`), with why: the server's failure, the
+   time limit, a cancellation, or the runner's exit code.
 
 Signals: SIGTERM / SIGINT (``scancel``, OSMO's cancel, Ctrl-C) mark the run cancelled and are
 passed to the runner (unless the scheduler signals it itself: ``forward_term``), which records
@@ -25,7 +30,7 @@ near", e.g. ``sbatch --signal=B:USR1@N``) is passed to the runner, which ends ``
 the limit (:data:`TIME_LIMIT_ENV`). Either one while the server starts ends the start.
 
 Exit code: the runner's (a runner killed by signal N: 128 + N); 3 when the run failed before
-the runner could start.
+the runner could start; with several runs, the first run's that is not 0.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import signal
 import socket
 import sys
@@ -41,7 +47,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from arena.launch.server_process import LocalServer
 from arena.outputs.layout import EXPERIMENT_FILE, RUNNER_LOG, SERVER_LOG, STOP_REASON_FILE, work_dir
@@ -105,6 +111,12 @@ class NodeSpec(BaseModel):
     launcher: str | None = Field(
         None, description="shell words put before the runner's command (e.g. `srun --overlap ...`); null: none"
     )
+    shared_with: list[str] = Field(
+        default_factory=list,
+        description="more runs whose runners use the same server (runs of one server task, "
+        "arena.launch.planning.share_key), run after `run` in this order; empty: `run` alone (left out of the JSON)",
+    )
+    runners: int = Field(1, ge=1, description="runners of those runs at the same time (at most one per run)")
     server: NodeServer | None = None
     server_api_key_env: str | None = Field(None, description="run-one's --server-api-key-env (a generated key)")
     time_limit: str | None = Field(None, description="the limit SIGUSR1 announces, for the run's error")
@@ -123,14 +135,39 @@ class NodeSpec(BaseModel):
         "sharing them with the runners of other nodes; --shard K/N then only names its work directory",
     )
 
+    @model_serializer(mode="wrap")
+    def _one_run_as_before(self, handler: Any) -> dict[str, Any]:
+        """A one-run spec's JSON is the same as before ``shared_with`` / ``runners`` existed."""
+        data = handler(self)
+        if not data.get("shared_with"):
+            data.pop("shared_with", None)
+            if data.get("runners") == 1:
+                data.pop("runners", None)
+        return data
+
+    @property
+    def runs(self) -> list[str]:
+        """Every run of the spec, ``run`` first."""
+        return [self.run, *(r for r in self.shared_with if r != self.run)]
+
 
 def _expand(text: str) -> str:
     """``$VAR`` / ``${VAR}`` of the job's environment (a scheduler's node name, job id)."""
     return os.path.expandvars(text)
 
 
+class _Runner:
+    """One run of the spec on this node: its work directory and, once started, its runner."""
+
+    def __init__(self, run: str, work: Path) -> None:
+        self.run = run
+        self.work_dir = work
+        self.proc: Any = None
+        self.code: int | None = None  # the exit code once it ended (or the run ended without it)
+
+
 class NodeSupervisor:
-    """Runs :class:`NodeSpec` for one work directory (the run's, or shard ``K`` of ``N``'s)."""
+    """Runs :class:`NodeSpec` for its runs' work directories (each run's, or shard ``K`` of ``N``'s)."""
 
     def __init__(self, spec: NodeSpec, shard: tuple[int, int] | None = None, resume: bool = False,
                  keep_errors: bool = False) -> None:
@@ -139,14 +176,15 @@ class NodeSupervisor:
         self.resume = resume
         self.keep_errors = keep_errors
         self.output_dir = Path(_expand(spec.output_dir))
-        self.work_dir = work_dir(self.output_dir, spec.run, shard[0] if shard else None)
+        self.runs = [_Runner(run, work_dir(self.output_dir, run, shard[0] if shard else None)) for run in spec.runs]
+        self.work_dir = self.runs[0].work_dir  # the server's log is written here (copied to the others' at the end)
         self.cancelled = False
         self.time_limit = False
         self.fail_reason: str | None = None
         self.server: LocalServer | None = None
-        self.runner = None
+        self.server_stopped = False
         self.fields: dict[str, Any] = {
-            "run": spec.run, "shard": list(shard) if shard else None, "node": socket.gethostname(),
+            "shard": list(shard) if shard else None, "node": socket.gethostname(),
             **{field: os.environ.get(name) for field, name in spec.status_env.items()},
         }
 
@@ -155,17 +193,23 @@ class NodeSupervisor:
     def say(text: str) -> None:
         print(f"arena: {text}", flush=True)
 
-    def _status(self, state: str, **fields: Any) -> None:
-        update_status(self.work_dir, state, **self.fields, **fields)
+    def _status(self, runner: _Runner, state: str, **fields: Any) -> None:
+        update_status(runner.work_dir, state, run=runner.run, **self.fields, **fields)
 
     def _server_info(self) -> dict[str, Any] | None:
         server = self.spec.server
         if server is None:
             return None
         port = self.server.port if self.server is not None else server.port
-        extra = {k: v for k, v in self.fields.items() if k not in ("run", "shard", "node") and v is not None}
-        return {"task": server.task.name, "host": _expand(server.client_host), "port": port, "log": SERVER_LOG,
+        extra = {k: v for k, v in self.fields.items() if k not in ("shard", "node") and v is not None}
+        info = {"task": server.task.name, "host": _expand(server.client_host), "port": port, "log": SERVER_LOG,
                 **server.info, **extra}
+        if len(self.runs) > 1:
+            info["shared_by"] = [r.run for r in self.runs]
+        return info
+
+    def _live(self) -> list[_Runner]:
+        return [r for r in self.runs if r.proc is not None and r.code is None]
 
     # -- signals ---------------------------------------------------------------------------
     def _on_signal(self, signum: int, _frame: Any) -> None:
@@ -174,43 +218,62 @@ class NodeSupervisor:
             self.say(f"the time limit ({self.spec.time_limit or 'the scheduler'}) is near: stopping the run")
         else:
             self.cancelled = True
-        if self.runner is not None and self.runner.poll() is None:
+        for runner in self._live():
+            if runner.proc.poll() is not None:
+                continue
             if signum == signal.SIGUSR1:
-                signal_group(self.runner, signal.SIGUSR1)
+                signal_group(runner.proc, signal.SIGUSR1)
             elif self.spec.forward_term:
-                signal_group(self.runner, signal.SIGTERM)
+                signal_group(runner.proc, signal.SIGTERM)
 
     @property
     def stopping(self) -> bool:
         return self.cancelled or self.time_limit
 
-    # -- the run ---------------------------------------------------------------------------
+    # -- the runs --------------------------------------------------------------------------
     def run(self) -> int:
-        """Supervise the run to its end; return the exit code (see the module)."""
+        """Supervise the runs to their end; return the exit code (see the module)."""
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
             signal.signal(sig, self._on_signal)
-        self.work_dir.mkdir(parents=True, exist_ok=True)
+        for runner in self.runs:
+            runner.work_dir.mkdir(parents=True, exist_ok=True)
         try:
             if self.stopping:  # a signal the job script noted before arena started
-                return self._end(EXIT_FAILED, "before the runner started")
+                return self._end_unstarted("before the runner started")
             if self.spec.server is not None:
                 error = self._serve(self.spec.server)
                 if error is not None:  # a stop while it started is the stop's, not the server's
-                    return self._end(EXIT_FAILED, error, server_failed=not self.stopping)
-            if self.stopping:
-                return self._end(EXIT_FAILED, "before the runner started")
-            self.runner = spawn(self._runner_argv(), self.work_dir / RUNNER_LOG, self._runner_env())
-            if self.time_limit:  # the notice came while the runner was starting
-                signal_group(self.runner, signal.SIGUSR1)
-            while self.runner.poll() is None:
+                    return self._end_unstarted(error, server_failed=not self.stopping)
+            pending = list(self.runs)
+            while pending or self._live():
+                while pending and len(self._live()) < self.spec.runners and not self.stopping and self.fail_reason is None:
+                    self._start_runner(pending.pop(0))
+                for runner in self._live():
+                    if runner.proc.poll() is not None:
+                        code = runner.proc.returncode
+                        code = 128 - code if code < 0 else code
+                        halted = self.stopping or self.fail_reason is not None
+                        if len(self._live()) == 1 and (not pending or halted):  # the last runner: server first
+                            self._stop_server()
+                        self._end(runner, code, f"the runner exited with code {code} without finishing (see {RUNNER_LOG})")
+                if (self.stopping or self.fail_reason is not None) and pending and not self._live():
+                    break  # the runs not started yet end below, with why
                 self._watch_server()
-                time.sleep(self.spec.poll_s)
-            code = self.runner.returncode
-            code = 128 - code if code < 0 else code
-            return self._end(code, f"the runner exited with code {code} without finishing (see {RUNNER_LOG})")
+                if pending or self._live():
+                    time.sleep(self.spec.poll_s)
+            self._stop_server()
+            for runner in pending:
+                self._end(runner, EXIT_FAILED, "before the runner started")
+            return next((r.code for r in self.runs if r.code), 0) or 0
         finally:
-            if self.server is not None:
-                self.server.stop("the runner has ended")
+            self._stop_server()
+
+    def _start_runner(self, runner: _Runner) -> None:
+        runner.proc = spawn(self._runner_argv(runner.run), runner.work_dir / RUNNER_LOG, self._runner_env())
+        if len(self.runs) > 1:
+            self.say(f"run {runner.run}: runner started (pid {runner.proc.pid})")
+        if self.time_limit:  # the notice came while the runner was starting
+            signal_group(runner.proc, signal.SIGUSR1)
 
     def _serve(self, server: NodeServer) -> str | None:
         """Start (or wait for) the server until it is ready; the error when it never is."""
@@ -220,7 +283,8 @@ class NodeSupervisor:
             from arena.errors import ArenaError
             from arena.transport.probe import wait_until_ready
 
-            self._status("starting_server", server=self._server_info())
+            for runner in self.runs:
+                self._status(runner, "starting_server", server=self._server_info())
             timeout = server.task.startup_timeout_s
             try:
                 wait_until_ready(server.task.readiness, host, server.port, timeout, api_key=key)
@@ -236,8 +300,10 @@ class NodeSupervisor:
         )
         (self.work_dir / SERVER_LOG).write_text("")
         self.server.start()
-        self.say(f"starting policy server {server.task.name} on {host}:{self.server.port}")
-        self._status("starting_server", server=self._server_info())
+        users = f" for runs {', '.join(r.run for r in self.runs)}" if len(self.runs) > 1 else ""
+        self.say(f"starting policy server {server.task.name} on {host}:{self.server.port}{users}")
+        for runner in self.runs:
+            self._status(runner, "starting_server", server=self._server_info())
         port = self.server.port
         while self.server.poll() == "starting":
             if self.stopping:
@@ -245,7 +311,8 @@ class NodeSupervisor:
             if self.server.port != port:  # moved away from an impostor
                 port = self.server.port
                 self.say(f"starting policy server {server.task.name} again on port {port}")
-                self._status("starting_server", server=self._server_info())
+                for runner in self.runs:
+                    self._status(runner, "starting_server", server=self._server_info())
             time.sleep(0.2)
         if self.server.state != "ready":
             return self.server.error or f"policy server '{server.task.name}' did not start"
@@ -253,24 +320,39 @@ class NodeSupervisor:
         return None
 
     def _watch_server(self) -> None:
-        """While the runner works: restarts (``LocalServer.poll``); a server gone for good
-        stops the runner with why."""
-        if self.server is None or self.fail_reason is not None or self.stopping:
+        """While runners work: restarts (``LocalServer.poll``); a server gone for good stops
+        the runners with why (the runs not started yet end with it too)."""
+        if self.server is None or self.server_stopped or self.fail_reason is not None or self.stopping:
             return
         if self.server.poll() == "failed":
-            self._stop_runner(self.server.error or f"policy server '{self.server.task.name}' failed")
+            self._stop_runners(self.server.error or f"policy server '{self.server.task.name}' failed")
 
-    def _stop_runner(self, reason: str) -> None:
+    def _stop_runners(self, reason: str) -> None:
         self.fail_reason = reason
-        self.say(f"stopping the run: {reason}")
-        (self.work_dir / STOP_REASON_FILE).write_text(reason + "\n")
-        if self.runner is not None:
-            signal_group(self.runner, signal.SIGUSR1)
+        self.say(f"stopping the run{'s' if len(self.runs) > 1 else ''}: {reason}")
+        for runner in self.runs:
+            if runner.code is None:
+                (runner.work_dir / STOP_REASON_FILE).write_text(reason + "\n")
+        for runner in self._live():
+            signal_group(runner.proc, signal.SIGUSR1)
 
-    def _runner_argv(self) -> list[str]:
+    def _stop_server(self) -> None:
+        """Stop the server (once); its log into every other run's work directory."""
+        if self.server is None or self.server_stopped:
+            return
+        self.server_stopped = True
+        started = any(r.proc is not None for r in self.runs)
+        self.server.stop("the runner has ended" if started else "the run ended")
+        for runner in self.runs[1:]:
+            try:
+                shutil.copyfile(self.work_dir / SERVER_LOG, runner.work_dir / SERVER_LOG)
+            except OSError as exc:  # a full disk must not hide how the runs ended
+                self.say(f"cannot copy the server log to {runner.work_dir}: {exc.strerror or exc}")
+
+    def _runner_argv(self, run: str) -> list[str]:
         spec = self.spec
         invocation = RunOneInvocation(
-            _expand(spec.snapshot) if spec.snapshot else self.output_dir / EXPERIMENT_FILE, spec.run, self.output_dir,
+            _expand(spec.snapshot) if spec.snapshot else self.output_dir / EXPERIMENT_FILE, run, self.output_dir,
             shard=self.shard, queue=spec.queue, resume=self.resume, keep_errors=self.keep_errors,
             server_api_key_env=spec.server_api_key_env,
         )
@@ -291,10 +373,16 @@ class NodeSupervisor:
             env[SERVER_INFO_ENV] = json.dumps(info)
         return env
 
-    def _end(self, code: int, message: str, server_failed: bool = False) -> int:
-        """Stop the server; write the final state the runner did not; return ``code``."""
-        if self.server is not None:
-            self.server.stop("the runner has ended" if self.runner is not None else "the run ended")
+    def _end_unstarted(self, message: str, server_failed: bool = False) -> int:
+        """Every run ends before its runner started (a stop, the server never ready): ``EXIT_FAILED``."""
+        self._stop_server()
+        for runner in self.runs:
+            self._end(runner, EXIT_FAILED, message, server_failed=server_failed)
+        return EXIT_FAILED
+
+    def _end(self, runner: _Runner, code: int, message: str, server_failed: bool = False) -> int:
+        """Write the final state of ``runner``'s run that its runner did not; return ``code``."""
+        runner.code = code
         if self.fail_reason is not None:
             state, error = "failed", self.fail_reason
         elif server_failed:
@@ -307,14 +395,15 @@ class NodeSupervisor:
             state, error = "cancelled", "cancelled before the run finished"
         else:
             state, error = "failed", message
+        info = self._server_info()
         written = finish_after_runner(
-            self.output_dir, self.spec.run, state=state, error=error, shard=self.shard, server=self._server_info(),
-            runner_started=self.runner is not None, **{k: v for k, v in self.fields.items() if k not in ("run", "shard")},
+            self.output_dir, runner.run, state=state, error=error, shard=self.shard, server=info,
+            runner_started=runner.proc is not None, **{k: v for k, v in self.fields.items() if k != "shard"},
         )
         if written == "completed":
-            self.say(f"run {self.spec.run}: completed (every work item was recorded)")
+            self.say(f"run {runner.run}: completed (every work item was recorded)")
         elif written is not None:
-            self.say(f"run {self.spec.run}: {state}: {error}")
+            self.say(f"run {runner.run}: {state}: {error}")
         return code
 
 

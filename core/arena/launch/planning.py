@@ -7,6 +7,7 @@ For every run whose policy is remote, the factory a plugin registered for that p
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -72,6 +73,31 @@ def plan_servers(experiment: ResolvedExperiment, manager: PluginManager | None =
             raise ConfigError(f"invalid server override: {exc}", file=experiment.source, run=name, key="server") from None
         plans[name] = ServerPlan(run=name, task=task, external=False, host=host, port=task.port)
     return plans
+
+
+def share_key(run: str, task: ServerTask, client_key_env: str | None = None) -> str:
+    """Which server instance ``run`` uses: runs with the same key share one. Tasks that are
+    ``shareable`` share when they are the same task (:meth:`ServerTask.identity`) and their
+    clients present the same key (``client_key_env``, :class:`arena.launch.exposure.Exposure`);
+    any other task is the run's own. The one rule of every backend (local, Slurm, Ray)."""
+    return f"{task.identity()}|{client_key_env}" if task.shareable else f"{run}:{task.name}"
+
+
+def server_groups(runs: Iterable[str], servers: dict[str, ServerPlan],
+                  client_key_env: Callable[[str, ServerPlan], str | None] | None = None) -> list[list[str]]:
+    """``runs`` (in their order) grouped by the server they share (:func:`share_key`); a run
+    without a server arena starts (a local policy, ``external``) is a group of its own. Each
+    group is in the order of ``runs``; groups are in the order of their first run.
+    ``client_key_env(run, plan)``: the key its clients present, where the backend may expose it."""
+    groups: dict[str, list[str]] = {}
+    for run in runs:
+        plan = servers.get(run)
+        if plan is None or plan.task is None or plan.external:
+            groups[f"{run}:"] = [run]
+            continue
+        key = share_key(run, plan.task, client_key_env(run, plan) if client_key_env else None)
+        groups.setdefault(key, []).append(run)
+    return list(groups.values())
 
 
 def missing_image(experiment: ResolvedExperiment, run: str, task: ServerTask) -> ConfigError:

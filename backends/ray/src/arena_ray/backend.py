@@ -1,9 +1,13 @@
-"""The ``ray`` launch backend: each run as ``launch.ray.nodes`` Ray tasks running ``arena node``.
+"""The ``ray`` launch backend: each server group as ``launch.ray.nodes`` Ray tasks running ``arena node``.
 
-``submit`` writes each run's node spec to ``<output_dir>/ray/<run>.node.json``, loads the runs'
-episodes into the work queue (``work: queue``, :mod:`arena.launch.queueing`), connects to Ray
-(``address``: a loopback instance of its own for ``local``, else the cluster named) and
-submits one task per node share with the server task's resources; then it polls the tasks
+A server group is the runs that share one policy server (the same server task,
+:func:`arena.launch.planning.server_groups`, as the local backend decides); a run without a
+server arena starts is a group of its own. ``submit`` writes each group's node spec to
+``<output_dir>/ray/<first run>.node.json``, loads the runs' episodes into the work queue
+(``work: queue``, :mod:`arena.launch.queueing`), connects to Ray (``address``: a loopback
+instance of its own for ``local``, else the cluster named) and submits one task per (group,
+node) with the server task's resources: each task starts the server once and runs the
+group's runners beside it (:mod:`arena.launch.node`); then it polls the tasks
 (:meth:`LaunchBackend.wait`) until every one has ended. That is all it does: the node
 supervisor starts the server, runs the runner and writes the states, as on Slurm and OSMO.
 
@@ -42,7 +46,16 @@ from arena.outputs.records import LIVE_STATES, StatusWriter, read_json, write_js
 from arena.outputs.runstate import finish_after_runner, update_status
 
 from arena_ray.options import RayOptions
-from arena_ray.render import SPECS_DIR, arena_command, node_spec, rayjob_manifest, shard_words, task_resources
+from arena_ray.render import (
+    SPECS_DIR,
+    arena_command,
+    groups,
+    node_spec,
+    rayjob_manifest,
+    shard_words,
+    spec_file,
+    task_resources,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -57,8 +70,8 @@ PASSED_ENV = ("PYTHONPATH", "ARENA_VENVS", "ARENA_PLUGINS")
 
 
 class _Task:
-    def __init__(self, run: str, k: int, ref: Any, shard: tuple[int, int] | None) -> None:
-        self.run, self.k, self.ref, self.shard = run, k, ref, shard
+    def __init__(self, runs: list[str], k: int, ref: Any, shard: tuple[int, int] | None) -> None:
+        self.runs, self.k, self.ref, self.shard = runs, k, ref, shard
         self.code: int | None = None
         self.error: str | None = None
         self.done = False
@@ -112,32 +125,41 @@ class RayBackend(LaunchBackend):
                     )
 
     def plan(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan], output_dir: Path) -> str:
-        """What ``submit`` would do: per run, its Ray resources and the task's command (the
-        node spec it names is printed once), then the KubeRay ``RayJob`` manifest (YAML)."""
+        """What ``submit`` would do: per server group, its Ray resources and the task's command
+        (the node spec it names is printed once), the policy servers it starts, then the
+        KubeRay ``RayJob`` manifest (YAML)."""
         import yaml
+
+        from arena.launch.wording import count, run_names
 
         self.check(experiment, servers)
         o = self.options
-        lines = [f"# ray backend: address {o.address}; {o.nodes} task(s) per run (work: {o.work}); output {output_dir}"]
+        found = groups(experiment, servers)
+        lines = [f"# ray backend: address {o.address}; {o.nodes} task(s) per server group (work: {o.work}); "
+                 f"output {output_dir}"]
         first = None
-        for run in experiment.runs:
-            plan = servers.get(run)
-            resources = ", ".join(f"{k}={v}" for k, v in task_resources(plan, o).items())
-            argv = self._node_argv(output_dir, run, 0)
-            lines.append(f"# run {run}: {o.nodes} x ray.remote({resources}, max_retries=0)")
+        for group in found:
+            plan = servers.get(group[0])
+            resources = ", ".join(f"{k}={v}" for k, v in task_resources(plan, o, len(group)).items())
+            argv = self._node_argv(output_dir, group, 0)
+            what = f"run {group[0]}" if len(group) == 1 else f"server group of {run_names(group)}"
+            lines.append(f"# {what}: {o.nodes} x ray.remote({resources}, max_retries=0)")
             lines.append("#   " + " ".join(argv) + (f"  (K = 0..{o.nodes - 1})" if o.nodes > 1 else ""))
-            first = first or (run, plan)
+            first = first or (group, plan)
         if first is not None:
-            spec = node_spec(first[0], first[1], o, output_dir)
+            spec = node_spec(first[0][0], first[1], o, output_dir, first[0][1:])
             server = spec.server.command if spec.server is not None else "none (a local policy or an external server)"
-            lines.append(f"# each task's arena node ({SPECS_DIR}/RUN.node.json) starts the server on its node: {server}")
+            lines.append(f"# each task's arena node ({SPECS_DIR}/RUN.node.json) starts the server once on its node: {server}")
+        started = sum(o.nodes for g in found if _starts_server(servers.get(g[0])))
+        lines.append(f"# policy servers started: {started} ({o.nodes} per server group; "
+                     f"{count(len(experiment.runs), 'run')} in {count(len(found), 'group')})")
         lines.append("# the same on Kubernetes: a KubeRay RayJob (not validated against the CRD here: none of the "
                      "installed packages ships its schema)")
         lines.append(yaml.safe_dump(rayjob_manifest(experiment, servers, o, output_dir), sort_keys=False).rstrip())
         return "\n".join(lines)
 
-    def _node_argv(self, output_dir: Path, run: str, k: int, resume: Resume | None = None) -> list[str]:
-        spec = Path(output_dir) / SPECS_DIR / f"{run}.node.json"
+    def _node_argv(self, output_dir: Path, group: list[str], k: int, resume: Resume | None = None) -> list[str]:
+        spec = Path(output_dir) / SPECS_DIR / spec_file(group)
         flags = ["--resume", *(["--keep-errors"] if resume.keep_errors else [])] if resume is not None else []
         return [*arena_command(self.options), "node", str(spec), *shard_words(k, self.options), *flags]
 
@@ -162,8 +184,10 @@ class RayBackend(LaunchBackend):
         o = self.options
         specs = output_dir / SPECS_DIR
         specs.mkdir(parents=True, exist_ok=True)
-        for run in experiment.runs:
-            (specs / f"{run}.node.json").write_text(node_spec(run, servers.get(run), o, output_dir).model_dump_json(indent=2))
+        found = groups(experiment, servers)
+        for group in found:
+            spec = node_spec(group[0], servers.get(group[0]), o, output_dir, group[1:])
+            (specs / spec_file(group)).write_text(spec.model_dump_json(indent=2))
         if o.work == "queue":
             from arena.launch.queueing import load_runs
 
@@ -178,22 +202,27 @@ class RayBackend(LaunchBackend):
             remote = ray.remote(_run_node_task)
             env = {name: os.environ[name] for name in PASSED_ENV if name in os.environ}
             env["ARENA_QUEUE_LEASE_S"] = f"{o.lease_s:g}"
-            for run in experiment.runs:
+            for group in found:
                 for k in range(o.nodes):
                     shard = (k, o.nodes) if o.nodes > 1 else None
-                    if resume is not None and o.work == "static" and shard and not resume.shard_has_work(run, k, o.nodes):
+                    if (resume is not None and o.work == "static" and shard
+                            and not any(resume.shard_has_work(run, k, o.nodes) for run in group)):
                         continue
-                    update_status(work_dir(output_dir, run, k if shard else None), "pending",
-                                  **({"shard": list(shard)} if shard else {}))
-                    log = work_dir(output_dir, run, k if shard else None) / "node.log"
+                    for run in group:
+                        update_status(work_dir(output_dir, run, k if shard else None), "pending",
+                                      **({"shard": list(shard)} if shard else {}))
+                    log = work_dir(output_dir, group[0], k if shard else None) / "node.log"
                     ref = remote.options(
-                        name=f"arena-node:{run}:{k}", max_retries=0, **task_resources(servers.get(run), o),
-                    ).remote(self._node_argv(output_dir, run, k, resume), str(log), env, o.cancel_grace_s)
-                    self._tasks.append(_Task(run, k, ref, shard))
-                    submission.ids.setdefault(run, {})[str(k)] = ref.task_id().hex()
+                        name=f"arena-node:{group[0]}:{k}", max_retries=0,
+                        **task_resources(servers.get(group[0]), o, len(group)),
+                    ).remote(self._node_argv(output_dir, group, k, resume), str(log), env, o.cancel_grace_s)
+                    self._tasks.append(_Task(group, k, ref, shard))
+                    for run in group:
+                        submission.ids.setdefault(run, {})[str(k)] = ref.task_id().hex()
             submission.save()
             if console is not None:
-                console.print(f"submitted {len(self._tasks)} Ray task(s) for {len(experiment.runs)} run(s)", highlight=False)
+                console.print(f"submitted {len(self._tasks)} Ray task(s) for {len(experiment.runs)} run(s) "
+                              f"({len(found)} server group(s))", highlight=False)
             try:
                 self.wait(submission, console)
             except KeyboardInterrupt:
@@ -264,7 +293,8 @@ class RayBackend(LaunchBackend):
                     failed_now = True
                 where = f" task {task.k}" if task.shard else ""
                 what = f"exit {task.code}" if task.error is None else task.error
-                notes.append(escape(f"run {task.run}{where}: {what}"))
+                runs = f"run {task.runs[0]}" if len(task.runs) == 1 else f"runs {', '.join(task.runs)}"
+                notes.append(escape(f"{runs}{where}: {what}"))
         lost = self._head_lost(failed_now)
         if lost is not None:  # nothing more will come from the cluster: every task ends with why
             for task in self._tasks:
@@ -322,15 +352,15 @@ class RayBackend(LaunchBackend):
         # A lost node's runners are stopped by their keeper once their Ray worker is gone, and
         # record themselves cancelled as they stop: wait for that (at most cancel_grace_s) so
         # the failure written below is the last word.
-        lost = [work_dir(output_dir, t.run, t.k if t.shard else None) for t in self._tasks
-                if t.error is not None and t.error != "cancelled"]
+        lost = [work_dir(output_dir, run, t.k if t.shard else None) for t in self._tasks
+                if t.error is not None and t.error != "cancelled" for run in t.runs]
         deadline = time.monotonic() + self.options.cancel_grace_s
         while lost and time.monotonic() < deadline and any(_runner_may_live(d) for d in lost):
             time.sleep(0.2)
         for run in experiment.runs:
             if complete_recorded_run(output_dir, run) is not None:
                 continue
-            for task in (t for t in self._tasks if t.run == run):
+            for task in (t for t in self._tasks if run in t.runs):
                 cancelled = task.error == "cancelled"
                 reason = task.error or f"arena node exited with code {task.code} without finishing (see {RUNNER_LOG})"
                 fields = {"shard": list(task.shard)} if task.shard else {}
@@ -396,6 +426,11 @@ def _failed_not_cancelled(directory: Path, reason: str) -> None:
     fields = {k: v for k, v in (status if isinstance(status, dict) else {}).items() if k not in ("state", "error")}
     StatusWriter(directory / STATUS_FILE, **fields).write(state="failed", error=reason)
     write_json_atomic(directory / RUN_RESULT_FILE, {**result, "state": "failed", "error": reason})
+
+
+def _starts_server(plan: ServerPlan | None) -> bool:
+    """Whether the tasks of a group with ``plan`` start a policy server."""
+    return plan is not None and plan.task is not None and not plan.external
 
 
 def _run_node_task(argv: list[str], log_path: str, env: dict[str, str], grace_s: float) -> dict:

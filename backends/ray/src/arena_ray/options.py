@@ -17,8 +17,14 @@ class RayOptions(BackendOptions):
         "client connection (needs ray[client]); HOST:PORT: a head's GCS address",
     )
     nodes: int = Field(
-        1, ge=1, description="`arena node` tasks per run, each placed by Ray; with work: queue they share the run's "
-        "episodes (a lost node's episodes go to the others), with work: static each runs shard K of nodes",
+        1, ge=1, description="`arena node` tasks per server group (the runs sharing one server task; a run without "
+        "a server is a group of its own), each placed by Ray and starting the server once on its node; with work: "
+        "queue they share the runs' episodes (a lost node's episodes go to the others), with work: static each runs "
+        "shard K of nodes",
+    )
+    runners: int = Field(
+        1, ge=1, description="runners of a group's runs at the same time in one task, beside its one server (each "
+        "takes runner_cpus)",
     )
     work: Literal["queue", "static"] = Field(
         "queue", description="queue: runners claim episodes from OUTPUT_DIR/queue.sqlite (the output folder must be on "

@@ -1,12 +1,15 @@
 """What the Ray backend submits: each run's node spec, its Ray resources, and the KubeRay
 ``RayJob`` an equivalent Kubernetes submission would be.
 
-A run with a policy server arena starts becomes ``launch.ray.nodes`` tasks, each one
-``arena node SPEC --shard K/N`` (:mod:`arena.launch.node`: it starts the server on its node,
-bound to loopback, and runs ``arena run-one`` beside it); the task asks Ray for the server
-task's resources (``resources.gpu`` -> ``num_gpus``, ``resources.memory`` GiB -> ``memory``
-bytes, ``resources.cpu`` plus ``launch.ray.runner_cpus`` -> ``num_cpus``), so Ray places it
-on a node that has them.
+The runs that share a policy server (the same server task:
+:func:`arena.launch.planning.server_groups`, the local backend's rule) form a group; each group
+becomes ``launch.ray.nodes`` tasks, each one ``arena node SPEC --shard K/N``
+(:mod:`arena.launch.node`: it starts the server once on its node, bound to loopback, and runs
+the group's ``arena run-one`` runners beside it, ``launch.ray.runners`` at a time). A run
+without a server arena starts is a group of its own. The task asks Ray for the server task's
+resources (``resources.gpu`` -> ``num_gpus``, ``resources.memory`` GiB -> ``memory`` bytes,
+``resources.cpu`` plus ``launch.ray.runner_cpus`` per runner -> ``num_cpus``), so Ray places it
+on a node that has them: a node hosts as many servers as its GPUs hold (its GPUs // the task's).
 """
 
 from __future__ import annotations
@@ -35,10 +38,23 @@ def arena_command(options: RayOptions) -> list[str]:
     return list(options.arena) if options.arena else [sys.executable, "-m", "arena"]
 
 
-def node_spec(run: str, plan: ServerPlan | None, options: RayOptions, output_dir: Path) -> NodeSpec:
-    """The :class:`~arena.launch.node.NodeSpec` of every task of ``run``: its server (the
-    task's ``local_command``, on a free loopback port of the node) and the runner with
-    ``--queue`` (``work: queue``)."""
+def groups(experiment: ResolvedExperiment, servers: dict[str, ServerPlan]) -> list[list[str]]:
+    """The runs of ``experiment`` grouped by the server they share (loopback servers: no key)."""
+    from arena.launch.planning import server_groups
+
+    return server_groups(experiment.runs, servers)
+
+
+def spec_file(group: list[str]) -> str:
+    """The node spec's file name of a group (in :data:`SPECS_DIR`), named by its first run."""
+    return f"{group[0]}.node.json"
+
+
+def node_spec(run: str, plan: ServerPlan | None, options: RayOptions, output_dir: Path,
+              shared_with: list[str] | None = None) -> NodeSpec:
+    """The :class:`~arena.launch.node.NodeSpec` of every task of ``run``'s group (``run`` and
+    ``shared_with``): its server (the task's ``local_command``, on a free loopback port of the
+    node) and the runners with ``--queue`` (``work: queue``)."""
     server = None
     task = plan.task if plan is not None else None
     if task is not None and not (plan is not None and plan.external):
@@ -51,14 +67,16 @@ def node_spec(run: str, plan: ServerPlan | None, options: RayOptions, output_dir
     return NodeSpec(
         output_dir=str(output_dir), run=run, snapshot=str(Path(output_dir) / EXPERIMENT_FILE),
         arena=arena_command(options), server=server, queue=options.work == "queue",
+        shared_with=list(shared_with or []), runners=min(options.runners, 1 + len(shared_with or [])),
     )
 
 
-def task_resources(plan: ServerPlan | None, options: RayOptions) -> dict[str, Any]:
-    """The Ray resources of one task of the run: ``num_cpus``, ``num_gpus`` and, when the
-    server task declares host memory, ``memory`` (bytes)."""
+def task_resources(plan: ServerPlan | None, options: RayOptions, runs: int = 1) -> dict[str, Any]:
+    """The Ray resources of one task of a group of ``runs`` runs: ``num_cpus`` (the server's
+    and one ``runner_cpus`` per runner at once), ``num_gpus`` and, when the server task
+    declares host memory, ``memory`` (bytes)."""
     task = plan.task if plan is not None and not plan.external else None
-    cpus = options.runner_cpus + (task.resources.cpu if task is not None else 0)
+    cpus = options.runner_cpus * min(options.runners, max(1, runs)) + (task.resources.cpu if task is not None else 0)
     out: dict[str, Any] = {"num_cpus": cpus, "num_gpus": task.gpu_count if task is not None else 0}
     if task is not None and task.resources.memory:
         out["memory"] = int(task.resources.memory * _GIB)
@@ -77,7 +95,8 @@ def rayjob_manifest(experiment: ResolvedExperiment, servers: dict[str, ServerPla
     (the job's own cluster), its worker group as many pods as the most tasks running at once,
     each with the largest task's resources. Mount the output directory at the same path in
     every pod (a shared volume) and use an image that has arena installed."""
-    per_task = [task_resources(servers.get(run), options) for run in experiment.runs] or [task_resources(None, options)]
+    found = groups(experiment, servers)
+    per_task = [task_resources(servers.get(g[0]), options, len(g)) for g in found] or [task_resources(None, options)]
     cpus = max(r["num_cpus"] for r in per_task)
     gpus = max(r["num_gpus"] for r in per_task)
     memory = max((r.get("memory", 0) for r in per_task), default=0)
@@ -107,7 +126,7 @@ def rayjob_manifest(experiment: ResolvedExperiment, servers: dict[str, ServerPla
                     "groupName": "arena-nodes",
                     "replicas": options.nodes,
                     "minReplicas": 1,
-                    "maxReplicas": options.nodes * max(1, len(experiment.runs)),
+                    "maxReplicas": options.nodes * max(1, len(found)),
                     "rayStartParams": {},
                     "template": {"spec": {"containers": [container]}},
                 }],

@@ -1,5 +1,11 @@
-"""The ``slurm`` launch backend: one sbatch job per run (a job array for a sharded run) and a
-final aggregation job.
+"""The ``slurm`` launch backend: one sbatch job per server group (a job array for sharded runs)
+and a final aggregation job.
+
+A server group is the runs that share one policy server (the same server task, as the local
+backend decides: :func:`arena_slurm.render.groups`); a run without a server arena starts is a
+group of its own. A group's job starts the server once per node (array element) and runs the
+runner of each of its runs beside it, one after the other; each run keeps its own work
+directory, states and job id entry (the group's job) in ``submission.json``.
 
 ``submit`` writes the scripts to ``<output_dir>/slurm/``, submits each with ``sbatch
 --parsable``, then ``collect.sbatch`` with ``--dependency=afterany:<every run job>``, records
@@ -33,6 +39,7 @@ from arena.outputs.records import FINAL_STATES, StatusWriter, read_json, write_r
 from arena_slurm import jobstate, scheduler
 from arena_slurm.options import SlurmOptions
 from arena_slurm.render import (
+    groups,
     node_spec_file,
     render_collect_script,
     render_node_spec,
@@ -141,8 +148,9 @@ class SlurmBackend(LaunchBackend):
                 )
 
     def scripts(self, experiment: ResolvedExperiment, servers: dict[str, ServerPlan], output_dir: Path) -> dict[str, str]:
-        """``{file name: text}``: per run its ``<run>.sbatch`` and the spec its node supervisor
-        runs (``<run>.node.json``, :mod:`arena.launch.node`), and ``collect.sbatch``."""
+        """``{file name: text}``: per server group (named by its first run) its ``<run>.sbatch``
+        and the spec its node supervisor runs (``<run>.node.json``, :mod:`arena.launch.node`),
+        and ``collect.sbatch``."""
         output_dir = Path(output_dir).absolute()
         if any(ch.isspace() for ch in str(output_dir)):
             raise ConfigError(f"the output directory {output_dir} contains whitespace, which #SBATCH --output cannot hold")
@@ -152,9 +160,10 @@ class SlurmBackend(LaunchBackend):
                 "%x: its name, ...): choose a directory without '%'"
             )
         texts = {}
-        for run in experiment.runs:
-            texts[f"{run}.sbatch"] = render_run_script(experiment, run, servers.get(run), self.options, output_dir)
-            texts[node_spec_file(run)] = render_node_spec(experiment, run, servers.get(run), self.options, output_dir)
+        for group in groups(experiment, servers, self.options):
+            run, plan, others = group[0], servers.get(group[0]), group[1:]
+            texts[f"{run}.sbatch"] = render_run_script(experiment, run, plan, self.options, output_dir, others)
+            texts[node_spec_file(run)] = render_node_spec(experiment, run, plan, self.options, output_dir, others)
         texts["collect.sbatch"] = render_collect_script(experiment, self.options, output_dir)
         return texts
 
@@ -175,19 +184,28 @@ class SlurmBackend(LaunchBackend):
         where = Path(tempfile.mkdtemp(prefix=f"arena-dry-run-{experiment.name}-slurm-"))
         for name, text in scripts.items():
             (where / name).write_text(text)
+        from arena.launch.wording import run_names
+
+        found = groups(experiment, servers, self.options)
         lines = [
-            f"# slurm: {len(experiment.runs)} run job(s) and an aggregation job, not submitted; the scripts are in {where}/",
+            f"# slurm: {len(found)} run job(s) for {len(experiment.runs)} run(s) and an aggregation job, not submitted; "
+            f"the scripts are in {where}/",
         ]
         width = max(len(name) for name in scripts)
-        for run in experiment.runs:
-            context = run_context(experiment, run, servers.get(run), self.options, Path(output_dir).absolute())
+        for group in found:
+            run = group[0]
+            context = run_context(experiment, run, servers.get(run), self.options, Path(output_dir).absolute(), group[1:])
             request = " | ".join(" ".join(_request(c)) for c in context["components"])
             array = f" --array={context['array']}" if context["array"] else ""
-            lines.append(f"  {where / (run + '.sbatch')!s:<{len(str(where)) + width + 1}}  {context['layout_note']}: {request}{array}")
+            shared = f"; one server for {run_names(group)}" if len(group) > 1 else ""
+            lines.append(f"  {where / (run + '.sbatch')!s:<{len(str(where)) + width + 1}}  {context['layout_note']}: {request}{array}{shared}")
         lines.append(f"  {where / 'collect.sbatch'!s:<{len(str(where)) + width + 1}}  arena collect {output_dir}, after every run job ends")
-        for run in experiment.runs:
-            name = node_spec_file(run)
-            lines.append(f"  {where / name!s:<{len(str(where)) + width + 1}}  what run {run}'s `arena node` supervises")
+        for group in found:
+            name = node_spec_file(group[0])
+            whose = f"run {group[0]}'s" if len(group) == 1 else f"the {len(group)} runs' ({group[0]} … {group[-1]})"
+            lines.append(f"  {where / name!s:<{len(str(where)) + width + 1}}  what {whose} `arena node` supervises")
+        started = sum(self.options.shards_of(g[0]) for g in found if _starts_server(servers.get(g[0])))
+        lines.append(f"# policy servers started: {started} (one per job, or per array element of a sharded job)")
         lines.append(f"  (read one: less {where / next(iter(experiment.runs))}.sbatch)")
         if self.options.runner_image:
             from arena.launch import runner_image
@@ -234,6 +252,7 @@ class SlurmBackend(LaunchBackend):
             from arena.launch.queueing import load_runs
 
             load_runs(output_dir, experiment, list(experiment.runs), resume)
+        found = groups(experiment, servers, self.options)
         if resume is None:
             submission = Submission(
                 backend=self.name,
@@ -248,16 +267,18 @@ class SlurmBackend(LaunchBackend):
         script_args = resume.run_one_flags() if resume is not None else []
         done: list[str] = []
         new_jobs: list[str] = []
-        for run in experiment.runs:
+        for group in found:
+            run = group[0]  # the job's name, script and comment are its first run's
             n = shards[run]
             # with the queue every job may claim any episode left: a resume submits them all
-            todo = [k for k in range(n) if resume is None or n == 1 or queue or resume.shard_has_work(run, k, n)]
-            for k in todo:  # "pending" first: the job may start before sbatch returns
-                work_dir = work_directory(output_dir, run, None if n == 1 else k)
-                StatusWriter(work_dir / STATUS_FILE, run=run, shard=None if n == 1 else [k, n], pid=None).write(
-                    state="pending", error=None
-                )
-                (work_dir / RUN_RESULT_FILE).unlink(missing_ok=True)  # an earlier attempt's final result
+            todo = [k for k in range(n) if resume is None or n == 1 or queue or any(resume.shard_has_work(r, k, n) for r in group)]
+            for member in group:
+                for k in todo:  # "pending" first: the job may start before sbatch returns
+                    work_dir = work_directory(output_dir, member, None if n == 1 else k)
+                    StatusWriter(work_dir / STATUS_FILE, run=member, shard=None if n == 1 else [k, n], pid=None).write(
+                        state="pending", error=None
+                    )
+                    (work_dir / RUN_RESULT_FILE).unlink(missing_ok=True)  # an earlier attempt's final result
             array = []
             if n > 1 and len(todo) < n:  # resume: only the shards with work left (overrides #SBATCH --array)
                 limit = f"%{self.options.array_parallelism}" if self.options.array_parallelism else ""
@@ -265,23 +286,31 @@ class SlurmBackend(LaunchBackend):
             # Noted before sbatch: if arena dies while sbatch runs, later commands find the job by
             # its comment (_adopt_submitted) instead of losing it.
             token = submission.extra.setdefault("token", secrets.token_hex(8))
-            submission.extra.setdefault("submitting", {})[run] = todo
+            for member in group:
+                submission.extra.setdefault("submitting", {})[member] = todo
+                if len(group) > 1:  # found by its group's comment (_adopt_submitted)
+                    submission.extra.setdefault("job_of", {})[member] = run
             submission.save()
             try:
                 job = scheduler.sbatch(
                     script_dir / f"{run}.sbatch", *array, f"--comment={_comment(token, run)}", script_args=script_args
                 )
             except LaunchError as exc:  # recorded failed (not pending forever), then said
-                submission.extra["submitting"].pop(run, None)
+                for member in group:
+                    submission.extra["submitting"].pop(member, None)
                 error = jobstate.refusal(run, str(exc))
-                _record_refused(submission, run, todo, n, error)
+                for member in group:
+                    _record_refused(submission, member, todo, n, error)
                 raise LaunchError(f"{error}{_already_submitted(submission, done, output_dir)}") from None
-            submission.extra.get("refused", {}).pop(run, None)  # a resume submitted it after all
-            _record_job(submission, run, n, todo, job)
+            for member in group:
+                submission.extra.get("refused", {}).pop(member, None)  # a resume submitted it after all
+                _record_job(submission, member, n, todo, job)
             done.append(run)
             new_jobs.append(job)
             what = f" (array of {n} shards)" if n > 1 and len(todo) == n else f" (shards {', '.join(map(str, todo))} of {n})" if n > 1 else ""
-            _say(console, f"run [bold]{escape(run)}[/]: " + escape(f"Slurm job {job}{what}" + (" resuming" if resume is not None else "")))
+            shared = f", one policy server for {', '.join(group)}" if len(group) > 1 else ""
+            who = f"run [bold]{escape(run)}[/]" if len(group) == 1 else f"runs [bold]{escape(', '.join(group))}[/]"
+            _say(console, f"{who}: " + escape(f"Slurm job {job}{what}{shared}" + (" resuming" if resume is not None else "")))
         collect = scheduler.sbatch(
             script_dir / "collect.sbatch",
             f"--dependency=afterany:{':'.join(sorted(new_jobs, key=int))}",
@@ -378,6 +407,11 @@ class SlurmBackend(LaunchBackend):
         return Path(submission.output_dir)
 
 
+def _starts_server(plan: ServerPlan | None) -> bool:
+    """Whether the job of a group with ``plan`` starts a policy server."""
+    return plan is not None and plan.task is not None and not plan.external
+
+
 def _resumed(submission: Submission, shards: dict[str, int]) -> Submission:
     """The earlier submission, ready to take the resumed jobs: a cancel request of the earlier
     attempt moves into ``resumes`` (it must not make the new jobs count as cancelled)."""
@@ -420,10 +454,11 @@ def _adopt_submitted(submission: Submission) -> None:
     token = submission.extra.get("token")
     if not pending or not token:
         return
-    found = scheduler.jobs_by_comment({_comment(token, run) for run in pending})
+    job_of = submission.extra.get("job_of", {})  # a run of a server group: its group's job (named by its first run)
+    found = scheduler.jobs_by_comment({_comment(token, job_of.get(run, run)) for run in pending})
     shards = submission.extra.get("shards", {})
     for run, todo in pending.items():
-        job = found.get(_comment(token, run))
+        job = found.get(_comment(token, job_of.get(run, run)))
         if job is not None:
             _record_job(submission, run, int(shards.get(run, 1)), list(todo), job)
 

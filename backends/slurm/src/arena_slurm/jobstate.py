@@ -113,22 +113,25 @@ class Piece:
     shard: int | None
     shards: int
     job: str
+    #: the first run of the server group whose job this is (its folder holds the job's log); None: this run's own
+    lead: str | None = None
 
     def work_dir(self, output_dir: Path) -> Path:
         return layout.work_dir(output_dir, self.run, self.shard)
 
     def log_name(self) -> str:
-        return f"slurm-{self.job}.log"
+        return f"slurm-{self.job}.log" + (f" in run {self.lead}'s folder" if self.lead and self.lead != self.run else "")
 
 
 def pieces(submission: Submission) -> list[Piece]:
     """Every job of the submission, in run order, shards in index order."""
     shards: dict[str, int] = submission.extra.get("shards", {})
+    job_of: dict[str, str] = submission.extra.get("job_of", {})  # a server group's runs share its first run's job
     found = []
     for run, ids in submission.ids.items():
         n = int(shards.get(run, 1))
         for key in sorted(ids, key=int):
-            found.append(Piece(run=run, shard=int(key) if n > 1 else None, shards=n, job=ids[key]))
+            found.append(Piece(run=run, shard=int(key) if n > 1 else None, shards=n, job=ids[key], lead=job_of.get(run)))
     return found
 
 

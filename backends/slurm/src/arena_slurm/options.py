@@ -64,7 +64,10 @@ class SlurmOptions(BackendOptions):
     )
     account: str | None = Field(None, description="sbatch --account")
     qos: str | None = Field(None, description="sbatch --qos")
-    time: str | None = Field(None, description="time limit of each run job: minutes, H:M:S or D-H:M:S")
+    time: str | None = Field(
+        None, description="time limit of each run job: minutes, H:M:S or D-H:M:S; a job runs every run of its server "
+        "group one after the other, so the limit covers them all (or split them with shards)",
+    )
     time_signal_s: int = Field(
         90, ge=10, le=65535,
         description="seconds before a job's time limit Slurm signals it (--signal=B:USR1@N) so the run stops and "

@@ -9,7 +9,11 @@ probes it, checks that the socket on the port is the step's, runs the runner ste
 arena run-one``, and writes every state. A sharded run is a job array whose element K runs
 shard K/N with its own server: with ``work: queue`` (the default) every element's runner
 claims the run's episodes from ``OUTPUT_DIR/queue.sqlite``, with ``work: static`` element K
-runs the episodes ``i % N == K``. ``collect.sbatch.j2`` is the final aggregation job.
+runs the episodes ``i % N == K``. Runs that share a policy server (the same server task,
+:func:`arena.launch.planning.server_groups`, the local backend's rule; and the same number of
+shards) are one job, named by its first run (:func:`groups`): its supervisor starts the server
+once per node (array element) and runs the runner step of each of those runs in turn, each run's
+states in its own work directory. ``collect.sbatch.j2`` is the final aggregation job.
 
 Faults the job handles (the supervisor does): Slurm signals the batch shell, which is the
 supervisor after its ``exec``, ``time_signal_s`` before the time limit
@@ -88,6 +92,25 @@ ARENA_MISSING_FIX = (
 )
 #: The ARENA_SLURM_JOB variable the script exports: the job (or array element) id for status.json.
 JOB_ENV = "ARENA_SLURM_JOB"
+
+
+def groups(experiment: ResolvedExperiment, servers: dict[str, ServerPlan], options: SlurmOptions) -> list[list[str]]:
+    """The jobs of a submission, as the runs each one runs: the runs sharing a server
+    (:func:`arena.launch.planning.server_groups`, with who can reach it) that have the same
+    number of shards; a run without a server arena starts is a job of its own."""
+    from arena.launch.planning import server_groups
+
+    def key_env(run: str, plan: ServerPlan) -> str | None:
+        exposure = server_exposure(experiment, run, plan, options)
+        return exposure.client_key_env if exposure is not None else None
+
+    found: list[list[str]] = []
+    for group in server_groups(experiment.runs, servers, key_env):
+        by_shards: dict[int, list[str]] = {}
+        for run in group:
+            by_shards.setdefault(options.shards_of(run), []).append(run)
+        found += by_shards.values()
+    return found
 
 
 def node_spec_file(run: str) -> str:
@@ -252,9 +275,12 @@ def run_context(
     plan: ServerPlan | None,
     options: SlurmOptions,
     output_dir: Path,
+    shared_with: list[str] | None = None,
 ) -> dict[str, Any]:
-    """The template values of one run's job (see ``templates/run.sbatch.j2``)."""
+    """The template values of one run's job (see ``templates/run.sbatch.j2``); ``shared_with``:
+    the other runs of its server group, whose runners the job runs after ``run_name``'s."""
     run = experiment.runs[run_name]
+    others = [r for r in shared_with or [] if r != run_name]
     shards = options.shards_of(run_name)
     task = plan.task if plan is not None and not plan.external else None
     hetjob = options.layout == "hetjob" and task is not None
@@ -263,7 +289,8 @@ def run_context(
     generated = exposure is not None and exposure.key == "generated"
 
     runner_mounts = [*options.container_mounts, f"{out}:{out}"]
-    runner_env = [*run.runner_secrets(), TIME_LIMIT_ENV]
+    runner_env = [*run.runner_secrets(), *(s for other in others for s in experiment.runs[other].runner_secrets()),
+                  TIME_LIMIT_ENV]
     if task is not None:  # where the supervisor says the server is (and what it is)
         runner_env += [SERVER_HOST_ENV, SERVER_PORT_ENV, SERVER_INFO_ENV, SERVER_TASK_ENV]
     if generated:
@@ -359,6 +386,7 @@ def run_context(
     return {
         "experiment": experiment.name,
         "run": run_name,
+        "runs": [run_name, *others],
         "output_dir": out,
         "job_name": job_name(options, experiment.name, run_name),
         "log_path": f"{out}/{run_name}/{log_name}",
@@ -392,9 +420,11 @@ def render_run_script(
     plan: ServerPlan | None,
     options: SlurmOptions,
     output_dir: Path,
+    shared_with: list[str] | None = None,
 ) -> str:
-    """The sbatch script of run ``run_name`` (a job array when it has more than one shard)."""
-    context = run_context(experiment, run_name, plan, options, output_dir)
+    """The sbatch script of run ``run_name`` and the runs ``shared_with`` it (a job array when
+    they have more than one shard)."""
+    context = run_context(experiment, run_name, plan, options, output_dir, shared_with)
     return _tidy(_environment().get_template("run.sbatch.j2").render(**context))
 
 
@@ -404,10 +434,12 @@ def node_spec(
     plan: ServerPlan | None,
     options: SlurmOptions,
     output_dir: Path,
+    shared_with: list[str] | None = None,
 ) -> NodeSpec:
     """What the job's ``arena node`` runs (:class:`arena.launch.node.NodeSpec`): the runner step's
-    ``srun`` line, and the server step's with how to signal it and mark its tasks."""
-    context = run_context(experiment, run_name, plan, options, output_dir)
+    ``srun`` line (once per run of the group, one after the other), and the server step's with
+    how to signal it and mark its tasks."""
+    context = run_context(experiment, run_name, plan, options, output_dir, shared_with)
     server = None
     info = context["server"]
     if info is not None:
@@ -429,6 +461,7 @@ def node_spec(
     return NodeSpec(
         output_dir=context["output_dir"],
         run=run_name,
+        shared_with=context["runs"][1:],
         snapshot=f"{context['output_dir']}/{EXPERIMENT_FILE}",
         arena=shlex.split(options.arena),
         launcher=f"srun {' '.join(context['runner']['srun_flags'])}",
@@ -447,9 +480,10 @@ def render_node_spec(
     plan: ServerPlan | None,
     options: SlurmOptions,
     output_dir: Path,
+    shared_with: list[str] | None = None,
 ) -> str:
     """:func:`node_spec` as the JSON file the job script names (``slurm/<run>.node.json``)."""
-    return node_spec(experiment, run_name, plan, options, output_dir).model_dump_json(indent=2) + "\n"
+    return node_spec(experiment, run_name, plan, options, output_dir, shared_with).model_dump_json(indent=2) + "\n"
 
 
 def render_collect_script(experiment: ResolvedExperiment, options: SlurmOptions, output_dir: Path) -> str:
