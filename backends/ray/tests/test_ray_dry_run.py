@@ -62,3 +62,23 @@ def test_dry_run_submits_one_task_per_server_group_and_node_and_counts_the_serve
     assert "# policy servers started: 2 (2 per server group; 4 runs in 2 groups)" in text
     manifest = yaml.safe_load(text[text.index("apiVersion: ray.io/v1"):])
     assert manifest["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["maxReplicas"] == 4  # 2 groups x 2 nodes
+
+
+def test_dry_run_and_node_spec_say_what_the_server_really_binds(tmp_path):
+    # openpi's serve_policy.py takes no address: it binds 0.0.0.0 whatever arena asks, so the
+    # dry run says it is exposed and the node spec records it (the run's provenance reads it)
+    from arena.config import load_experiment
+    from arena.launch.planning import plan_servers
+    from arena_ray.options import RayOptions
+    from arena_ray.render import node_spec
+
+    result = CliRunner().invoke(app, ["run", str(ROOT / "examples" / "libero_pi05.yaml"), "--backend", "ray", "--dry-run",
+                                      "--output-dir", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert "binds 0.0.0.0: EXPOSED to the network" in result.output
+    assert "# policy servers started: 1 (1 per server group; 40 runs in 1 group)" in result.output
+    experiment = load_experiment(ROOT / "examples" / "libero_pi05.yaml")
+    servers = plan_servers(experiment)
+    run = next(iter(experiment.runs))
+    info = node_spec(run, servers[run], RayOptions(), tmp_path).server.info
+    assert info["bind"] == "0.0.0.0" and info["exposed"] is True

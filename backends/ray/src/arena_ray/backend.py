@@ -52,6 +52,7 @@ from arena_ray.render import (
     groups,
     node_spec,
     rayjob_manifest,
+    server_exposure,
     shard_words,
     spec_file,
     task_resources,
@@ -150,6 +151,8 @@ class RayBackend(LaunchBackend):
             spec = node_spec(first[0][0], first[1], o, output_dir, first[0][1:])
             server = spec.server.command if spec.server is not None else "none (a local policy or an external server)"
             lines.append(f"# each task's arena node ({SPECS_DIR}/RUN.node.json) starts the server once on its node: {server}")
+        for exposure in dict.fromkeys(e.describe() for g in found if (e := server_exposure(servers.get(g[0]))) is not None):
+            lines.append(f"# {exposure}")
         started = sum(o.nodes for g in found if _starts_server(servers.get(g[0])))
         lines.append(f"# policy servers started: {started} ({o.nodes} per server group; "
                      f"{count(len(experiment.runs), 'run')} in {count(len(found), 'group')})")

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from arena.launch.exposure import Exposure, decide_exposure
 from arena.launch.node import NodeServer, NodeSpec
 from arena.outputs.layout import EXPERIMENT_FILE
 
@@ -59,16 +60,29 @@ def node_spec(run: str, plan: ServerPlan | None, options: RayOptions, output_dir
     task = plan.task if plan is not None else None
     if task is not None and not (plan is not None and plan.external):
         argv = task.render(task.local_command or [], host="127.0.0.1", port="{port}", python=task.local_python())  # type: ignore[arg-type]
+        exposure = server_exposure(plan)
         server = NodeServer(
             task=task, command="exec " + shlex.join(argv), bind="127.0.0.1", client_host="127.0.0.1",
             restarts=2, restarts_option="server.restarts (the Ray backend's node supervisor)",
-            info={"image": None, "bind": "127.0.0.1", "exposed": False, "api_key": None},
+            # what the server really binds: a command that takes no address (openpi's
+            # serve_policy.py) binds 0.0.0.0 whatever arena asks
+            info={"image": None, "bind": exposure.bind if exposure else "127.0.0.1",
+                  "exposed": bool(exposure and exposure.exposed), "api_key": None},
         )
     return NodeSpec(
         output_dir=str(output_dir), run=run, snapshot=str(Path(output_dir) / EXPERIMENT_FILE),
         arena=arena_command(options), server=server, queue=options.work == "queue",
         shared_with=list(shared_with or []), runners=min(options.runners, 1 + len(shared_with or [])),
     )
+
+
+def server_exposure(plan: ServerPlan | None) -> Exposure | None:
+    """How the group's server is reached when a task asks it to bind loopback
+    (:func:`arena.launch.exposure.decide_exposure`); ``None`` without a server to start."""
+    task = plan.task if plan is not None and not plan.external else None
+    if task is None:
+        return None
+    return decide_exposure(task, list(task.local_command or []), "127.0.0.1", None)
 
 
 def task_resources(plan: ServerPlan | None, options: RayOptions, runs: int = 1) -> dict[str, Any]:
