@@ -30,6 +30,12 @@ class ServerPlan:
     port: int
 
 
+def started_task(plan: ServerPlan | None) -> ServerTask | None:
+    """The server task a backend starts for ``plan``'s run; ``None`` for a local policy (no
+    plan) or an external server (``server.external``)."""
+    return plan.task if plan is not None and not plan.external else None
+
+
 def is_remote(run: ResolvedRun) -> bool:
     """Whether the run's policy talks to a policy server (its config has remote_host/port)."""
     from arena.policies.remote import RemotePolicyConfig

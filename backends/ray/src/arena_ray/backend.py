@@ -41,6 +41,7 @@ from rich.markup import escape
 
 from arena.errors import ConfigError, LaunchError
 from arena.launch.base import LaunchBackend, Poll, Resume, Submission
+from arena.launch.planning import started_task
 from arena.outputs.layout import MANIFEST_FILE, RUN_RESULT_FILE, RUNNER_LOG, STATUS_FILE, run_dir, work_dir
 from arena.outputs.records import LIVE_STATES, StatusWriter, read_json, write_json_atomic
 from arena.outputs.runstate import finish_after_runner, update_status
@@ -153,7 +154,7 @@ class RayBackend(LaunchBackend):
             lines.append(f"# each task's arena node ({SPECS_DIR}/RUN.node.json) starts the server once on its node: {server}")
         for exposure in dict.fromkeys(e.describe() for g in found if (e := server_exposure(servers.get(g[0]))) is not None):
             lines.append(f"# {exposure}")
-        started = sum(o.nodes for g in found if _starts_server(servers.get(g[0])))
+        started = sum(o.nodes for g in found if started_task(servers.get(g[0])) is not None)
         lines.append(f"# policy servers started: {started} ({o.nodes} per server group; "
                      f"{count(len(experiment.runs), 'run')} in {count(len(found), 'group')})")
         lines.append("# the same on Kubernetes: a KubeRay RayJob (not validated against the CRD here: none of the "
@@ -430,10 +431,6 @@ def _failed_not_cancelled(directory: Path, reason: str) -> None:
     StatusWriter(directory / STATUS_FILE, **fields).write(state="failed", error=reason)
     write_json_atomic(directory / RUN_RESULT_FILE, {**result, "state": "failed", "error": reason})
 
-
-def _starts_server(plan: ServerPlan | None) -> bool:
-    """Whether the tasks of a group with ``plan`` start a policy server."""
-    return plan is not None and plan.task is not None and not plan.external
 
 
 def _run_node_task(argv: list[str], log_path: str, env: dict[str, str], grace_s: float) -> dict:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from arena.launch.exposure import Exposure, decide_exposure
 from arena.launch.node import NodeServer, NodeSpec
+from arena.launch.planning import started_task
 from arena.outputs.layout import EXPERIMENT_FILE
 
 from arena_ray.options import RayOptions
@@ -57,8 +58,8 @@ def node_spec(run: str, plan: ServerPlan | None, options: RayOptions, output_dir
     ``shared_with``): its server (the task's ``local_command``, on a free loopback port of the
     node) and the runners with ``--queue`` (``work: queue``)."""
     server = None
-    task = plan.task if plan is not None else None
-    if task is not None and not (plan is not None and plan.external):
+    task = started_task(plan)
+    if task is not None:
         argv = task.render(task.local_command or [], host="127.0.0.1", port="{port}", python=task.local_python())  # type: ignore[arg-type]
         exposure = server_exposure(plan)
         server = NodeServer(
@@ -79,7 +80,7 @@ def node_spec(run: str, plan: ServerPlan | None, options: RayOptions, output_dir
 def server_exposure(plan: ServerPlan | None) -> Exposure | None:
     """How the group's server is reached when a task asks it to bind loopback
     (:func:`arena.launch.exposure.decide_exposure`); ``None`` without a server to start."""
-    task = plan.task if plan is not None and not plan.external else None
+    task = started_task(plan)
     if task is None:
         return None
     return decide_exposure(task, list(task.local_command or []), "127.0.0.1", None)
@@ -89,7 +90,7 @@ def task_resources(plan: ServerPlan | None, options: RayOptions, runs: int = 1) 
     """The Ray resources of one task of a group of ``runs`` runs: ``num_cpus`` (the server's
     and one ``runner_cpus`` per runner at once), ``num_gpus`` and, when the server task
     declares host memory, ``memory`` (bytes)."""
-    task = plan.task if plan is not None and not plan.external else None
+    task = started_task(plan)
     cpus = options.runner_cpus * min(options.runners, max(1, runs)) + (task.resources.cpu if task is not None else 0)
     out: dict[str, Any] = {"num_cpus": cpus, "num_gpus": task.gpu_count if task is not None else 0}
     if task is not None and task.resources.memory:

@@ -31,7 +31,7 @@ from rich.markup import escape
 
 from arena.errors import ConfigError, LaunchError
 from arena.launch.base import LaunchBackend, Poll, Resume, Submission
-from arena.launch.planning import missing_image
+from arena.launch.planning import missing_image, started_task
 from arena.launch.wording import fold_by_run, some_runs
 from arena.outputs.layout import MANIFEST_FILE, RUN_RESULT_FILE, STATUS_FILE, work_dir as work_directory
 from arena.outputs.records import FINAL_STATES, StatusWriter, read_json, write_run_result
@@ -204,7 +204,7 @@ class SlurmBackend(LaunchBackend):
             name = node_spec_file(group[0])
             whose = f"run {group[0]}'s" if len(group) == 1 else f"the {len(group)} runs' ({group[0]} … {group[-1]})"
             lines.append(f"  {where / name!s:<{len(str(where)) + width + 1}}  what {whose} `arena node` supervises")
-        started = sum(self.options.shards_of(g[0]) for g in found if _starts_server(servers.get(g[0])))
+        started = sum(self.options.shards_of(g[0]) for g in found if started_task(servers.get(g[0])) is not None)
         lines.append(f"# policy servers started: {started} (one per job, or per array element of a sharded job)")
         lines.append(f"  (read one: less {where / next(iter(experiment.runs))}.sbatch)")
         if self.options.runner_image:
@@ -406,10 +406,6 @@ class SlurmBackend(LaunchBackend):
         jobstate.finalize(submission, states)
         return Path(submission.output_dir)
 
-
-def _starts_server(plan: ServerPlan | None) -> bool:
-    """Whether the job of a group with ``plan`` starts a policy server."""
-    return plan is not None and plan.task is not None and not plan.external
 
 
 def _resumed(submission: Submission, shards: dict[str, int]) -> Submission:

@@ -56,6 +56,7 @@ from arena.errors import ConfigError, short_repr
 from arena.launch.exposure import GENERATED_KEY_ENV, Exposure, decide_exposure, is_loopback
 from arena.launch.shell import DOUBLE_QUOTE_SPECIAL, in_double_quotes, one_line, require_command
 from arena.launch.node import NodeServer, NodeSpec
+from arena.launch.planning import started_task
 from arena.rollout.claims import LEASE_ENV
 from arena.outputs.layout import EXPERIMENT_FILE, SHARDS_DIR, run_dir
 from arena.rollout.invocation import SERVER_HOST_ENV, SERVER_INFO_ENV, SERVER_PORT_ENV, SERVER_TASK_ENV, TIME_LIMIT_ENV
@@ -252,7 +253,7 @@ def server_exposure(experiment: ResolvedExperiment, run_name: str, plan: ServerP
     Raises:
         ConfigError: a loopback ``server_bind`` in a hetjob (the runner is on another node).
     """
-    task = plan.task if plan is not None and not plan.external else None
+    task = started_task(plan)
     if task is None:
         return None
     hetjob = options.layout == "hetjob"
@@ -282,7 +283,7 @@ def run_context(
     run = experiment.runs[run_name]
     others = [r for r in shared_with or [] if r != run_name]
     shards = options.shards_of(run_name)
-    task = plan.task if plan is not None and not plan.external else None
+    task = started_task(plan)
     hetjob = options.layout == "hetjob" and task is not None
     out = str(output_dir)
     exposure = server_exposure(experiment, run_name, plan, options)
